@@ -1,0 +1,35 @@
+# seatledger build, test and code generation.
+GO ?= go
+BIN := $(CURDIR)/.bin
+
+.PHONY: all build test test-short proto dev vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# The whole test suite, as CI runs it (.ci/run calls exactly this).
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+# Regenerate protobuf code (needs Debian's protoc; the Go plugins are pinned as
+# tool lines in go.mod). Generated code is committed.
+proto:
+	cd proto/ledgerpb && protoc -I . -I /usr/include \
+	  --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
+	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
+	  --plugin=protoc-gen-grpc-gateway="$$($(GO) tool -n protoc-gen-grpc-gateway)" \
+	  --go_out=. --go_opt=paths=source_relative \
+	  --go-grpc_out=. --go-grpc_opt=paths=source_relative \
+	  --grpc-gateway_out=. --grpc-gateway_opt=paths=source_relative \
+	  --grpc-gateway_opt=grpc_api_configuration=booking.yaml \
+	  --grpc-gateway_opt=generate_unbound_methods=false \
+	  booking.proto ledger.proto
+
+dev:
+	$(GO) run ./cmd/seatd dev
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/seatledger/seatledger/gateway"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/shard"
+)
+
+// devNodes is the size of the dev cluster.
+const devNodes = 3
+
+// demoShowID is the show `seatd dev` creates.
+const demoShowID = "demo"
+
+// devReadyTimeout bounds waiting for the dev cluster's first leaders.
+const devReadyTimeout = 30 * time.Second
+
+func runDev(args []string) error {
+	fs := flag.NewFlagSet("seatd dev", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", "seatd-data", "where the three nodes keep their data (reused on restart)")
+	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP/JSON API address")
+	grpcAddr := fs.String("grpc", "127.0.0.1:9090", "gRPC API address")
+	groups := fs.Uint("groups", shard.GroupsDefault, "number of raft groups")
+	verbose := fs.Bool("v", false, "log raft's own warnings")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cl, err := startDevCluster(*dataDir, *httpAddr, *grpcAddr, uint32(*groups), logger, *verbose)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), devReadyTimeout)
+	err = cl.createDemoShow(ctx)
+	cancel()
+	if err != nil {
+		cl.close()
+		return fmt.Errorf("create demo show: %w", err)
+	}
+	base := "http://" + cl.nodes[0].cfg.HTTPLn.Addr().String()
+	fmt.Printf(`seatledger dev cluster: %d nodes, %d raft groups, data in %s
+  HTTP/JSON  %s
+  gRPC       %s
+Try:
+  curl %s/v1/shows/demo/seats
+  curl -X POST %s/v1/shows/demo/holds -d '{"seat_ids":["A1","A2"],"client_id":"alice","request_id":"r1"}'
+Press Ctrl-C to stop; run again with the same --data-dir to keep your data.
+`, devNodes, *groups, *dataDir, base, cl.nodes[0].cfg.GRPCLn.Addr(), base, base)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	fmt.Println("stopping...")
+	return cl.close()
+}
+
+// devCluster is three nodes in one process over loopback TCP.
+type devCluster struct {
+	nodes []*node
+}
+
+func startDevCluster(dataDir, httpAddr, grpcAddr string, groups uint32, logger *slog.Logger, verbose bool) (*devCluster, error) {
+	var raftLns, grpcLns []net.Listener
+	var httpLn net.Listener
+	closeAll := func() {
+		for _, l := range append(append(raftLns, grpcLns...), httpLn) {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}
+	var peers []raftnode.Peer
+	for i := 0; i < devNodes; i++ {
+		addr := "127.0.0.1:0"
+		if i == 0 {
+			addr = grpcAddr
+		}
+		gl, err := net.Listen("tcp", addr)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("listen for gRPC: %w", err)
+		}
+		grpcLns = append(grpcLns, gl)
+		// Raft ports may change between runs: raft dials peers by id
+		// through the current peer list, not by stored addresses.
+		rl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("listen for raft: %w", err)
+		}
+		raftLns = append(raftLns, rl)
+		peers = append(peers, raftnode.Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: rl.Addr().String(), GRPCAddr: gl.Addr().String()})
+	}
+	var err error
+	if httpLn, err = net.Listen("tcp", httpAddr); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("listen for HTTP: %w", err)
+	}
+	raftLog := devNull()
+	if verbose {
+		raftLog = os.Stderr
+	}
+	cl := &devCluster{}
+	for i, p := range peers {
+		cfg := nodeConfig{ID: p.ID, DataDir: filepath.Join(dataDir, p.ID), Peers: peers, Groups: groups, Replicas: devNodes,
+			RaftLn: raftLns[i], GRPCLn: grpcLns[i], Logger: logger, RaftLog: raftLog}
+		if i == 0 {
+			cfg.HTTPLn = httpLn
+		}
+		n, err := startNode(cfg)
+		if err != nil {
+			cl.close()
+			closeAll()
+			return nil, err
+		}
+		cl.nodes = append(cl.nodes, n)
+	}
+	return cl, nil
+}
+
+// createDemoShow creates the demo show unless it exists: rows A–J of 20
+// seats. Creating it again with the same layout is a replay, not an error.
+func (cl *devCluster) createDemoShow(ctx context.Context) error {
+	srv := gateway.NewServer(cl.nodes[0].router)
+	for {
+		_, err := srv.CreateShow(ctx, &ledgerpb.CreateShowRequest{Show: demoShow()})
+		if err == nil || gateway.IsAlreadyExists(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func demoShow() *ledgerpb.Show {
+	s := &ledgerpb.Show{ShowId: demoShowID, Title: "Demo screening",
+		Categories: []*ledgerpb.Category{
+			{Name: "front", PriceMinor: 900, Currency: "EUR"},
+			{Name: "standard", PriceMinor: 1200, Currency: "EUR"},
+			{Name: "premium", PriceMinor: 1500, Currency: "EUR"},
+		}}
+	for i, row := range "ABCDEFGHIJ" {
+		cat := "standard"
+		switch {
+		case i < 3:
+			cat = "front"
+		case i >= 8:
+			cat = "premium"
+		}
+		s.Rows = append(s.Rows, &ledgerpb.Row{Name: string(row), Seats: 20, Category: cat})
+	}
+	return s
+}
+
+func (cl *devCluster) close() error {
+	var first error
+	for _, n := range cl.nodes {
+		if err := n.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

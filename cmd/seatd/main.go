@@ -1,0 +1,45 @@
+// Command seatd runs seatledger: `seatd dev` starts a whole 3-node cluster in
+// one process for trying it out; `seatd serve` runs one node of a real
+// cluster.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `seatd: the seatledger server
+
+Usage:
+  seatd dev   [--data-dir DIR] [--http ADDR] [--grpc ADDR] [--groups N]
+              a local 3-node cluster in one process, with a demo show
+  seatd serve --id ID --raft ADDR --grpc ADDR [--http ADDR] --data-dir DIR
+              --peers ID=RAFT/GRPC,... [--groups N] [--replicas N]
+              one node of a multi-process cluster
+
+Run "seatd dev -h" or "seatd serve -h" for the flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "dev":
+		err = runDev(os.Args[2:])
+	case "serve":
+		err = runServe(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "seatd: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "seatd: %v\n", err)
+		os.Exit(1)
+	}
+}

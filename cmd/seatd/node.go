@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/seatledger/seatledger/gateway"
+	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/shard"
+)
+
+// nodeConfig is everything one node process needs.
+type nodeConfig struct {
+	ID       string
+	DataDir  string
+	Peers    []raftnode.Peer
+	Groups   uint32
+	Replicas int
+	// Listeners already bound: raft and gRPC are required, HTTP optional.
+	RaftLn, GRPCLn, HTTPLn net.Listener
+	// Raft tuning for tests; zero means defaults.
+	Raft    raftnode.Config
+	Logger  *slog.Logger
+	RaftLog io.Writer
+}
+
+// node is a running seatd node: raft groups, router, gRPC and HTTP servers.
+type node struct {
+	cfg    nodeConfig
+	raft   *raftnode.Node
+	router *shard.Router
+	grpc   *grpc.Server
+	http   *http.Server
+	done   chan struct{} // closed when the servers have returned
+}
+
+func (c *nodeConfig) validate() error {
+	if c.RaftLn == nil || c.GRPCLn == nil {
+		return errors.New("raft and gRPC listeners are required")
+	}
+	if c.Replicas < 1 {
+		return errors.New("--replicas must be at least 1")
+	}
+	return shard.Map{Groups: c.Groups}.Validate()
+}
+
+// startNode starts a node on its listeners.
+func startNode(cfg nodeConfig) (*node, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	smap := shard.Map{Groups: cfg.Groups}
+	ids := make([]string, len(cfg.Peers))
+	for i, p := range cfg.Peers {
+		ids[i] = p.ID
+	}
+	placement := shard.Placement(cfg.Groups, ids, cfg.Replicas)
+	rc := cfg.Raft
+	rc.NodeID, rc.DataDir, rc.Listener, rc.RaftAddr = cfg.ID, cfg.DataDir, cfg.RaftLn, cfg.RaftLn.Addr().String()
+	rc.Peers, rc.Groups, rc.Bootstrap = cfg.Peers, placement, true
+	rc.Logger, rc.RaftLog = cfg.Logger, cfg.RaftLog
+	rn, err := raftnode.Start(rc)
+	if err != nil {
+		cfg.GRPCLn.Close()
+		if cfg.HTTPLn != nil {
+			cfg.HTTPLn.Close()
+		}
+		return nil, err
+	}
+	router := shard.NewRouter(rn, smap, placement)
+	srv := gateway.NewServer(router)
+	n := &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}
+	if cfg.HTTPLn != nil {
+		h, err := gateway.NewHTTPHandler(context.Background(), srv, router)
+		if err != nil {
+			n.grpc.Stop()
+			rn.Close()
+			return nil, err
+		}
+		n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	}
+	go n.serve()
+	return n, nil
+}
+
+func (n *node) serve() {
+	defer close(n.done)
+	errc := make(chan error, 2)
+	go func() { errc <- n.grpc.Serve(n.cfg.GRPCLn) }()
+	waits := 1
+	if n.http != nil {
+		waits++
+		go func() { errc <- n.http.Serve(n.cfg.HTTPLn) }()
+	}
+	for i := 0; i < waits; i++ {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, grpc.ErrServerStopped) {
+			n.cfg.Logger.Error("server stopped", "node", n.cfg.ID, "err", err)
+		}
+	}
+}
+
+// shutdownGrace bounds how long in-flight requests may finish on shutdown.
+const shutdownGrace = 5 * time.Second
+
+// close stops taking requests, lets in-flight ones finish (bounded), then
+// stops raft and closes storage.
+func (n *node) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if n.http != nil {
+		n.http.Shutdown(ctx)
+	}
+	stopped := make(chan struct{})
+	go func() { n.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		n.grpc.Stop()
+	}
+	<-n.done
+	n.router.Close()
+	if err := n.raft.Close(); err != nil {
+		return fmt.Errorf("node %s: %w", n.cfg.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+package fsm
+
+import "fmt"
+
+// assertf panics when an invariant does not hold. Assertions stay on in
+// production: a replica whose state breaks an invariant must stop, not
+// diverge (STYLE 5).
+func assertf(cond bool, format string, args ...any) {
+	if !cond {
+		panic(fmt.Sprintf("fsm: invariant violated: "+format, args...))
+	}
+}
+
+// must panics on an error inside apply: a failed Pebble write or an
+// undecodable record is impossible state (STYLE 4).
+func must(err error, what string) {
+	if err != nil {
+		panic(fmt.Sprintf("fsm: %s: %v", what, err))
+	}
+}

@@ -1,0 +1,46 @@
+package fsm
+
+import "github.com/seatledger/seatledger/proto/ledgerpb"
+
+// confirm turns a live hold into a booking: its seats become BOOKED and stay
+// so (S2). A hold whose expiry has passed by the log clock can never be
+// confirmed.
+func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
+	if fe := ValidateConfirm(c); fe != nil {
+		return invalid(fe)
+	}
+	h, rej := tx.liveHold(client, c.ShowId, c.HoldId)
+	if rej != nil {
+		return rej
+	}
+	switch h.State {
+	case ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+		if h.PaymentRef == c.PaymentRef {
+			return holdResult(h) // the same payment confirmed it: same booking
+		}
+		r := reject(ledgerpb.Code_CODE_HOLD_CONFIRMED, "hold %s is already confirmed with another payment", h.HoldId)
+		r.HoldState = h.State
+		return r
+	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
+		r := reject(ledgerpb.Code_CODE_HOLD_CANCELLED, "hold %s was released", h.HoldId)
+		r.HoldState = h.State
+		return r
+	}
+	l := newLayout(tx.show(h.ShowId))
+	for _, s := range h.SeatIds {
+		n, ok := l.seatIndex(s)
+		assertf(ok, "hold %s names unknown seat %s", h.HoldId, s)
+		key := tx.m.seatKey(h.ShowId, n)
+		rec := &ledgerpb.SeatRecord{}
+		assertf(tx.get(key, rec) && rec.HoldId == h.HoldId && rec.State == ledgerpb.SeatState_HELD,
+			"S1: seat %s of hold %s is not held by it at confirm", s, h.HoldId)
+		rec.State = ledgerpb.SeatState_BOOKED
+		tx.put(key, rec)
+	}
+	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
+	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
+	h.PaymentRef = c.PaymentRef
+	h.ClosedAtMs = tx.now
+	tx.put(tx.m.holdKey(h.HoldId), h)
+	return holdResult(h)
+}

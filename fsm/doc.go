@@ -1,0 +1,43 @@
+// Package fsm is seatledger's deterministic seat state machine.
+//
+// A Machine applies committed raft entries (ledgerpb.Command) for one raft
+// group to that group's key range in the node's Pebble database. Apply is a
+// pure function of (state, entry): no wall clock, no randomness, no
+// goroutines, no map-order dependence. Time comes from the log: the leader
+// stamps proposed_at_ms and the machine keeps clock = max(clock, proposed_at)
+// in the same Pebble batch as the applied index, so a replayed entry (index <=
+// applied) is skipped and time never goes backwards.
+//
+// Bad input is a result; impossible state is a crash. Every rejection is a
+// ledgerpb.Code, checked in this order for each client command:
+//
+//  1. CODE_INVALID_ARGUMENT  a missing client_id/request_id, or a field out of
+//     its limits (limits.go); Result.field names the field.
+//  2. CODE_REQUEST_ID_REUSED the (client_id, request_id) was applied before with
+//     a different payload. With the same payload the stored result is returned
+//     again, with replayed=true (exactly-once, S4).
+//  3. CODE_SHOW_NOT_FOUND / CODE_SHOW_EXISTS
+//  4. Hold: CODE_UNKNOWN_SEAT (seat_ids lists them), then CODE_SEATS_TAKEN
+//     (seat_ids lists the taken ones). A seat held by a hold whose expiry has
+//     passed by the log clock counts as free: that hold is expired first.
+//  5. Confirm/Release: CODE_HOLD_NOT_FOUND (unknown id, or another show's),
+//     CODE_NOT_HOLD_OWNER, then the hold's state: CODE_HOLD_EXPIRED (expired,
+//     or live by state but clock >= expires_at), CODE_HOLD_CANCELLED,
+//     CODE_HOLD_CONFIRMED. Confirming a confirmed hold again with the same
+//     payment_ref succeeds with the same booking; releasing a cancelled hold
+//     succeeds again.
+//
+// A failed Pebble write, an undecodable entry or record, an unknown op, or a
+// broken invariant panics: a replica that cannot apply an entry exactly like
+// its peers must stop rather than diverge.
+//
+// Keys (all under the group prefix 'G' + uint32 group, big-endian):
+//
+//	0x01                                  meta: applied index, clock
+//	0x02 show_id                          ledgerpb.Show
+//	0x03 len(show_id) show_id seat(u16)   ledgerpb.SeatRecord (absent = FREE)
+//	0x04 hold_id                          ledgerpb.HoldRecord
+//	0x05 expires_at(u64) hold_id          empty: live holds by expiry
+//	0x06 len(client) client request       ledgerpb.RequestRecord
+//	0x07 applied_at(u64) len(client) client request   empty: retention index
+package fsm

@@ -1,0 +1,127 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Key kinds inside a group's range; see doc.go for the layout.
+const (
+	kindMeta       byte = 0x01
+	kindShow       byte = 0x02
+	kindSeat       byte = 0x03
+	kindHold       byte = 0x04
+	kindExpiry     byte = 0x05
+	kindRequest    byte = 0x06
+	kindRequestAge byte = 0x07
+	kindEnd        byte = 0x08
+
+	groupPrefixLen = 5
+	metaLen        = 16
+)
+
+// groupPrefix is 'G' + group (big-endian): every key of a group starts with it.
+func groupPrefix(group uint32) []byte {
+	p := make([]byte, groupPrefixLen)
+	p[0] = 'G'
+	binary.BigEndian.PutUint32(p[1:], group)
+	return p
+}
+
+// groupEnd is the exclusive upper bound of a group's range.
+func groupEnd(group uint32) []byte {
+	return groupPrefix(group + 1)
+}
+
+func (m *Machine) key(kind byte, parts ...[]byte) []byte {
+	n := len(m.prefix) + 1
+	for _, p := range parts {
+		n += len(p)
+	}
+	k := make([]byte, 0, n)
+	k = append(k, m.prefix...)
+	k = append(k, kind)
+	for _, p := range parts {
+		k = append(k, p...)
+	}
+	return k
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+// lenPrefixed keeps "a"+"bc" and "ab"+"c" apart.
+func lenPrefixed(s string) []byte {
+	assertf(len(s) < 256, "length-prefixed part of %d bytes", len(s))
+	b := make([]byte, 0, 1+len(s))
+	b = append(b, byte(len(s)))
+	return append(b, s...)
+}
+
+func (m *Machine) metaKey() []byte          { return m.key(kindMeta) }
+func (m *Machine) showKey(id string) []byte { return m.key(kindShow, []byte(id)) }
+func (m *Machine) holdKey(id string) []byte { return m.key(kindHold, []byte(id)) }
+
+func (m *Machine) seatPrefix(show string) []byte { return m.key(kindSeat, lenPrefixed(show)) }
+
+func (m *Machine) seatKey(show string, seat uint16) []byte {
+	var s [2]byte
+	binary.BigEndian.PutUint16(s[:], seat)
+	return m.key(kindSeat, lenPrefixed(show), s[:])
+}
+
+func (m *Machine) expiryKey(at int64, hold string) []byte {
+	return m.key(kindExpiry, u64(uint64(at)), []byte(hold))
+}
+
+func (m *Machine) requestKey(client, request string) []byte {
+	return m.key(kindRequest, lenPrefixed(client), []byte(request))
+}
+
+func (m *Machine) requestAgeKey(at int64, client, request string) []byte {
+	return m.key(kindRequestAge, u64(uint64(at)), lenPrefixed(client), []byte(request))
+}
+
+var errBadKey = errors.New("fsm: malformed key")
+
+// decodeExpiryKey returns the expiry time and hold id of an expiry-index key.
+func decodeExpiryKey(k []byte) (int64, string, error) {
+	if len(k) < groupPrefixLen+1+8 || k[groupPrefixLen] != kindExpiry {
+		return 0, "", errBadKey
+	}
+	body := k[groupPrefixLen+1:]
+	return int64(binary.BigEndian.Uint64(body)), string(body[8:]), nil
+}
+
+// decodeRequestAgeKey returns the time, client and request of a retention key.
+func decodeRequestAgeKey(k []byte) (int64, string, string, error) {
+	if len(k) < groupPrefixLen+1+8+1 || k[groupPrefixLen] != kindRequestAge {
+		return 0, "", "", errBadKey
+	}
+	body := k[groupPrefixLen+1:]
+	at := int64(binary.BigEndian.Uint64(body))
+	body = body[8:]
+	n := int(body[0])
+	if len(body) < 1+n {
+		return 0, "", "", errBadKey
+	}
+	return at, string(body[1 : 1+n]), string(body[1+n:]), nil
+}
+
+// encodeMeta and decodeMeta store the applied index and clock.
+func encodeMeta(applied uint64, clock int64) []byte {
+	b := make([]byte, metaLen)
+	binary.BigEndian.PutUint64(b, applied)
+	binary.BigEndian.PutUint64(b[8:], uint64(clock))
+	return b
+}
+
+func decodeMeta(b []byte) (uint64, int64, error) {
+	if len(b) != metaLen {
+		return 0, 0, errors.New("fsm: meta record has wrong length")
+	}
+	return binary.BigEndian.Uint64(b), int64(binary.BigEndian.Uint64(b[8:])), nil
+}

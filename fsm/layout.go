@@ -1,0 +1,251 @@
+package fsm
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// FieldError names the request field that breaks a rule. The gateway returns
+// it as 400 with the field; the FSM returns it as CODE_INVALID_ARGUMENT.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return "fsm: invalid " + e.Field + ": " + e.Message }
+
+func fieldErr(field, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// layout is a show's seat layout indexed for lookups.
+type layout struct {
+	show    *ledgerpb.Show
+	rows    map[string]int // row name -> index into show.Rows
+	offsets []int          // first seat index of each row
+	prices  map[string]*ledgerpb.Category
+	total   int
+}
+
+func newLayout(show *ledgerpb.Show) *layout {
+	l := &layout{
+		show:    show,
+		rows:    make(map[string]int, len(show.Rows)),
+		offsets: make([]int, len(show.Rows)),
+		prices:  make(map[string]*ledgerpb.Category, len(show.Categories)),
+	}
+	for i, r := range show.Rows {
+		l.rows[r.Name] = i
+		l.offsets[i] = l.total
+		l.total += int(r.Seats)
+	}
+	for _, c := range show.Categories {
+		l.prices[c.Name] = c
+	}
+	return l
+}
+
+// seatIndex maps "B12" to its position in the layout.
+func (l *layout) seatIndex(seatID string) (uint16, bool) {
+	row, num, ok := splitSeatID(seatID)
+	if !ok {
+		return 0, false
+	}
+	ri, ok := l.rows[row]
+	if !ok || num < 1 || num > int(l.show.Rows[ri].Seats) {
+		return 0, false
+	}
+	return uint16(l.offsets[ri] + num - 1), true
+}
+
+// seat returns row, number and category of a seat index.
+func (l *layout) seat(idx int) (row *ledgerpb.Row, number int) {
+	for i := len(l.offsets) - 1; i >= 0; i-- {
+		if idx >= l.offsets[i] {
+			return l.show.Rows[i], idx - l.offsets[i] + 1
+		}
+	}
+	panic("fsm: seat index below the first row")
+}
+
+func (l *layout) price(row *ledgerpb.Row) int64 {
+	if c, ok := l.prices[row.Category]; ok {
+		return c.PriceMinor
+	}
+	return 0
+}
+
+func (l *layout) currency() string {
+	if len(l.show.Categories) > 0 {
+		return l.show.Categories[0].Currency
+	}
+	return ""
+}
+
+// splitSeatID splits "AB12" into "AB" and 12.
+func splitSeatID(id string) (string, int, bool) {
+	if len(id) == 0 || len(id) > SeatIDLenMax {
+		return "", 0, false
+	}
+	i := 0
+	for i < len(id) && isUpper(id[i]) {
+		i++
+	}
+	if i == 0 || i == len(id) || i > RowNameLenMax || id[i] == '0' {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(id[i:])
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return id[:i], n, true
+}
+
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+
+// ValidID reports whether s is a valid show id: 1..ShowIDLenMax of
+// [A-Za-z0-9._-].
+func ValidID(s string, max int) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateShow checks a show and its layout against the limits.
+func ValidateShow(s *ledgerpb.Show) *FieldError {
+	if s == nil {
+		return fieldErr("show", "is required")
+	}
+	if !ValidID(s.ShowId, ShowIDLenMax) {
+		return fieldErr("show.show_id", "must be 1..%d characters of [A-Za-z0-9._:-]", ShowIDLenMax)
+	}
+	if len(s.Title) > TitleLenMax {
+		return fieldErr("show.title", "longer than %d bytes", TitleLenMax)
+	}
+	if len(s.Categories) == 0 || len(s.Categories) > CategoriesPerShowMax {
+		return fieldErr("show.categories", "must list 1..%d categories", CategoriesPerShowMax)
+	}
+	cats := make(map[string]bool, len(s.Categories))
+	for i, c := range s.Categories {
+		f := fmt.Sprintf("show.categories[%d]", i)
+		if !ValidID(c.Name, CategoryNameLenMax) || cats[c.Name] {
+			return fieldErr(f+".name", "must be a unique name of 1..%d characters", CategoryNameLenMax)
+		}
+		cats[c.Name] = true
+		if c.PriceMinor < 0 || c.PriceMinor > PriceMinorMax {
+			return fieldErr(f+".price_minor", "must be in 0..%d", PriceMinorMax)
+		}
+		if len(c.Currency) != 3 || !isUpper(c.Currency[0]) || !isUpper(c.Currency[1]) || !isUpper(c.Currency[2]) {
+			return fieldErr(f+".currency", "must be an ISO 4217 code such as EUR")
+		}
+		if c.Currency != s.Categories[0].Currency {
+			return fieldErr(f+".currency", "all categories of a show must use one currency")
+		}
+	}
+	return validateRows(s.Rows, cats)
+}
+
+func validateRows(rows []*ledgerpb.Row, cats map[string]bool) *FieldError {
+	if len(rows) == 0 || len(rows) > RowsPerShowMax {
+		return fieldErr("show.rows", "must list 1..%d rows", RowsPerShowMax)
+	}
+	names := make(map[string]bool, len(rows))
+	total := 0
+	for i, r := range rows {
+		f := fmt.Sprintf("show.rows[%d]", i)
+		if !validRowName(r.Name) || names[r.Name] {
+			return fieldErr(f+".name", "must be a unique name of 1..%d capital letters", RowNameLenMax)
+		}
+		names[r.Name] = true
+		if r.Seats < 1 || r.Seats > SeatsPerRowMax {
+			return fieldErr(f+".seats", "must be in 1..%d", SeatsPerRowMax)
+		}
+		if !cats[r.Category] {
+			return fieldErr(f+".category", "names no category of the show")
+		}
+		total += int(r.Seats)
+	}
+	if total > SeatsPerShowMax {
+		return fieldErr("show.rows", "a show has at most %d seats", SeatsPerShowMax)
+	}
+	return nil
+}
+
+func validRowName(s string) bool {
+	if len(s) == 0 || len(s) > RowNameLenMax {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isUpper(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateIdentity checks the exactly-once identity of a client request.
+func ValidateIdentity(clientID, requestID string) *FieldError {
+	if !ValidID(clientID, ClientIDLenMax) {
+		return fieldErr("client_id", "must be 1..%d characters of [A-Za-z0-9._:-]", ClientIDLenMax)
+	}
+	if !ValidID(requestID, RequestIDLenMax) {
+		return fieldErr("request_id", "must be 1..%d characters of [A-Za-z0-9._:-]", RequestIDLenMax)
+	}
+	return nil
+}
+
+// ValidateHold checks a hold request's fields (not the seats' existence).
+func ValidateHold(c *ledgerpb.HoldCmd) *FieldError {
+	if !ValidID(c.ShowId, ShowIDLenMax) {
+		return fieldErr("show_id", "must be 1..%d characters of [A-Za-z0-9._:-]", ShowIDLenMax)
+	}
+	if len(c.SeatIds) < 1 || len(c.SeatIds) > SeatsPerHoldMax {
+		return fieldErr("seat_ids", "must name 1..%d seats", SeatsPerHoldMax)
+	}
+	seen := make(map[string]bool, len(c.SeatIds))
+	for _, s := range c.SeatIds {
+		if len(s) == 0 || len(s) > SeatIDLenMax {
+			return fieldErr("seat_ids", "seat id %q is not a seat id such as A1", s)
+		}
+		if seen[s] {
+			return fieldErr("seat_ids", "seat %s is named twice", s)
+		}
+		seen[s] = true
+	}
+	if c.TtlMs != 0 && (c.TtlMs < HoldTTLMinMs || c.TtlMs > HoldTTLMaxMs) {
+		return fieldErr("ttl_seconds", "must be in %d..%d seconds", HoldTTLMinMs/1000, HoldTTLMaxMs/1000)
+	}
+	return nil
+}
+
+// ValidateHoldRef checks the show and hold ids of a confirm or release.
+func ValidateHoldRef(showID, holdID string) *FieldError {
+	if !ValidID(showID, ShowIDLenMax) {
+		return fieldErr("show_id", "must be 1..%d characters of [A-Za-z0-9._:-]", ShowIDLenMax)
+	}
+	if !ValidID(holdID, HoldIDLenMax) {
+		return fieldErr("hold_id", "must be 1..%d characters of [A-Za-z0-9._:-]", HoldIDLenMax)
+	}
+	return nil
+}
+
+// ValidateConfirm checks a confirm request's fields.
+func ValidateConfirm(c *ledgerpb.ConfirmCmd) *FieldError {
+	if fe := ValidateHoldRef(c.ShowId, c.HoldId); fe != nil {
+		return fe
+	}
+	if len(c.PaymentRef) == 0 || len(c.PaymentRef) > PaymentRefLenMax {
+		return fieldErr("payment_ref", "must be 1..%d bytes", PaymentRefLenMax)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package fsm
+
+// Limits, named once. The gateway checks them to reject early; the FSM checks
+// them again because the log is the only thing replicas agree on.
+const (
+	// SeatsPerHoldMax bounds one all-or-nothing hold.
+	SeatsPerHoldMax = 10
+	// HoldTTLDefault applies when a hold asks for no TTL.
+	HoldTTLDefaultMs = 5 * 60 * 1000
+	// HoldTTLMinMs and HoldTTLMaxMs bound a requested TTL.
+	HoldTTLMinMs = 1000
+	HoldTTLMaxMs = 30 * 60 * 1000
+
+	// ShowIDLenMax bounds a show id ([A-Za-z0-9._-]).
+	ShowIDLenMax = 64
+	// HoldIDLenMax bounds a hold id in requests.
+	HoldIDLenMax = 64
+	// ClientIDLenMax and RequestIDLenMax bound the exactly-once identity.
+	ClientIDLenMax  = 64
+	RequestIDLenMax = 128
+	// PaymentRefLenMax bounds a payment reference.
+	PaymentRefLenMax = 128
+	// TitleLenMax bounds a show title.
+	TitleLenMax = 200
+	// SeatIDLenMax bounds one seat id in a request ("ABC500").
+	SeatIDLenMax = 8
+
+	// RowsPerShowMax, SeatsPerRowMax and SeatsPerShowMax bound a layout.
+	RowsPerShowMax  = 100
+	RowNameLenMax   = 3
+	SeatsPerRowMax  = 500
+	SeatsPerShowMax = 10000
+	// CategoriesPerShowMax bounds price classes in a show.
+	CategoriesPerShowMax = 16
+	// CategoryNameLenMax bounds a category name.
+	CategoryNameLenMax = 32
+	// PriceMinorMax bounds a seat price in minor units.
+	PriceMinorMax = 1_000_000_000
+
+	// ExpirePerEntryDefault and ExpirePerEntryMax bound how many holds one
+	// Expire entry frees, so one entry never stalls the apply loop.
+	ExpirePerEntryDefault = 1024
+	ExpirePerEntryMax     = 8192
+	// BatchCommandsMax bounds the commands of one group-commit entry.
+	BatchCommandsMax = 4096
+
+	// RequestRetentionMs is the exactly-once horizon: a (client_id,
+	// request_id) is remembered for at least this long by the log clock.
+	// A retry later than that is applied as a new request.
+	RequestRetentionMs = 24 * 60 * 60 * 1000
+)

@@ -1,0 +1,251 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// Machine is the seat state machine of one raft group. Apply, Restore and
+// Snapshot are called only from raft's FSM goroutine (one owner); readers use
+// Pebble snapshots and the atomically published applied index and clock.
+type Machine struct {
+	db     *pebble.DB
+	group  uint32
+	prefix []byte
+
+	// applied and clock mirror the meta record; written only by the apply
+	// goroutine, read by anyone.
+	applied atomic.Uint64
+	clock   atomic.Int64
+}
+
+// OpenDB opens the node's Pebble database that holds every group's state.
+func OpenDB(dir string) (*pebble.DB, error) {
+	opts := &pebble.Options{
+		// The WAL stays on: Apply commits without fsync (the raft log is
+		// the durable record and replays past the persisted applied index),
+		// and Snapshot syncs the WAL before raft may compact its log.
+		DisableWAL:         false,
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: open pebble at %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// NewMachine loads group's applied index and clock from db.
+func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
+	m := &Machine{db: db, group: group, prefix: groupPrefix(group)}
+	v, closer, err := db.Get(m.metaKey())
+	if errors.Is(err, pebble.ErrNotFound) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fsm: read meta of group %d: %w", group, err)
+	}
+	defer closer.Close()
+	applied, clock, err := decodeMeta(v)
+	if err != nil {
+		return nil, err
+	}
+	m.applied.Store(applied)
+	m.clock.Store(clock)
+	return m, nil
+}
+
+// Group returns the raft group this machine serves.
+func (m *Machine) Group() uint32 { return m.group }
+
+// Applied returns the last raft index applied to this machine.
+func (m *Machine) Applied() uint64 { return m.applied.Load() }
+
+// Clock returns the machine's log clock (Unix ms), the max proposed_at seen.
+func (m *Machine) Clock() int64 { return m.clock.Load() }
+
+// Apply applies one committed entry at index and returns one Result per
+// client command (a Batch yields one per inner command). An entry at or below
+// the applied index was applied before and is skipped: it returns nil.
+func (m *Machine) Apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
+	applied := m.applied.Load()
+	if index <= applied {
+		return nil
+	}
+	now := max(m.clock.Load(), cmd.ProposedAtMs)
+	tx := &txn{m: m, b: m.db.NewIndexedBatch(), index: index, now: now}
+	defer tx.b.Close()
+
+	var results []*ledgerpb.Result
+	if batch := cmd.GetBatch(); batch != nil {
+		assertf(len(batch.Commands) <= BatchCommandsMax, "batch of %d commands at index %d", len(batch.Commands), index)
+		results = make([]*ledgerpb.Result, len(batch.Commands))
+		for i, c := range batch.Commands {
+			assertf(c.GetBatch() == nil, "nested batch at index %d", index)
+			results[i] = tx.applyOne(c, i)
+		}
+	} else {
+		results = []*ledgerpb.Result{tx.applyOne(cmd, 0)}
+	}
+	must(tx.b.Set(m.metaKey(), encodeMeta(index, now), nil), "write meta")
+	// No fsync: the raft log is durable and replays entries above the
+	// persisted applied index after a crash (see Snapshot for compaction).
+	must(tx.b.Commit(pebble.NoSync), "commit batch")
+	m.applied.Store(index)
+	m.clock.Store(now)
+	return results
+}
+
+// ApplyEntry decodes a raft entry's data and applies it. Data that does not
+// decode panics: every replica received the same bytes, so this replica
+// cannot follow the log.
+func (m *Machine) ApplyEntry(index uint64, data []byte) []*ledgerpb.Result {
+	cmd, err := DecodeCommand(data)
+	must(err, fmt.Sprintf("decode entry %d", index))
+	return m.Apply(index, cmd)
+}
+
+// DecodeCommand decodes a log entry.
+func DecodeCommand(data []byte) (*ledgerpb.Command, error) {
+	cmd := &ledgerpb.Command{}
+	if err := proto.Unmarshal(data, cmd); err != nil {
+		return nil, fmt.Errorf("fsm: decode command: %w", err)
+	}
+	return cmd, nil
+}
+
+// EncodeCommand encodes a command for the log, deterministically.
+func EncodeCommand(cmd *ledgerpb.Command) ([]byte, error) {
+	return proto.MarshalOptions{Deterministic: true}.Marshal(cmd)
+}
+
+// txn is the state of applying one entry: its batch, index and clock.
+type txn struct {
+	m     *Machine
+	b     *pebble.Batch
+	index uint64
+	now   int64
+}
+
+// applyOne applies one client or leader command with exactly-once handling.
+func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
+	if _, leader := c.Op.(*ledgerpb.Command_Expire); leader {
+		return tx.stamp(tx.expire(c.GetExpire()))
+	}
+	if c.Op == nil {
+		panic(fmt.Sprintf("fsm: command without op at index %d", tx.index))
+	}
+	if fe := ValidateIdentity(c.ClientId, c.RequestId); fe != nil {
+		return tx.stamp(invalid(fe))
+	}
+	hash := payloadHash(c)
+	if prev := tx.request(c.ClientId, c.RequestId); prev != nil {
+		if string(prev.PayloadHash) != string(hash) {
+			return tx.stamp(&ledgerpb.Result{Code: ledgerpb.Code_CODE_REQUEST_ID_REUSED,
+				Message: fmt.Sprintf("request_id %q of client %q was used for a different request", c.RequestId, c.ClientId)})
+		}
+		r := proto.Clone(prev.Result).(*ledgerpb.Result)
+		r.Replayed = true
+		return r
+	}
+	var r *ledgerpb.Result
+	switch op := c.Op.(type) {
+	case *ledgerpb.Command_CreateShow:
+		r = tx.createShow(op.CreateShow)
+	case *ledgerpb.Command_Hold:
+		r = tx.hold(c.ClientId, op.Hold, pos)
+	case *ledgerpb.Command_Confirm:
+		r = tx.confirm(c.ClientId, op.Confirm)
+	case *ledgerpb.Command_Release:
+		r = tx.release(c.ClientId, op.Release)
+	default:
+		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
+	}
+	tx.stamp(r)
+	tx.putRequest(c.ClientId, c.RequestId, &ledgerpb.RequestRecord{PayloadHash: hash, Result: r, AppliedAtMs: tx.now})
+	return r
+}
+
+func (tx *txn) stamp(r *ledgerpb.Result) *ledgerpb.Result {
+	r.Revision = tx.index
+	r.AppliedAtMs = tx.now
+	return r
+}
+
+func invalid(fe *FieldError) *ledgerpb.Result {
+	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_INVALID_ARGUMENT, Field: fe.Field, Message: fe.Message}
+}
+
+func reject(code ledgerpb.Code, format string, args ...any) *ledgerpb.Result {
+	return &ledgerpb.Result{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// payloadHash identifies what a request asked for, so a reused request_id
+// with another payload is told apart from a retry. proposed_at is not part of
+// it: a retry is proposed at a later time.
+func payloadHash(c *ledgerpb.Command) []byte {
+	op := proto.Clone(c).(*ledgerpb.Command)
+	op.ProposedAtMs = 0
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(op)
+	must(err, "marshal payload")
+	sum := sha256.Sum256(b)
+	return sum[:16]
+}
+
+// get reads and decodes a record through the batch; false if absent.
+func (tx *txn) get(key []byte, msg proto.Message) bool {
+	v, closer, err := tx.b.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false
+	}
+	must(err, "read")
+	defer closer.Close()
+	must(proto.Unmarshal(v, msg), fmt.Sprintf("decode %T", msg))
+	return true
+}
+
+func (tx *txn) put(key []byte, msg proto.Message) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+	must(err, "marshal record")
+	must(tx.b.Set(key, b, nil), "write")
+}
+
+func (tx *txn) del(key []byte) {
+	must(tx.b.Delete(key, nil), "delete")
+}
+
+func (tx *txn) request(client, request string) *ledgerpb.RequestRecord {
+	rec := &ledgerpb.RequestRecord{}
+	if !tx.get(tx.m.requestKey(client, request), rec) {
+		return nil
+	}
+	return rec
+}
+
+func (tx *txn) putRequest(client, request string, rec *ledgerpb.RequestRecord) {
+	tx.put(tx.m.requestKey(client, request), rec)
+	must(tx.b.Set(tx.m.requestAgeKey(tx.now, client, request), nil, nil), "write request age")
+}
+
+func (tx *txn) show(id string) *ledgerpb.Show {
+	s := &ledgerpb.Show{}
+	if !tx.get(tx.m.showKey(id), s) {
+		return nil
+	}
+	return s
+}
+
+func (tx *txn) holdRecord(id string) *ledgerpb.HoldRecord {
+	h := &ledgerpb.HoldRecord{}
+	if !tx.get(tx.m.holdKey(id), h) {
+		return nil
+	}
+	return h
+}

@@ -1,0 +1,26 @@
+package fsm
+
+import "github.com/seatledger/seatledger/proto/ledgerpb"
+
+// release gives a live hold's seats back. Releasing a released hold succeeds
+// again; a confirmed booking cannot be released (refunds are their own
+// command).
+func (tx *txn) release(client string, c *ledgerpb.ReleaseCmd) *ledgerpb.Result {
+	if fe := ValidateHoldRef(c.ShowId, c.HoldId); fe != nil {
+		return invalid(fe)
+	}
+	h, rej := tx.liveHold(client, c.ShowId, c.HoldId)
+	if rej != nil {
+		return rej
+	}
+	switch h.State {
+	case ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+		r := reject(ledgerpb.Code_CODE_HOLD_CONFIRMED, "hold %s is confirmed and cannot be released", h.HoldId)
+		r.HoldState = h.State
+		return r
+	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
+		return holdResult(h)
+	}
+	tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_CANCELLED)
+	return holdResult(h)
+}

@@ -1,0 +1,188 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/shard"
+)
+
+// This file is the one place where gRPC status codes are made and mapped to
+// HTTP (STYLE 9). Every error carries a google.rpc.ErrorInfo whose reason
+// picks the HTTP status, so one rejection reads the same over both APIs.
+
+// errorDomain names seatledger in ErrorInfo.
+const errorDomain = "seatledger"
+
+// retryAfter is the hint sent with 503s.
+const retryAfter = 1 * time.Second
+
+// rule maps a reason to its gRPC code and HTTP status.
+type rule struct {
+	code codes.Code
+	http int
+}
+
+// reasons is the error table.
+var reasons = map[string]rule{
+	"INVALID_ARGUMENT":  {codes.InvalidArgument, http.StatusBadRequest},
+	"UNKNOWN_SEAT":      {codes.InvalidArgument, http.StatusBadRequest},
+	"SHOW_NOT_FOUND":    {codes.NotFound, http.StatusNotFound},
+	"SHOW_EXISTS":       {codes.AlreadyExists, http.StatusConflict},
+	"SEATS_TAKEN":       {codes.Aborted, http.StatusConflict},
+	"HOLD_NOT_FOUND":    {codes.NotFound, http.StatusNotFound},
+	"HOLD_GONE":         {codes.NotFound, http.StatusGone}, // unknown hold at confirm
+	"HOLD_EXPIRED":      {codes.FailedPrecondition, http.StatusGone},
+	"HOLD_CANCELLED":    {codes.FailedPrecondition, http.StatusGone},
+	"HOLD_CONFIRMED":    {codes.FailedPrecondition, http.StatusConflict},
+	"NOT_HOLD_OWNER":    {codes.PermissionDenied, http.StatusForbidden},
+	"REQUEST_ID_REUSED": {codes.AlreadyExists, http.StatusConflict},
+	"NOT_LEADER":        {codes.Unavailable, http.StatusServiceUnavailable},
+	"UNAVAILABLE":       {codes.Unavailable, http.StatusServiceUnavailable},
+	"OUTCOME_UNKNOWN":   {codes.Unavailable, http.StatusServiceUnavailable},
+	"DEADLINE_EXCEEDED": {codes.DeadlineExceeded, http.StatusGatewayTimeout},
+	"CANCELED":          {codes.Canceled, 499},
+	"INTERNAL":          {codes.Internal, http.StatusInternalServerError},
+}
+
+// codeReasons names each FSM result code.
+var codeReasons = map[ledgerpb.Code]string{
+	ledgerpb.Code_CODE_INVALID_ARGUMENT:  "INVALID_ARGUMENT",
+	ledgerpb.Code_CODE_SHOW_NOT_FOUND:    "SHOW_NOT_FOUND",
+	ledgerpb.Code_CODE_SHOW_EXISTS:       "SHOW_EXISTS",
+	ledgerpb.Code_CODE_UNKNOWN_SEAT:      "UNKNOWN_SEAT",
+	ledgerpb.Code_CODE_SEATS_TAKEN:       "SEATS_TAKEN",
+	ledgerpb.Code_CODE_HOLD_NOT_FOUND:    "HOLD_NOT_FOUND",
+	ledgerpb.Code_CODE_HOLD_EXPIRED:      "HOLD_EXPIRED",
+	ledgerpb.Code_CODE_HOLD_CONFIRMED:    "HOLD_CONFIRMED",
+	ledgerpb.Code_CODE_HOLD_CANCELLED:    "HOLD_CANCELLED",
+	ledgerpb.Code_CODE_NOT_HOLD_OWNER:    "NOT_HOLD_OWNER",
+	ledgerpb.Code_CODE_REQUEST_ID_REUSED: "REQUEST_ID_REUSED",
+}
+
+// newStatus builds a status with an ErrorInfo for reason plus details.
+func newStatus(reason, msg string, details ...proto.Message) error {
+	r, ok := reasons[reason]
+	if !ok {
+		r = reasons["INTERNAL"]
+	}
+	s := status.New(r.code, msg)
+	all := append([]proto.Message{&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain}}, details...)
+	ds := make([]protoadapt.MessageV1, 0, len(all))
+	for _, d := range all {
+		ds = append(ds, protoadapt.MessageV1Of(d))
+	}
+	if withDetails, err := s.WithDetails(ds...); err == nil {
+		s = withDetails
+	}
+	return s.Err()
+}
+
+// fieldError is a 400 naming the field.
+func fieldError(fe *fsm.FieldError) error {
+	return newStatus("INVALID_ARGUMENT", fe.Field+": "+fe.Message, &errdetails.BadRequest{
+		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: fe.Field, Description: fe.Message}},
+	})
+}
+
+// op names the call, for rules that depend on it.
+type op int
+
+const (
+	opOther op = iota
+	opConfirm
+)
+
+// resultError turns an FSM rejection into a status; nil for CODE_OK.
+func resultError(res *ledgerpb.Result, o op) error {
+	switch res.Code {
+	case ledgerpb.Code_CODE_OK:
+		return nil
+	case ledgerpb.Code_CODE_INVALID_ARGUMENT:
+		return fieldError(&fsm.FieldError{Field: res.Field, Message: res.Message})
+	case ledgerpb.Code_CODE_UNKNOWN_SEAT:
+		return newStatus("UNKNOWN_SEAT", res.Message, &errdetails.BadRequest{
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "seat_ids", Description: res.Message}},
+		})
+	case ledgerpb.Code_CODE_SEATS_TAKEN:
+		return newStatus("SEATS_TAKEN", res.Message, &ledgerpb.ErrorDetail{TakenSeatIds: res.SeatIds})
+	case ledgerpb.Code_CODE_HOLD_NOT_FOUND:
+		if o == opConfirm {
+			// The frontend took a payment for a hold the ledger does not
+			// have: it must refund, as for an expired hold.
+			return newStatus("HOLD_GONE", res.Message)
+		}
+	}
+	reason, ok := codeReasons[res.Code]
+	if !ok {
+		return newStatus("INTERNAL", fmt.Sprintf("unexpected result code %v", res.Code))
+	}
+	return newStatus(reason, res.Message, &ledgerpb.ErrorDetail{HoldState: res.HoldState})
+}
+
+// routeError turns a router or raft error into a status.
+func routeError(err error) error {
+	retry := &errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}
+	switch {
+	case errors.Is(err, shard.ErrShowNotFound):
+		return newStatus("SHOW_NOT_FOUND", "show not found")
+	case errors.Is(err, shard.ErrHoldNotFound):
+		return newStatus("HOLD_NOT_FOUND", "hold not found")
+	case errors.Is(err, raftnode.ErrOutcomeUnknown):
+		return newStatus("OUTCOME_UNKNOWN", "the outcome is unknown: retry with the same request_id", retry)
+	case errors.Is(err, raftnode.ErrNotLeader):
+		return newStatus("NOT_LEADER", "no leader can take the request now: retry", retry)
+	case errors.Is(err, raftnode.ErrUnavailable):
+		return newStatus("UNAVAILABLE", "the shard has no quorum or leader now: retry", retry)
+	case errors.Is(err, context.DeadlineExceeded):
+		return newStatus("DEADLINE_EXCEEDED", err.Error())
+	case errors.Is(err, context.Canceled):
+		return newStatus("CANCELED", err.Error())
+	default:
+		return newStatus("INTERNAL", err.Error())
+	}
+}
+
+// httpStatus picks the HTTP status of a gRPC status by its reason.
+func httpStatus(s *status.Status) int {
+	for _, d := range s.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			if r, ok := reasons[info.Reason]; ok {
+				return r.http
+			}
+		}
+	}
+	switch s.Code() {
+	case codes.InvalidArgument, codes.OutOfRange:
+		return http.StatusBadRequest
+	case codes.NotFound:
+		return http.StatusNotFound
+	case codes.Unavailable:
+		return http.StatusServiceUnavailable
+	case codes.Unimplemented:
+		return http.StatusNotImplemented
+	case codes.ResourceExhausted:
+		return http.StatusTooManyRequests
+	case codes.DeadlineExceeded:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// IsAlreadyExists reports whether err says the thing to create exists.
+func IsAlreadyExists(err error) bool {
+	return status.Code(err) == codes.AlreadyExists
+}

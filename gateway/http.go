@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
+)
+
+// Limits on what a client may send.
+const (
+	// httpBodyBytesMax bounds an HTTP request body.
+	httpBodyBytesMax = 1 << 20
+	// grpcMessageBytesMax bounds a gRPC message.
+	grpcMessageBytesMax = 4 << 20
+)
+
+// NewGRPCServer returns a gRPC server with the Booking service, the internal
+// Peer service, health and reflection.
+func NewGRPCServer(srv *Server, router *shard.Router) *grpc.Server {
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(grpcMessageBytesMax))
+	ledgerpb.RegisterBookingServer(g, srv)
+	ledgerpb.RegisterPeerServer(g, router.PeerServer())
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("seatledger.v1.Booking", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(g, hs)
+	reflection.Register(g)
+	return g
+}
+
+// jsonMarshaler writes proto field names and every field, and reads proto or
+// lowerCamel names, ignoring unknown fields.
+var jsonMarshaler = &runtime.JSONPb{
+	MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
+	UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
+}
+
+// NewHTTPHandler returns the HTTP/JSON API (grpc-gateway, calling srv in
+// process) plus /healthz.
+func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (http.Handler, error) {
+	gw := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler),
+		runtime.WithErrorHandler(writeError),
+	)
+	if err := ledgerpb.RegisterBookingHandlerServer(ctx, gw, srv); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", http.MaxBytesHandler(gw, httpBodyBytesMax))
+	mux.HandleFunc("GET /healthz", healthz(router))
+	return mux, nil
+}
+
+// writeError writes a google.rpc.Status as JSON with the HTTP status its
+// reason maps to.
+func writeError(ctx context.Context, _ *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
+	s := status.Convert(err)
+	code := httpStatus(s)
+	body, merr := m.Marshal(s.Proto())
+	if merr != nil {
+		code, body = http.StatusInternalServerError, []byte(`{"code":13,"message":"failed to encode the error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
+	}
+	w.WriteHeader(code)
+	w.Write(body)
+}
+
+// healthz reports the node and what it knows of each group's leader.
+func healthz(router *shard.Router) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		type group struct {
+			ID      uint32 `json:"id"`
+			Leader  string `json:"leader"`
+			Applied uint64 `json:"applied"`
+		}
+		out := struct {
+			Status string  `json:"status"`
+			Node   string  `json:"node"`
+			Groups []group `json:"groups"`
+		}{Status: "serving", Node: router.Node().ID()}
+		for _, g := range router.Node().Groups() {
+			out.Groups = append(out.Groups, group{ID: g.ID(), Leader: g.Leader(), Applied: g.Machine().Applied()})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(out)
+	}
+}

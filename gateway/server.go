@@ -1,0 +1,167 @@
+// Package gateway serves the public Booking API over gRPC and HTTP/JSON:
+// validation and admission happen here, then the shard router takes the
+// request to its group's leader. All status mapping lives in errors.go.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
+)
+
+// requestTimeoutDefault bounds one API call, retries at the router included.
+const requestTimeoutDefault = 5 * time.Second
+
+// Server implements ledgerpb.BookingServer.
+type Server struct {
+	ledgerpb.UnimplementedBookingServer
+	router  *shard.Router
+	timeout time.Duration
+}
+
+// NewServer serves the Booking API through router.
+func NewServer(router *shard.Router) *Server {
+	return &Server{router: router, timeout: requestTimeoutDefault}
+}
+
+func ms(t int64) *timestamppb.Timestamp { return timestamppb.New(time.UnixMilli(t)) }
+
+// propose sends a client command to its show's group and returns the FSM's
+// result, or the status for a rejection or routing failure.
+func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Command, o op) (*ledgerpb.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	res, err := s.router.Propose(ctx, showID, cmd)
+	if err != nil {
+		return nil, routeError(err)
+	}
+	return res, resultError(res, o)
+}
+
+// CreateShow creates a show. Without a request_id, one is derived from the
+// show itself, so creating the same show twice is harmless and creating a
+// different show under a taken id is refused with SHOW_EXISTS.
+func (s *Server) CreateShow(ctx context.Context, req *ledgerpb.CreateShowRequest) (*ledgerpb.CreateShowResponse, error) {
+	if fe := fsm.ValidateShow(req.Show); fe != nil {
+		return nil, fieldError(fe)
+	}
+	client, request := req.ClientId, req.RequestId
+	if client == "" {
+		client = "admin"
+	}
+	if request == "" {
+		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(req.Show)
+		sum := sha256.Sum256(b)
+		request = "create-show:" + req.Show.ShowId + ":" + hex.EncodeToString(sum[:8])
+	}
+	if fe := fsm.ValidateIdentity(client, request); fe != nil {
+		return nil, fieldError(fe)
+	}
+	cmd := &ledgerpb.Command{ClientId: client, RequestId: request,
+		Op: &ledgerpb.Command_CreateShow{CreateShow: &ledgerpb.CreateShowCmd{Show: req.Show}}}
+	res, err := s.propose(ctx, req.Show.ShowId, cmd, opOther)
+	if err != nil {
+		return nil, err
+	}
+	seats := uint32(0)
+	for _, r := range req.Show.Rows {
+		seats += r.Seats
+	}
+	return &ledgerpb.CreateShowResponse{ShowId: req.Show.ShowId, SeatCount: seats, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)}, nil
+}
+
+// GetSeatMap returns a show's seats with their states.
+func (s *Server) GetSeatMap(ctx context.Context, req *ledgerpb.GetSeatMapRequest) (*ledgerpb.SeatMap, error) {
+	if !fsm.ValidID(req.ShowId, fsm.ShowIDLenMax) {
+		return nil, fieldError(&fsm.FieldError{Field: "show_id", Message: "is not a show id"})
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	sm, err := s.router.SeatMap(ctx, req.ShowId, req.Consistency)
+	if err != nil {
+		return nil, routeError(err)
+	}
+	return sm, nil
+}
+
+// Hold holds seats, all or nothing.
+func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb.HoldResponse, error) {
+	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	hc := &ledgerpb.HoldCmd{ShowId: req.ShowId, SeatIds: req.SeatIds, TtlMs: int64(req.TtlSeconds) * 1000}
+	if fe := fsm.ValidateHold(hc); fe != nil {
+		return nil, fieldError(fe)
+	}
+	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Hold{Hold: hc}}
+	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerpb.HoldResponse{
+		HoldId: res.HoldId, ShowId: req.ShowId, SeatIds: res.SeatIds, ExpiresAt: ms(res.ExpiresAtMs),
+		Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs), AmountMinor: res.AmountMinor,
+		Currency: res.Currency, Replayed: res.Replayed,
+	}, nil
+}
+
+// Confirm turns a live hold into a booking.
+func (s *Server) Confirm(ctx context.Context, req *ledgerpb.ConfirmRequest) (*ledgerpb.ConfirmResponse, error) {
+	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	cc := &ledgerpb.ConfirmCmd{ShowId: req.ShowId, HoldId: req.HoldId, PaymentRef: req.PaymentRef}
+	if fe := fsm.ValidateConfirm(cc); fe != nil {
+		return nil, fieldError(fe)
+	}
+	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Confirm{Confirm: cc}}
+	res, err := s.propose(ctx, req.ShowId, cmd, opConfirm)
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerpb.ConfirmResponse{
+		HoldId: res.HoldId, ShowId: req.ShowId, SeatIds: res.SeatIds, State: res.HoldState,
+		PaymentRef: req.PaymentRef, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs),
+		AmountMinor: res.AmountMinor, Currency: res.Currency, Replayed: res.Replayed,
+	}, nil
+}
+
+// Release gives a hold's seats back.
+func (s *Server) Release(ctx context.Context, req *ledgerpb.ReleaseRequest) (*ledgerpb.ReleaseResponse, error) {
+	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	if fe := fsm.ValidateHoldRef(req.ShowId, req.HoldId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId,
+		Op: &ledgerpb.Command_Release{Release: &ledgerpb.ReleaseCmd{ShowId: req.ShowId, HoldId: req.HoldId}}}
+	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerpb.ReleaseResponse{HoldId: res.HoldId, State: res.HoldState, Revision: res.Revision,
+		AppliedAt: ms(res.AppliedAtMs), Replayed: res.Replayed}, nil
+}
+
+// GetHold returns a hold or booking.
+func (s *Server) GetHold(ctx context.Context, req *ledgerpb.GetHoldRequest) (*ledgerpb.HoldInfo, error) {
+	if fe := fsm.ValidateHoldRef(req.ShowId, req.HoldId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	h, err := s.router.Hold(ctx, req.ShowId, req.HoldId, req.Consistency)
+	if err != nil {
+		return nil, routeError(err)
+	}
+	return h, nil
+}

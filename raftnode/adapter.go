@@ -1,0 +1,63 @@
+package raftnode
+
+import (
+	"io"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/seatledger/seatledger/fsm"
+)
+
+// adapter implements raft.BatchingFSM over an fsm.Machine; fsm itself does
+// not import raft.
+type adapter struct {
+	m *fsm.Machine
+}
+
+var _ raft.BatchingFSM = (*adapter)(nil)
+
+// Apply applies one committed command entry.
+func (a *adapter) Apply(l *raft.Log) any {
+	return a.m.ApplyEntry(l.Index, l.Data)
+}
+
+// ApplyBatch applies committed entries in order; configuration entries need
+// no state here.
+func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = a.m.ApplyEntry(l.Index, l.Data)
+		}
+	}
+	return out
+}
+
+// Snapshot syncs applied state and pins a point-in-time view.
+func (a *adapter) Snapshot() (raft.FSMSnapshot, error) {
+	s, err := a.m.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{s: s}, nil
+}
+
+// Restore replaces the group's state with a snapshot from the leader.
+func (a *adapter) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	return a.m.Restore(rc)
+}
+
+type snapshot struct {
+	s *fsm.Snapshot
+}
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := s.s.WriteTo(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() { s.s.Close() }

@@ -1,0 +1,150 @@
+package raftnode
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// Peer is a node of the cluster and where to reach it.
+type Peer struct {
+	ID       string
+	RaftAddr string
+	GRPCAddr string
+}
+
+// Config configures a Node. Zero durations take the defaults below.
+type Config struct {
+	NodeID  string
+	DataDir string
+	// RaftAddr is where this node's one raft port listens.
+	RaftAddr string
+	// Listener, if set, is an already bound raft port (RaftAddr is then
+	// only its name).
+	Listener net.Listener
+	// Peers lists every node of the cluster, this one included.
+	Peers []Peer
+	// Groups maps each group to its replicas' node ids; this node hosts the
+	// groups that name it.
+	Groups map[uint32][]string
+	// Bootstrap makes a group with no raft state start with Groups as its
+	// configuration. Every replica may do so: identical configurations are
+	// safe.
+	Bootstrap bool
+
+	// Raft timing. Heartbeats go out at HeartbeatTimeout/10.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+
+	// BatchCommandsMax bounds the client commands in one log entry; 1
+	// disables group commit (for measuring its gain).
+	BatchCommandsMax int
+	// InflightEntriesMax bounds proposed entries awaiting commit per group.
+	InflightEntriesMax int
+	// ExpireInterval is how often a leader looks for due holds.
+	ExpireInterval time.Duration
+	// SnapshotThreshold is the number of entries after which raft snapshots.
+	SnapshotThreshold uint64
+
+	// Now is the leader's clock (Unix time); tests and the fault harness may
+	// skew it. Defaults to time.Now.
+	Now func() time.Time
+	// Logger receives structured logs; RaftLog receives hashicorp/raft's.
+	Logger  *slog.Logger
+	RaftLog io.Writer
+}
+
+// Defaults for a node on a LAN or loopback.
+const (
+	heartbeatTimeoutDefault   = 1000 * time.Millisecond
+	electionTimeoutDefault    = 1000 * time.Millisecond
+	leaderLeaseTimeoutDefault = 500 * time.Millisecond
+	commitTimeoutDefault      = 20 * time.Millisecond
+	batchCommandsDefault      = 1024
+	inflightEntriesDefault    = 64
+	expireIntervalDefault     = 100 * time.Millisecond
+	snapshotThresholdDefault  = 8192
+	// proposeTimeout bounds how long a proposal may wait to enter raft.
+	proposeTimeout = 2 * time.Second
+	// barrierTimeout bounds the barrier a new leader runs before serving
+	// linearizable reads.
+	barrierTimeout = 10 * time.Second
+	// transportTimeout bounds one raft RPC's I/O.
+	transportTimeout = 10 * time.Second
+	// transportPool is the number of idle connections kept per peer.
+	transportPool = 3
+	// maxAppendEntries bounds entries per AppendEntries RPC.
+	maxAppendEntries = 256
+	// trailingLogs is the number of entries kept after a snapshot so a
+	// briefly lagging follower catches up from the log.
+	trailingLogs = 10240
+	// logCacheEntries caches recent entries in memory for replication.
+	logCacheEntries = 1024
+)
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatTimeout, heartbeatTimeoutDefault)
+	def(&c.ElectionTimeout, electionTimeoutDefault)
+	def(&c.LeaderLeaseTimeout, leaderLeaseTimeoutDefault)
+	def(&c.CommitTimeout, commitTimeoutDefault)
+	def(&c.ExpireInterval, expireIntervalDefault)
+	if c.BatchCommandsMax == 0 {
+		c.BatchCommandsMax = batchCommandsDefault
+	}
+	if c.InflightEntriesMax == 0 {
+		c.InflightEntriesMax = inflightEntriesDefault
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = snapshotThresholdDefault
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.RaftLog == nil {
+		c.RaftLog = io.Discard
+	}
+}
+
+// Validate reports the first thing wrong with the config.
+func (c *Config) Validate() error {
+	if c.NodeID == "" || c.DataDir == "" || c.RaftAddr == "" {
+		return errors.New("raftnode: node id, data dir and raft address are required")
+	}
+	known := map[string]bool{}
+	for _, p := range c.Peers {
+		if p.ID == "" || p.RaftAddr == "" || known[p.ID] {
+			return fmt.Errorf("raftnode: peer %q needs a unique id and a raft address", p.ID)
+		}
+		known[p.ID] = true
+	}
+	if !known[c.NodeID] {
+		return fmt.Errorf("raftnode: node %s is not in the peer list", c.NodeID)
+	}
+	for g, ids := range c.Groups {
+		for _, id := range ids {
+			if !known[id] {
+				return fmt.Errorf("raftnode: group %d names unknown node %s", g, id)
+			}
+		}
+	}
+	if c.BatchCommandsMax < 0 || c.InflightEntriesMax < 0 {
+		return errors.New("raftnode: batch and inflight limits must be positive")
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout && c.HeartbeatTimeout != 0 {
+		return errors.New("raftnode: leader lease timeout must not exceed the heartbeat timeout")
+	}
+	return nil
+}

@@ -1,0 +1,15 @@
+// Package raftnode hosts one hashicorp/raft instance per raft group on a
+// node: raft-boltdb/v2 log and stable store, a file snapshot store, and one
+// listening port for all groups (mux.go). It adds what the ledger needs on
+// top of raft:
+//
+//   - group commit: many client commands are proposed as one Batch entry, so
+//     one fsync and one round trip serve many holds (proposer.go);
+//   - time from the leader: every entry carries the leader's clock;
+//   - the expiry driver: the leader proposes Expire entries when holds are due
+//     (expiry.go); no follower ever decides expiry;
+//   - linearizable reads (read.go);
+//   - outcomes kept apart: ErrNotLeader means the command was not appended
+//     (retry elsewhere); ErrOutcomeUnknown means it may have been applied
+//     (retry with the same request_id).
+package raftnode

@@ -1,0 +1,55 @@
+package raftnode
+
+import (
+	"context"
+	"time"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// runExpiry is the leader's expiry driver. Every ExpireInterval the leader
+// reads the earliest expiry from its FSM (the expiry index is replicated
+// state, so a new leader needs no rebuild) and, when holds are due by its
+// clock, proposes Expire{upto: now}. The FSM caps upto at the log clock, and
+// frees exactly the holds due by then. Followers never decide expiry.
+func (g *Group) runExpiry() {
+	defer g.wg.Done()
+	t := time.NewTicker(g.node.cfg.ExpireInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		}
+		if !g.leaderReady() {
+			continue
+		}
+		now := g.node.cfg.Now().UnixMilli()
+		if !g.holdsDue(now) {
+			continue
+		}
+		// One Expire in flight at a time; a full one is followed by the
+		// next tick's.
+		ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+		res, err := g.Propose(ctx, &ledgerpb.Command{Op: &ledgerpb.Command_Expire{Expire: &ledgerpb.ExpireCmd{UptoMs: now, Limit: fsm.ExpirePerEntryDefault}}})
+		cancel()
+		if err != nil {
+			g.log.Debug("expire proposal failed", "err", err)
+		} else if res.Expired > 0 {
+			g.log.Debug("expired holds", "count", res.Expired, "revision", res.Revision)
+		}
+	}
+}
+
+func (g *Group) holdsDue(now int64) bool {
+	v, err := g.machine.View()
+	if err != nil {
+		g.log.Warn("expiry driver cannot read state", "err", err)
+		return false
+	}
+	defer v.Close()
+	next, ok, err := v.NextExpiry()
+	return err == nil && ok && next <= now
+}

@@ -1,0 +1,245 @@
+package raftnode
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/seatledger/seatledger/fsm"
+)
+
+// Group is this node's replica of one raft group.
+type Group struct {
+	id        uint32
+	node      *Node
+	log       *slog.Logger
+	machine   *fsm.Machine
+	raft      *raft.Raft
+	transport *raft.NetworkTransport
+	store     *raftboltdb.BoltStore
+
+	proposals chan *proposal
+	notify    chan bool
+	stop      chan struct{}
+	wg        sync.WaitGroup
+
+	// epoch counts leadership changes seen by watchLeadership; readyEpoch
+	// is the epoch whose start-of-term barrier has completed. A leader
+	// serves linearizable reads only when they are equal.
+	epoch      atomic.Uint64
+	readyEpoch atomic.Uint64
+}
+
+func startGroup(n *Node, id uint32, replicas []string) (*Group, error) {
+	dir := filepath.Join(n.cfg.DataDir, "raft", fmt.Sprintf("group-%d", id))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raftnode: group dir: %w", err)
+	}
+	machine, err := fsm.NewMachine(n.db, id)
+	if err != nil {
+		return nil, err
+	}
+	g := &Group{
+		id:        id,
+		node:      n,
+		log:       n.cfg.Logger.With("node", n.cfg.NodeID, "group", id),
+		machine:   machine,
+		proposals: make(chan *proposal, n.cfg.BatchCommandsMax),
+		// Raft blocks on this channel; a buffer keeps it from waiting on us.
+		notify: make(chan bool, 16),
+		stop:   make(chan struct{}),
+	}
+	if err := g.openRaft(dir, replicas); err != nil {
+		return nil, err
+	}
+	g.wg.Add(3)
+	go g.watchLeadership()
+	go g.runProposer()
+	go g.runExpiry()
+	return g, nil
+}
+
+func (g *Group) openRaft(dir string, replicas []string) error {
+	cfg := g.node.cfg
+	hlog := hclog.New(&hclog.LoggerOptions{
+		Name:   fmt.Sprintf("raft[%s/g%d]", cfg.NodeID, g.id),
+		Level:  hclog.Warn,
+		Output: cfg.RaftLog,
+	})
+	// NoSync false: an acknowledged entry is on disk on a quorum.
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), NoSync: false})
+	if err != nil {
+		return fmt.Errorf("raftnode: open raft log of group %d: %w", g.id, err)
+	}
+	g.store = store
+	logs, err := raft.NewLogCache(logCacheEntries, store)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("raftnode: snapshot store of group %d: %w", g.id, err)
+	}
+	layer, err := g.node.mux.Layer(g.id)
+	if err != nil {
+		store.Close()
+		return err
+	}
+	g.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:                layer,
+		MaxPool:               transportPool,
+		Timeout:               transportTimeout,
+		Logger:                hlog,
+		ServerAddressProvider: peerAddresses(cfg.Peers),
+	})
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.MaxAppendEntries = maxAppendEntries
+	// Let raft hand several committed entries to ApplyBatch at once.
+	rc.BatchApplyCh = true
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = trailingLogs
+	// The FSM's state survives restarts in Pebble with its applied index;
+	// restoring the last snapshot on start would only redo work.
+	rc.NoSnapshotRestoreOnStart = true
+	rc.NotifyCh = g.notify
+	rc.Logger = hlog
+	if err := raft.ValidateConfig(rc); err != nil {
+		store.Close()
+		return fmt.Errorf("raftnode: raft config: %w", err)
+	}
+	if cfg.Bootstrap {
+		if err := g.bootstrap(rc, store, snaps, replicas); err != nil {
+			store.Close()
+			return err
+		}
+	}
+	r, err := raft.NewRaft(rc, &adapter{m: g.machine}, logs, store, snaps, g.transport)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)
+	}
+	g.raft = r
+	return nil
+}
+
+func (g *Group) bootstrap(rc *raft.Config, store *raftboltdb.BoltStore, snaps raft.SnapshotStore, replicas []string) error {
+	has, err := raft.HasExistingState(store, store, snaps)
+	if err != nil || has {
+		return err
+	}
+	var servers []raft.Server
+	for _, id := range replicas {
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(peerAddr(g.node.cfg.Peers, id))})
+	}
+	return raft.BootstrapCluster(rc, store, store, snaps, g.transport, raft.Configuration{Servers: servers})
+}
+
+// peerAddresses resolves a server id to its raft address from the peer list
+// at dial time, so a node whose address changed is still found.
+type peerAddresses []Peer
+
+func (p peerAddresses) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	if a := peerAddr(p, string(id)); a != "" {
+		return raft.ServerAddress(a), nil
+	}
+	return "", fmt.Errorf("raftnode: no address for node %s", id)
+}
+
+func peerAddr(peers []Peer, id string) string {
+	for _, p := range peers {
+		if p.ID == id {
+			return p.RaftAddr
+		}
+	}
+	return ""
+}
+
+// ID is the group's id.
+func (g *Group) ID() uint32 { return g.id }
+
+// Machine is the group's state machine (for reads).
+func (g *Group) Machine() *fsm.Machine { return g.machine }
+
+// Raft exposes the raft instance for administration and tests.
+func (g *Group) Raft() *raft.Raft { return g.raft }
+
+// IsLeader reports whether this replica currently leads the group.
+func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
+
+// Leader returns the id of the group's leader as this replica knows it.
+func (g *Group) Leader() string {
+	_, id := g.raft.LeaderWithID()
+	return string(id)
+}
+
+// watchLeadership tracks leadership changes. On gaining leadership it runs a
+// barrier: once it completes, every entry of earlier terms is applied here,
+// so this leader's state includes every write acknowledged before it was
+// elected.
+func (g *Group) watchLeadership() {
+	defer g.wg.Done()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case leader := <-g.notify:
+			epoch := g.epoch.Add(1)
+			g.log.Info("leadership changed", "leader", leader, "term", g.raft.CurrentTerm())
+			if leader {
+				g.wg.Add(1)
+				go g.awaitBarrier(epoch)
+			}
+		}
+	}
+}
+
+func (g *Group) awaitBarrier(epoch uint64) {
+	defer g.wg.Done()
+	if err := g.raft.Barrier(barrierTimeout).Error(); err != nil {
+		g.log.Warn("start-of-term barrier failed", "err", err)
+		return
+	}
+	if g.epoch.Load() == epoch {
+		g.readyEpoch.Store(epoch)
+	}
+}
+
+// leaderReady reports whether this replica leads and has applied every
+// earlier term's entries.
+func (g *Group) leaderReady() bool {
+	e := g.epoch.Load()
+	return g.IsLeader() && g.readyEpoch.Load() == e
+}
+
+// close stops the group's goroutines and raft.
+func (g *Group) close() error {
+	close(g.stop)
+	var err error
+	if g.raft != nil {
+		err = g.raft.Shutdown().Error()
+	}
+	g.wg.Wait()
+	if g.transport != nil {
+		g.transport.Close()
+	}
+	if g.store != nil {
+		if cerr := g.store.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,430 @@
+package raftnode
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The header a dialer writes before any raft bytes: muxMagic, then the group
+// id as a big-endian uint32. A fixed size lets the Mux read it with one
+// io.ReadFull and tell raft traffic from stray clients (HTTP probes, port
+// scanners) by the magic alone.
+const (
+	muxMagic       = "SLR1"
+	muxMagicLen    = len(muxMagic)
+	muxGroupIDLen  = 4
+	muxHeaderBytes = muxMagicLen + muxGroupIDLen
+)
+
+// Limits of the Mux, named once.
+const (
+	// headerTimeout bounds how long an accepted connection may take to send
+	// its header; a client that sends nothing must not hold a goroutine and a
+	// file descriptor for ever.
+	headerTimeout = 5 * time.Second
+
+	// acceptQueueMax is how many routed connections a layer holds before its
+	// raft transport calls Accept. Beyond it the router goroutine waits rather
+	// than dropping a peer's connection.
+	acceptQueueMax = 64
+
+	// acceptBackoffMin and acceptBackoffMax bound the pause after a failed
+	// Accept on the listener (for example EMFILE), so the loop neither spins
+	// nor stalls for long once the condition clears.
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = 1 * time.Second
+)
+
+var (
+	// ErrMuxClosed is returned by Layer after the Mux has been closed.
+	ErrMuxClosed = errors.New("raftnode: mux closed")
+
+	// ErrGroupRegistered is returned by Layer when the group already has a
+	// layer: two raft instances of one group on one node would split its
+	// traffic between them.
+	ErrGroupRegistered = errors.New("raftnode: group already registered")
+
+	// ErrLayerClosed is returned by a layer's Accept and Dial after the layer
+	// or its Mux has been closed; raft's transport treats it as a stop.
+	ErrLayerClosed = errors.New("raftnode: layer closed")
+)
+
+// Mux accepts connections on one listener and hands each to the raft stream layer of the group named in the connection's header.
+//
+// One listening port per node keeps firewall rules and peer addresses
+// independent of how many groups the node hosts. Serve runs the accept loop;
+// every accepted connection gets its own router goroutine, owned by the Mux,
+// stopped by Close and waited for in Close.
+type Mux struct {
+	ln net.Listener
+
+	// headerWait is headerTimeout except in tests, which shorten it. Set
+	// before Serve starts and read-only afterwards.
+	headerWait time.Duration
+
+	// rejected counts connections closed for a bad header or an unknown
+	// group; atomic so Rejected needs no lock.
+	rejected atomic.Uint64
+
+	// done is closed by Close so that Serve's back-off wakes up at once.
+	done chan struct{}
+
+	// routers tracks router goroutines. Add happens under mu and only while
+	// the Mux is open, so Close's Wait never races an Add.
+	routers sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		// closed is set once by Close; guarded by mu.
+		closed bool
+		// layers maps a group id to its registered layer; guarded by mu.
+		layers map[uint32]*muxLayer
+		// reading holds connections whose header is still being read, so
+		// Close can close them instead of waiting out headerWait; guarded
+		// by mu.
+		reading map[net.Conn]struct{}
+	}
+}
+
+// NewMux returns a Mux that will serve ln. It does not start serving: the
+// caller owns the goroutine that runs Serve.
+func NewMux(ln net.Listener) *Mux {
+	m := &Mux{
+		ln:         ln,
+		headerWait: headerTimeout,
+		done:       make(chan struct{}),
+	}
+	m.mu.layers = make(map[uint32]*muxLayer)
+	m.mu.reading = make(map[net.Conn]struct{})
+	return m
+}
+
+// Addr returns the listener's address, which every group on this node
+// advertises to its peers.
+func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
+
+// Rejected returns how many connections were closed because their header was
+// malformed, late, or named a group with no layer.
+func (m *Mux) Rejected() uint64 { return m.rejected.Load() }
+
+// Serve accepts connections until Close is called, then returns. It never
+// reads from a connection itself: a slow or hostile client only ever holds its
+// own router goroutine. If the listener is closed by someone else, Serve
+// closes the Mux so that layers stop waiting for connections, and returns.
+func (m *Mux) Serve() {
+	var backoff time.Duration
+	for {
+		conn, err := m.ln.Accept()
+		if err != nil {
+			if m.isClosed() {
+				return
+			}
+			if errors.Is(err, net.ErrClosed) {
+				_ = m.Close()
+				return
+			}
+			backoff = nextAcceptBackoff(backoff)
+			select {
+			case <-time.After(backoff):
+				continue
+			case <-m.done:
+				return
+			}
+		}
+		backoff = 0
+		if !m.startRouter(conn) {
+			return
+		}
+	}
+}
+
+// startRouter registers conn as reading and starts its router goroutine. It
+// reports false, having closed conn, when the Mux is already closed.
+func (m *Mux) startRouter(conn net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		_ = conn.Close()
+		return false
+	}
+	m.mu.reading[conn] = struct{}{}
+	m.routers.Add(1)
+	go m.route(conn)
+	return true
+}
+
+// route reads conn's header and hands conn to its group's layer, or closes
+// it. It runs in its own goroutine so the accept loop never blocks on a
+// client.
+func (m *Mux) route(conn net.Conn) {
+	defer m.routers.Done()
+	group, err := readMuxHeader(conn, m.headerWait)
+	l, open := m.finishReading(conn, group, err == nil)
+	if !open {
+		// Close already closed conn; a shutdown is not the client's fault.
+		return
+	}
+	if err != nil || l == nil {
+		m.reject(conn)
+		return
+	}
+	l.deliver(conn)
+}
+
+// finishReading removes conn from the reading set and, if the header was
+// good, looks up the layer for group in the same critical section. open is
+// false when the Mux was closed meanwhile.
+func (m *Mux) finishReading(conn net.Conn, group uint32, lookup bool) (l *muxLayer, open bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return nil, false
+	}
+	delete(m.mu.reading, conn)
+	if lookup {
+		l = m.mu.layers[group]
+	}
+	return l, true
+}
+
+// reject counts conn before closing it, so a client that sees the close can
+// already see the count.
+func (m *Mux) reject(conn net.Conn) {
+	m.rejected.Add(1)
+	_ = conn.Close()
+}
+
+// Layer registers group and returns the stream layer its raft transport
+// listens and dials on. Closing the layer unregisters the group, after which
+// it may be registered again.
+func (m *Mux) Layer(group uint32) (raft.StreamLayer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return nil, ErrMuxClosed
+	}
+	if _, ok := m.mu.layers[group]; ok {
+		return nil, fmt.Errorf("%w: %d", ErrGroupRegistered, group)
+	}
+	l := &muxLayer{
+		mux:   m,
+		group: group,
+		conns: make(chan net.Conn, acceptQueueMax),
+		done:  make(chan struct{}),
+	}
+	m.mu.layers[group] = l
+	return l, nil
+}
+
+// Close closes the listener, every connection still sending its header and
+// every layer, then waits for all router goroutines. It does not wait for
+// Serve, whose goroutine belongs to the caller. Calling it again returns nil.
+func (m *Mux) Close() error {
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.closed = true
+	layers, reading := m.mu.layers, m.mu.reading
+	m.mu.layers, m.mu.reading = nil, nil
+	m.mu.Unlock()
+
+	close(m.done)
+	err := m.ln.Close()
+	for conn := range reading {
+		_ = conn.Close()
+	}
+	for _, l := range layers {
+		l.shut()
+	}
+	m.routers.Wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("raftnode: close mux listener: %w", err)
+	}
+	return nil
+}
+
+func (m *Mux) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.closed
+}
+
+// unregister removes l from the Mux if it is still the layer for its group;
+// after a Mux Close the map is gone and there is nothing to remove.
+func (m *Mux) unregister(l *muxLayer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.layers[l.group] == l {
+		delete(m.mu.layers, l.group)
+	}
+}
+
+// muxLayer is one group's raft.StreamLayer on a Mux.
+type muxLayer struct {
+	mux   *Mux
+	group uint32
+
+	// conns queues routed connections until Accept takes them.
+	conns chan net.Conn
+
+	// done is closed once, by shut, when the layer or its Mux closes.
+	done     chan struct{}
+	shutOnce sync.Once
+}
+
+// Accept returns the next connection whose header named this layer's group.
+func (l *muxLayer) Accept() (net.Conn, error) {
+	// Checked first so a closed layer does not hand out queued connections
+	// when select would pick at random.
+	select {
+	case <-l.done:
+		return nil, ErrLayerClosed
+	default:
+	}
+	select {
+	case conn := <-l.conns:
+		return conn, nil
+	case <-l.done:
+		return nil, ErrLayerClosed
+	}
+}
+
+// Close unregisters the layer's group and closes connections queued for it.
+// The Mux and its listener keep serving other groups.
+func (l *muxLayer) Close() error {
+	l.mux.unregister(l)
+	l.shut()
+	return nil
+}
+
+// Addr returns the Mux's listener address, shared by all groups.
+func (l *muxLayer) Addr() net.Addr { return l.mux.Addr() }
+
+// Dial connects to the Mux at address and writes this layer's header, so the
+// remote Mux routes the connection to the same group.
+func (l *muxLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	select {
+	case <-l.done:
+		return nil, ErrLayerClosed
+	default:
+	}
+	dialer := net.Dialer{Timeout: timeout}
+	conn, err := dialer.Dial("tcp", string(address))
+	if err != nil {
+		return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
+	}
+	if err := writeMuxHeader(conn, l.group, timeout); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
+	}
+	return conn, nil
+}
+
+// deliver queues conn for Accept, waiting while the queue is full, or closes
+// conn if the layer closes first.
+func (l *muxLayer) deliver(conn net.Conn) {
+	select {
+	case l.conns <- conn:
+	case <-l.done:
+		_ = conn.Close()
+		return
+	}
+	// The send may have won against a concurrent shut whose drain already
+	// ran; draining again here leaves no connection stranded in the queue.
+	select {
+	case <-l.done:
+		l.drain()
+	default:
+	}
+}
+
+// shut marks the layer closed and closes queued connections. The order
+// matters: done first, then drain, so deliver either sees done or its
+// connection is drained.
+func (l *muxLayer) shut() {
+	l.shutOnce.Do(func() { close(l.done) })
+	l.drain()
+}
+
+func (l *muxLayer) drain() {
+	for {
+		select {
+		case conn := <-l.conns:
+			_ = conn.Close()
+		default:
+			return
+		}
+	}
+}
+
+// writeMuxHeader writes the header for group. The write deadline keeps a peer
+// that accepts but never reads from stalling raft's dial; it is cleared
+// because raft sets its own deadlines per RPC.
+func writeMuxHeader(conn net.Conn, group uint32, timeout time.Duration) error {
+	if timeout > 0 {
+		if err := conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+			return err
+		}
+	}
+	hdr := encodeMuxHeader(group)
+	if _, err := conn.Write(hdr[:]); err != nil {
+		return err
+	}
+	return conn.SetWriteDeadline(time.Time{})
+}
+
+// readMuxHeader reads and decodes the header within timeout, then clears the
+// read deadline so raft's own deadlines govern the rest of the stream.
+func readMuxHeader(conn net.Conn, timeout time.Duration) (uint32, error) {
+	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return 0, err
+	}
+	var hdr [muxHeaderBytes]byte
+	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+		return 0, err
+	}
+	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+		return 0, err
+	}
+	return decodeMuxHeader(hdr)
+}
+
+func encodeMuxHeader(group uint32) [muxHeaderBytes]byte {
+	var hdr [muxHeaderBytes]byte
+	copy(hdr[:muxMagicLen], muxMagic)
+	binary.BigEndian.PutUint32(hdr[muxMagicLen:], group)
+	return hdr
+}
+
+// errMuxBadMagic never leaves the package: route turns it into a rejection.
+var errMuxBadMagic = errors.New("raftnode: bad mux header magic")
+
+func decodeMuxHeader(hdr [muxHeaderBytes]byte) (uint32, error) {
+	if string(hdr[:muxMagicLen]) != muxMagic {
+		return 0, errMuxBadMagic
+	}
+	return binary.BigEndian.Uint32(hdr[muxMagicLen:]), nil
+}
+
+// nextAcceptBackoff doubles the previous pause within
+// [acceptBackoffMin, acceptBackoffMax].
+func nextAcceptBackoff(prev time.Duration) time.Duration {
+	next := 2 * prev
+	if next < acceptBackoffMin {
+		next = acceptBackoffMin
+	}
+	if next > acceptBackoffMax {
+		next = acceptBackoffMax
+	}
+	return next
+}

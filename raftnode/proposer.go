@@ -1,0 +1,151 @@
+package raftnode
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// proposal is one client command waiting for its result.
+type proposal struct {
+	cmd  *ledgerpb.Command
+	done chan outcome // buffered(1): the proposer never blocks on a caller
+}
+
+type outcome struct {
+	res *ledgerpb.Result
+	err error
+}
+
+// pending is one proposed entry awaiting commit.
+type pending struct {
+	future raft.ApplyFuture
+	batch  []*proposal
+}
+
+// Propose replicates one command through the group's log and returns the
+// FSM's result. Errors: ErrNotLeader (not appended: retry at the leader),
+// ErrUnavailable (not appended), ErrOutcomeUnknown (may have been applied:
+// retry with the same request_id).
+func (g *Group) Propose(ctx context.Context, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
+	if !g.IsLeader() {
+		return nil, ErrNotLeader
+	}
+	p := &proposal{cmd: cmd, done: make(chan outcome, 1)}
+	select {
+	case g.proposals <- p:
+	case <-g.stop:
+		return nil, ErrUnavailable
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
+	}
+	select {
+	case o := <-p.done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %v", ErrOutcomeUnknown, ctx.Err())
+	}
+}
+
+// runProposer is group commit: it takes every queued proposal (up to
+// BatchCommandsMax) into one Batch entry stamped with the leader's clock and
+// hands it to raft without waiting for the previous entry to commit. Raft
+// pipelines the entries; a bounded queue of pending entries (awaitCommits)
+// applies back-pressure, which in turn makes the next batch larger.
+func (g *Group) runProposer() {
+	defer g.wg.Done()
+	inflight := make(chan pending, g.node.cfg.InflightEntriesMax)
+	g.wg.Add(1)
+	go g.awaitCommits(inflight)
+	defer close(inflight)
+	max := g.node.cfg.BatchCommandsMax
+	batch := make([]*proposal, 0, max)
+	for {
+		select {
+		case <-g.stop:
+			g.failQueued()
+			return
+		case p := <-g.proposals:
+			batch = append(batch[:0], p)
+		}
+	drain:
+		for len(batch) < max {
+			select {
+			case p := <-g.proposals:
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		inflight <- g.submit(batch)
+		batch = make([]*proposal, 0, max)
+	}
+}
+
+// submit proposes one batch; a batch that cannot be encoded or enqueued
+// fails definitely.
+func (g *Group) submit(batch []*proposal) pending {
+	cmds := make([]*ledgerpb.Command, len(batch))
+	for i, p := range batch {
+		cmds[i] = p.cmd
+	}
+	entry := &ledgerpb.Command{
+		ProposedAtMs: g.node.cfg.Now().UnixMilli(),
+		Op:           &ledgerpb.Command_Batch{Batch: &ledgerpb.Batch{Commands: cmds}},
+	}
+	data, err := fsm.EncodeCommand(entry)
+	if err != nil {
+		return pending{future: errFuture{fmt.Errorf("raftnode: encode batch: %w", err)}, batch: batch}
+	}
+	return pending{future: g.raft.Apply(data, proposeTimeout), batch: batch}
+}
+
+// awaitCommits hands each committed batch's results to its callers, in log
+// order.
+func (g *Group) awaitCommits(inflight <-chan pending) {
+	defer g.wg.Done()
+	for p := range inflight {
+		err := p.future.Error()
+		var results []*ledgerpb.Result
+		if err == nil {
+			results, _ = p.future.Response().([]*ledgerpb.Result)
+			if len(results) != len(p.batch) {
+				// Applied, but not by this replica's FSM call (skipped as
+				// a replay): the callers must retry to learn the result.
+				err = ErrOutcomeUnknown
+			}
+		} else {
+			err = classify(err)
+		}
+		for i, pr := range p.batch {
+			if err != nil {
+				pr.done <- outcome{err: err}
+			} else {
+				pr.done <- outcome{res: results[i]}
+			}
+		}
+	}
+}
+
+// failQueued fails proposals that never reached raft: not appended.
+func (g *Group) failQueued() {
+	for {
+		select {
+		case p := <-g.proposals:
+			p.done <- outcome{err: ErrUnavailable}
+		default:
+			return
+		}
+	}
+}
+
+// errFuture is an ApplyFuture that failed before reaching raft.
+type errFuture struct{ err error }
+
+func (e errFuture) Error() error  { return e.err }
+func (e errFuture) Index() uint64 { return 0 }
+func (e errFuture) Response() any { return nil }

@@ -1,0 +1,144 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
+)
+
+// SeatMap reads a show's seat map. Linearizable reads go to the group's
+// leader; stale reads are served by this node's replica when it has one.
+func (r *Router) SeatMap(ctx context.Context, showID string, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
+	resp, err := r.read(ctx, &ledgerpb.ReadRequest{Kind: ledgerpb.ReadKind_READ_KIND_SEAT_MAP, ShowId: showID}, c)
+	if err != nil {
+		return nil, err
+	}
+	return resp.SeatMap, nil
+}
+
+// Hold reads a hold of a show.
+func (r *Router) Hold(ctx context.Context, showID, holdID string, c ledgerpb.Consistency) (*ledgerpb.HoldInfo, error) {
+	resp, err := r.read(ctx, &ledgerpb.ReadRequest{Kind: ledgerpb.ReadKind_READ_KIND_HOLD, ShowId: showID, HoldId: holdID}, c)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Hold, nil
+}
+
+func (r *Router) read(ctx context.Context, req *ledgerpb.ReadRequest, c ledgerpb.Consistency) (*ledgerpb.ReadResponse, error) {
+	req.GroupId = r.smap.GroupFor(req.ShowId)
+	stale := c == ledgerpb.Consistency_STALE
+	for backoff := retryBackoffMin; ; backoff = min(2*backoff, retryBackoffMax) {
+		resp, err := r.readOnce(ctx, req, stale)
+		if err == nil {
+			return resp, readErr(resp)
+		}
+		if !retryable(err) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %v", raftnode.ErrUnavailable, err)
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func readErr(resp *ledgerpb.ReadResponse) error {
+	switch resp.Code {
+	case ledgerpb.Code_CODE_SHOW_NOT_FOUND:
+		return ErrShowNotFound
+	case ledgerpb.Code_CODE_HOLD_NOT_FOUND:
+		return ErrHoldNotFound
+	}
+	return nil
+}
+
+func (r *Router) readOnce(ctx context.Context, req *ledgerpb.ReadRequest, stale bool) (*ledgerpb.ReadResponse, error) {
+	if g, err := r.node.Group(req.GroupId); err == nil && (stale || g.IsLeader()) {
+		return r.readLocal(ctx, g, req, !stale)
+	}
+	target := r.leaderNode(req.GroupId)
+	if target == "" {
+		return nil, fmt.Errorf("%w: group %d has no known leader", raftnode.ErrUnavailable, req.GroupId)
+	}
+	client, err := r.peer(target)
+	if err != nil {
+		return nil, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, forwardTimeoutMax)
+	defer cancel()
+	fwd := proto.Clone(req).(*ledgerpb.ReadRequest)
+	fwd.Hops = 1
+	resp, err := client.Read(fctx, fwd)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read from %s: %v", errForward, target, err)
+	}
+	return resp, forwardErr(resp.Status, resp.Message)
+}
+
+// readLocal serves a read from this node's replica.
+func (r *Router) readLocal(ctx context.Context, g *raftnode.Group, req *ledgerpb.ReadRequest, linearizable bool) (*ledgerpb.ReadResponse, error) {
+	v, err := g.View(ctx, linearizable)
+	if err != nil {
+		return nil, err
+	}
+	defer v.Close()
+	consistency := ledgerpb.Consistency_LINEARIZABLE
+	if !linearizable {
+		consistency = ledgerpb.Consistency_STALE
+	}
+	resp := &ledgerpb.ReadResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_OK, Code: ledgerpb.Code_CODE_OK}
+	switch req.Kind {
+	case ledgerpb.ReadKind_READ_KIND_SEAT_MAP:
+		sm, err := v.SeatMap(req.ShowId)
+		if errors.Is(err, fsm.ErrNotFound) {
+			resp.Code = ledgerpb.Code_CODE_SHOW_NOT_FOUND
+			return resp, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		sm.AsOf = timestamppb.New(time.UnixMilli(v.Clock()))
+		sm.Consistency = consistency
+		sm.ServedBy = r.node.ID()
+		resp.SeatMap = sm
+	case ledgerpb.ReadKind_READ_KIND_HOLD:
+		h, err := v.Hold(req.HoldId)
+		if errors.Is(err, fsm.ErrNotFound) || (err == nil && h.ShowId != req.ShowId) {
+			resp.Code = ledgerpb.Code_CODE_HOLD_NOT_FOUND
+			return resp, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		resp.Hold = holdInfo(h, v)
+	default:
+		return nil, fmt.Errorf("shard: unknown read kind %v", req.Kind)
+	}
+	return resp, nil
+}
+
+func holdInfo(h *ledgerpb.HoldRecord, v *fsm.View) *ledgerpb.HoldInfo {
+	return &ledgerpb.HoldInfo{
+		HoldId:      h.HoldId,
+		ShowId:      h.ShowId,
+		SeatIds:     h.SeatIds,
+		ClientId:    h.ClientId,
+		State:       h.State,
+		ExpiresAt:   timestamppb.New(time.UnixMilli(h.ExpiresAtMs)),
+		PaymentRef:  h.PaymentRef,
+		AmountMinor: h.AmountMinor,
+		Currency:    h.Currency,
+		Revision:    v.Applied(),
+		AsOf:        timestamppb.New(time.UnixMilli(v.Clock())),
+	}
+}

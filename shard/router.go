@@ -1,0 +1,198 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
+)
+
+// Retry pacing while a group elects a leader or a forward fails.
+const (
+	retryBackoffMin = 10 * time.Millisecond
+	retryBackoffMax = 200 * time.Millisecond
+	// forwardTimeoutMax bounds one forwarded call.
+	forwardTimeoutMax = 3 * time.Second
+)
+
+// Router sends each request to the leader of its show's group.
+type Router struct {
+	node      *raftnode.Node
+	smap      Map
+	placement map[uint32][]string
+	grpcAddr  map[string]string // node id -> gRPC address
+
+	mu struct {
+		sync.Mutex
+		conns map[string]*grpc.ClientConn // by address
+	}
+}
+
+// NewRouter routes with smap over node's groups; placement says which nodes
+// host each group.
+func NewRouter(node *raftnode.Node, smap Map, placement map[uint32][]string) *Router {
+	r := &Router{node: node, smap: smap, placement: placement, grpcAddr: map[string]string{}}
+	for _, p := range node.Peers() {
+		r.grpcAddr[p.ID] = p.GRPCAddr
+	}
+	r.mu.conns = map[string]*grpc.ClientConn{}
+	return r
+}
+
+// Map returns the shard map.
+func (r *Router) Map() Map { return r.smap }
+
+// Node returns the local node.
+func (r *Router) Node() *raftnode.Node { return r.node }
+
+// Close closes forwarding connections.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, c := range r.mu.conns {
+		errs = append(errs, c.Close())
+	}
+	r.mu.conns = map[string]*grpc.ClientConn{}
+	return errors.Join(errs...)
+}
+
+// Propose applies a client command to the show's group. Client commands
+// carry (client_id, request_id), so a command whose outcome is unknown can be
+// retried here, at whichever node leads now: the FSM returns the first
+// outcome again. It gives up when ctx ends: ErrOutcomeUnknown if some attempt
+// may have been appended, else ErrUnavailable.
+func (r *Router) Propose(ctx context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
+	group := r.smap.GroupFor(showID)
+	uncertain := false
+	var last error
+	for backoff := retryBackoffMin; ; backoff = min(2*backoff, retryBackoffMax) {
+		res, err := r.proposeOnce(ctx, group, cmd)
+		if err == nil {
+			return res, nil
+		}
+		last = err
+		if errors.Is(err, raftnode.ErrOutcomeUnknown) {
+			uncertain = true
+		}
+		if !retryable(err) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			if uncertain {
+				return nil, fmt.Errorf("%w: %v", raftnode.ErrOutcomeUnknown, last)
+			}
+			return nil, fmt.Errorf("%w: %v", raftnode.ErrUnavailable, last)
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func retryable(err error) bool {
+	return errors.Is(err, raftnode.ErrNotLeader) || errors.Is(err, raftnode.ErrOutcomeUnknown) ||
+		errors.Is(err, raftnode.ErrUnavailable) || errors.Is(err, errForward)
+}
+
+// errForward marks a failed forward (transport error): the leader may or may
+// not have received the command.
+var errForward = errors.New("shard: forward failed")
+
+func (r *Router) proposeOnce(ctx context.Context, group uint32, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
+	if g, err := r.node.Group(group); err == nil && g.IsLeader() {
+		return g.Propose(ctx, cmd)
+	}
+	target := r.leaderNode(group)
+	if target == "" {
+		return nil, fmt.Errorf("%w: group %d has no known leader", raftnode.ErrUnavailable, group)
+	}
+	client, err := r.peer(target)
+	if err != nil {
+		return nil, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, forwardTimeoutMax)
+	defer cancel()
+	resp, err := client.Propose(fctx, &ledgerpb.ProposeRequest{GroupId: group, Command: cmd, Hops: 1})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w to %s: %v", raftnode.ErrOutcomeUnknown, errForward, target, err)
+	}
+	return resp.Result, forwardErr(resp.Status, resp.Message)
+}
+
+// leaderNode returns the node to send a group's leader work to: the leader
+// this node's replica knows, or else a replica that may know it.
+func (r *Router) leaderNode(group uint32) string {
+	if g, err := r.node.Group(group); err == nil {
+		if l := g.Leader(); l != r.node.ID() {
+			return l
+		}
+		return ""
+	}
+	replicas := r.placement[group]
+	if len(replicas) == 0 {
+		return ""
+	}
+	return replicas[time.Now().UnixNano()%int64(len(replicas))]
+}
+
+func (r *Router) peer(id string) (ledgerpb.PeerClient, error) {
+	addr, ok := r.grpcAddr[id]
+	if !ok || addr == "" {
+		return nil, fmt.Errorf("%w: no gRPC address for node %s", raftnode.ErrUnavailable, id)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.mu.conns[addr]; ok {
+		return ledgerpb.NewPeerClient(c), nil
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial %s: %v", raftnode.ErrUnavailable, addr, err)
+	}
+	r.mu.conns[addr] = c
+	return ledgerpb.NewPeerClient(c), nil
+}
+
+// forwardErr turns a forwarded call's status back into raftnode's errors.
+func forwardErr(s ledgerpb.ForwardStatus, msg string) error {
+	switch s {
+	case ledgerpb.ForwardStatus_FORWARD_STATUS_OK:
+		return nil
+	case ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER:
+		return fmt.Errorf("%w: %s", raftnode.ErrNotLeader, msg)
+	case ledgerpb.ForwardStatus_FORWARD_STATUS_OUTCOME_UNKNOWN:
+		return fmt.Errorf("%w: %s", raftnode.ErrOutcomeUnknown, msg)
+	case ledgerpb.ForwardStatus_FORWARD_STATUS_INVALID:
+		return fmt.Errorf("shard: peer rejected the request: %s", msg)
+	default:
+		return fmt.Errorf("%w: %s", raftnode.ErrUnavailable, msg)
+	}
+}
+
+// forwardStatus is the inverse of forwardErr.
+func forwardStatus(err error) ledgerpb.ForwardStatus {
+	switch {
+	case err == nil:
+		return ledgerpb.ForwardStatus_FORWARD_STATUS_OK
+	case errors.Is(err, raftnode.ErrNotLeader):
+		return ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER
+	case errors.Is(err, raftnode.ErrOutcomeUnknown):
+		return ledgerpb.ForwardStatus_FORWARD_STATUS_OUTCOME_UNKNOWN
+	default:
+		return ledgerpb.ForwardStatus_FORWARD_STATUS_UNAVAILABLE
+	}
+}
+
+// ErrShowNotFound and ErrHoldNotFound are returned by reads.
+var (
+	ErrShowNotFound = fmt.Errorf("shard: show %w", fsm.ErrNotFound)
+	ErrHoldNotFound = fmt.Errorf("shard: hold %w", fsm.ErrNotFound)
+)
