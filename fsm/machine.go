@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -34,12 +35,24 @@ func OpenDB(dir string) (*pebble.DB, error) {
 		// and Snapshot syncs the WAL before raft may compact its log.
 		DisableWAL:         false,
 		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             quietLogger{},
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: open pebble at %s: %w", dir, err)
 	}
 	return db, nil
+}
+
+// quietLogger drops Pebble's informational chatter but keeps its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	log.Printf("pebble: "+format, args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	log.Fatalf("pebble: "+format, args...)
 }
 
 // NewMachine loads group's applied index and clock from db.
