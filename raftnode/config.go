@@ -50,6 +50,9 @@ type Config struct {
 	ExpireInterval time.Duration
 	// SnapshotThreshold is the number of entries after which raft snapshots.
 	SnapshotThreshold uint64
+	// TrailingLogs is the number of entries kept after a snapshot, so a
+	// briefly lagging follower catches up from the log, not a snapshot.
+	TrailingLogs uint64
 
 	// Now is the leader's clock (Unix time); tests and the fault harness may
 	// skew it. Defaults to time.Now.
@@ -79,10 +82,8 @@ const (
 	// transportPool is the number of idle connections kept per peer.
 	transportPool = 3
 	// maxAppendEntries bounds entries per AppendEntries RPC.
-	maxAppendEntries = 256
-	// trailingLogs is the number of entries kept after a snapshot so a
-	// briefly lagging follower catches up from the log.
-	trailingLogs = 10240
+	maxAppendEntries    = 256
+	trailingLogsDefault = 10240
 	// logCacheEntries caches recent entries in memory for replication.
 	logCacheEntries = 1024
 )
@@ -106,6 +107,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = snapshotThresholdDefault
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = trailingLogsDefault
 	}
 	if c.Now == nil {
 		c.Now = time.Now

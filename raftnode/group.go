@@ -111,7 +111,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	// Let raft hand several committed entries to ApplyBatch at once.
 	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
-	rc.TrailingLogs = trailingLogs
+	rc.TrailingLogs = cfg.TrailingLogs
 	// The FSM's state survives restarts in Pebble with its applied index;
 	// restoring the last snapshot on start would only redo work.
 	rc.NoSnapshotRestoreOnStart = true
