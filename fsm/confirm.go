@@ -26,17 +26,10 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 		r.HoldState = h.State
 		return r
 	}
-	l := newLayout(tx.show(h.ShowId))
-	for _, s := range h.SeatIds {
-		n, ok := l.seatIndex(s)
-		assertf(ok, "hold %s names unknown seat %s", h.HoldId, s)
-		key := tx.m.seatKey(h.ShowId, n)
-		rec := &ledgerpb.SeatRecord{}
-		assertf(tx.get(key, rec) && rec.HoldId == h.HoldId && rec.State == ledgerpb.SeatState_HELD,
-			"S1: seat %s of hold %s is not held by it at confirm", s, h.HoldId)
+	tx.eachHeldSeat(h, func(key []byte, rec *ledgerpb.SeatRecord) {
 		rec.State = ledgerpb.SeatState_BOOKED
 		tx.put(key, rec)
-	}
+	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
 	h.PaymentRef = c.PaymentRef

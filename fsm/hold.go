@@ -114,6 +114,16 @@ func containsSeat(seats []string, s string) bool {
 // index. state is EXPIRED or CANCELLED.
 func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	assertf(h.State == ledgerpb.HoldState_HOLD_STATE_HELD, "closing hold %s in state %s", h.HoldId, h.State)
+	tx.eachHeldSeat(h, func(key []byte, _ *ledgerpb.SeatRecord) { tx.del(key) })
+	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
+	h.State = state
+	h.ClosedAtMs = tx.now
+	tx.put(tx.m.holdKey(h.HoldId), h)
+}
+
+// eachHeldSeat calls fn with the key and record of every seat of a live
+// hold, asserting first that the seat is held by that hold (S1).
+func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(key []byte, rec *ledgerpb.SeatRecord)) {
 	show := tx.show(h.ShowId)
 	assertf(show != nil, "hold %s names missing show %s", h.HoldId, h.ShowId)
 	l := newLayout(show)
@@ -124,12 +134,8 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 		rec := &ledgerpb.SeatRecord{}
 		assertf(tx.get(key, rec) && rec.HoldId == h.HoldId && rec.State == ledgerpb.SeatState_HELD,
 			"S1: seat %s of live hold %s is not held by it", s, h.HoldId)
-		tx.del(key)
+		fn(key, rec)
 	}
-	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
-	h.State = state
-	h.ClosedAtMs = tx.now
-	tx.put(tx.m.holdKey(h.HoldId), h)
 }
 
 // holdResult is the result of a command that names a hold.
