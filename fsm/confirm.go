@@ -6,9 +6,6 @@ import "github.com/seatledger/seatledger/proto/ledgerpb"
 // so (S2). A hold whose expiry has passed by the log clock can never be
 // confirmed.
 func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
-	if fe := ValidateConfirm(c); fe != nil {
-		return invalid(fe)
-	}
 	h, rej := tx.liveHold(client, c.ShowId, c.HoldId)
 	if rej != nil {
 		return rej

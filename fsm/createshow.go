@@ -2,12 +2,9 @@ package fsm
 
 import "github.com/seatledger/seatledger/proto/ledgerpb"
 
-// createShow stores a show with its layout. Seats start FREE, which is the
+// createShow stores a show with its layout (fields checked by validateOp). Seats start FREE, which is the
 // absence of a seat record, so a show costs one key however large it is.
 func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
-	if fe := ValidateShow(c.Show); fe != nil {
-		return invalid(fe)
-	}
 	if tx.show(c.Show.ShowId) != nil {
 		return reject(ledgerpb.Code_CODE_SHOW_EXISTS, "show %s already exists", c.Show.ShowId)
 	}

@@ -17,7 +17,11 @@ func (tx *txn) expire(c *ledgerpb.ExpireCmd) *ledgerpb.Result {
 		limit = ExpirePerEntryDefault
 	}
 	var ids []string
-	tx.scan(tx.m.key(kindExpiry), tx.m.key(kindExpiry, u64(uint64(upto)+1)), limit, func(k []byte) {
+	if upto < 0 {
+		// Expiry times are stored unsigned; no hold expires before 1970.
+		upto = -1
+	}
+	tx.scan(tx.m.key(kindExpiry), tx.m.key(kindExpiry, u64(uint64(upto+1))), limit, func(k []byte) {
 		at, id, err := decodeExpiryKey(k)
 		must(err, "decode expiry key")
 		assertf(at <= upto, "expiry index out of order")

@@ -8,9 +8,6 @@ import (
 
 // hold takes 1..SeatsPerHoldMax seats of one show for client, all or nothing.
 func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Result {
-	if fe := ValidateHold(c); fe != nil {
-		return invalid(fe)
-	}
 	show := tx.show(c.ShowId)
 	if show == nil {
 		return reject(ledgerpb.Code_CODE_SHOW_NOT_FOUND, "show %s does not exist", c.ShowId)

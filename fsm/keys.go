@@ -30,7 +30,8 @@ func groupPrefix(group uint32) []byte {
 
 // groupEnd is the exclusive upper bound of a group's range.
 func groupEnd(group uint32) []byte {
-	return groupPrefix(group + 1)
+	// Not groupPrefix(group+1): that wraps to group 0 for the last id.
+	return prefixEnd(groupPrefix(group))
 }
 
 func (m *Machine) key(kind byte, parts ...[]byte) []byte {

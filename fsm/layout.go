@@ -96,6 +96,11 @@ func splitSeatID(id string) (string, int, bool) {
 	if i == 0 || i == len(id) || i > RowNameLenMax || id[i] == '0' {
 		return "", 0, false
 	}
+	for j := i; j < len(id); j++ {
+		if id[j] < '0' || id[j] > '9' {
+			return "", 0, false // Atoi would take a sign: "A+1"
+		}
+	}
 	n, err := strconv.Atoi(id[i:])
 	if err != nil || n < 1 {
 		return "", 0, false

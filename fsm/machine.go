@@ -92,7 +92,8 @@ func (m *Machine) Apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result 
 	if index <= applied {
 		return nil
 	}
-	now := max(m.clock.Load(), cmd.ProposedAtMs)
+	// Never before 1970: expiry times are stored as unsigned keys.
+	now := max(m.clock.Load(), cmd.ProposedAtMs, 0)
 	tx := &txn{m: m, b: m.db.NewIndexedBatch(), index: index, now: now}
 	defer tx.b.Close()
 
@@ -158,6 +159,11 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 	if fe := ValidateIdentity(c.ClientId, c.RequestId); fe != nil {
 		return tx.stamp(invalid(fe))
 	}
+	// Fields before the request id (doc.go's order): an invalid request is
+	// answered the same way every time without being remembered.
+	if fe := validateOp(c); fe != nil {
+		return tx.stamp(invalid(fe))
+	}
 	hash := payloadHash(c)
 	if prev := tx.request(c.ClientId, c.RequestId); prev != nil {
 		if string(prev.PayloadHash) != string(hash) {
@@ -184,6 +190,21 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 	tx.stamp(r)
 	tx.putRequest(c.ClientId, c.RequestId, &ledgerpb.RequestRecord{PayloadHash: hash, Result: r, AppliedAtMs: tx.now})
 	return r
+}
+
+// validateOp checks a client command's fields against the limits.
+func validateOp(c *ledgerpb.Command) *FieldError {
+	switch op := c.Op.(type) {
+	case *ledgerpb.Command_CreateShow:
+		return ValidateShow(op.CreateShow.Show)
+	case *ledgerpb.Command_Hold:
+		return ValidateHold(op.Hold)
+	case *ledgerpb.Command_Confirm:
+		return ValidateConfirm(op.Confirm)
+	case *ledgerpb.Command_Release:
+		return ValidateHoldRef(op.Release.ShowId, op.Release.HoldId)
+	}
+	return nil
 }
 
 func (tx *txn) stamp(r *ledgerpb.Result) *ledgerpb.Result {

@@ -6,9 +6,6 @@ import "github.com/seatledger/seatledger/proto/ledgerpb"
 // again; a confirmed booking cannot be released (refunds are their own
 // command).
 func (tx *txn) release(client string, c *ledgerpb.ReleaseCmd) *ledgerpb.Result {
-	if fe := ValidateHoldRef(c.ShowId, c.HoldId); fe != nil {
-		return invalid(fe)
-	}
 	h, rej := tx.liveHold(client, c.ShowId, c.HoldId)
 	if rej != nil {
 		return rej
