@@ -1,0 +1,369 @@
+// This file proves nothing by itself: it holds what the fsm tests share —
+// machines on real Pebble databases, command builders, a panic-to-error
+// wrapper for Apply (tests only; the apply path itself never recovers) and
+// an S1 checker that reads the stored hold and seat records.
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// newTestDB opens a Pebble database in a temporary directory that is closed
+// before the directory is removed.
+func newTestDB(t testing.TB) *pebble.DB {
+	t.Helper()
+	db, err := OpenDB(t.TempDir())
+	if err != nil {
+		t.Fatalf("OpenDB: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func newTestMachine(t testing.TB, db *pebble.DB, group uint32) *Machine {
+	t.Helper()
+	m, err := NewMachine(db, group)
+	if err != nil {
+		t.Fatalf("NewMachine(group %d): %v", group, err)
+	}
+	return m
+}
+
+// applyRecover applies an entry and turns a panic into an error, so that a
+// test can report a crashing command as a failure instead of dying.
+func applyRecover(m *Machine, index uint64, cmd *ledgerpb.Command) (res []*ledgerpb.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Apply(%d) panicked: %v", index, r)
+		}
+	}()
+	return m.Apply(index, cmd), nil
+}
+
+// mustApply applies an entry that must not panic and must yield n results.
+func mustApply(t testing.TB, m *Machine, index uint64, cmd *ledgerpb.Command, n int) []*ledgerpb.Result {
+	t.Helper()
+	res, err := applyRecover(m, index, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != n {
+		t.Fatalf("Apply(%d) returned %d results, want %d", index, len(res), n)
+	}
+	return res
+}
+
+func mustDigest(t testing.TB, m *Machine) Digest {
+	t.Helper()
+	d, err := m.Digest()
+	if err != nil {
+		t.Fatalf("Digest: %v", err)
+	}
+	return d
+}
+
+// Command builders. proposed_at_ms is set by the caller of Apply.
+
+func cmdShow(client, request string, show *ledgerpb.Show) *ledgerpb.Command {
+	return &ledgerpb.Command{ClientId: client, RequestId: request,
+		Op: &ledgerpb.Command_CreateShow{CreateShow: &ledgerpb.CreateShowCmd{Show: show}}}
+}
+
+func cmdHold(client, request, show string, ttl int64, seats ...string) *ledgerpb.Command {
+	return &ledgerpb.Command{ClientId: client, RequestId: request,
+		Op: &ledgerpb.Command_Hold{Hold: &ledgerpb.HoldCmd{ShowId: show, SeatIds: seats, TtlMs: ttl}}}
+}
+
+func cmdConfirm(client, request, show, hold, pay string) *ledgerpb.Command {
+	return &ledgerpb.Command{ClientId: client, RequestId: request,
+		Op: &ledgerpb.Command_Confirm{Confirm: &ledgerpb.ConfirmCmd{ShowId: show, HoldId: hold, PaymentRef: pay}}}
+}
+
+func cmdRelease(client, request, show, hold string) *ledgerpb.Command {
+	return &ledgerpb.Command{ClientId: client, RequestId: request,
+		Op: &ledgerpb.Command_Release{Release: &ledgerpb.ReleaseCmd{ShowId: show, HoldId: hold}}}
+}
+
+func cmdExpire(upto int64, limit uint32) *ledgerpb.Command {
+	return &ledgerpb.Command{Op: &ledgerpb.Command_Expire{Expire: &ledgerpb.ExpireCmd{UptoMs: upto, Limit: limit}}}
+}
+
+func cmdBatch(cmds ...*ledgerpb.Command) *ledgerpb.Command {
+	return &ledgerpb.Command{Op: &ledgerpb.Command_Batch{Batch: &ledgerpb.Batch{Commands: cmds}}}
+}
+
+// at returns cmd stamped with proposed_at_ms.
+func at(ms int64, cmd *ledgerpb.Command) *ledgerpb.Command {
+	cmd.ProposedAtMs = ms
+	return cmd
+}
+
+// parseRows parses "A:20:std,B:10:vip" (name:seats:category); "-" is none.
+func parseRows(spec string) ([]*ledgerpb.Row, error) {
+	var rows []*ledgerpb.Row
+	for _, f := range splitList(spec) {
+		p := strings.Split(f, ":")
+		if len(p) != 3 {
+			return nil, fmt.Errorf("row %q is not name:seats:category", f)
+		}
+		n, err := strconv.ParseUint(p[1], 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("row %q: %v", f, err)
+		}
+		rows = append(rows, &ledgerpb.Row{Name: p[0], Seats: uint32(n), Category: p[2]})
+	}
+	return rows, nil
+}
+
+// parseCats parses "std:1000:EUR,vip:2500:EUR" (name:price:currency).
+func parseCats(spec string) ([]*ledgerpb.Category, error) {
+	var cats []*ledgerpb.Category
+	for _, f := range splitList(spec) {
+		p := strings.Split(f, ":")
+		if len(p) != 3 {
+			return nil, fmt.Errorf("category %q is not name:price:currency", f)
+		}
+		n, err := strconv.ParseInt(p[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("category %q: %v", f, err)
+		}
+		cats = append(cats, &ledgerpb.Category{Name: p[0], PriceMinor: n, Currency: p[2]})
+	}
+	return cats, nil
+}
+
+// splitList splits "a,b,c"; "-" and "" are the empty list.
+func splitList(s string) []string {
+	if s == "-" || s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// testShow builds a show from row and category specs; it panics on a bad
+// spec, which is a bug in the test.
+func testShow(id, rows, cats string) *ledgerpb.Show {
+	r, err := parseRows(rows)
+	if err != nil {
+		panic(err)
+	}
+	c, err := parseCats(cats)
+	if err != nil {
+		panic(err)
+	}
+	return &ledgerpb.Show{ShowId: id, Rows: r, Categories: c}
+}
+
+// seatStates reads a show's seat map as "A1" -> state.
+func seatStates(t testing.TB, m *Machine, show string) map[string]ledgerpb.SeatState {
+	t.Helper()
+	v, err := m.View()
+	if err != nil {
+		t.Fatalf("View: %v", err)
+	}
+	defer v.Close()
+	sm, err := v.SeatMap(show)
+	if err != nil {
+		t.Fatalf("SeatMap(%s): %v", show, err)
+	}
+	out := make(map[string]ledgerpb.SeatState, len(sm.Seats))
+	for _, s := range sm.Seats {
+		out[s.SeatId] = s.State
+	}
+	return out
+}
+
+// storedHolds reads every hold record of the machine's group in key order.
+func storedHolds(v *View) ([]*ledgerpb.HoldRecord, error) {
+	lo := v.m.key(kindHold)
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []*ledgerpb.HoldRecord
+	for ok := it.First(); ok; ok = it.Next() {
+		h := &ledgerpb.HoldRecord{}
+		if err := proto.Unmarshal(it.Value(), h); err != nil {
+			return nil, fmt.Errorf("hold record %q: %v", it.Key(), err)
+		}
+		out = append(out, h)
+	}
+	return out, it.Error()
+}
+
+// checkS1 verifies S1 on a machine's stored state and its seat maps: no seat
+// index is owned by two holds that still own seats (HELD and live by the
+// clock, or CONFIRMED), those holds name their seats as the seat map does,
+// every stored seat record points at a hold in a matching state, and SeatMap
+// shows exactly the seats of those holds as HELD or BOOKED.
+func checkS1(m *Machine, shows []string) error {
+	v, err := m.View()
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	holds, err := storedHolds(v)
+	if err != nil {
+		return err
+	}
+	byID := map[string]*ledgerpb.HoldRecord{}
+	owner := map[string]string{} // show/seat index -> hold id
+	want := map[string]map[string]ledgerpb.SeatState{}
+	for _, h := range holds {
+		byID[h.HoldId] = h
+		var st ledgerpb.SeatState
+		switch {
+		case h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+			st = ledgerpb.SeatState_BOOKED
+		case h.State == ledgerpb.HoldState_HOLD_STATE_HELD && v.Clock() < h.ExpiresAtMs:
+			st = ledgerpb.SeatState_HELD
+		default:
+			continue
+		}
+		show := &ledgerpb.Show{}
+		if ok, err := v.get(m.showKey(h.ShowId), show); err != nil || !ok {
+			return fmt.Errorf("hold %s names show %s that cannot be read (%v)", h.HoldId, h.ShowId, err)
+		}
+		l := newLayout(show)
+		for _, s := range h.SeatIds {
+			n, ok := l.seatIndex(s)
+			if !ok {
+				return fmt.Errorf("hold %s names unknown seat %s", h.HoldId, s)
+			}
+			if c := seatName(l, int(n)); c != s {
+				return fmt.Errorf("hold %s names seat %q, which the seat map calls %s", h.HoldId, s, c)
+			}
+			k := fmt.Sprintf("%s/%d", h.ShowId, n)
+			if other, dup := owner[k]; dup {
+				return fmt.Errorf("S1: seat %s (index %d) of show %s is owned by holds %s and %s", s, n, h.ShowId, other, h.HoldId)
+			}
+			owner[k] = h.HoldId
+			if want[h.ShowId] == nil {
+				want[h.ShowId] = map[string]ledgerpb.SeatState{}
+			}
+			want[h.ShowId][seatName(l, int(n))] = st
+		}
+	}
+	if err := checkSeatRecords(v, byID); err != nil {
+		return err
+	}
+	for _, show := range shows {
+		sm, err := v.SeatMap(show)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("SeatMap(%s): %v", show, err)
+		}
+		for _, s := range sm.Seats {
+			w, ok := want[show][s.SeatId]
+			if !ok {
+				w = ledgerpb.SeatState_FREE
+			}
+			if s.State != w {
+				return fmt.Errorf("SeatMap(%s) seat %s = %s, want %s", show, s.SeatId, s.State, w)
+			}
+		}
+	}
+	return nil
+}
+
+// checkSeatRecords checks that each stored seat record points at a hold that
+// names the seat and is in a matching state.
+func checkSeatRecords(v *View, holds map[string]*ledgerpb.HoldRecord) error {
+	lo := v.m.key(kindSeat)
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		rec := &ledgerpb.SeatRecord{}
+		if err := proto.Unmarshal(it.Value(), rec); err != nil {
+			return err
+		}
+		h := holds[rec.HoldId]
+		if h == nil {
+			return fmt.Errorf("seat record %x points at missing hold %s", it.Key(), rec.HoldId)
+		}
+		ok := rec.State == ledgerpb.SeatState_HELD && h.State == ledgerpb.HoldState_HOLD_STATE_HELD ||
+			rec.State == ledgerpb.SeatState_BOOKED && h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED
+		if !ok {
+			return fmt.Errorf("seat record %x is %s but hold %s is %s", it.Key(), rec.State, h.HoldId, h.State)
+		}
+	}
+	return it.Error()
+}
+
+func seatName(l *layout, idx int) string {
+	r, n := l.seat(idx)
+	return fmt.Sprintf("%s%d", r.Name, n)
+}
+
+// resultString renders a result compactly for failure messages.
+func resultString(r *ledgerpb.Result) string {
+	if r == nil {
+		return "<nil>"
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimPrefix(r.Code.String(), "CODE_"))
+	if r.Field != "" {
+		fmt.Fprintf(&b, " field=%s", r.Field)
+	}
+	if r.HoldId != "" {
+		fmt.Fprintf(&b, " hold=%s", r.HoldId)
+	}
+	if len(r.SeatIds) > 0 {
+		fmt.Fprintf(&b, " seats=%s", strings.Join(r.SeatIds, ","))
+	}
+	if r.ExpiresAtMs != 0 {
+		fmt.Fprintf(&b, " expires=%d", r.ExpiresAtMs)
+	}
+	if r.HoldState != 0 {
+		fmt.Fprintf(&b, " state=%s", strings.TrimPrefix(r.HoldState.String(), "HOLD_STATE_"))
+	}
+	if r.AmountMinor != 0 {
+		fmt.Fprintf(&b, " amount=%d", r.AmountMinor)
+	}
+	if r.Expired != 0 {
+		fmt.Fprintf(&b, " expired=%d", r.Expired)
+	}
+	if r.Replayed {
+		b.WriteString(" replayed")
+	}
+	fmt.Fprintf(&b, " revision=%d applied_at=%d", r.Revision, r.AppliedAtMs)
+	return b.String()
+}
+
+// opName names a command's op for failure messages: Hold(A1,A2).
+func opName(c *ledgerpb.Command) string {
+	switch op := c.Op.(type) {
+	case *ledgerpb.Command_CreateShow:
+		return fmt.Sprintf("CreateShow(%s)", op.CreateShow.GetShow().GetShowId())
+	case *ledgerpb.Command_Hold:
+		return fmt.Sprintf("Hold(%s)", strings.Join(op.Hold.SeatIds, ","))
+	case *ledgerpb.Command_Confirm:
+		return fmt.Sprintf("Confirm(%s)", op.Confirm.HoldId)
+	case *ledgerpb.Command_Release:
+		return fmt.Sprintf("Release(%s)", op.Release.HoldId)
+	case *ledgerpb.Command_Expire:
+		return fmt.Sprintf("Expire(%d)", op.Expire.UptoMs)
+	case *ledgerpb.Command_Batch:
+		names := make([]string, len(op.Batch.Commands))
+		for i, c := range op.Batch.Commands {
+			names[i] = opName(c)
+		}
+		return "Batch{" + strings.Join(names, " ") + "}"
+	}
+	return fmt.Sprintf("%T", c.Op)
+}

@@ -1,0 +1,618 @@
+// This file proves that the Machine implements the documented rules (doc.go)
+// and nothing else: thousands of random entry sequences are applied both to
+// a Machine on Pebble and to a reference model written with plain Go maps,
+// and every Result (code, field, hold id, seat list, expires_at, state,
+// amount, replayed, revision, applied_at — all but the message) must be
+// equal, as must the final seat maps, hold records, expiry index, clock,
+// applied index and the number of remembered requests. S1 is checked on the
+// machine's stored records along the way. The seed is printed on failure;
+// rerun one with -fsm.seed.
+package fsm
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+var modelSeed = flag.Uint64("fsm.seed", 0, "seed of TestModel and TestDeterminism (0 picks one from the time)")
+
+const (
+	modelSequences = 300
+	modelEntries   = 60
+)
+
+func testSeed(t *testing.T) uint64 {
+	seed := *modelSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d: rerun with go test -run '%s' -fsm.seed=%d ./fsm/", seed, t.Name(), seed)
+		}
+	})
+	return seed
+}
+
+func TestModel(t *testing.T) {
+	seed := testSeed(t)
+	db := newTestDB(t)
+	seen := map[string]int{}
+	defer func() { t.Logf("results seen: %v", seen) }()
+	for seq := range modelSequences {
+		group := uint32(seq + 1)
+		m := newTestMachine(t, db, group)
+		ref := newModel(group)
+		g := newGen(randChooser{rand.New(rand.NewPCG(seed, uint64(seq)))})
+		for e := range modelEntries {
+			index, cmd := g.entry()
+			// Sometimes replay an entry raft already applied.
+			if e > 3 && g.ch.intn(25) == 0 {
+				index = uint64(1 + g.ch.intn(int(index-1)))
+				g.next--
+			}
+			got, err := applyRecover(m, index, cmd)
+			if err != nil {
+				t.Fatalf("sequence %d entry %d %s: %v", seq, index, opName(cmd), err)
+			}
+			want := ref.apply(index, cmd)
+			if msg := diffResults(cmd, got, want); msg != "" {
+				t.Fatalf("sequence %d entry %d at %d: %s", seq, index, cmd.ProposedAtMs, msg)
+			}
+			g.observe(cmd, got)
+			for _, r := range got {
+				seen[resultKind(r)]++
+			}
+			if e%20 == 19 {
+				if err := checkS1(m, genShows); err != nil {
+					t.Fatalf("sequence %d after entry %d: %v", seq, index, err)
+				}
+			}
+		}
+		if err := ref.compareState(m); err != nil {
+			t.Fatalf("sequence %d final state: %v", seq, err)
+		}
+		if err := checkS1(m, genShows); err != nil {
+			t.Fatalf("sequence %d final state: %v", seq, err)
+		}
+	}
+}
+
+// resultKind buckets a result for the coverage log: its code, replayed or
+// not, and for Expire whether it freed anything.
+func resultKind(r *ledgerpb.Result) string {
+	k := strings.TrimPrefix(r.Code.String(), "CODE_")
+	if r.Replayed {
+		k += "/replayed"
+	}
+	if r.Expired > 0 {
+		k += "/expired"
+	}
+	return k
+}
+
+// diffResults compares the machine's results with the model's.
+func diffResults(cmd *ledgerpb.Command, got, want []*ledgerpb.Result) string {
+	if (got == nil) != (want == nil) || len(got) != len(want) {
+		return fmt.Sprintf("Apply(%s) = %d results (nil %v), want %d (nil %v)", opName(cmd), len(got), got == nil, len(want), want == nil)
+	}
+	inner := []*ledgerpb.Command{cmd}
+	if b := cmd.GetBatch(); b != nil {
+		inner = b.Commands
+	}
+	for i := range got {
+		g := proto.Clone(got[i]).(*ledgerpb.Result)
+		g.Message = ""
+		if !proto.Equal(g, want[i]) {
+			return fmt.Sprintf("%s by %s/%s (command %d) = %s, want %s", opName(inner[i]), inner[i].ClientId, inner[i].RequestId, i,
+				resultString(got[i]), resultString(want[i]))
+		}
+	}
+	return ""
+}
+
+// model is the reference: the same rules as doc.go over plain maps.
+type model struct {
+	group    uint32
+	applied  uint64
+	clock    int64
+	shows    map[string]*modelShow
+	holds    map[string]*modelHold
+	owner    map[string]string // show + "/" + seat -> hold id (HELD or CONFIRMED by state)
+	requests map[string]*modelRequest
+}
+
+type modelShow struct {
+	seats    []string         // layout order
+	price    map[string]int64 // seat -> price
+	currency string
+}
+
+type modelHold struct {
+	rec *ledgerpb.HoldRecord
+}
+
+type modelRequest struct {
+	client, request string
+	payload         *ledgerpb.Command // proposed_at cleared
+	result          *ledgerpb.Result
+	at              int64
+}
+
+func newModel(group uint32) *model {
+	return &model{group: group, shows: map[string]*modelShow{}, holds: map[string]*modelHold{},
+		owner: map[string]string{}, requests: map[string]*modelRequest{}}
+}
+
+func (md *model) apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
+	if index <= md.applied {
+		return nil
+	}
+	now := max(md.clock, cmd.ProposedAtMs)
+	cmds := []*ledgerpb.Command{cmd}
+	if b := cmd.GetBatch(); b != nil {
+		cmds = b.Commands
+	}
+	out := make([]*ledgerpb.Result, len(cmds))
+	for i, c := range cmds {
+		out[i] = md.applyOne(c, index, now, i)
+	}
+	md.applied, md.clock = index, now
+	return out
+}
+
+func (md *model) applyOne(c *ledgerpb.Command, index uint64, now int64, pos int) *ledgerpb.Result {
+	stamp := func(r *ledgerpb.Result) *ledgerpb.Result {
+		r.Revision, r.AppliedAtMs = index, now
+		return r
+	}
+	if e := c.GetExpire(); e != nil {
+		return stamp(md.expire(e, now))
+	}
+	if !modelValidID(c.ClientId, 64) {
+		return stamp(&ledgerpb.Result{Code: ledgerpb.Code_CODE_INVALID_ARGUMENT, Field: "client_id"})
+	}
+	if !modelValidID(c.RequestId, 128) {
+		return stamp(&ledgerpb.Result{Code: ledgerpb.Code_CODE_INVALID_ARGUMENT, Field: "request_id"})
+	}
+	// Fields are checked before the request id, and an invalid request is
+	// not remembered (fsm/doc.go).
+	if r := modelFields(c); r != nil {
+		return stamp(r)
+	}
+	// Fields before the exactly-once lookup (doc.go's order); an invalid
+	// request is not remembered.
+	if r := md.validate(c); r != nil {
+		return stamp(r)
+	}
+	payload := proto.Clone(c).(*ledgerpb.Command)
+	payload.ProposedAtMs = 0
+	key := c.ClientId + "\x00" + c.RequestId
+	if prev, ok := md.requests[key]; ok {
+		if !proto.Equal(prev.payload, payload) {
+			return stamp(&ledgerpb.Result{Code: ledgerpb.Code_CODE_REQUEST_ID_REUSED})
+		}
+		r := proto.Clone(prev.result).(*ledgerpb.Result)
+		r.Replayed = true
+		return r
+	}
+	var r *ledgerpb.Result
+	switch {
+	case c.GetCreateShow() != nil:
+		r = md.createShow(c.GetCreateShow().Show)
+	case c.GetHold() != nil:
+		r = md.hold(c.ClientId, c.GetHold(), index, now, pos)
+	case c.GetConfirm() != nil:
+		r = md.confirm(c.ClientId, c.GetConfirm(), now)
+	case c.GetRelease() != nil:
+		r = md.release(c.ClientId, c.GetRelease(), now)
+	default:
+		panic(fmt.Sprintf("model: unexpected command %v", c))
+	}
+	stamp(r)
+	md.requests[key] = &modelRequest{client: c.ClientId, request: c.RequestId, payload: payload,
+		result: proto.Clone(r).(*ledgerpb.Result), at: now}
+	return r
+}
+
+// modelFields runs the field checks of each command on a throwaway model:
+// they read no state, so an empty model gives the same verdict.
+func modelFields(c *ledgerpb.Command) *ledgerpb.Result {
+	var r *ledgerpb.Result
+	empty := newModel(0)
+	switch {
+	case c.GetCreateShow() != nil:
+		if len(c.GetCreateShow().Show.GetRows()) == 0 {
+			r = invalidField("show.rows")
+		}
+	case c.GetHold() != nil:
+		r = empty.hold(c.ClientId, c.GetHold(), 1, 0, 0)
+	case c.GetConfirm() != nil:
+		r = empty.confirm(c.ClientId, c.GetConfirm(), 0)
+	case c.GetRelease() != nil:
+		r = empty.release(c.ClientId, c.GetRelease(), 0)
+	}
+	if r != nil && r.Code == ledgerpb.Code_CODE_INVALID_ARGUMENT {
+		return r
+	}
+	return nil
+}
+
+func modelValidID(s string, n int) bool {
+	if s == "" || len(s) > n {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-", c) {
+			return false
+		}
+	}
+	return true
+}
+
+func invalidField(f string) *ledgerpb.Result {
+	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_INVALID_ARGUMENT, Field: f}
+}
+
+// validate checks a client command's fields; nil if they are within limits.
+// Shows are checked only as far as the generator breaks them (no rows).
+func (md *model) validate(c *ledgerpb.Command) *ledgerpb.Result {
+	switch {
+	case c.GetCreateShow() != nil:
+		if len(c.GetCreateShow().Show.GetRows()) == 0 {
+			return invalidField("show.rows")
+		}
+	case c.GetHold() != nil:
+		h := c.GetHold()
+		if !modelValidID(h.ShowId, 64) {
+			return invalidField("show_id")
+		}
+		if len(h.SeatIds) < 1 || len(h.SeatIds) > 10 {
+			return invalidField("seat_ids")
+		}
+		seen := map[string]bool{}
+		for _, s := range h.SeatIds {
+			if s == "" || len(s) > 8 || seen[s] {
+				return invalidField("seat_ids")
+			}
+			seen[s] = true
+		}
+		if h.TtlMs != 0 && (h.TtlMs < 1000 || h.TtlMs > 1_800_000) {
+			return invalidField("ttl_seconds")
+		}
+	case c.GetConfirm() != nil:
+		cf := c.GetConfirm()
+		if !modelValidID(cf.ShowId, 64) {
+			return invalidField("show_id")
+		}
+		if !modelValidID(cf.HoldId, 64) {
+			return invalidField("hold_id")
+		}
+		if cf.PaymentRef == "" || len(cf.PaymentRef) > 128 {
+			return invalidField("payment_ref")
+		}
+	case c.GetRelease() != nil:
+		if !modelValidID(c.GetRelease().ShowId, 64) {
+			return invalidField("show_id")
+		}
+		if !modelValidID(c.GetRelease().HoldId, 64) {
+			return invalidField("hold_id")
+		}
+	}
+	return nil
+}
+
+// createShow stores a show the generator made.
+func (md *model) createShow(s *ledgerpb.Show) *ledgerpb.Result {
+	if md.shows[s.ShowId] != nil {
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SHOW_EXISTS}
+	}
+	ms := &modelShow{price: map[string]int64{}, currency: s.Categories[0].Currency}
+	prices := map[string]int64{}
+	for _, c := range s.Categories {
+		prices[c.Name] = c.PriceMinor
+	}
+	for _, r := range s.Rows {
+		for n := 1; n <= int(r.Seats); n++ {
+			id := fmt.Sprintf("%s%d", r.Name, n)
+			ms.seats = append(ms.seats, id)
+			ms.price[id] = prices[r.Category]
+		}
+	}
+	md.shows[s.ShowId] = ms
+	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK}
+}
+
+func (md *model) hold(client string, c *ledgerpb.HoldCmd, index uint64, now int64, pos int) *ledgerpb.Result {
+	show := md.shows[c.ShowId]
+	if show == nil {
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SHOW_NOT_FOUND}
+	}
+	var unknown, taken []string
+	for _, s := range c.SeatIds {
+		if _, ok := show.price[s]; !ok {
+			unknown = append(unknown, s)
+		}
+	}
+	if len(unknown) > 0 {
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_UNKNOWN_SEAT, SeatIds: unknown}
+	}
+	var stale []*modelHold
+	for _, s := range c.SeatIds {
+		id, ok := md.owner[c.ShowId+"/"+s]
+		if !ok {
+			continue
+		}
+		h := md.holds[id]
+		if h.rec.State == ledgerpb.HoldState_HOLD_STATE_HELD && now >= h.rec.ExpiresAtMs {
+			if !slices.Contains(stale, h) {
+				stale = append(stale, h)
+			}
+			continue
+		}
+		taken = append(taken, s)
+	}
+	if len(taken) > 0 {
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SEATS_TAKEN, SeatIds: taken}
+	}
+	for _, h := range stale {
+		md.close(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED, now)
+	}
+	ttl := c.TtlMs
+	if ttl == 0 {
+		ttl = 300_000
+	}
+	rec := &ledgerpb.HoldRecord{HoldId: fmt.Sprintf("h%d-%d-%d", md.group, index, pos), ShowId: c.ShowId,
+		SeatIds: slices.Clone(c.SeatIds), ClientId: client, CreatedAtMs: now, ExpiresAtMs: now + ttl,
+		State: ledgerpb.HoldState_HOLD_STATE_HELD, Currency: show.currency, Revision: index}
+	for _, s := range c.SeatIds {
+		rec.AmountMinor += show.price[s]
+		md.owner[c.ShowId+"/"+s] = rec.HoldId
+	}
+	md.holds[rec.HoldId] = &modelHold{rec: rec}
+	return modelHoldResult(rec)
+}
+
+func modelHoldResult(h *ledgerpb.HoldRecord) *ledgerpb.Result {
+	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, HoldId: h.HoldId, SeatIds: slices.Clone(h.SeatIds),
+		ExpiresAtMs: h.ExpiresAtMs, HoldState: h.State, AmountMinor: h.AmountMinor, Currency: h.Currency}
+}
+
+func (md *model) close(h *modelHold, state ledgerpb.HoldState, now int64) {
+	for _, s := range h.rec.SeatIds {
+		delete(md.owner, h.rec.ShowId+"/"+s)
+	}
+	h.rec.State = state
+	h.rec.ClosedAtMs = now
+}
+
+// target finds the hold a confirm or release names, or the rejection.
+func (md *model) target(client, show, id string, now int64) (*modelHold, *ledgerpb.Result) {
+	h := md.holds[id]
+	if h == nil || h.rec.ShowId != show {
+		return nil, &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_NOT_FOUND}
+	}
+	if h.rec.ClientId != client {
+		return nil, &ledgerpb.Result{Code: ledgerpb.Code_CODE_NOT_HOLD_OWNER}
+	}
+	st := h.rec.State
+	if st == ledgerpb.HoldState_HOLD_STATE_EXPIRED || st == ledgerpb.HoldState_HOLD_STATE_HELD && now >= h.rec.ExpiresAtMs {
+		return nil, &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_EXPIRED, HoldState: ledgerpb.HoldState_HOLD_STATE_EXPIRED}
+	}
+	return h, nil
+}
+
+func (md *model) confirm(client string, c *ledgerpb.ConfirmCmd, now int64) *ledgerpb.Result {
+	h, rej := md.target(client, c.ShowId, c.HoldId, now)
+	if rej != nil {
+		return rej
+	}
+	switch h.rec.State {
+	case ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+		if h.rec.PaymentRef == c.PaymentRef {
+			return modelHoldResult(h.rec)
+		}
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_CONFIRMED, HoldState: h.rec.State}
+	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_CANCELLED, HoldState: h.rec.State}
+	}
+	h.rec.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
+	h.rec.PaymentRef = c.PaymentRef
+	h.rec.ClosedAtMs = now
+	return modelHoldResult(h.rec)
+}
+
+func (md *model) release(client string, c *ledgerpb.ReleaseCmd, now int64) *ledgerpb.Result {
+	h, rej := md.target(client, c.ShowId, c.HoldId, now)
+	if rej != nil {
+		return rej
+	}
+	switch h.rec.State {
+	case ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_CONFIRMED, HoldState: h.rec.State}
+	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
+		return modelHoldResult(h.rec)
+	}
+	md.close(h, ledgerpb.HoldState_HOLD_STATE_CANCELLED, now)
+	return modelHoldResult(h.rec)
+}
+
+// expire frees live holds with expires_at <= min(upto, now), oldest first
+// (ties by hold id), at most limit; then forgets at most limit requests
+// applied before now - RequestRetentionMs, in retention-key order.
+func (md *model) expire(c *ledgerpb.ExpireCmd, now int64) *ledgerpb.Result {
+	upto := min(c.UptoMs, now)
+	limit := int(c.Limit)
+	if limit == 0 || limit > ExpirePerEntryMax {
+		limit = ExpirePerEntryDefault
+	}
+	var due []*modelHold
+	for _, h := range md.holds {
+		if h.rec.State == ledgerpb.HoldState_HOLD_STATE_HELD && h.rec.ExpiresAtMs <= upto {
+			due = append(due, h)
+		}
+	}
+	slices.SortFunc(due, func(a, b *modelHold) int {
+		return cmp.Or(cmp.Compare(a.rec.ExpiresAtMs, b.rec.ExpiresAtMs), strings.Compare(a.rec.HoldId, b.rec.HoldId))
+	})
+	due = due[:min(len(due), limit)]
+	for _, h := range due {
+		md.close(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED, now)
+	}
+	if horizon := now - RequestRetentionMs; horizon > 0 {
+		type aged struct {
+			key []byte
+			id  string
+		}
+		var old []aged
+		for id, r := range md.requests {
+			if r.at < horizon {
+				k := binary.BigEndian.AppendUint64(nil, uint64(r.at))
+				k = append(k, byte(len(r.client)))
+				k = append(append(k, r.client...), r.request...)
+				old = append(old, aged{k, id})
+			}
+		}
+		slices.SortFunc(old, func(a, b aged) int { return bytes.Compare(a.key, b.key) })
+		for _, a := range old[:min(len(old), limit)] {
+			delete(md.requests, a.id)
+		}
+	}
+	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, Expired: uint32(len(due))}
+}
+
+// compareState compares everything a reader can see, plus the number of
+// remembered requests.
+func (md *model) compareState(m *Machine) error {
+	if m.Applied() != md.applied || m.Clock() != md.clock {
+		return fmt.Errorf("Applied(), Clock() = %d, %d, want %d, %d", m.Applied(), m.Clock(), md.applied, md.clock)
+	}
+	v, err := m.View()
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	for _, id := range genShows {
+		if err := md.compareSeatMap(v, id); err != nil {
+			return err
+		}
+	}
+	if err := md.compareHolds(v); err != nil {
+		return err
+	}
+	next, ok, err := v.NextExpiry()
+	if err != nil {
+		return err
+	}
+	wantOK, wantNext := false, int64(0)
+	for _, h := range md.holds {
+		if h.rec.State == ledgerpb.HoldState_HOLD_STATE_HELD && (!wantOK || h.rec.ExpiresAtMs < wantNext) {
+			wantOK, wantNext = true, h.rec.ExpiresAtMs
+		}
+	}
+	if ok != wantOK || next != wantNext {
+		return fmt.Errorf("NextExpiry() = %d, %v, want %d, %v", next, ok, wantNext, wantOK)
+	}
+	for _, kind := range []byte{kindRequest, kindRequestAge} {
+		n, err := countKeys(v, kind)
+		if err != nil {
+			return err
+		}
+		if n != len(md.requests) {
+			return fmt.Errorf("%d keys of kind %#x, want %d remembered requests", n, kind, len(md.requests))
+		}
+	}
+	return nil
+}
+
+func (md *model) compareSeatMap(v *View, id string) error {
+	sm, err := v.SeatMap(id)
+	show := md.shows[id]
+	if show == nil {
+		if !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("SeatMap(%s) error = %v, want ErrNotFound", id, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("SeatMap(%s): %v", id, err)
+	}
+	if len(sm.Seats) != len(show.seats) {
+		return fmt.Errorf("SeatMap(%s) has %d seats, want %d", id, len(sm.Seats), len(show.seats))
+	}
+	var counts [4]uint32
+	for i, s := range sm.Seats {
+		want := ledgerpb.SeatState_FREE
+		if hid, ok := md.owner[id+"/"+show.seats[i]]; ok {
+			h := md.holds[hid].rec
+			switch {
+			case h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+				want = ledgerpb.SeatState_BOOKED
+			case md.clock < h.ExpiresAtMs:
+				want = ledgerpb.SeatState_HELD
+			}
+		}
+		counts[want]++
+		if s.SeatId != show.seats[i] || s.State != want || s.PriceMinor != show.price[s.SeatId] {
+			return fmt.Errorf("SeatMap(%s) seat %d = %s %s %d, want %s %s %d", id, i, s.SeatId, s.State, s.PriceMinor,
+				show.seats[i], want, show.price[show.seats[i]])
+		}
+	}
+	if sm.Free != counts[ledgerpb.SeatState_FREE] || sm.Held != counts[ledgerpb.SeatState_HELD] || sm.Booked != counts[ledgerpb.SeatState_BOOKED] {
+		return fmt.Errorf("SeatMap(%s) counts free/held/booked = %d/%d/%d, want %d/%d/%d", id, sm.Free, sm.Held, sm.Booked,
+			counts[ledgerpb.SeatState_FREE], counts[ledgerpb.SeatState_HELD], counts[ledgerpb.SeatState_BOOKED])
+	}
+	return nil
+}
+
+func (md *model) compareHolds(v *View) error {
+	stored, err := storedHolds(v)
+	if err != nil {
+		return err
+	}
+	if len(stored) != len(md.holds) {
+		return fmt.Errorf("%d hold records, want %d", len(stored), len(md.holds))
+	}
+	for id, h := range md.holds {
+		got, err := v.Hold(id)
+		if err != nil {
+			return fmt.Errorf("Hold(%s): %v", id, err)
+		}
+		want := proto.Clone(h.rec).(*ledgerpb.HoldRecord)
+		if want.State == ledgerpb.HoldState_HOLD_STATE_HELD && md.clock >= want.ExpiresAtMs {
+			want.State = ledgerpb.HoldState_HOLD_STATE_EXPIRED
+		}
+		if !proto.Equal(got, want) {
+			return fmt.Errorf("Hold(%s) = %v, want %v", id, got, want)
+		}
+	}
+	return nil
+}
+
+func countKeys(v *View, kind byte) (int, error) {
+	lo := v.m.key(kind)
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n, it.Error()
+}
