@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -107,7 +108,7 @@ func startDevCluster(dataDir, httpAddr, grpcAddr string, groups uint32, logger *
 		closeAll()
 		return nil, fmt.Errorf("listen for HTTP: %w", err)
 	}
-	raftLog := devNull()
+	var raftLog io.Writer = io.Discard
 	if verbose {
 		raftLog = os.Stderr
 	}

@@ -1,5 +1,0 @@
-package main
-
-import "io"
-
-func devNull() io.Writer { return io.Discard }
