@@ -3,7 +3,8 @@
 // EncodeCommand, Restore (a bad stream is an error that leaves the state
 // unchanged), splitSeatID, decodeMeta, decodeExpiryKey and
 // decodeRequestAgeKey; and that any command sequence applied to two replicas
-// in two databases gives equal results and digests and keeps S1. The seed
+// in two databases gives equal results and digests, keeps S1 and never
+// creates a hold that is expired at birth. The seed
 // corpora under testdata/fuzz run in every plain go test; explore with
 //
 //	go test -run='^$' -fuzz=FuzzApplySequence -fuzztime=20s ./fsm/
@@ -206,6 +207,10 @@ func FuzzApplySequence(f *testing.F) {
 			for i := range ra {
 				if !proto.Equal(ra[i], rb[i]) {
 					t.Fatalf("Apply(%d) result %d = %s on a, %s on b", index, i, resultString(ra[i]), resultString(rb[i]))
+				}
+				if r := ra[i]; r.Code == ledgerpb.Code_CODE_OK && r.HoldId != "" && r.HoldState == ledgerpb.HoldState_HOLD_STATE_HELD &&
+					!r.Replayed && r.ExpiresAtMs <= r.AppliedAtMs {
+					t.Fatalf("Apply(%d) result %d = %s: a new hold expired at birth", index, i, resultString(r))
 				}
 			}
 			g.observe(cmd, ra)

@@ -11,7 +11,7 @@ const (
 	HoldTTLMinMs = 1000
 	HoldTTLMaxMs = 30 * 60 * 1000
 
-	// ShowIDLenMax bounds a show id ([A-Za-z0-9._-]).
+	// ShowIDLenMax bounds a show id ([A-Za-z0-9._:-]).
 	ShowIDLenMax = 64
 	// HoldIDLenMax bounds a hold id in requests.
 	HoldIDLenMax = 64
@@ -48,4 +48,8 @@ const (
 	// request_id) is remembered for at least this long by the log clock.
 	// A retry later than that is applied as a new request.
 	RequestRetentionMs = 24 * 60 * 60 * 1000
+
+	// ClockMaxMs caps the log clock (9999-12-31T23:59:59.999Z), so that
+	// clock + HoldTTLMaxMs never overflows.
+	ClockMaxMs = 253402300799999
 )

@@ -92,8 +92,9 @@ func (m *Machine) Apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result 
 	if index <= applied {
 		return nil
 	}
-	// Never before 1970: expiry times are stored as unsigned keys.
-	now := max(m.clock.Load(), cmd.ProposedAtMs, 0)
+	// Never before 1970 (expiry times are stored as unsigned keys) nor
+	// after year 9999 (so now + a TTL cannot overflow).
+	now := min(max(m.clock.Load(), cmd.ProposedAtMs, 0), ClockMaxMs)
 	tx := &txn{m: m, b: m.db.NewIndexedBatch(), index: index, now: now}
 	defer tx.b.Close()
 

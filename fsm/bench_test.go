@@ -1,0 +1,124 @@
+// This file measures the apply path and the read path against a real Pebble
+// database: one hold per entry, 256 holds per entry (group commit), a
+// 200-seat seat map with half the seats held, and encoding plus decoding a
+// log entry. Speed targets live here, never in timed unit tests.
+//
+//	go test -run='^$' -bench=. -benchtime=2000x ./fsm/
+package fsm
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// benchRows is a 20 x 500 layout: 10000 seats, the most a show may have.
+var benchRows = func() string {
+	s := ""
+	for r := range 20 {
+		if r > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf("%c:500:std", 'A'+r)
+	}
+	return s
+}()
+
+// benchSeat names seat i of a benchRows show.
+func benchSeat(i int) string { return fmt.Sprintf("%c%d", 'A'+i/500, i%500+1) }
+
+// benchApplier hands out fresh seats, creating a new show every 10000.
+type benchApplier struct {
+	b     *testing.B
+	m     *Machine
+	index uint64
+	seat  int
+	show  int
+}
+
+func newBenchApplier(b *testing.B) *benchApplier {
+	return &benchApplier{b: b, m: newTestMachine(b, newTestDB(b), 1), seat: SeatsPerShowMax}
+}
+
+// next returns a hold of one fresh seat; it may first apply a CreateShow.
+func (a *benchApplier) next() *ledgerpb.Command {
+	if a.seat == SeatsPerShowMax {
+		a.show++
+		a.seat = 0
+		a.index++
+		a.m.Apply(a.index, at(int64(a.index), cmdShow("admin", fmt.Sprintf("show-%d", a.show), testShow(fmt.Sprintf("s%d", a.show), benchRows, "std:1000:EUR"))))
+	}
+	a.seat++
+	return cmdHold("c1", fmt.Sprintf("r%d-%d", a.show, a.seat), fmt.Sprintf("s%d", a.show), 0, benchSeat(a.seat-1))
+}
+
+func (a *benchApplier) apply(cmd *ledgerpb.Command, want int) {
+	a.index++
+	res := a.m.Apply(a.index, at(int64(a.index), cmd))
+	if len(res) != want || res[want-1].Code != ledgerpb.Code_CODE_OK {
+		a.b.Fatalf("Apply(%d) = %d results, last %s, want %d OK", a.index, len(res), resultString(res[len(res)-1]), want)
+	}
+}
+
+func BenchmarkApplyHold(b *testing.B) {
+	a := newBenchApplier(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		a.apply(a.next(), 1)
+	}
+}
+
+func BenchmarkApplyBatch256(b *testing.B) {
+	a := newBenchApplier(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		cmds := make([]*ledgerpb.Command, 256)
+		for i := range cmds {
+			cmds[i] = a.next()
+		}
+		a.apply(cmdBatch(cmds...), 256)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*256), "ns/hold")
+}
+
+func BenchmarkSeatMap(b *testing.B) {
+	m := newTestMachine(b, newTestDB(b), 1)
+	mustApply(b, m, 1, at(1000, cmdShow("admin", "r0", testShow("s1", "A:20:std,B:20:std,C:20:std,D:20:std,E:20:std,F:20:vip,G:20:vip,H:20:vip,I:20:vip,J:20:vip", "std:1000:EUR,vip:2500:EUR"))), 1)
+	// Half the seats held, ten per hold: every other row.
+	for r, row := range []string{"A", "C", "E", "G", "I"} {
+		for h := range 2 {
+			seats := make([]string, 10)
+			for i := range seats {
+				seats[i] = fmt.Sprintf("%s%d", row, h*10+i+1)
+			}
+			mustApply(b, m, uint64(2+2*r+h), at(1000, cmdHold("c1", fmt.Sprintf("r%d-%d", r, h), "s1", 0, seats...)), 1)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := m.View()
+		if err != nil {
+			b.Fatal(err)
+		}
+		sm, err := v.SeatMap("s1")
+		if err != nil || sm.Held != 100 || sm.Free != 100 {
+			b.Fatalf("SeatMap(s1) = held %d free %d, %v; want 100, 100", sm.GetHeld(), sm.GetFree(), err)
+		}
+		v.Close()
+	}
+}
+
+func BenchmarkEncodeDecodeCommand(b *testing.B) {
+	cmd := at(1_700_000_000_000, cmdHold("client-42", "request-0123456789", "show-2026-01-01", 300000, "A1", "A2", "A3", "A4"))
+	b.ReportAllocs()
+	for b.Loop() {
+		data, err := EncodeCommand(cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := DecodeCommand(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
