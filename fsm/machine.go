@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -29,7 +30,10 @@ type Machine struct {
 
 // OpenDB opens the node's Pebble database that holds every group's state.
 func OpenDB(dir string) (*pebble.DB, error) {
+	cache := pebble.NewCache(blockCacheBytes)
+	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
+		Cache: cache,
 		// The WAL stays on: Apply commits without fsync (the raft log is
 		// the durable record and replays past the persisted applied index),
 		// and Snapshot syncs the WAL before raft may compact its log.
@@ -37,12 +41,19 @@ func OpenDB(dir string) (*pebble.DB, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{},
 	}
+	// Most lookups on the hold path are for absent keys (a FREE seat has no
+	// record, a new request id none either): bloom filters answer those
+	// without reading blocks. Set on L0; later levels inherit it.
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: open pebble at %s: %w", dir, err)
 	}
 	return db, nil
 }
+
+// blockCacheBytes is the node's Pebble block cache, shared by all groups.
+const blockCacheBytes = 128 << 20
 
 // quietLogger drops Pebble's informational chatter but keeps its errors.
 type quietLogger struct{}
