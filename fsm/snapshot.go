@@ -207,6 +207,9 @@ func checkSnapTrailer(br *hashReader, count uint64) error {
 	if string(sum) != string(want) {
 		return fmt.Errorf("%w: checksum mismatch", errBadSnapshot)
 	}
+	if _, err := br.br.ReadByte(); err != io.EOF {
+		return fmt.Errorf("%w: bytes after the checksum", errBadSnapshot)
+	}
 	return nil
 }
 
