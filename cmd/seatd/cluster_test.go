@@ -117,6 +117,9 @@ func startCluster(t *testing.T, withHTTP bool) *testCluster {
 		httpLn = listenLoopback(t, "127.0.0.1:0")
 		c.httpAddr[0] = httpLn.Addr().String()
 	}
+	// Runs after stopAll (cleanups run last first): frees the listeners of
+	// nodes that never started; closing a closed listener is harmless.
+	t.Cleanup(func() { closeListeners(append(append(raftLns, grpcLns...), httpLn)) })
 	t.Cleanup(c.stopAll)
 	for i := range c.peers {
 		cfg := c.config(i)
@@ -169,6 +172,14 @@ func listenLoopback(t *testing.T, addr string) net.Listener {
 	return ln
 }
 
+func closeListeners(lns []net.Listener) {
+	for _, ln := range lns {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
 // listenAgain binds an address a stopped node used, retrying briefly while
 // the port is still held (TIME_WAIT, a closing listener).
 func listenAgain(addr string) (net.Listener, error) {
@@ -216,12 +227,6 @@ func (c *testCluster) restart(i int) {
 	c.t.Helper()
 	cfg := c.config(i)
 	var lns []net.Listener
-	fail := func(format string, args ...any) {
-		for _, ln := range lns {
-			ln.Close()
-		}
-		c.t.Fatalf(format, args...)
-	}
 	for _, addr := range []string{c.peers[i].RaftAddr, c.peers[i].GRPCAddr, c.httpAddr[i]} {
 		if addr == "" {
 			lns = append(lns, nil)
@@ -229,14 +234,17 @@ func (c *testCluster) restart(i int) {
 		}
 		ln, err := listenAgain(addr)
 		if err != nil {
-			fail("restart %s: listen on %s: %v", cfg.ID, addr, err)
+			closeListeners(lns)
+			c.t.Fatalf("restart %s: listen on %s: %v", cfg.ID, addr, err)
 		}
 		lns = append(lns, ln)
 	}
 	cfg.RaftLn, cfg.GRPCLn, cfg.HTTPLn = lns[0], lns[1], lns[2]
 	n, err := startNode(cfg)
 	if err != nil {
-		c.t.Fatalf("restart %s: %v", cfg.ID, err) // startNode closed the listeners
+		// startNode does not close every listener on every error path.
+		closeListeners(lns)
+		c.t.Fatalf("restart %s: %v", cfg.ID, err)
 	}
 	c.nodes[i] = n
 	c.waitConnReady(i)
@@ -724,6 +732,7 @@ func TestClusterKillLeader(t *testing.T) {
 		t.Fatalf("group of %s still led by the killed node %s", show, c.peers[old].ID)
 	}
 	follower := 3 - old - leader // the survivor that does not lead
+	t.Logf("killed %s, the leader of group %d; %s leads it now", c.peers[old].ID, c.smap.GroupFor(show), c.peers[leader].ID)
 	c.settleWrites(show, writes, []int{leader, follower})
 	want := seatStates(holds)
 	for _, w := range writes {

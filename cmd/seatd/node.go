@@ -42,6 +42,16 @@ type node struct {
 	done   chan struct{} // closed when the servers have returned
 }
 
+// closeListeners closes every listener a node was given (after a failed
+// start; a running node's servers close their own).
+func (c *nodeConfig) closeListeners() {
+	for _, l := range []net.Listener{c.RaftLn, c.GRPCLn, c.HTTPLn} {
+		if l != nil {
+			l.Close()
+		}
+	}
+}
+
 func (c *nodeConfig) validate() error {
 	if c.RaftLn == nil || c.GRPCLn == nil {
 		return errors.New("raft and gRPC listeners are required")
@@ -53,7 +63,12 @@ func (c *nodeConfig) validate() error {
 }
 
 // startNode starts a node on its listeners.
-func startNode(cfg nodeConfig) (*node, error) {
+func startNode(cfg nodeConfig) (n *node, err error) {
+	defer func() {
+		if err != nil {
+			cfg.closeListeners()
+		}
+	}()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -69,15 +84,11 @@ func startNode(cfg nodeConfig) (*node, error) {
 	rc.Logger, rc.RaftLog = cfg.Logger, cfg.RaftLog
 	rn, err := raftnode.Start(rc)
 	if err != nil {
-		cfg.GRPCLn.Close()
-		if cfg.HTTPLn != nil {
-			cfg.HTTPLn.Close()
-		}
 		return nil, err
 	}
 	router := shard.NewRouter(rn, smap, placement)
 	srv := gateway.NewServer(router)
-	n := &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}
+	n = &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}
 	if cfg.HTTPLn != nil {
 		h, err := gateway.NewHTTPHandler(context.Background(), srv, router)
 		if err != nil {
