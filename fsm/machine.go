@@ -237,9 +237,12 @@ func reject(code ledgerpb.Code, format string, args ...any) *ledgerpb.Result {
 // with another payload is told apart from a retry. proposed_at is not part of
 // it: a retry is proposed at a later time.
 func payloadHash(c *ledgerpb.Command) []byte {
-	op := proto.Clone(c).(*ledgerpb.Command)
-	op.ProposedAtMs = 0
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(op)
+	if c.ProposedAtMs != 0 {
+		// Commands inside a batch carry no stamp: copy only when needed.
+		c = proto.Clone(c).(*ledgerpb.Command)
+		c.ProposedAtMs = 0
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
 	must(err, "marshal payload")
 	sum := sha256.Sum256(b)
 	return sum[:16]

@@ -85,9 +85,6 @@ func (n *Node) ID() string { return n.cfg.NodeID }
 // Peers lists the cluster's nodes.
 func (n *Node) Peers() []Peer { return n.cfg.Peers }
 
-// RaftAddr is the address the raft port listens on.
-func (n *Node) RaftAddr() string { return n.mux.Addr().String() }
-
 // Group returns this node's replica of a group.
 func (n *Node) Group(id uint32) (*Group, error) {
 	g, ok := n.groups[id]

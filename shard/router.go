@@ -47,9 +47,6 @@ func NewRouter(node *raftnode.Node, smap Map, placement map[uint32][]string) *Ro
 	return r
 }
 
-// Map returns the shard map.
-func (r *Router) Map() Map { return r.smap }
-
 // Node returns the local node.
 func (r *Router) Node() *raftnode.Node { return r.node }
 
