@@ -1,7 +1,10 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -89,11 +92,14 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 	return taken, stale
 }
 
+// exists reports whether key is present. A read error panics like any other
+// on the apply path: treating it as "absent" would let the S1 check pass.
 func (tx *txn) exists(key []byte) bool {
 	_, closer, err := tx.b.Get(key)
-	if err != nil {
+	if errors.Is(err, pebble.ErrNotFound) {
 		return false
 	}
+	must(err, "read")
 	closer.Close()
 	return true
 }

@@ -58,7 +58,10 @@ func (s *Server) CreateShow(ctx context.Context, req *ledgerpb.CreateShowRequest
 		client = "admin"
 	}
 	if request == "" {
-		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(req.Show)
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req.Show)
+		if err != nil {
+			return nil, newStatus("INTERNAL", "encode show: "+err.Error())
+		}
 		sum := sha256.Sum256(b)
 		request = "create-show:" + req.Show.ShowId + ":" + hex.EncodeToString(sum[:8])
 	}
