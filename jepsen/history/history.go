@@ -1,0 +1,196 @@
+// Package history is the record of one harness run: every client operation
+// with its call and return times, inputs and observed outputs, plus the final
+// reads taken after the cluster healed. The runner writes it; the checkers
+// read it. It is stored as JSON lines so a failed run can be re-checked and
+// read by hand.
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Kind names a client operation.
+type Kind string
+
+// The operations the workload issues.
+const (
+	KindHold    Kind = "hold"    // Hold(show, seats, ttl)
+	KindConfirm Kind = "confirm" // Confirm(show, hold, payment_ref)
+	KindRelease Kind = "release" // Release(show, hold)
+	KindRead    Kind = "read"    // GetSeatMap(show, LINEARIZABLE)
+	KindGetHold Kind = "gethold" // GetHold(show, hold, LINEARIZABLE)
+)
+
+// Outcome says whether an operation took effect.
+type Outcome string
+
+// Outcomes. Info means the client does not know: it gave up retrying an
+// unknown outcome (timeout, connection lost, 503 OUTCOME_UNKNOWN) before the
+// deadline. An info operation may or may not have taken effect, at any time
+// after its call.
+const (
+	OK   Outcome = "ok"   // took effect, with the recorded outputs
+	Fail Outcome = "fail" // definitely took no effect (a rejection or a definite unavailability)
+	Info Outcome = "info" // indeterminate
+)
+
+// Op is one client operation. Times are nanoseconds since the run started,
+// on the harness's monotonic clock; Return is 0 for Info operations.
+type Op struct {
+	ID      int    `json:"id"`      // dense, in call order
+	Process int    `json:"process"` // the client goroutine; a process issues one op at a time
+	Node    string `json:"node"`    // the node id the (last) attempt went to
+	Kind    Kind   `json:"kind"`
+	Show    string `json:"show"`
+	Call    int64  `json:"call"`
+	Return  int64  `json:"return,omitempty"`
+
+	// Inputs.
+	ClientID   string   `json:"client_id,omitempty"`
+	RequestID  string   `json:"request_id,omitempty"`
+	Seats      []string `json:"seats,omitempty"` // hold: the seats asked for
+	TTLms      int64    `json:"ttl_ms,omitempty"`
+	HoldID     string   `json:"hold_id,omitempty"` // confirm, release, gethold
+	PaymentRef string   `json:"payment_ref,omitempty"`
+	// Resend is true when this op re-sent an earlier op's request
+	// (same client_id and request_id) after that op returned; Of is the
+	// earlier op's ID. S4 requires the same answer.
+	Resend bool `json:"resend,omitempty"`
+	Of     int  `json:"of,omitempty"`
+
+	// Outputs.
+	Outcome Outcome `json:"outcome"`
+	// Reason is the error's ErrorInfo reason for Fail/Info ("SEATS_TAKEN",
+	// "HOLD_EXPIRED", "HOLD_GONE", "UNAVAILABLE", ...), empty for OK.
+	Reason      string `json:"reason,omitempty"`
+	Error       string `json:"error,omitempty"`
+	OutHoldID   string `json:"out_hold_id,omitempty"`   // hold: the new hold
+	ExpiresAtMs int64  `json:"expires_at_ms,omitempty"` // hold, gethold
+	HoldState   string `json:"hold_state,omitempty"`    // confirm, release, gethold: HOLD_STATE_*
+	// Taken is the seats reported taken with SEATS_TAKEN.
+	Taken []string `json:"taken,omitempty"`
+	// Revision is the group's raft index the result was applied at (writes)
+	// or read at (reads); AppliedAtMs the log clock there. Zero when the
+	// response carried none.
+	Revision    uint64 `json:"revision,omitempty"`
+	AppliedAtMs int64  `json:"applied_at_ms,omitempty"`
+	Replayed    bool   `json:"replayed,omitempty"`
+	// SeatStates is a read's result: seat id -> FREE, HELD or BOOKED, for
+	// every seat of the show.
+	SeatStates map[string]string `json:"seat_states,omitempty"`
+}
+
+// Final is what the runner read after healing the cluster and waiting for
+// every replica to catch up.
+type Final struct {
+	// Seats: show -> seat -> state, read linearizably from the leader.
+	Seats map[string]map[string]string `json:"seats"`
+	// Holds: every hold id any op learned of -> its final record.
+	Holds map[string]FinalHold `json:"holds"`
+	// Digests: group -> node -> digest, all taken at the same applied index
+	// (Applied[group]); a node missing from a group's map did not reach it.
+	Digests map[uint32]map[string]string `json:"digests"`
+	Applied map[uint32]uint64            `json:"applied"`
+	// ReadAtMs is the log clock of the final seat reads.
+	ReadAtMs int64 `json:"read_at_ms"`
+}
+
+// FinalHold is a hold's state at the end of the run.
+type FinalHold struct {
+	Show        string   `json:"show"`
+	Seats       []string `json:"seats"`
+	State       string   `json:"state"` // HOLD_STATE_*
+	ExpiresAtMs int64    `json:"expires_at_ms"`
+	PaymentRef  string   `json:"payment_ref,omitempty"`
+}
+
+// Fault is one nemesis action, for the report and the unavailability windows.
+type Fault struct {
+	At    int64  `json:"at"`    // ns since start
+	Kind  string `json:"kind"`  // "partition-leader", "kill", "heal", ...
+	Nodes string `json:"nodes"` // affected nodes, free text
+}
+
+// History is a whole run.
+type History struct {
+	Seed   int64   `json:"seed"`
+	Ops    []Op    `json:"-"`
+	Faults []Fault `json:"-"`
+	Final  *Final  `json:"-"`
+}
+
+// record is one JSON line of the file.
+type record struct {
+	Op    *Op    `json:"op,omitempty"`
+	Fault *Fault `json:"fault,omitempty"`
+	Final *Final `json:"final,omitempty"`
+	Seed  *int64 `json:"seed,omitempty"`
+}
+
+// Write stores h as JSON lines: the seed, the ops in ID order, the faults,
+// then the final reads.
+func (h *History) Write(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	if err := enc.Encode(record{Seed: &h.Seed}); err != nil {
+		return err
+	}
+	for i := range h.Ops {
+		if err := enc.Encode(record{Op: &h.Ops[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range h.Faults {
+		if err := enc.Encode(record{Fault: &h.Faults[i]}); err != nil {
+			return err
+		}
+	}
+	if h.Final != nil {
+		if err := enc.Encode(record{Final: h.Final}); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// Read parses a history written by Write.
+func Read(r io.Reader) (*History, error) {
+	h := &History{}
+	dec := json.NewDecoder(r)
+	for line := 1; ; line++ {
+		var rec record
+		err := dec.Decode(&rec)
+		if err == io.EOF {
+			return h, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("history: record %d: %w", line, err)
+		}
+		switch {
+		case rec.Seed != nil:
+			h.Seed = *rec.Seed
+		case rec.Op != nil:
+			h.Ops = append(h.Ops, *rec.Op)
+		case rec.Fault != nil:
+			h.Faults = append(h.Faults, *rec.Fault)
+		case rec.Final != nil:
+			h.Final = rec.Final
+		default:
+			return nil, fmt.Errorf("history: record %d is empty", line)
+		}
+	}
+}
+
+// ReadFile reads a history file.
+func ReadFile(path string) (*History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(f)
+}
