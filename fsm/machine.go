@@ -26,7 +26,22 @@ type Machine struct {
 	// goroutine, read by anyone.
 	applied atomic.Uint64
 	clock   atomic.Int64
+
+	// unsafe is set once before the first Apply and read only by apply.
+	unsafe Unsafe
 }
+
+// Unsafe switches off safety checks so that the fault harness can prove it
+// catches a wrong server (jepsen/). Nothing sets it in production: seatd does
+// only with --unsafe-broken, and every replica must run the same setting.
+type Unsafe struct {
+	// SkipSeatCheck grants a hold's seats even when another hold owns
+	// them (double grants), with the S1 assertions off.
+	SkipSeatCheck bool
+}
+
+// SetUnsafe switches off safety checks; call it before the first Apply.
+func (m *Machine) SetUnsafe(u Unsafe) { m.unsafe = u }
 
 // OpenDB opens the node's Pebble database that holds every group's state.
 func OpenDB(dir string) (*pebble.DB, error) {

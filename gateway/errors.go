@@ -98,6 +98,12 @@ func fieldError(fe *fsm.FieldError) error {
 	})
 }
 
+// notLeaderError tells the caller to go to the leader, naming it if known.
+func notLeaderError(leader string) error {
+	return newStatus("NOT_LEADER", "this node does not lead the group: call the leader",
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}, &ledgerpb.ErrorDetail{LeaderHint: leader})
+}
+
 // op names the call, for rules that depend on it.
 type op int
 
@@ -118,19 +124,22 @@ func resultError(res *ledgerpb.Result, o op) error {
 			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "seat_ids", Description: res.Message}},
 		})
 	case ledgerpb.Code_CODE_SEATS_TAKEN:
-		return newStatus("SEATS_TAKEN", res.Message, &ledgerpb.ErrorDetail{TakenSeatIds: res.SeatIds})
+		return newStatus("SEATS_TAKEN", res.Message, &ledgerpb.ErrorDetail{TakenSeatIds: res.SeatIds,
+			Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
 	case ledgerpb.Code_CODE_HOLD_NOT_FOUND:
 		if o == opConfirm {
 			// The frontend took a payment for a hold the ledger does not
 			// have: it must refund, as for an expired hold.
-			return newStatus("HOLD_GONE", res.Message)
+			return newStatus("HOLD_GONE", res.Message, &ledgerpb.ErrorDetail{
+				Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
 		}
 	}
 	reason, ok := codeReasons[res.Code]
 	if !ok {
 		return newStatus("INTERNAL", fmt.Sprintf("unexpected result code %v", res.Code))
 	}
-	return newStatus(reason, res.Message, &ledgerpb.ErrorDetail{HoldState: res.HoldState})
+	return newStatus(reason, res.Message, &ledgerpb.ErrorDetail{HoldState: res.HoldState,
+		Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
 }
 
 // routeError turns a router or raft error into a status.

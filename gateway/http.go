@@ -32,6 +32,7 @@ func NewGRPCServer(srv *Server, router *shard.Router) *grpc.Server {
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(grpcMessageBytesMax))
 	ledgerpb.RegisterBookingServer(g, srv)
 	ledgerpb.RegisterPeerServer(g, router.PeerServer())
+	ledgerpb.RegisterAdminServer(g, NewAdmin(router))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("seatledger.v1.Booking", healthpb.HealthCheckResponse_SERVING)
@@ -55,6 +56,9 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (htt
 		runtime.WithErrorHandler(writeError),
 	)
 	if err := ledgerpb.RegisterBookingHandlerServer(ctx, gw, srv); err != nil {
+		return nil, err
+	}
+	if err := ledgerpb.RegisterAdminHandlerServer(ctx, gw, NewAdmin(router)); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()

@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -25,7 +27,15 @@ type Server struct {
 	ledgerpb.UnimplementedBookingServer
 	router  *shard.Router
 	timeout time.Duration
+	// unsafeIgnoreRequestID gives every call a fresh request_id, so client
+	// retries apply again (harness self-tests only; set before serving).
+	unsafeIgnoreRequestID bool
+	unsafeSeq             atomic.Uint64
 }
+
+// UnsafeIgnoreRequestID breaks exactly-once on purpose: each call gets a
+// fresh request_id. Only for proving the fault harness catches it.
+func (s *Server) UnsafeIgnoreRequestID() { s.unsafeIgnoreRequestID = true }
 
 // NewServer serves the Booking API through router.
 func NewServer(router *shard.Router) *Server {
@@ -39,6 +49,9 @@ func ms(t int64) *timestamppb.Timestamp { return timestamppb.New(time.UnixMilli(
 func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Command, o op) (*ledgerpb.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if s.unsafeIgnoreRequestID {
+		cmd.RequestId = fmt.Sprintf("unsafe-%d-%d", time.Now().UnixNano(), s.unsafeSeq.Add(1))
+	}
 	res, err := s.router.Propose(ctx, showID, cmd)
 	if err != nil {
 		return nil, routeError(err)

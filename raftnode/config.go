@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/seatledger/seatledger/fsm"
 )
 
 // Peer is a node of the cluster and where to reach it.
@@ -14,6 +16,27 @@ type Peer struct {
 	ID       string
 	RaftAddr string
 	GRPCAddr string
+	// RaftDial and GRPCDial, when set, are where this node dials the peer
+	// instead of its addresses: a fault-injecting proxy in the harness.
+	// Raft configurations keep RaftAddr, so every node agrees on them.
+	RaftDial string
+	GRPCDial string
+}
+
+// RaftTarget is the address this node dials for the peer's raft port.
+func (p Peer) RaftTarget() string {
+	if p.RaftDial != "" {
+		return p.RaftDial
+	}
+	return p.RaftAddr
+}
+
+// GRPCTarget is the address this node dials for the peer's gRPC port.
+func (p Peer) GRPCTarget() string {
+	if p.GRPCDial != "" {
+		return p.GRPCDial
+	}
+	return p.GRPCAddr
 }
 
 // Config configures a Node. Zero durations take the defaults below.
@@ -53,6 +76,10 @@ type Config struct {
 	// TrailingLogs is the number of entries kept after a snapshot, so a
 	// briefly lagging follower catches up from the log, not a snapshot.
 	TrailingLogs uint64
+
+	// UnsafeFSM switches off FSM safety checks (fault-harness self-tests
+	// only; see fsm.Unsafe).
+	UnsafeFSM fsm.Unsafe
 
 	// Now is the leader's clock (Unix time); tests and the fault harness may
 	// skew it. Defaults to time.Now.
@@ -96,7 +123,8 @@ func (c *Config) setDefaults() {
 	}
 	def(&c.HeartbeatTimeout, heartbeatTimeoutDefault)
 	def(&c.ElectionTimeout, electionTimeoutDefault)
-	def(&c.LeaderLeaseTimeout, leaderLeaseTimeoutDefault)
+	// raft requires the lease to fit in the heartbeat timeout.
+	def(&c.LeaderLeaseTimeout, min(leaderLeaseTimeoutDefault, c.HeartbeatTimeout/2))
 	def(&c.CommitTimeout, commitTimeoutDefault)
 	def(&c.ExpireInterval, expireIntervalDefault)
 	if c.BatchCommandsMax == 0 {

@@ -46,6 +46,7 @@ func startGroup(n *Node, id uint32, replicas []string) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
+	machine.SetUnsafe(n.cfg.UnsafeFSM)
 	g := &Group{
 		id:        id,
 		node:      n,
@@ -153,8 +154,10 @@ func (g *Group) bootstrap(rc *raft.Config, store *raftboltdb.BoltStore, snaps ra
 type peerAddresses []Peer
 
 func (p peerAddresses) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
-	if a := peerAddr(p, string(id)); a != "" {
-		return raft.ServerAddress(a), nil
+	for _, peer := range p {
+		if peer.ID == string(id) && peer.RaftTarget() != "" {
+			return raft.ServerAddress(peer.RaftTarget()), nil
+		}
 	}
 	return "", fmt.Errorf("raftnode: no address for node %s", id)
 }

@@ -65,6 +65,12 @@ func readErr(resp *ledgerpb.ReadResponse) error {
 func (r *Router) readOnce(ctx context.Context, req *ledgerpb.ReadRequest, stale bool) (*ledgerpb.ReadResponse, error) {
 	if g, err := r.node.Group(req.GroupId); err == nil && (stale || g.IsLeader()) {
 		return r.readLocal(ctx, g, req, !stale)
+	} else if err == nil && r.unsafeStaleReads {
+		resp, err := r.readLocal(ctx, g, req, false)
+		if err == nil && resp.SeatMap != nil {
+			resp.SeatMap.Consistency = ledgerpb.Consistency_LINEARIZABLE
+		}
+		return resp, err
 	}
 	target := r.leaderNode(req.GroupId)
 	if target == "" {

@@ -29,6 +29,10 @@ type Router struct {
 	smap      Map
 	placement map[uint32][]string
 	grpcAddr  map[string]string // node id -> gRPC address
+	// unsafeStaleReads serves linearizable reads from the local replica
+	// without asking the leader (set once before serving; harness
+	// self-tests only).
+	unsafeStaleReads bool
 
 	mu struct {
 		sync.Mutex
@@ -41,10 +45,31 @@ type Router struct {
 func NewRouter(node *raftnode.Node, smap Map, placement map[uint32][]string) *Router {
 	r := &Router{node: node, smap: smap, placement: placement, grpcAddr: map[string]string{}}
 	for _, p := range node.Peers() {
-		r.grpcAddr[p.ID] = p.GRPCAddr
+		r.grpcAddr[p.ID] = p.GRPCTarget()
 	}
 	r.mu.conns = map[string]*grpc.ClientConn{}
 	return r
+}
+
+// UnsafeStaleReads makes linearizable reads lie: they are served from this
+// node's replica, however stale, and still labelled linearizable. Only for
+// proving that the fault harness catches stale reads; call before serving.
+func (r *Router) UnsafeStaleReads() { r.unsafeStaleReads = true }
+
+// Map returns the shard map.
+func (r *Router) Map() Map { return r.smap }
+
+// Replicas returns the nodes that host a group.
+func (r *Router) Replicas(group uint32) []string { return r.placement[group] }
+
+// RaftAddr returns a node's raft address, or "" for an unknown node.
+func (r *Router) RaftAddr(id string) string {
+	for _, p := range r.node.Peers() {
+		if p.ID == id {
+			return p.RaftAddr
+		}
+	}
+	return ""
 }
 
 // Node returns the local node.

@@ -30,6 +30,10 @@ type nodeConfig struct {
 	Raft    raftnode.Config
 	Logger  *slog.Logger
 	RaftLog io.Writer
+	// Broken names a deliberately wrong server mode (unsafe.go), "" = none.
+	Broken string
+	// ClockHook serves /debug/unsafe/clock to skew this node's clock.
+	ClockHook bool
 }
 
 // node is a running seatd node: raft groups, router, gRPC and HTTP servers.
@@ -82,12 +86,19 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	rc.NodeID, rc.DataDir, rc.Listener, rc.RaftAddr = cfg.ID, cfg.DataDir, cfg.RaftLn, cfg.RaftLn.Addr().String()
 	rc.Peers, rc.Groups, rc.Bootstrap = cfg.Peers, placement, true
 	rc.Logger, rc.RaftLog = cfg.Logger, cfg.RaftLog
+	var clock *skewedClock
+	if cfg.ClockHook {
+		clock = &skewedClock{}
+		rc.Now = clock.now
+	}
+	applyBrokenRaft(cfg.Broken, &rc)
 	rn, err := raftnode.Start(rc)
 	if err != nil {
 		return nil, err
 	}
 	router := shard.NewRouter(rn, smap, placement)
 	srv := gateway.NewServer(router)
+	applyBrokenServing(cfg.Broken, router, srv)
 	n = &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}
 	if cfg.HTTPLn != nil {
 		h, err := gateway.NewHTTPHandler(context.Background(), srv, router)
@@ -95,6 +106,12 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 			n.grpc.Stop()
 			rn.Close()
 			return nil, err
+		}
+		if clock != nil {
+			mux := http.NewServeMux()
+			mux.Handle("/", h)
+			mux.Handle("/debug/unsafe/clock", clock)
+			h = mux
 		}
 		n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	}

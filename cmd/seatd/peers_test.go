@@ -34,3 +34,17 @@ func FuzzParsePeers(f *testing.F) {
 		}
 	})
 }
+
+func TestApplyDial(t *testing.T) {
+	peers, _ := parsePeers("n1=a:1/a:2,n2=b:1/b:2")
+	got, err := applyDial(peers, "n2=p:1/p:2")
+	if err != nil || got[1].RaftTarget() != "p:1" || got[1].GRPCTarget() != "p:2" || got[1].RaftAddr != "b:1" || got[0].RaftTarget() != "a:1" {
+		t.Fatalf("applyDial = %+v, %v", got, err)
+	}
+	if _, err := applyDial(peers, "n9=p:1/p:2"); err == nil {
+		t.Error("applyDial(unknown node) succeeded, want an error")
+	}
+	if err := validBroken("nonsense"); err == nil {
+		t.Error("validBroken(nonsense) succeeded, want an error")
+	}
+}

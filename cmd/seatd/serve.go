@@ -25,6 +25,12 @@ func runServe(args []string) error {
 	groups := fs.Uint("groups", shard.GroupsDefault, "number of raft groups (the same on every node)")
 	replicas := fs.Int("replicas", 3, "replicas per group")
 	jsonLogs := fs.Bool("log-json", false, "log JSON instead of text")
+	maxBatch := fs.Int("max-batch", 0, "client commands per raft entry (group commit); 1 turns batching off (default 1024)")
+	heartbeat := fs.Duration("heartbeat-timeout", 0, "raft heartbeat timeout (default 1s; heartbeats go out at a tenth of it)")
+	election := fs.Duration("election-timeout", 0, "raft election timeout (default 1s)")
+	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
+	unsafeHooks := fs.Bool("unsafe-test-hooks", false, "test only: serve POST /debug/unsafe/clock?offset_ms=N on --http to skew this node's clock")
+	broken := fs.String("unsafe-broken", "", "test only: run a deliberately WRONG server ("+strings.Join(brokenModes, ", ")+") to prove the fault harness catches it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -36,13 +42,25 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *dialFlag != "" {
+		if peers, err = applyDial(peers, *dialFlag); err != nil {
+			return err
+		}
+	}
+	if err := validBroken(*broken); err != nil {
+		return err
+	}
 	var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
 	if *jsonLogs {
 		handler = slog.NewJSONHandler(os.Stderr, nil)
 	}
 	logger := slog.New(handler).With("node", *id)
 	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Groups: uint32(*groups), Replicas: *replicas,
-		Logger: logger, RaftLog: os.Stderr}
+		Logger: logger, RaftLog: os.Stderr, Broken: *broken, ClockHook: *unsafeHooks}
+	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
+	if *broken != "" || *unsafeHooks {
+		logger.Warn("UNSAFE test options are on: this node is not fit for real bookings", "broken", *broken, "test_hooks", *unsafeHooks)
+	}
 	if cfg.RaftLn, err = net.Listen("tcp", *raftAddr); err != nil {
 		return err
 	}
@@ -67,6 +85,26 @@ func runServe(args []string) error {
 	s := <-sig
 	logger.Info("shutting down", "signal", s.String())
 	return n.close()
+}
+
+// applyDial sets where this node dials each named peer (a proxy in tests).
+func applyDial(peers []raftnode.Peer, s string) ([]raftnode.Peer, error) {
+	dial, err := parsePeers(s)
+	if err != nil {
+		return nil, fmt.Errorf("--dial: %w", err)
+	}
+	for _, d := range dial {
+		found := false
+		for i := range peers {
+			if peers[i].ID == d.ID {
+				peers[i].RaftDial, peers[i].GRPCDial, found = d.RaftAddr, d.GRPCAddr, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("--dial: node %s is not in --peers", d.ID)
+		}
+	}
+	return peers, nil
 }
 
 // parsePeers parses "n1=127.0.0.1:7001/127.0.0.1:9001,n2=...".

@@ -1489,7 +1489,12 @@ type ErrorDetail struct {
 	// The hold's state when it can no longer be acted on.
 	HoldState HoldState `protobuf:"varint,2,opt,name=hold_state,json=holdState,proto3,enum=seatledger.v1.HoldState" json:"hold_state,omitempty"`
 	// A node that leads the group, when known.
-	LeaderHint    string `protobuf:"bytes,3,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	LeaderHint string `protobuf:"bytes,3,opt,name=leader_hint,json=leaderHint,proto3" json:"leader_hint,omitempty"`
+	// For a rejection by the state machine: the group's raft index it was
+	// decided at and the leader time there, as on a success. A conflict is
+	// thus ordered against every other response.
+	Revision      uint64                 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1543,6 +1548,20 @@ func (x *ErrorDetail) GetLeaderHint() string {
 		return x.LeaderHint
 	}
 	return ""
+}
+
+func (x *ErrorDetail) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *ErrorDetail) GetAppliedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AppliedAt
+	}
+	return nil
 }
 
 var File_booking_proto protoreflect.FileDescriptor
@@ -1679,13 +1698,16 @@ const file_booking_proto_rawDesc = "" +
 	"\bcurrency\x18\t \x01(\tR\bcurrency\x12\x1a\n" +
 	"\brevision\x18\n" +
 	" \x01(\x04R\brevision\x12/\n" +
-	"\x05as_of\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\"\x8d\x01\n" +
+	"\x05as_of\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\"\xe4\x01\n" +
 	"\vErrorDetail\x12$\n" +
 	"\x0etaken_seat_ids\x18\x01 \x03(\tR\ftakenSeatIds\x127\n" +
 	"\n" +
 	"hold_state\x18\x02 \x01(\x0e2\x18.seatledger.v1.HoldStateR\tholdState\x12\x1f\n" +
 	"\vleader_hint\x18\x03 \x01(\tR\n" +
-	"leaderHint*G\n" +
+	"leaderHint\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\x04R\brevision\x129\n" +
+	"\n" +
+	"applied_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt*G\n" +
 	"\tSeatState\x12\x1a\n" +
 	"\x16SEAT_STATE_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04FREE\x10\x01\x12\b\n" +
@@ -1771,23 +1793,24 @@ var file_booking_proto_depIdxs = []int32{
 	20, // 18: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
 	20, // 19: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
 	1,  // 20: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
-	6,  // 21: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
-	8,  // 22: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
-	11, // 23: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
-	13, // 24: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
-	15, // 25: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
-	17, // 26: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
-	7,  // 27: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
-	10, // 28: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
-	12, // 29: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
-	14, // 30: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
-	16, // 31: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
-	18, // 32: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
-	27, // [27:33] is the sub-list for method output_type
-	21, // [21:27] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	20, // 21: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
+	6,  // 22: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
+	8,  // 23: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
+	11, // 24: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
+	13, // 25: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
+	15, // 26: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
+	17, // 27: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
+	7,  // 28: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
+	10, // 29: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
+	12, // 30: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
+	14, // 31: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
+	16, // 32: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
+	18, // 33: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
+	28, // [28:34] is the sub-list for method output_type
+	22, // [22:28] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_booking_proto_init() }

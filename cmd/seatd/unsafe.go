@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/gateway"
+	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/shard"
+)
+
+// Deliberately wrong servers, so that jepsen/ can prove that its checkers
+// catch each kind of bug (a checker that cannot fail proves nothing). Every
+// node of a cluster must run the same mode.
+const (
+	brokenSkipSeatCheck   = "skip-seat-check"   // grant seats that another hold owns
+	brokenStaleReads      = "stale-reads"       // serve "linearizable" reads from any replica
+	brokenIgnoreRequestID = "ignore-request-id" // apply a retried request again
+)
+
+var brokenModes = []string{brokenSkipSeatCheck, brokenStaleReads, brokenIgnoreRequestID}
+
+func validBroken(mode string) error {
+	if mode == "" || slices.Contains(brokenModes, mode) {
+		return nil
+	}
+	return fmt.Errorf("--unsafe-broken: unknown mode %q (want one of %s)", mode, strings.Join(brokenModes, ", "))
+}
+
+// applyBrokenRaft sets the raft-level part of a broken mode.
+func applyBrokenRaft(mode string, rc *raftnode.Config) {
+	rc.UnsafeFSM = fsm.Unsafe{SkipSeatCheck: mode == brokenSkipSeatCheck}
+}
+
+// applyBrokenServing sets the serving part of a broken mode.
+func applyBrokenServing(mode string, router *shard.Router, srv *gateway.Server) {
+	switch mode {
+	case brokenStaleReads:
+		router.UnsafeStaleReads()
+	case brokenIgnoreRequestID:
+		srv.UnsafeIgnoreRequestID()
+	}
+}
+
+// clockOffsetMaxMs bounds a test clock skew (a day each way).
+const clockOffsetMaxMs = 24 * 60 * 60 * 1000
+
+// skewedClock is this node's clock plus an offset that the harness sets
+// through /debug/unsafe/clock (only with --unsafe-test-hooks).
+type skewedClock struct{ offsetMs atomic.Int64 }
+
+func (c *skewedClock) now() time.Time {
+	return time.Now().Add(time.Duration(c.offsetMs.Load()) * time.Millisecond)
+}
+
+// ServeHTTP handles POST /debug/unsafe/clock?offset_ms=N.
+func (c *skewedClock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "use POST /debug/unsafe/clock?offset_ms=N", http.StatusMethodNotAllowed)
+		return
+	}
+	off, err := strconv.ParseInt(r.URL.Query().Get("offset_ms"), 10, 64)
+	if err != nil || off < -clockOffsetMaxMs || off > clockOffsetMaxMs {
+		http.Error(w, fmt.Sprintf("offset_ms must be an integer within ±%d", clockOffsetMaxMs), http.StatusBadRequest)
+		return
+	}
+	c.offsetMs.Store(off)
+	fmt.Fprintf(w, "{\"offset_ms\":%d}\n", off)
+}

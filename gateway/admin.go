@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
+)
+
+// Version is the seatd version reported by Status; cmd sets it at build.
+var Version = "dev"
+
+// Admin implements ledgerpb.AdminServer over this node's replicas.
+//
+// TODO(issue 6): admin calls require an admin credential.
+type Admin struct {
+	ledgerpb.UnimplementedAdminServer
+	router *shard.Router
+}
+
+// NewAdmin serves the Admin API for router's node.
+func NewAdmin(router *shard.Router) *Admin { return &Admin{router: router} }
+
+// Status reports this node's peers and the groups it hosts.
+func (a *Admin) Status(ctx context.Context, req *ledgerpb.StatusRequest) (*ledgerpb.StatusResponse, error) {
+	n := a.router.Node()
+	resp := &ledgerpb.StatusResponse{NodeId: n.ID(), Version: Version}
+	for _, p := range n.Peers() {
+		resp.Nodes = append(resp.Nodes, &ledgerpb.NodeInfo{Id: p.ID, RaftAddr: p.RaftAddr, GrpcAddr: p.GRPCAddr})
+	}
+	for _, g := range n.Groups() {
+		gs, err := a.groupStatus(g.ID(), req.Digests)
+		if err != nil {
+			return nil, newStatus("INTERNAL", err.Error())
+		}
+		resp.Groups = append(resp.Groups, gs)
+	}
+	return resp, nil
+}
+
+func (a *Admin) groupStatus(id uint32, digest bool) (*ledgerpb.GroupStatus, error) {
+	g, err := a.router.Node().Group(id)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := a.router.Map().Range(id)
+	stats := g.Raft().Stats()
+	num := func(k string) uint64 { v, _ := strconv.ParseUint(stats[k], 10, 64); return v }
+	gs := &ledgerpb.GroupStatus{Group: id, RangeStart: lo, RangeEnd: hi, State: stats["state"],
+		LeaderId: g.Leader(), Term: num("term"), LastIndex: num("last_log_index"),
+		CommitIndex: num("commit_index"), AppliedIndex: g.Machine().Applied(), ClockMs: g.Machine().Clock(),
+		Replicas: a.router.Replicas(id)}
+	if digest {
+		d, err := g.Machine().Digest()
+		if err != nil {
+			return nil, fmt.Errorf("group %d: %w", id, err)
+		}
+		gs.Digest, gs.DigestIndex, gs.ClockMs = hex.EncodeToString(d.Sum[:]), d.Applied, d.Clock
+	}
+	return gs, nil
+}
+
+// TransferLeader hands a group's leadership to another replica. It must be
+// called on the node that leads the group.
+func (a *Admin) TransferLeader(ctx context.Context, req *ledgerpb.TransferLeaderRequest) (*ledgerpb.TransferLeaderResponse, error) {
+	g, err := a.router.Node().Group(req.Group)
+	if err != nil {
+		return nil, fieldError(&fsm.FieldError{Field: "group", Message: fmt.Sprintf("this node hosts no group %d", req.Group)})
+	}
+	if !g.IsLeader() {
+		return nil, notLeaderError(g.Leader())
+	}
+	var f raft.Future
+	if req.ToNode == "" {
+		f = g.Raft().LeadershipTransfer()
+	} else {
+		addr := a.router.RaftAddr(req.ToNode)
+		if addr == "" {
+			return nil, fieldError(&fsm.FieldError{Field: "to_node", Message: fmt.Sprintf("no node %q", req.ToNode)})
+		}
+		f = g.Raft().LeadershipTransferToServer(raft.ServerID(req.ToNode), raft.ServerAddress(addr))
+	}
+	if err := f.Error(); err != nil {
+		return nil, newStatus("UNAVAILABLE", fmt.Sprintf("leadership transfer of group %d: %v", req.Group, err))
+	}
+	return &ledgerpb.TransferLeaderResponse{LeaderId: g.Leader()}, nil
+}
