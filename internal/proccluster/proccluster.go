@@ -1,0 +1,585 @@
+// Package proccluster starts a cluster of real `seatd serve` processes on
+// loopback, for the load tool (cmd/seatbench) and the fault harness
+// (jepsen/). Each node is a separate OS process in its own process group, so
+// it can be killed, stopped, paused and restarted like a machine, and a test
+// timeout can kill it with its group.
+//
+// Every started process is reaped by one goroutine that waits for it; Close
+// stops every node still running and waits for those goroutines, so a test
+// that calls Close leaves no zombie and no goroutine behind. On Linux the
+// children also get SIGKILL when this process dies (Pdeathsig), so a crashed
+// test does not leave seatd orphans holding ports.
+package proccluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/seatledger/seatledger/shard"
+)
+
+// Timing of starts and stops.
+const (
+	// stopGrace is how long Stop waits after SIGTERM before SIGKILL.
+	stopGrace = 10 * time.Second
+	// pollInterval paces readiness probes.
+	pollInterval = 50 * time.Millisecond
+	// probeTimeout bounds one readiness HTTP call.
+	probeTimeout = 2 * time.Second
+	// logTailBytes is how much of a node's log an error quotes.
+	logTailBytes = 2048
+)
+
+// Build compiles seatd into out (`go build -o out ./cmd/seatd`) from the
+// module root, found by walking up from the working directory to go.mod.
+func Build(ctx context.Context, out string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", abs, "./cmd/seatd")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("proccluster: go build ./cmd/seatd: %w\n%s", err, b)
+	}
+	return nil
+}
+
+// goTool is the go command on PATH, else the running toolchain's.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("proccluster: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Config describes a cluster to start.
+type Config struct {
+	// Binary is the seatd executable (see Build).
+	Binary string
+	// Nodes is the cluster size: 3 or 5.
+	Nodes int
+	// Dir is the root: node data in Dir/<id>/data, logs in Dir/<id>.log.
+	Dir string
+	// Groups is passed as --groups; 0 keeps seatd's default.
+	Groups int
+	// Args are extra arguments for every node.
+	Args []string
+	// NodeArgs returns extra arguments for one node (may be nil); it is
+	// called at every start and restart.
+	NodeArgs func(n *Node) []string
+}
+
+// Validate reports the first thing wrong with the config.
+func (c *Config) Validate() error {
+	switch {
+	case c.Binary == "":
+		return errors.New("proccluster: Binary is required")
+	case c.Nodes != 3 && c.Nodes != 5:
+		return fmt.Errorf("proccluster: Nodes must be 3 or 5, not %d", c.Nodes)
+	case c.Dir == "":
+		return errors.New("proccluster: Dir is required")
+	case c.Groups < 0 || c.Groups > shard.GroupsMax:
+		return fmt.Errorf("proccluster: Groups must be in 0..%d", shard.GroupsMax)
+	}
+	return nil
+}
+
+// Node is one seatd process of the cluster. Its addresses and directories
+// stay the same across restarts.
+type Node struct {
+	ID       string
+	RaftAddr string
+	GRPCAddr string
+	HTTPAddr string
+	DataDir  string
+	LogPath  string
+
+	// mu guards the process state below; the reaper goroutine of a process
+	// writes exited/exitErr and closes done.
+	mu struct {
+		sync.Mutex
+		cmd    *exec.Cmd
+		done   chan struct{} // closed once the process has been reaped
+		err    error         // its exit status, once done is closed
+		paused bool
+	}
+}
+
+// Cluster is a running set of seatd processes.
+type Cluster struct {
+	cfg    Config
+	nodes  []*Node
+	peers  string
+	client *http.Client
+	reaper sync.WaitGroup // one per started process
+}
+
+// Start picks free loopback ports, starts n1..nN with the same --peers, and
+// waits until every node answers GET /healthz and every group serves a
+// linearizable read (a leader is elected and ready). It stops every node it
+// started if it fails.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(3 * cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, client: &http.Client{Transport: &http.Transport{}, Timeout: probeTimeout}}
+	var peers []string
+	for i := range cfg.Nodes {
+		id := fmt.Sprintf("n%d", i+1)
+		n := &Node{
+			ID:       id,
+			RaftAddr: ports[3*i],
+			GRPCAddr: ports[3*i+1],
+			HTTPAddr: ports[3*i+2],
+			DataDir:  filepath.Join(cfg.Dir, id, "data"),
+			LogPath:  filepath.Join(cfg.Dir, id+".log"),
+		}
+		c.nodes = append(c.nodes, n)
+		peers = append(peers, fmt.Sprintf("%s=%s/%s", id, n.RaftAddr, n.GRPCAddr))
+	}
+	c.peers = strings.Join(peers, ",")
+	for _, n := range c.nodes {
+		if err := c.start(n); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	for _, n := range c.nodes {
+		if err := c.waitHealthy(ctx, n); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// freePorts reserves n distinct loopback ports by listening on port 0, then
+// releases them all at once (another process could take one in between;
+// on loopback in tests that is rare, and the node's start then fails
+// loudly).
+func freePorts(n int) ([]string, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	out := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("proccluster: reserve a port: %w", err)
+		}
+		lns = append(lns, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
+}
+
+// Nodes returns the cluster's nodes in id order.
+func (c *Cluster) Nodes() []*Node { return c.nodes }
+
+// Node returns the node with id, or nil.
+func (c *Cluster) Node(id string) *Node {
+	for _, n := range c.nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// PeersFlag is the --peers value every node runs with.
+func (c *Cluster) PeersFlag() string { return c.peers }
+
+func (c *Cluster) node(id string) (*Node, error) {
+	if n := c.Node(id); n != nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("proccluster: no node %q", id)
+}
+
+// args is the command line of a node.
+func (c *Cluster) args(n *Node) []string {
+	a := []string{"serve", "--id", n.ID, "--raft", n.RaftAddr, "--grpc", n.GRPCAddr, "--http", n.HTTPAddr,
+		"--data-dir", n.DataDir, "--peers", c.peers}
+	if c.cfg.Groups > 0 {
+		a = append(a, "--groups", strconv.Itoa(c.cfg.Groups))
+	}
+	a = append(a, c.cfg.Args...)
+	if c.cfg.NodeArgs != nil {
+		a = append(a, c.cfg.NodeArgs(n)...)
+	}
+	return a
+}
+
+// start launches n's process and a goroutine that reaps it.
+func (c *Cluster) start(n *Node) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.runningLocked() {
+		return fmt.Errorf("proccluster: node %s is already running", n.ID)
+	}
+	if err := os.MkdirAll(n.DataDir, 0o755); err != nil {
+		return fmt.Errorf("proccluster: %w", err)
+	}
+	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("proccluster: %w", err)
+	}
+	fmt.Fprintf(logf, "--- proccluster: starting %s at %s\n", n.ID, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(c.cfg.Binary, c.args(n)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("proccluster: start %s: %w", n.ID, err)
+	}
+	done := make(chan struct{})
+	n.mu.cmd, n.mu.done, n.mu.err, n.mu.paused = cmd, done, nil, false
+	c.reaper.Add(1)
+	go func() {
+		defer c.reaper.Done()
+		err := cmd.Wait()
+		logf.Close()
+		n.mu.Lock()
+		n.mu.err = err
+		n.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+func (n *Node) runningLocked() bool {
+	if n.mu.done == nil {
+		return false
+	}
+	select {
+	case <-n.mu.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Running reports whether the node's process is alive (paused counts).
+func (c *Cluster) Running(id string) bool {
+	n := c.Node(id)
+	if n == nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.runningLocked()
+}
+
+// PID returns the node's process id, or 0 if it is not running.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.runningLocked() {
+		return 0
+	}
+	return n.mu.cmd.Process.Pid
+}
+
+// signal sends sig to the node's process group; it returns the channel that
+// closes when the process has been reaped, or nil if it is not running.
+func (n *Node) signal(sig syscall.Signal) (<-chan struct{}, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.runningLocked() {
+		return nil, nil
+	}
+	// The process leads its own group (Setpgid): -pid signals the group.
+	if err := syscall.Kill(-n.mu.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return nil, fmt.Errorf("proccluster: signal %v to %s: %w", sig, n.ID, err)
+	}
+	switch sig {
+	case syscall.SIGSTOP:
+		n.mu.paused = true
+	case syscall.SIGCONT:
+		n.mu.paused = false
+	}
+	return n.mu.done, nil
+}
+
+// Kill sends SIGKILL and waits until the process has exited. Killing a node
+// that is not running is a no-op.
+func (c *Cluster) Kill(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	done, err := n.signal(syscall.SIGKILL)
+	if done != nil {
+		<-done
+	}
+	return err
+}
+
+// Stop sends SIGTERM (after SIGCONT if the node is paused), waits up to 10 s
+// for a graceful exit, then SIGKILL. Stopping a node that is not running is a
+// no-op.
+func (c *Cluster) Stop(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	// A stopped process keeps SIGTERM pending until it continues.
+	if _, err := n.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	done, err := n.signal(syscall.SIGTERM)
+	if err != nil || done == nil {
+		return err
+	}
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+	}
+	done, err = n.signal(syscall.SIGKILL)
+	if done != nil {
+		<-done
+	}
+	if err == nil {
+		err = fmt.Errorf("proccluster: %s did not stop within %v of SIGTERM; killed", id, stopGrace)
+	}
+	return err
+}
+
+// Pause freezes the node with SIGSTOP: it keeps its sockets but answers
+// nothing, like a machine in a long GC pause.
+func (c *Cluster) Pause(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	done, err := n.signal(syscall.SIGSTOP)
+	if err == nil && done == nil {
+		err = fmt.Errorf("proccluster: node %s is not running", id)
+	}
+	return err
+}
+
+// Resume continues a paused node with SIGCONT.
+func (c *Cluster) Resume(id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	done, err := n.signal(syscall.SIGCONT)
+	if err == nil && done == nil {
+		err = fmt.Errorf("proccluster: node %s is not running", id)
+	}
+	return err
+}
+
+// Paused reports whether the node was paused and not resumed since.
+func (c *Cluster) Paused(id string) bool {
+	n := c.Node(id)
+	if n == nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.runningLocked() && n.mu.paused
+}
+
+// Restart starts a node that is not running again, with the same addresses
+// and data directory, and waits until it answers GET /healthz.
+func (c *Cluster) Restart(ctx context.Context, id string) error {
+	n, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if err := c.start(n); err != nil {
+		return err
+	}
+	return c.waitHealthy(ctx, n)
+}
+
+// Close stops every running node (resuming paused ones first), waits until
+// every process has been reaped, and releases the probe client. It is safe
+// after kills and safe to call twice.
+func (c *Cluster) Close() error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.nodes))
+	for i, n := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.Stop(n.ID)
+		}()
+	}
+	wg.Wait()
+	c.reaper.Wait()
+	c.client.CloseIdleConnections()
+	return errors.Join(errs...)
+}
+
+// ExitErr returns how the node's last process ended (nil while running or
+// after a clean exit).
+func (n *Node) ExitErr() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.runningLocked() {
+		return nil
+	}
+	return n.mu.err
+}
+
+// waitHealthy polls GET /healthz until it answers 200; it fails early if the
+// process exits.
+func (c *Cluster) waitHealthy(ctx context.Context, n *Node) error {
+	url := "http://" + n.HTTPAddr + "/healthz"
+	for {
+		code, _, err := c.get(ctx, url)
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+		if err := c.waitOrExit(ctx, n, "GET /healthz"); err != nil {
+			return err
+		}
+	}
+}
+
+// WaitReady waits until every running node serves a linearizable read of
+// every group (a show-not-found answer needs the group's leader to be
+// elected and past its start-of-term barrier). 503s are retried.
+func (c *Cluster) WaitReady(ctx context.Context) error {
+	groups := uint32(c.cfg.Groups)
+	if groups == 0 {
+		groups = shard.GroupsDefault
+	}
+	probes := probeShows(shard.Map{Groups: groups})
+	for _, n := range c.nodes {
+		if !c.Running(n.ID) || c.Paused(n.ID) {
+			continue
+		}
+		for _, show := range probes {
+			if err := c.waitProbe(ctx, n, show); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) waitProbe(ctx context.Context, n *Node, show string) error {
+	url := "http://" + n.HTTPAddr + "/v1/shows/" + show + "/seats"
+	for {
+		code, body, err := c.get(ctx, url)
+		if err == nil && code == http.StatusNotFound {
+			return nil
+		}
+		if err == nil && code != http.StatusServiceUnavailable {
+			return fmt.Errorf("proccluster: GET %s = %d %s, want 404 or 503", url, code, body)
+		}
+		if err := c.waitOrExit(ctx, n, "GET "+url); err != nil {
+			return err
+		}
+	}
+}
+
+// probeShows returns one show id per group, ids no client uses.
+func probeShows(m shard.Map) []string {
+	out := make([]string, m.Groups)
+	found := uint32(0)
+	for i := 0; found < m.Groups; i++ {
+		id := fmt.Sprintf("proccluster-probe-%d", i)
+		if g := m.GroupFor(id); out[g] == "" {
+			out[g] = id
+			found++
+		}
+	}
+	return out
+}
+
+// waitOrExit sleeps one poll interval; it fails if ctx ends or the node's
+// process exits meanwhile.
+func (c *Cluster) waitOrExit(ctx context.Context, n *Node, what string) error {
+	n.mu.Lock()
+	done := n.mu.done
+	n.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("proccluster: node %s: %s: %w\n%s", n.ID, what, ctx.Err(), logTail(n.LogPath))
+	case <-done:
+		return fmt.Errorf("proccluster: node %s exited (%v) while waiting for %s\n%s", n.ID, n.ExitErr(), what, logTail(n.LogPath))
+	case <-time.After(pollInterval):
+		return nil
+	}
+}
+
+func (c *Cluster) get(ctx context.Context, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, string(b), nil
+}
+
+// logTail returns the end of a node's log, for error messages.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > logTailBytes {
+		b = b[len(b)-logTailBytes:]
+	}
+	return string(b)
+}
