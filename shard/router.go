@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/seatledger/seatledger/fsm"
@@ -175,7 +176,11 @@ func (r *Router) peer(id string) (ledgerpb.PeerClient, error) {
 	if c, ok := r.mu.conns[addr]; ok {
 		return ledgerpb.NewPeerClient(c), nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Reconnect to a restarted peer within a second, not gRPC's
+		// default of up to two minutes: forwarding is on the write path.
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,
+			Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}))
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %v", raftnode.ErrUnavailable, addr, err)
 	}

@@ -31,12 +31,12 @@ const (
 
 // Link forwards connections from its listener to one target.
 type Link struct {
-	Name   string
-	target string
-	ln     net.Listener
+	Name string
+	ln   net.Listener
 
 	mu struct {
 		sync.Mutex
+		target string // "" until known: connections are then dropped
 		cut    bool
 		delay  time.Duration // added to every chunk
 		jitter time.Duration // uniform extra delay in [0, jitter)
@@ -48,19 +48,28 @@ type Link struct {
 	wg sync.WaitGroup
 }
 
-// Listen opens a link on a fresh loopback port forwarding to target. seed
-// makes its loss and jitter reproducible.
+// Listen opens a link on a fresh loopback port forwarding to target (which
+// may be set later with SetTarget). seed makes its loss and jitter
+// reproducible.
 func Listen(name, target string, seed uint64) (*Link, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	l := &Link{Name: name, target: target, ln: ln}
+	l := &Link{Name: name, ln: ln}
+	l.mu.target = target
 	l.mu.rng = rand.New(rand.NewPCG(seed, 0x5eed))
 	l.mu.conns = map[net.Conn]struct{}{}
 	l.wg.Add(1)
 	go l.accept()
 	return l, nil
+}
+
+// SetTarget sets where the link forwards new connections.
+func (l *Link) SetTarget(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.target = addr
 }
 
 // Addr is where to dial the link.
@@ -162,11 +171,17 @@ func (l *Link) serve(c net.Conn) {
 	defer l.wg.Done()
 	defer l.untrack(c)
 	defer c.Close()
-	if l.IsCut() {
+	l.mu.Lock()
+	cut, target := l.mu.cut, l.mu.target
+	l.mu.Unlock()
+	if cut {
 		io.Copy(io.Discard, c) // until heal or close drops it
 		return
 	}
-	t, err := net.DialTimeout("tcp", l.target, dialTimeout)
+	if target == "" {
+		return
+	}
+	t, err := net.DialTimeout("tcp", target, dialTimeout)
 	if err != nil {
 		return
 	}
