@@ -13,6 +13,19 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 20x ./...
+
+# Go benchmarks (FSM apply, encode/decode, routing, seat map, proposals),
+# for benchstat: make bench > new.txt; benchstat old.txt new.txt
+.PHONY: bench seatbench
+bench:
+	$(GO) test -run '^$$' -bench . -count 6 ./fsm/ ./shard/ ./raftnode/
+
+# The load tool against a local 3-node cluster of seatd processes (or
+# --endpoints); docs/PERFORMANCE.md gives the command for every target.
+#   make seatbench ARGS='--workload stampede'
+seatbench:
+	$(GO) run ./cmd/seatbench $(ARGS)
 
 # Regenerate protobuf code (needs Debian's protoc; the Go plugins are pinned as
 # tool lines in go.mod). Generated code is committed.

@@ -1,0 +1,445 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/seatledger/seatledger/internal/proccluster"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// Bounds on the parts of a run that are not measured.
+const (
+	clusterStartTimeout = 90 * time.Second
+	setupTimeout        = 5 * time.Minute
+	// setupClients bounds concurrent calls while creating shows.
+	setupClients = 128
+)
+
+// workload is one kind of load.
+type workload interface {
+	// setup creates what the run needs (shows); it is not measured.
+	setup(ctx context.Context, e *env) error
+	// run is the measured part; it returns how long it took.
+	run(ctx context.Context, e *env) time.Duration
+	// check verifies the outcome and adds checks and figures to e.
+	check(ctx context.Context, e *env)
+	// mainCall names the call whose rate --compare-batch compares.
+	mainCall() string
+}
+
+// env is one run: its config, the API clients, the counters and results.
+type env struct {
+	cfg     *config
+	apis    []api
+	stats   *stats
+	out     io.Writer // progress and summary
+	cluster *proccluster.Cluster
+	extra   map[string]any
+	checks  []Check
+}
+
+func (e *env) addCheck(name string, ok bool, format string, args ...any) {
+	e.checks = append(e.checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+}
+
+// runOnce runs the workload once, on its own cluster if no endpoints were
+// given, and prints and returns the summary.
+func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.Writer) (*Summary, error) {
+	w := workloads[cfg.workload]
+	e := &env{cfg: cfg, stats: &stats{}, out: stdout, extra: map[string]any{}}
+	sum := &Summary{Workload: cfg.workload, Transport: "grpc", Clients: cfg.clients, Shows: cfg.shows, Seats: cfg.seats,
+		DurationS: cfg.duration.Seconds(), Machine: machineInfo()}
+	if cfg.http {
+		sum.Transport = "http"
+	}
+	endpoints := cfg.endpoints
+	if len(endpoints) == 0 {
+		cl, cleanup, err := startCluster(ctx, cfg, noBatch, stderr)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		e.cluster = cl
+		for _, n := range cl.Nodes() {
+			if cfg.http {
+				endpoints = append(endpoints, n.HTTPAddr)
+			} else {
+				endpoints = append(endpoints, n.GRPCAddr)
+			}
+		}
+		sum.Cluster = ClusterInfo{Own: true, Nodes: cfg.nodes, Groups: cfg.groups, MaxBatch: 1024, Args: clusterArgs(cfg, noBatch)}
+		if noBatch {
+			sum.Cluster.MaxBatch = 1
+		}
+	}
+	sum.Cluster.Endpoints = endpoints
+	closeAPIs, err := e.dial(endpoints)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAPIs()
+
+	setupStart := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	err = w.setup(sctx, e)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+	sum.SetupS = time.Since(setupStart).Seconds()
+	e.stats = &stats{} // setup calls are not part of the figures
+	cpu0 := e.cpuNow()
+	elapsed := w.run(ctx, e)
+	sum.CPU = e.cpuUse(cpu0, elapsed)
+	sum.ElapsedS = elapsed.Seconds()
+	sum.Calls = e.stats.summarize(elapsed)
+	w.check(ctx, e)
+	sum.Machine.LoadAvgEnd = loadAvg()
+	sum.Extra, sum.Checks, sum.Passed = e.extra, e.checks, ctx.Err() == nil
+	for _, c := range e.checks {
+		sum.Passed = sum.Passed && c.OK
+	}
+	printSummary(stdout, sum)
+	return sum, nil
+}
+
+func (e *env) dial(endpoints []string) (func(), error) {
+	if e.cfg.http {
+		apis, closeFn := newHTTPAPIs(endpoints, e.cfg.clients)
+		e.apis = apis
+		return closeFn, nil
+	}
+	apis, closeFn, err := dialGRPC(endpoints, e.cfg.conns)
+	e.apis = apis
+	return closeFn, err
+}
+
+func clusterArgs(cfg *config, noBatch bool) []string {
+	args := append([]string(nil), cfg.seatdArgs...)
+	if noBatch {
+		args = append(args, "--max-batch", "1")
+	}
+	return args
+}
+
+// buildSeatd builds ./cmd/seatd into a temporary directory.
+func buildSeatd(ctx context.Context) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "seatbench-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	bin := filepath.Join(dir, "seatd")
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := proccluster.Build(bctx, bin); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return bin, cleanup, nil
+}
+
+// startCluster starts a local cluster of cfg.seatd processes (fsync on:
+// seatd always syncs its raft log).
+func startCluster(ctx context.Context, cfg *config, noBatch bool, stderr io.Writer) (*proccluster.Cluster, func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	dir := cfg.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "seatbench-")
+		if err != nil {
+			return nil, nil, err
+		}
+		dir = d
+		if !cfg.keep {
+			cleanups = append(cleanups, func() { os.RemoveAll(d) })
+		}
+	} else {
+		// A fresh sub-directory per run, so batched and no-batch runs of
+		// --compare-batch do not share state.
+		d, err := os.MkdirTemp(dir, "run-")
+		if err != nil {
+			return nil, nil, err
+		}
+		dir = d
+	}
+	bin := cfg.seatd
+	sctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
+	defer cancel()
+	start := time.Now()
+	cl, err := proccluster.Start(sctx, proccluster.Config{Binary: bin, Nodes: cfg.nodes, Dir: filepath.Join(dir, "cluster"),
+		Groups: cfg.groups, Args: clusterArgs(cfg, noBatch)})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	fmt.Fprintf(stderr, "seatbench: started %d seatd nodes in %s (data in %s)\n", cfg.nodes, time.Since(start).Round(time.Millisecond), dir)
+	cleanups = append(cleanups, func() { cl.Close() })
+	return cl, cleanup, nil
+}
+
+// worker is one simulated client.
+type worker struct {
+	id     int
+	api    api
+	rng    *rand.Rand
+	client string
+	seq    uint64
+	stop   *atomic.Bool
+}
+
+// requestID returns the worker's next request id.
+func (w *worker) requestID() string {
+	w.seq++
+	return "r" + strconv.FormatUint(w.seq, 36)
+}
+
+func (w *worker) stopped() bool { return w.stop.Load() }
+
+// runWorkers runs n workers until d passes (each finishes its current call)
+// or every worker returns, printing progress each second. It returns the
+// time until the last worker returned.
+func (e *env) runWorkers(ctx context.Context, n int, d time.Duration, fn func(ctx context.Context, w *worker)) time.Duration {
+	var stop atomic.Bool
+	start := time.Now()
+	progressDone := make(chan struct{})
+	var pwg sync.WaitGroup
+	pwg.Add(1)
+	go func() {
+		defer pwg.Done()
+		e.stats.progress(e.out, start, progressDone)
+	}()
+	timer := time.AfterFunc(d, func() { stop.Store(true) })
+	defer timer.Stop()
+	cancelWatch := context.AfterFunc(ctx, func() { stop.Store(true) })
+	defer cancelWatch()
+	var wg sync.WaitGroup
+	for i := range n {
+		w := &worker{id: i, api: e.apis[i%len(e.apis)], rng: rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano()))),
+			client: fmt.Sprintf("%s-c%d", e.cfg.prefix, i), stop: &stop}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(ctx, w)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(progressDone)
+	pwg.Wait()
+	return elapsed
+}
+
+// newShow returns a show of seats seats in rows of up to 20 (rows A, B, ...).
+func newShow(id string, seats int) *ledgerpb.Show {
+	s := &ledgerpb.Show{ShowId: id, Title: "seatbench " + id,
+		Categories: []*ledgerpb.Category{{Name: "std", PriceMinor: 1200, Currency: "EUR"}}}
+	for r := 0; seats > 0; r++ {
+		n := min(seats, rowSeats)
+		s.Rows = append(s.Rows, &ledgerpb.Row{Name: rowName(r), Seats: uint32(n), Category: "std"})
+		seats -= n
+	}
+	return s
+}
+
+// rowSeats is the width of every row seatbench creates.
+const rowSeats = 20
+
+// rowName names row r: A..Z, then AA, AB, ...
+func rowName(r int) string {
+	if r < 26 {
+		return string(rune('A' + r))
+	}
+	return rowName(r/26-1) + string(rune('A'+r%26))
+}
+
+// seatID names seat n (0-based) of row r.
+func seatID(r, n int) string { return rowName(r) + strconv.Itoa(n+1) }
+
+// showID names show i of this run.
+func (e *env) showID(kind string, i int) string {
+	return fmt.Sprintf("%s-%s-%d", e.cfg.prefix, kind, i)
+}
+
+// createShows creates the shows with setupClients concurrent calls.
+func (e *env) createShows(ctx context.Context, ids []string, seats int) error {
+	cs := e.stats.call("create_show")
+	next := atomic.Int64{}
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for i := range min(setupClients, len(ids)) {
+		a := e.apis[i%len(e.apis)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j := int(next.Add(1)) - 1
+				if j >= len(ids) || firstErr.Load() != nil {
+					return
+				}
+				req := &ledgerpb.CreateShowRequest{Show: newShow(ids[j], seats)}
+				if err := cs.run(ctx, func(ctx context.Context) error { return a.CreateShow(ctx, req) }); err != nil {
+					firstErr.CompareAndSwap(nil, fmt.Errorf("create show %s: %w", ids[j], err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return err
+	}
+	return nil
+}
+
+// CPUUse is CPU time spent during the measured run, as a share of one core.
+type CPUUse struct {
+	Seatbench float64            `json:"seatbench_core_share"`
+	Nodes     map[string]float64 `json:"node_core_share,omitempty"`
+	Total     float64            `json:"total_core_share"`
+}
+
+// cpuSample is CPU seconds of this process and of each local node.
+type cpuSample struct {
+	self  float64
+	nodes map[string]float64
+}
+
+func (e *env) cpuNow() cpuSample {
+	s := cpuSample{self: selfCPU(), nodes: map[string]float64{}}
+	if e.cluster != nil {
+		for _, n := range e.cluster.Nodes() {
+			if pid := n.PID(); pid != 0 {
+				s.nodes[n.ID] = procCPU(pid)
+			}
+		}
+	}
+	return s
+}
+
+func (e *env) cpuUse(before cpuSample, elapsed time.Duration) *CPUUse {
+	after := e.cpuNow()
+	sec := elapsed.Seconds()
+	if sec <= 0 {
+		return nil
+	}
+	u := &CPUUse{Seatbench: (after.self - before.self) / sec}
+	u.Total = u.Seatbench
+	if len(after.nodes) > 0 {
+		u.Nodes = map[string]float64{}
+		for id, v := range after.nodes {
+			if b, ok := before.nodes[id]; ok && v >= b {
+				u.Nodes[id] = (v - b) / sec
+				u.Total += u.Nodes[id]
+			}
+		}
+	}
+	return u
+}
+
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on every
+// Linux build that matters here).
+const clockTicks = 100
+
+// procCPU returns user+system CPU seconds of a process from /proc.
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clockTicks
+}
+
+// procRSSMiB returns a process's resident set in MiB from /proc.
+func procRSSMiB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
+// nodeRSS records each local node's RSS under extra[key].
+func (e *env) nodeRSS(key string) map[string]float64 {
+	if e.cluster == nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, n := range e.cluster.Nodes() {
+		if pid := n.PID(); pid != 0 {
+			out[n.ID] = procRSSMiB(pid)
+		}
+	}
+	e.extra[key] = out
+	return out
+}
+
+func printSummary(w io.Writer, s *Summary) {
+	fmt.Fprintf(w, "\nseatbench %s over %s: %d clients, %d shows x %d seats, measured %.1fs (setup %.1fs), load %s -> %s\n",
+		s.Workload, s.Transport, s.Clients, s.Shows, s.Seats, s.ElapsedS, s.SetupS, s.Machine.LoadAvgStart, s.Machine.LoadAvgEnd)
+	printCalls(w, s.Calls)
+	if s.CPU != nil {
+		fmt.Fprintf(w, "cpu (share of one core): seatbench %.2f, nodes %v, total %.2f of %d\n", s.CPU.Seatbench, roundMap(s.CPU.Nodes), s.CPU.Total, s.Machine.CPUs)
+	}
+	for k, v := range s.Extra {
+		fmt.Fprintf(w, "%s: %v\n", k, v)
+	}
+	for _, c := range s.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "check %s %s: %s\n", mark, c.Name, c.Detail)
+	}
+}
+
+func roundMap(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		out[k] = float64(int(v*100+0.5)) / 100
+	}
+	return out
+}

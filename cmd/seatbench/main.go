@@ -1,0 +1,339 @@
+// Command seatbench is seatledger's load generator. It drives a running
+// cluster (--endpoints) or a 3-node cluster of `seatd serve` processes it
+// starts itself on loopback (fsync on), over gRPC or HTTP/JSON (--http), with
+// one of these workloads:
+//
+//	uniform    many shows; hold 1-4 adjacent seats, confirm half, release a fifth
+//	stampede   1,000 clients race for one 200-seat show until it is sold out
+//	browse     seat-map reads, stale then linearizable
+//	lifecycle  hold -> confirm / release / expire with short TTLs
+//	recovery   load shows, measure node RSS, kill a node and time its restart
+//	idle       CPU used by an idle cluster
+//
+// Every mutating call carries client_id + request_id and is retried on
+// 503/UNAVAILABLE with the same ids (exactly once). It prints a progress line
+// each second and a summary at the end (--json FILE for JSON). Load goes to
+// loopback addresses only unless --allow-remote.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// durationMax bounds one measured run; load tests here are short by design.
+const durationMax = 10 * time.Minute
+
+type config struct {
+	workload     string
+	endpoints    []string
+	http         bool
+	duration     time.Duration
+	clients      int
+	shows        int
+	seats        int
+	conns        int
+	ttl          time.Duration
+	read         string
+	fill         float64
+	noBatch      bool
+	compareBatch bool
+	allowRemote  bool
+	seatd        string
+	dir          string
+	keep         bool
+	groups       int
+	nodes        int
+	jsonPath     string
+	prefix       string
+	seatdArgs    []string
+}
+
+var workloads = map[string]workload{
+	"uniform":   &uniform{},
+	"stampede":  &stampede{},
+	"browse":    &browse{},
+	"lifecycle": &lifecycle{},
+	"recovery":  &recovery{},
+	"idle":      &idle{},
+}
+
+// defaults per workload for flags left unset.
+var workloadDefaults = map[string]struct{ clients, shows, seats int }{
+	"uniform":   {256, 20000, 200},
+	"stampede":  {1000, 1, 200},
+	"browse":    {64, 100, 200},
+	"lifecycle": {128, 1000, 200},
+	"recovery":  {64, 10000, 300},
+	"idle":      {0, 0, 0},
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("seatbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &config{}
+	endpoints := fs.String("endpoints", "", "comma-separated gRPC (or, with --http, HTTP) addresses of a running cluster; empty starts a local 3-node cluster")
+	fs.StringVar(&c.workload, "workload", "uniform", "uniform, stampede, browse, lifecycle, recovery or idle")
+	fs.BoolVar(&c.http, "http", false, "call the HTTP/JSON API instead of gRPC")
+	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long to measure (at most 10m)")
+	fs.IntVar(&c.clients, "clients", 0, "concurrent clients (default: uniform 256, stampede 1000, browse 64, lifecycle 128)")
+	fs.IntVar(&c.shows, "shows", 0, "shows (default: uniform 20000, browse 100, lifecycle 1000, recovery 10000)")
+	fs.IntVar(&c.seats, "seats", 0, "seats per show, in rows of 20 (default 200; recovery 300)")
+	fs.IntVar(&c.conns, "conns", 2, "gRPC connections per endpoint")
+	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lifecycle: hold TTL (whole seconds, 1s..30m)")
+	fs.StringVar(&c.read, "read", "both", "browse: stale, linearizable or both (half the duration each)")
+	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
+	fs.BoolVar(&c.noBatch, "no-batch", false, "start the cluster with seatd serve --max-batch 1 (one command per raft entry)")
+	fs.BoolVar(&c.compareBatch, "compare-batch", false, "run the workload on a batched cluster, then on a --no-batch one, and print the ratio")
+	fs.BoolVar(&c.allowRemote, "allow-remote", false, "allow non-loopback --endpoints")
+	fs.StringVar(&c.seatd, "seatd", "", "seatd binary for the local cluster (default: build ./cmd/seatd)")
+	fs.StringVar(&c.dir, "dir", "", "data directory for the local cluster (default: a temporary one)")
+	fs.BoolVar(&c.keep, "keep", false, "keep the local cluster's data directory")
+	fs.IntVar(&c.groups, "groups", 0, "raft groups of the local cluster (0: seatd's default, 8)")
+	fs.IntVar(&c.nodes, "nodes", 3, "nodes of the local cluster: 3 or 5")
+	fs.StringVar(&c.jsonPath, "json", "", "write the JSON summary to this file")
+	fs.StringVar(&c.prefix, "prefix", "", "show and client id prefix (default: unique per run)")
+	seatdArgs := fs.String("seatd-args", "", "extra space-separated arguments for every local seatd")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *endpoints != "" {
+		c.endpoints = strings.Split(*endpoints, ",")
+	}
+	c.seatdArgs = strings.Fields(*seatdArgs)
+	if err := c.fillDefaults(); err != nil {
+		return nil, err
+	}
+	return c, c.validate()
+}
+
+func (c *config) fillDefaults() error {
+	d, ok := workloadDefaults[c.workload]
+	if !ok {
+		return fmt.Errorf("--workload: unknown workload %q", c.workload)
+	}
+	if c.clients == 0 {
+		c.clients = d.clients
+	}
+	if c.shows == 0 {
+		c.shows = d.shows
+	}
+	if c.seats == 0 {
+		c.seats = d.seats
+	}
+	if c.prefix == "" {
+		c.prefix = fmt.Sprintf("sb%x", time.Now().UnixNano()%(1<<32))
+	}
+	return nil
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.duration <= 0 || c.duration > durationMax:
+		return fmt.Errorf("--duration must be in (0, %v]", durationMax)
+	case c.workload != "idle" && (c.clients < 1 || c.clients > 100000):
+		return errors.New("--clients must be in 1..100000")
+	case c.workload == "stampede" && c.shows != 1:
+		return errors.New("--shows: the stampede is one show")
+	case c.seats < 0 || c.seats > 10000:
+		return errors.New("--seats must be in 1..10000")
+	case c.conns < 1 || c.conns > 64:
+		return errors.New("--conns must be in 1..64")
+	case c.ttl < time.Second || c.ttl > 30*time.Minute || c.ttl%time.Second != 0:
+		return errors.New("--ttl must be whole seconds in 1s..30m")
+	case c.read != "stale" && c.read != "linearizable" && c.read != "both":
+		return errors.New("--read must be stale, linearizable or both")
+	case c.fill < 0 || c.fill > 1:
+		return errors.New("--fill must be in 0..1")
+	case c.nodes != 3 && c.nodes != 5:
+		return errors.New("--nodes must be 3 or 5")
+	}
+	if len(c.endpoints) > 0 {
+		if c.noBatch || c.compareBatch {
+			return errors.New("--no-batch and --compare-batch start their own clusters: drop --endpoints")
+		}
+		if c.workload == "recovery" || c.workload == "idle" {
+			return fmt.Errorf("--workload %s needs its own cluster: drop --endpoints", c.workload)
+		}
+		return checkEndpoints(c.endpoints, c.allowRemote)
+	}
+	return nil
+}
+
+// checkEndpoints refuses load on anything but loopback unless allowed.
+func checkEndpoints(eps []string, allowRemote bool) error {
+	for _, ep := range eps {
+		host, _, err := net.SplitHostPort(ep)
+		if err != nil {
+			return fmt.Errorf("--endpoints: %q is not host:port", ep)
+		}
+		if allowRemote || host == "localhost" {
+			continue
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("--endpoints: %s is not a loopback address (use --allow-remote to load a remote cluster)", ep)
+		}
+	}
+	return nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the exit: 0 ok, 1 failed checks or errors, 2 usage.
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "seatbench: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(cfg.endpoints) == 0 && cfg.seatd == "" {
+		bin, cleanup, err := buildSeatd(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "seatbench: %v\n", err)
+			return 1
+		}
+		defer cleanup()
+		cfg.seatd = bin
+	}
+	var result any
+	ok := true
+	if cfg.compareBatch {
+		cmp, err := runCompare(ctx, cfg, stdout, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "seatbench: %v\n", err)
+			return 1
+		}
+		result, ok = cmp, cmp.Batched.Passed && cmp.NoBatch.Passed
+	} else {
+		sum, err := runOnce(ctx, cfg, cfg.noBatch, stdout, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "seatbench: %v\n", err)
+			return 1
+		}
+		result, ok = sum, sum.Passed
+	}
+	if cfg.jsonPath != "" {
+		b, _ := json.MarshalIndent(result, "", "  ")
+		if err := os.WriteFile(cfg.jsonPath, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintf(stderr, "seatbench: %v\n", err)
+			return 1
+		}
+	}
+	if !ok {
+		fmt.Fprintln(stderr, "seatbench: FAILED checks")
+		return 1
+	}
+	return 0
+}
+
+// Summary is the JSON summary of one run.
+type Summary struct {
+	Workload  string         `json:"workload"`
+	Transport string         `json:"transport"`
+	Clients   int            `json:"clients"`
+	Shows     int            `json:"shows"`
+	Seats     int            `json:"seats_per_show"`
+	DurationS float64        `json:"duration_s"`
+	ElapsedS  float64        `json:"elapsed_s"`
+	SetupS    float64        `json:"setup_s"`
+	Cluster   ClusterInfo    `json:"cluster"`
+	Machine   MachineInfo    `json:"machine"`
+	Calls     []CallSummary  `json:"calls"`
+	CPU       *CPUUse        `json:"cpu,omitempty"`
+	Extra     map[string]any `json:"extra,omitempty"`
+	Checks    []Check        `json:"checks"`
+	Passed    bool           `json:"passed"`
+}
+
+// ClusterInfo says what was loaded.
+type ClusterInfo struct {
+	Own       bool     `json:"own"`
+	Nodes     int      `json:"nodes,omitempty"`
+	Groups    int      `json:"groups,omitempty"`
+	MaxBatch  int      `json:"max_batch,omitempty"`
+	Endpoints []string `json:"endpoints"`
+	Args      []string `json:"seatd_args,omitempty"`
+}
+
+// MachineInfo says where and when.
+type MachineInfo struct {
+	CPUs         int    `json:"cpus"`
+	GOOS         string `json:"goos"`
+	GOARCH       string `json:"goarch"`
+	GoVersion    string `json:"go_version"`
+	Start        string `json:"start"`
+	LoadAvgStart string `json:"loadavg_start"`
+	LoadAvgEnd   string `json:"loadavg_end"`
+}
+
+// Check is one verified property of a run.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Compare is the JSON summary of --compare-batch.
+type Compare struct {
+	Batched *Summary `json:"batched"`
+	NoBatch *Summary `json:"no_batch"`
+	// Ratio is batched over no-batch successes per second of the main call.
+	Ratio float64 `json:"ratio"`
+	Call  string  `json:"call"`
+}
+
+func runCompare(ctx context.Context, cfg *config, stdout, stderr io.Writer) (*Compare, error) {
+	fmt.Fprintln(stdout, "== batched (group commit on)")
+	a, err := runOnce(ctx, cfg, false, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(stdout, "== no batch (seatd serve --max-batch 1)")
+	b, err := runOnce(ctx, cfg, true, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	call := workloads[cfg.workload].mainCall()
+	cmp := &Compare{Batched: a, NoBatch: b, Call: call}
+	ra, rb := okRate(a, call), okRate(b, call)
+	if rb > 0 {
+		cmp.Ratio = ra / rb
+	}
+	fmt.Fprintf(stdout, "== %s ok/s: batched %.0f, no batch %.0f, ratio %.2fx\n", call, ra, rb, cmp.Ratio)
+	return cmp, nil
+}
+
+func okRate(s *Summary, call string) float64 {
+	for _, c := range s.Calls {
+		if c.Name == call {
+			return c.OKPerS
+		}
+	}
+	return 0
+}
+
+func machineInfo() MachineInfo {
+	return MachineInfo{CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version(),
+		Start: time.Now().UTC().Format(time.RFC3339), LoadAvgStart: loadAvg()}
+}

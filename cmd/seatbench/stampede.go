@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// stampede is release morning for one show: every client reads the seat map
+// (at most every 50 ms), holds the two adjacent free seats nearest the
+// centre (one seat when no pair is left), and, once it wins, confirms and
+// stops. A conflict names the taken seats, so the client tries the next
+// best seats without reading again. The run ends when the show is sold out.
+// At the end it checks that exactly every seat is booked, each by one
+// winner.
+type stampede struct {
+	show string
+
+	mu struct {
+		sync.Mutex
+		winners [][]string // seats of each confirmed hold
+		unknown int        // confirms whose outcome stayed unknown
+	}
+	held, booked       atomic.Int64
+	soldOut, allBooked atomic.Int64 // ns after the start; 0 = not yet
+	start              time.Time
+}
+
+// stampedeReadEvery is the least time between two seat-map reads of a client.
+const stampedeReadEvery = 50 * time.Millisecond
+
+func (s *stampede) mainCall() string { return "hold" }
+
+func (s *stampede) setup(ctx context.Context, e *env) error {
+	s.show = e.showID("stampede", 0)
+	return e.createShows(ctx, []string{s.show}, e.cfg.seats)
+}
+
+func (s *stampede) run(ctx context.Context, e *env) time.Duration {
+	s.start = time.Now()
+	return e.runWorkers(ctx, e.cfg.clients, e.cfg.duration, func(ctx context.Context, w *worker) {
+		s.client(ctx, e, w)
+	})
+}
+
+func (s *stampede) client(ctx context.Context, e *env, w *worker) {
+	readCall, holdCall := e.stats.call("seatmap_stale"), e.stats.call("hold")
+	var sm *ledgerpb.SeatMap
+	var lastRead time.Time
+	taken := map[string]bool{}
+	stale := true // the view is known to be behind: read when allowed
+	for !w.stopped() {
+		if wait := stampedeReadEvery - time.Since(lastRead); stale && (sm == nil || wait <= 0) {
+			if wait > 0 {
+				time.Sleep(wait)
+			}
+			lastRead = time.Now()
+			err := readCall.run(ctx, func(ctx context.Context) (err error) {
+				sm, err = w.api.SeatMap(ctx, s.show, ledgerpb.Consistency_STALE)
+				return err
+			})
+			if err != nil {
+				sm = nil
+				continue
+			}
+			clear(taken)
+			stale = false
+			if sm.Free == 0 && sm.Held == 0 {
+				return // sold out
+			}
+		}
+		seats := pickCentre(sm, taken, w)
+		if seats == nil {
+			// Nothing free as far as we know: wait for the next read.
+			stale = true
+			time.Sleep(max(0, stampedeReadEvery-time.Since(lastRead)))
+			continue
+		}
+		req := &ledgerpb.HoldRequest{ShowId: s.show, SeatIds: seats, ClientId: w.client, RequestId: w.requestID()}
+		var resp *ledgerpb.HoldResponse
+		err := holdCall.run(ctx, func(ctx context.Context) (err error) {
+			resp, err = w.api.Hold(ctx, req)
+			return err
+		})
+		switch {
+		case err == nil:
+			s.won(ctx, e, w, resp)
+			return
+		case reasonOf(err) == "SEATS_TAKEN":
+			// Try the next best seats now, and read a fresher map as soon
+			// as the 50 ms allow.
+			for _, id := range takenOf(err) {
+				taken[id] = true
+			}
+			stale = true
+		default:
+			stale = true
+		}
+	}
+}
+
+// won records a winning hold and confirms it.
+func (s *stampede) won(ctx context.Context, e *env, w *worker, resp *ledgerpb.HoldResponse) {
+	total := int64(e.cfg.seats)
+	if s.held.Add(int64(len(resp.SeatIds))) == total {
+		s.soldOut.Store(int64(time.Since(s.start)))
+	}
+	req := &ledgerpb.ConfirmRequest{ShowId: s.show, HoldId: resp.HoldId, PaymentRef: "pay-" + resp.HoldId,
+		ClientId: w.client, RequestId: w.requestID()}
+	var cresp *ledgerpb.ConfirmResponse
+	err := e.stats.call("confirm").run(ctx, func(ctx context.Context) (err error) {
+		cresp, err = w.api.Confirm(ctx, req)
+		return err
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.mu.unknown++
+		return
+	}
+	s.mu.winners = append(s.mu.winners, cresp.SeatIds)
+	if s.booked.Add(int64(len(cresp.SeatIds))) == total {
+		s.allBooked.Store(int64(time.Since(s.start)))
+	}
+}
+
+// pickCentre returns the free adjacent pair nearest the centre of the hall,
+// or the nearest single free seat when no pair is left; ties go to a random
+// one of the nearest. Seats in taken are treated as not free.
+func pickCentre(sm *ledgerpb.SeatMap, taken map[string]bool, w *worker) []string {
+	type pos struct{ row, n int }
+	rows := map[string]int{}
+	width := 0
+	free := map[pos]string{}
+	for _, st := range sm.Seats {
+		r, ok := rows[st.Row]
+		if !ok {
+			r = len(rows)
+			rows[st.Row] = r
+		}
+		width = max(width, int(st.Number))
+		if st.State == ledgerpb.SeatState_FREE && !taken[st.SeatId] {
+			free[pos{r, int(st.Number)}] = st.SeatId
+		}
+	}
+	cr, cn := float64(len(rows)-1)/2, float64(width+1)/2
+	var best []string
+	bestD, ties := -1.0, 0
+	consider := func(ids []string, row int, centre float64) {
+		d := (float64(row)-cr)*(float64(row)-cr) + (centre-cn)*(centre-cn)
+		switch {
+		case bestD < 0 || d < bestD:
+			best, bestD, ties = ids, d, 1
+		case d == bestD:
+			ties++
+			if w.rng.IntN(ties) == 0 {
+				best = ids
+			}
+		}
+	}
+	for p, id := range free {
+		if next, ok := free[pos{p.row, p.n + 1}]; ok {
+			consider([]string{id, next}, p.row, float64(p.n)+0.5)
+		}
+	}
+	if best != nil {
+		return best
+	}
+	for p, id := range free {
+		consider([]string{id}, p.row, float64(p.n))
+	}
+	return best
+}
+
+func (s *stampede) check(ctx context.Context, e *env) {
+	total := e.cfg.seats
+	s.mu.Lock()
+	winners, unknown := s.mu.winners, s.mu.unknown
+	s.mu.Unlock()
+	e.extra["winners"] = len(winners)
+	if ns := s.soldOut.Load(); ns > 0 {
+		e.extra["sold_out_s"] = fmt.Sprintf("%.3f", time.Duration(ns).Seconds())
+	} else {
+		e.extra["sold_out_s"] = "not sold out"
+	}
+	if ns := s.allBooked.Load(); ns > 0 {
+		e.extra["all_booked_s"] = fmt.Sprintf("%.3f", time.Duration(ns).Seconds())
+	}
+	granted := map[string]int{}
+	for _, seats := range winners {
+		for _, id := range seats {
+			granted[id]++
+		}
+	}
+	doubles := 0
+	for _, n := range granted {
+		if n > 1 {
+			doubles++
+		}
+	}
+	e.addCheck("no_double_grants", doubles == 0, "%d seats went to more than one confirmed hold", doubles)
+	var sm *ledgerpb.SeatMap
+	err := e.stats.call("final_read").run(ctx, func(ctx context.Context) (err error) {
+		sm, err = e.apis[0].SeatMap(ctx, s.show, ledgerpb.Consistency_LINEARIZABLE)
+		return err
+	})
+	if err != nil {
+		e.addCheck("sold_out", false, "final linearizable seat map: %v", err)
+		return
+	}
+	var booked []string
+	for _, st := range sm.Seats {
+		if st.State == ledgerpb.SeatState_BOOKED {
+			booked = append(booked, st.SeatId)
+		}
+	}
+	e.addCheck("exactly_all_booked", int(sm.Booked) == total && sm.Held == 0 && sm.Free == 0,
+		"booked %d, held %d, free %d of %d seats", sm.Booked, sm.Held, sm.Free, total)
+	grantedIDs := make([]string, 0, len(granted))
+	for id := range granted {
+		grantedIDs = append(grantedIDs, id)
+	}
+	slices.Sort(booked)
+	slices.Sort(grantedIDs)
+	e.addCheck("booked_are_winners", slices.Equal(booked, grantedIDs) && unknown == 0,
+		"%d seats booked in the ledger, %d confirmed to winners, %d confirms with unknown outcome", len(booked), len(grantedIDs), unknown)
+}
