@@ -1,0 +1,399 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/seatledger/seatledger/jepsen/history"
+)
+
+// The sequential model of one show. A state is immutable once built: step
+// copies what it changes (vec shares the rest).
+//
+// Time: clock is a lower bound of the log clock at this point of the
+// linearization. An op that reports its AppliedAtMs is evaluated at exactly
+// that clock (which may not be below the state's); an info op happened at an
+// unknown clock >= the state's.
+//
+// Expiry: a hold's expires_at lies in [lo, hi]. For an acknowledged hold
+// lo == hi. An info hold applied at an unknown clock c has lo = clock+TTL
+// when applied and hi = (the next observed clock)+TTL; until a clock is
+// observed it is open. Observations narrow the bounds: a seat read HELD at c
+// means expires_at > c, a seat another hold took at c means expires_at <= c.
+// When an observation has two explanations nothing is narrowed.
+//
+// May flags exist for the revision replay (ordering.go), which cannot place
+// info ops: from the earliest revision an info op could have applied at, its
+// effect is possible but not certain. Porcupine places info ops itself and
+// never sets them.
+
+// Hold states in the model. An expired hold is hHeld with a passed expiry.
+const (
+	hNone uint8 = iota // not made yet
+	hHeld
+	hConfirmed
+	hCancelled
+)
+
+// refAny is a payment ref the model does not know (one of several).
+const refAny int32 = -2
+
+type holdCell struct {
+	st         uint8
+	open       bool // hi waits for the next observed clock
+	mayConfirm bool
+	mayCancel  bool
+	ref        int32 // hConfirmed: the payment ref, or refAny
+	mayRef     int32 // mayConfirm: the ref, or refAny
+	lo, hi     int64 // expires_at bounds, inclusive
+}
+
+func (h holdCell) hashAt(i int) uint64 {
+	if h == (holdCell{}) {
+		return 0
+	}
+	b := uint64(h.st) | boolBit(h.open, 8) | boolBit(h.mayConfirm, 9) | boolBit(h.mayCancel, 10)
+	x := mix(uint64(i)<<32 ^ b ^ uint64(uint32(h.ref))<<12)
+	x = mix(x ^ uint64(h.lo) ^ uint64(uint32(h.mayRef))<<40)
+	return mix(x ^ uint64(h.hi))
+}
+
+type seatCell struct {
+	owner int32 // slot+1 of the hold that last took the seat; 0 = none
+	may   bool  // replay only: an info hold may hold it
+}
+
+func (s seatCell) hashAt(i int) uint64 {
+	if s == (seatCell{}) {
+		return 0
+	}
+	return mix(uint64(i)<<33 ^ uint64(s.owner)<<1 ^ boolBit(s.may, 0) ^ 0x5eed)
+}
+
+func boolBit(b bool, n uint) uint64 {
+	if b {
+		return 1 << n
+	}
+	return 0
+}
+
+// state is a model state.
+type state struct {
+	clock int64
+	pos   uint64
+	seats vec[seatCell]
+	holds vec[holdCell]
+	open  []int32 // slots whose expiry upper bound is open; never mutated
+}
+
+func (sm *showModel) init() *state {
+	return &state{seats: newVec[seatCell](len(sm.seats)), holds: newVec[holdCell](len(sm.slots))}
+}
+
+func (s *state) hash() uint64 {
+	h := mix(uint64(s.clock) ^ mix(s.pos) ^ s.seats.hash ^ mix(s.holds.hash))
+	for _, o := range s.open {
+		h = mix(h ^ uint64(o))
+	}
+	return h
+}
+
+func (s *state) equal(o *state) bool {
+	return s.clock == o.clock && s.pos == o.pos && slices.Equal(s.open, o.open) &&
+		s.seats.equal(o.seats) && s.holds.equal(o.holds)
+}
+
+// step applies op o to s. It returns the next state, or nil and why the
+// model rejects o there. replay selects how info ops apply: as certain
+// effects (porcupine, which also tries them last, i.e. never) or as
+// possible ones (the revision replay).
+func (sm *showModel) step(s *state, o *mop, replay bool) (*state, string) {
+	w := *s
+	if o.outcome == history.Info {
+		if replay {
+			sm.mayApply(&w, o)
+		} else {
+			sm.applyInfo(&w, o)
+		}
+		return &w, ""
+	}
+	if why := sm.advance(&w, o); why != "" {
+		return nil, why
+	}
+	var why string
+	switch o.kind {
+	case history.KindHold:
+		why = sm.hold(&w, o)
+	case history.KindConfirm:
+		why = sm.confirm(&w, o)
+	case history.KindRelease:
+		why = sm.release(&w, o)
+	case history.KindRead:
+		why = sm.read(&w, o)
+	case history.KindGetHold:
+		why = sm.getHold(&w, o)
+	}
+	if why != "" {
+		return nil, why
+	}
+	return &w, ""
+}
+
+// advance moves the state to o's revision and clock, which may not go back.
+// An observed clock fixes the expiry upper bound of open info holds: they
+// were applied at a clock no later than this one.
+func (sm *showModel) advance(w *state, o *mop) string {
+	if o.pos != 0 {
+		if o.pos < w.pos {
+			return fmt.Sprintf("revision %d comes after revision %d", o.pos/2, w.pos/2)
+		}
+		w.pos = o.pos
+	}
+	if o.clock == 0 {
+		return ""
+	}
+	if o.clock < w.clock {
+		return fmt.Sprintf("log clock %d comes after log clock %d", o.clock, w.clock)
+	}
+	w.clock = o.clock
+	for _, i := range w.open {
+		h := w.holds.get(int(i))
+		h.hi = min(h.hi, o.clock+sm.slots[i].ttl)
+		h.open = false
+		w.holds = w.holds.set(int(i), h)
+	}
+	w.open = nil
+	return ""
+}
+
+// at is the clock o is evaluated at: its own, or the state's lower bound.
+func at(w *state, o *mop) (c int64, known bool) {
+	if o.clock != 0 {
+		return o.clock, true
+	}
+	return w.clock, false
+}
+
+// Explanations of an observation. When exactly one explains it, the state
+// is narrowed to it; exTrue needs no narrowing.
+const (
+	exTrue = 1 << iota
+	exLive
+	exExpired
+	exMayConfirm
+	exMayCancel
+)
+
+// holdExpl returns how hold i may be in the wanted condition at o's clock:
+// want is one of seatFree (expired or cancelled), seatHeld (live),
+// seatBooked (confirmed with ref, or any ref if ref == refAny).
+func holdExpl(w *state, o *mop, i int32, want uint8, ref int32) int {
+	h := w.holds.get(int(i))
+	c, known := at(w, o)
+	ex := 0
+	switch {
+	case h.st == hCancelled && want == seatFree:
+		ex |= exTrue
+	case h.st == hConfirmed && want == seatBooked && (ref == refAny || h.ref == refAny || h.ref == ref):
+		ex |= exTrue
+	case h.st == hHeld:
+		switch want {
+		case seatFree:
+			if !known || h.lo <= c {
+				ex |= exExpired
+			}
+			if h.mayCancel {
+				ex |= exMayCancel
+			}
+		case seatHeld:
+			if h.hi > c {
+				ex |= exLive
+			}
+		case seatBooked:
+			if h.mayConfirm && (ref == refAny || h.mayRef == refAny || h.mayRef == ref) {
+				ex |= exMayConfirm
+			}
+		}
+	}
+	return ex
+}
+
+// narrow applies the one explanation ex of an observation of hold i, if it
+// is one; it reports whether there was any.
+func (sm *showModel) narrow(w *state, o *mop, i int32, ex int) bool {
+	if ex == 0 {
+		return false
+	}
+	if ex&exTrue != 0 || ex&(ex-1) != 0 {
+		return true
+	}
+	h := w.holds.get(int(i))
+	c, known := at(w, o)
+	switch ex {
+	case exLive:
+		h.lo = max(h.lo, c+1)
+	case exExpired:
+		if known {
+			h.hi = min(h.hi, c)
+		} else {
+			w.clock = max(w.clock, h.lo) // it expired by a clock >= lo
+		}
+	case exMayConfirm:
+		h.st, h.ref = hConfirmed, h.mayRef
+		h.mayConfirm, h.mayCancel = false, false
+	case exMayCancel:
+		w.holds = w.holds.set(int(i), h)
+		sm.cancel(w, i)
+		return true
+	}
+	w.holds = w.holds.set(int(i), h)
+	return true
+}
+
+// cancel ends hold i: its seats become free.
+func (sm *showModel) cancel(w *state, i int32) {
+	h := w.holds.get(int(i))
+	h.st, h.mayConfirm, h.mayCancel = hCancelled, false, false
+	w.holds = w.holds.set(int(i), h)
+	for _, x := range sm.slots[i].seats {
+		if c := w.seats.get(int(x)); c.owner == i+1 {
+			c.owner = 0
+			w.seats = w.seats.set(int(x), c)
+		}
+	}
+}
+
+// seat narrows the state so that seat x is in state want (seatFree,
+// seatHeld, seatBooked) at o's clock, or returns why it cannot be.
+func (sm *showModel) seat(w *state, o *mop, x int32, want uint8) string {
+	c := w.seats.get(int(x))
+	if c.owner == 0 {
+		if want == seatFree || (want == seatHeld && c.may) {
+			return ""
+		}
+		return fmt.Sprintf("seat %s is %s, not %s", sm.seats[x], "FREE", seatNames[want])
+	}
+	i := c.owner - 1
+	ex := holdExpl(w, o, i, want, refAny)
+	if want == seatHeld && c.may && holdExpl(w, o, i, seatFree, refAny) != 0 {
+		ex |= exTrue // an info hold may have taken it once free
+	}
+	if sm.narrow(w, o, i, ex) {
+		return ""
+	}
+	return fmt.Sprintf("seat %s is %s by %s, not %s", sm.seats[x], sm.seatState(w, o, i), sm.slots[i].id, seatNames[want])
+}
+
+// seatState describes what hold i makes of its seats at o's clock.
+func (sm *showModel) seatState(w *state, o *mop, i int32) string {
+	h := w.holds.get(int(i))
+	c, _ := at(w, o)
+	switch {
+	case h.st == hConfirmed:
+		return "BOOKED"
+	case h.st == hCancelled:
+		return "FREE (released)"
+	case h.hi <= c && h.lo == h.hi:
+		return fmt.Sprintf("FREE (expired at %d)", h.hi)
+	case h.hi <= c:
+		return fmt.Sprintf("FREE (expired by %d)", h.hi)
+	case h.lo > c:
+		return fmt.Sprintf("HELD (until %d)", h.lo)
+	}
+	return fmt.Sprintf("HELD or FREE (expiry in [%d, %d])", h.lo, h.hi)
+}
+
+// take gives seats to hold i after checking each is free at o's clock.
+func (sm *showModel) take(w *state, o *mop, i int32, seats []int32) string {
+	for _, x := range seats {
+		if why := sm.seat(w, o, x, seatFree); why != "" {
+			return why
+		}
+		c := w.seats.get(int(x))
+		c.owner = i + 1
+		w.seats = w.seats.set(int(x), c)
+	}
+	return ""
+}
+
+func (sm *showModel) hold(w *state, o *mop) string {
+	c, _ := at(w, o)
+	if o.outcome == history.Fail { // SEATS_TAKEN
+		return sm.seatsTaken(w, o)
+	}
+	if w.holds.get(int(o.slot)).st != hNone {
+		return fmt.Sprintf("hold %s is made twice", sm.slots[o.slot].id)
+	}
+	if why := sm.take(w, o, o.slot, o.seats); why != "" {
+		return "hold granted although " + why
+	}
+	exp := sm.slots[o.slot].exp
+	h := holdCell{st: hHeld, lo: exp, hi: exp, ref: refAny, mayRef: refAny}
+	if exp == 0 { // an acknowledged hold without a clock or expiry
+		h.lo, h.hi = c+o.ttl, math.MaxInt64
+	}
+	w.holds = w.holds.set(int(o.slot), h)
+	return ""
+}
+
+// seatsTaken checks a SEATS_TAKEN rejection: every seat it names was held
+// or booked (or, if it names none, some seat asked for was).
+func (sm *showModel) seatsTaken(w *state, o *mop) string {
+	taken := func(x int32) (ex int) {
+		c := w.seats.get(int(x))
+		if c.may {
+			ex |= exTrue
+		}
+		if c.owner != 0 {
+			ex |= holdExpl(w, o, c.owner-1, seatHeld, refAny) | holdExpl(w, o, c.owner-1, seatBooked, refAny)
+		}
+		return ex
+	}
+	if len(o.taken) == 0 {
+		for _, x := range o.seats {
+			if taken(x) != 0 {
+				return ""
+			}
+		}
+		return "SEATS_TAKEN although every seat asked for is free"
+	}
+	for _, x := range o.taken {
+		ex := taken(x)
+		c := w.seats.get(int(x))
+		if ex == 0 || (c.owner != 0 && !sm.narrow(w, o, c.owner-1, ex)) {
+			return fmt.Sprintf("SEATS_TAKEN names seat %s, which is free", sm.seats[x])
+		}
+	}
+	return ""
+}
+
+// ownerOK reports whether o's client may act on hold i (unknown clients may).
+func (sm *showModel) ownerOK(o *mop) bool {
+	cl := sm.slots[o.slot].client
+	return cl == "" || o.l.ClientID == "" || cl == o.l.ClientID
+}
+
+// target checks the HOLD_NOT_FOUND and NOT_HOLD_OWNER answers, which come
+// before the hold's state; done is true when o was fully checked.
+func (sm *showModel) target(w *state, o *mop) (done bool, why string) {
+	exists := o.slot != slotForeign && w.holds.get(int(o.slot)).st != hNone
+	switch {
+	case !exists && o.outcome == history.Fail && o.reason == "HOLD_NOT_FOUND":
+		return true, ""
+	case !exists:
+		return true, "the hold named does not exist (yet) in this show"
+	case o.reason == "HOLD_NOT_FOUND":
+		return true, fmt.Sprintf("HOLD_NOT_FOUND although hold %s exists", sm.slots[o.slot].id)
+	case o.kind == history.KindGetHold:
+		return false, ""
+	case !sm.ownerOK(o) && o.reason != "NOT_HOLD_OWNER":
+		return true, fmt.Sprintf("hold %s belongs to %s, not %s", sm.slots[o.slot].id, sm.slots[o.slot].client, o.l.ClientID)
+	case o.reason == "NOT_HOLD_OWNER":
+		if sm.ownerOK(o) && sm.slots[o.slot].client != "" && o.l.ClientID != "" {
+			return true, "NOT_HOLD_OWNER from the hold's owner"
+		}
+		return true, ""
+	}
+	return false, ""
+}

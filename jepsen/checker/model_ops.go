@@ -1,0 +1,231 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/seatledger/seatledger/jepsen/history"
+)
+
+// This file holds the model's step for each kind of op; model.go has the
+// state and the observation helpers they share.
+
+func (sm *showModel) confirm(w *state, o *mop) string {
+	if done, why := sm.target(w, o); done {
+		return why
+	}
+	i := o.slot
+	h := w.holds.get(int(i))
+	switch {
+	case o.outcome == history.OK && h.st == hConfirmed:
+		if h.ref != refAny && h.ref != o.ref {
+			return fmt.Sprintf("confirm OK although hold %s is confirmed with payment ref %q", sm.slots[i].id, sm.refs[h.ref])
+		}
+		h.ref = o.ref
+		w.holds = w.holds.set(int(i), h)
+		return ""
+	case o.outcome == history.OK:
+		ex := holdExpl(w, o, i, seatHeld, refAny) | holdExpl(w, o, i, seatBooked, o.ref)
+		if !sm.narrow(w, o, i, ex) {
+			return fmt.Sprintf("confirm OK although hold %s is %s", sm.slots[i].id, sm.holdState(w, o, i))
+		}
+		h = w.holds.get(int(i))
+		h.st, h.ref, h.mayConfirm, h.mayCancel = hConfirmed, o.ref, false, false
+		w.holds = w.holds.set(int(i), h)
+		return ""
+	}
+	return sm.closedAnswer(w, o)
+}
+
+func (sm *showModel) release(w *state, o *mop) string {
+	if done, why := sm.target(w, o); done {
+		return why
+	}
+	i := o.slot
+	h := w.holds.get(int(i))
+	if o.outcome != history.OK {
+		if o.reason == "HOLD_CANCELLED" {
+			return "release answered HOLD_CANCELLED; releasing a released hold succeeds"
+		}
+		return sm.closedAnswer(w, o)
+	}
+	if h.st == hCancelled {
+		return ""
+	}
+	ex := holdExpl(w, o, i, seatHeld, refAny)
+	if h.st == hHeld && h.mayCancel {
+		ex |= exMayCancel
+	}
+	if !sm.narrow(w, o, i, ex) {
+		return fmt.Sprintf("release OK although hold %s is %s", sm.slots[i].id, sm.holdState(w, o, i))
+	}
+	sm.cancel(w, i)
+	return ""
+}
+
+// closedAnswer checks the rejections of confirm and release that follow
+// from the hold's state: HOLD_EXPIRED, HOLD_CANCELLED, HOLD_CONFIRMED.
+func (sm *showModel) closedAnswer(w *state, o *mop) string {
+	i := o.slot
+	h := w.holds.get(int(i))
+	var ex int
+	switch o.reason {
+	case "HOLD_EXPIRED":
+		ex = holdExpl(w, o, i, seatFree, refAny) & exExpired
+	case "HOLD_CANCELLED":
+		ex = holdExpl(w, o, i, seatFree, refAny) & (exTrue | exMayCancel)
+	case "HOLD_CONFIRMED":
+		if h.st == hConfirmed && (o.kind == history.KindRelease || h.ref == refAny || h.ref != o.ref) {
+			ex |= exTrue
+		}
+		if h.st == hHeld && h.mayConfirm && (o.kind == history.KindRelease || h.mayRef == refAny || h.mayRef != o.ref) {
+			ex |= exMayConfirm
+		}
+	}
+	if !sm.narrow(w, o, i, ex) {
+		return fmt.Sprintf("%s %s although hold %s is %s", o.kind, o.reason, sm.slots[i].id, sm.holdState(w, o, i))
+	}
+	return ""
+}
+
+func (sm *showModel) getHold(w *state, o *mop) string {
+	if done, why := sm.target(w, o); done {
+		return why
+	}
+	i := o.slot
+	var ex int
+	switch o.state {
+	case "HELD":
+		ex = holdExpl(w, o, i, seatHeld, refAny)
+	case "EXPIRED":
+		ex = holdExpl(w, o, i, seatFree, refAny) & exExpired
+	case "CONFIRMED":
+		ex = holdExpl(w, o, i, seatBooked, refAny)
+	case "CANCELLED":
+		ex = holdExpl(w, o, i, seatFree, refAny) & (exTrue | exMayCancel)
+	default:
+		ex = exTrue
+	}
+	if !sm.narrow(w, o, i, ex) {
+		return fmt.Sprintf("GetHold reads %s although hold %s is %s", o.state, sm.slots[i].id, sm.holdState(w, o, i))
+	}
+	if o.exp != 0 {
+		h := w.holds.get(int(i))
+		if o.exp < h.lo || o.exp > h.hi {
+			return fmt.Sprintf("GetHold reads expires_at %d for hold %s, which expires in [%d, %d]", o.exp, sm.slots[i].id, h.lo, h.hi)
+		}
+		h.lo, h.hi = o.exp, o.exp
+		w.holds = w.holds.set(int(i), h)
+	}
+	return ""
+}
+
+func (sm *showModel) read(w *state, o *mop) string {
+	for x, v := range o.view {
+		if v == seatUnread {
+			continue
+		}
+		if why := sm.seat(w, o, int32(x), v); why != "" {
+			return "read: " + why
+		}
+	}
+	return ""
+}
+
+// holdState describes hold i at o's clock, for messages.
+func (sm *showModel) holdState(w *state, o *mop, i int32) string {
+	h := w.holds.get(int(i))
+	switch h.st {
+	case hNone:
+		return "not made"
+	case hConfirmed:
+		return "CONFIRMED"
+	case hCancelled:
+		return "CANCELLED"
+	}
+	s := sm.seatState(w, o, i)
+	switch {
+	case h.mayConfirm && h.mayCancel:
+		s += " (maybe confirmed or released by an info op)"
+	case h.mayConfirm:
+		s += " (maybe confirmed by an info op)"
+	case h.mayCancel:
+		s += " (maybe released by an info op)"
+	}
+	return s
+}
+
+// applyInfo applies an info op as if it took effect here, at a clock no
+// earlier than the state's. An info op that could not succeed here is a
+// no-op: failing has no effect, the same as never being applied.
+func (sm *showModel) applyInfo(w *state, o *mop) {
+	switch o.kind {
+	case history.KindHold:
+		if w.holds.get(int(o.slot)).st != hNone {
+			return
+		}
+		w2 := *w
+		if sm.take(&w2, o, o.slot, o.seats) != "" {
+			return
+		}
+		*w = w2
+		w.holds = w.holds.set(int(o.slot), holdCell{st: hHeld, open: true, lo: w.clock + o.ttl, hi: math.MaxInt64, ref: refAny, mayRef: refAny})
+		w.open = append(slices.Clip(w.open), o.slot)
+	case history.KindConfirm, history.KindRelease:
+		if !sm.infoCanAct(w, o) {
+			return
+		}
+		sm.narrow(w, o, o.slot, exLive)
+		if o.kind == history.KindRelease {
+			sm.cancel(w, o.slot)
+			return
+		}
+		h := w.holds.get(int(o.slot))
+		h.st, h.ref = hConfirmed, o.ref
+		w.holds = w.holds.set(int(o.slot), h)
+	}
+}
+
+// infoCanAct reports whether an info confirm or release could succeed at a
+// clock no earlier than the state's: its hold exists, is the client's, and
+// may still be live.
+func (sm *showModel) infoCanAct(w *state, o *mop) bool {
+	if o.slot == slotForeign || !sm.ownerOK(o) {
+		return false
+	}
+	h := w.holds.get(int(o.slot))
+	return h.st == hHeld && h.hi > w.clock
+}
+
+// mayApply records that an info op may have taken effect from here on
+// (revision replay only).
+func (sm *showModel) mayApply(w *state, o *mop) {
+	switch o.kind {
+	case history.KindHold:
+		for _, x := range o.seats {
+			c := w.seats.get(int(x))
+			c.may = true
+			w.seats = w.seats.set(int(x), c)
+		}
+	case history.KindConfirm:
+		if !sm.infoCanAct(w, o) {
+			return
+		}
+		h := w.holds.get(int(o.slot))
+		if h.mayConfirm && h.mayRef != o.ref {
+			h.mayRef = refAny
+		} else {
+			h.mayRef = o.ref
+		}
+		h.mayConfirm = true
+		w.holds = w.holds.set(int(o.slot), h)
+	case history.KindRelease:
+		if !sm.infoCanAct(w, o) {
+			return
+		}
+		h := w.holds.get(int(o.slot))
+		h.mayCancel = true
+		w.holds = w.holds.set(int(o.slot), h)
+	}
+}
