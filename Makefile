@@ -2,7 +2,7 @@
 GO ?= go
 BIN := $(CURDIR)/.bin
 
-.PHONY: all build test test-short proto dev vet fmt clean
+.PHONY: all build test test-short proto dev vet fmt clean jepsen jepsen-long
 
 all: build
 
@@ -43,6 +43,18 @@ proto:
 
 dev:
 	$(GO) run ./cmd/seatd dev
+
+# One fault-injection run against real seatd processes, e.g.
+#   make jepsen ARGS='--seed 42 --nodes 5 --duration 2m --nemesis all'
+# Exits 1 on any violation; the history and report land in jepsen-out/<seed>.
+jepsen:
+	$(GO) run ./cmd/seatjepsen run $(ARGS)
+
+# The long matrix: every nemesis alone and all together, several seeds, on 5
+# nodes; results appended to docs/JEPSEN-RESULTS.md. Tune with SEEDS= and
+# DURATION= (see jepsen/long.sh).
+jepsen-long:
+	jepsen/long.sh
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,283 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/seatledger/seatledger/internal/proccluster"
+	"github.com/seatledger/seatledger/jepsen/netproxy"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// net is the test's network: a proxy on every directed peer link (raft and
+// gRPC forwarding) and one in front of each node for the clients.
+type network struct {
+	mu    sync.Mutex
+	ids   []string
+	raft  map[[2]string]*netproxy.Link // [from, to]
+	grpc  map[[2]string]*netproxy.Link
+	owner map[[2]string]bool // links whose target is known
+}
+
+func newNetwork(ids []string) *network {
+	return &network{ids: ids, raft: map[[2]string]*netproxy.Link{}, grpc: map[[2]string]*netproxy.Link{}, owner: map[[2]string]bool{}}
+}
+
+// link returns (creating) the link from -> to in table m.
+func (nw *network) link(m map[[2]string]*netproxy.Link, kind, from, to string, seed uint64) (*netproxy.Link, error) {
+	k := [2]string{from, to}
+	if l, ok := m[k]; ok {
+		return l, nil
+	}
+	l, err := netproxy.Listen(fmt.Sprintf("%s %s->%s", kind, from, to), "", seed)
+	if err != nil {
+		return nil, err
+	}
+	m[k] = l
+	return l, nil
+}
+
+// dialArgs is node n's --dial flag: every peer through its proxies. It also
+// points the links into n at n's addresses.
+func (nw *network) dialArgs(n *proccluster.Node, seed int64) ([]string, error) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	var parts []string
+	for i, peer := range nw.ids {
+		if peer == n.ID {
+			continue
+		}
+		s := uint64(seed)*131 + uint64(i)
+		r, err := nw.link(nw.raft, "raft", n.ID, peer, s)
+		if err != nil {
+			return nil, err
+		}
+		g, err := nw.link(nw.grpc, "grpc", n.ID, peer, s+7)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s/%s", peer, r.Addr(), g.Addr()))
+		// The reverse links target this node.
+		if r2, err := nw.link(nw.raft, "raft", peer, n.ID, s+13); err == nil {
+			r2.SetTarget(n.RaftAddr)
+		} else {
+			return nil, err
+		}
+		if g2, err := nw.link(nw.grpc, "grpc", peer, n.ID, s+17); err == nil {
+			g2.SetTarget(n.GRPCAddr)
+		} else {
+			return nil, err
+		}
+	}
+	return []string{"--dial", strings.Join(parts, ",")}, nil
+}
+
+// each calls fn on every peer link.
+func (nw *network) each(fn func(from, to string, l *netproxy.Link)) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	for _, m := range []map[[2]string]*netproxy.Link{nw.raft, nw.grpc} {
+		for k, l := range m {
+			fn(k[0], k[1], l)
+		}
+	}
+}
+
+// partition cuts every link between nodes of different components.
+func (nw *network) partition(components [][]string) {
+	side := map[string]int{}
+	for i, c := range components {
+		for _, id := range c {
+			side[id] = i
+		}
+	}
+	nw.each(func(from, to string, l *netproxy.Link) {
+		if side[from] != side[to] {
+			l.Cut()
+		}
+	})
+}
+
+// cutPairs cuts the links between the given node pairs (both directions).
+func (nw *network) cutPairs(pairs [][2]string) {
+	cut := map[[2]string]bool{}
+	for _, p := range pairs {
+		cut[p], cut[[2]string{p[1], p[0]}] = true, true
+	}
+	nw.each(func(from, to string, l *netproxy.Link) {
+		if cut[[2]string{from, to}] {
+			l.Cut()
+		}
+	})
+}
+
+// heal ends every cut, delay and loss.
+func (nw *network) heal() {
+	nw.each(func(_, _ string, l *netproxy.Link) {
+		l.Heal()
+		l.SetDelay(0, 0)
+		l.SetLoss(0)
+	})
+}
+
+func (nw *network) close() {
+	nw.each(func(_, _ string, l *netproxy.Link) { l.Close() })
+}
+
+// testCluster is the processes, the network and the clients' connections.
+type testCluster struct {
+	cfg   *Config
+	procs *proccluster.Cluster
+	net   *network
+	// clientLinks[i] fronts node i for the clients.
+	clientLinks []*netproxy.Link
+	conns       []*grpc.ClientConn // clients' connections, through clientLinks
+	admin       map[string]ledgerpb.AdminClient
+	adminConns  []*grpc.ClientConn
+	http        *http.Client
+}
+
+func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
+	ids := make([]string, cfg.Nodes)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("n%d", i+1)
+	}
+	tc := &testCluster{cfg: cfg, net: newNetwork(ids), admin: map[string]ledgerpb.AdminClient{},
+		http: &http.Client{Timeout: 5 * time.Second}}
+	args := []string{"--heartbeat-timeout", cfg.HeartbeatTimeout.String(), "--election-timeout", cfg.ElectionTimeout.String(),
+		"--unsafe-test-hooks"}
+	if cfg.Broken != "" {
+		args = append(args, "--unsafe-broken", cfg.Broken)
+	}
+	procs, err := proccluster.Start(ctx, proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: cfg.Dir,
+		Groups: cfg.Groups, Args: args, NodeArgs: func(n *proccluster.Node) []string {
+			a, err := tc.net.dialArgs(n, cfg.Seed)
+			if err != nil {
+				panic(fmt.Sprintf("jepsen: proxies for %s: %v", n.ID, err)) // listening on loopback failed
+			}
+			return a
+		}})
+	if err != nil {
+		tc.net.close()
+		return nil, err
+	}
+	tc.procs = procs
+	for i, n := range procs.Nodes() {
+		l, err := netproxy.Listen("client->"+n.ID, n.GRPCAddr, uint64(cfg.Seed)+uint64(1000+i))
+		if err != nil {
+			tc.close()
+			return nil, err
+		}
+		tc.clientLinks = append(tc.clientLinks, l)
+		conn, err := dialGRPC(l.Addr())
+		if err != nil {
+			tc.close()
+			return nil, err
+		}
+		tc.conns = append(tc.conns, conn)
+		ac, err := dialGRPC(n.GRPCAddr)
+		if err != nil {
+			tc.close()
+			return nil, err
+		}
+		tc.adminConns = append(tc.adminConns, ac)
+		tc.admin[n.ID] = ledgerpb.NewAdminClient(ac)
+	}
+	return tc, nil
+}
+
+func dialGRPC(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,
+			Backoff: backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: 300 * time.Millisecond}}))
+}
+
+func (tc *testCluster) close() {
+	for _, c := range append(tc.conns, tc.adminConns...) {
+		c.Close()
+	}
+	for _, l := range tc.clientLinks {
+		l.Close()
+	}
+	if tc.procs != nil {
+		tc.procs.Close()
+	}
+	tc.net.close()
+}
+
+func (tc *testCluster) ids() []string { return tc.net.ids }
+
+// status asks one node for its Status (nil if it does not answer).
+func (tc *testCluster) status(ctx context.Context, id string, digests bool) *ledgerpb.StatusResponse {
+	if !tc.procs.Running(id) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := tc.admin[id].Status(ctx, &ledgerpb.StatusRequest{Digests: digests})
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// leaders maps each group to the node that says it leads it now.
+func (tc *testCluster) leaders(ctx context.Context) map[uint32]string {
+	out := map[uint32]string{}
+	for _, id := range tc.ids() {
+		if st := tc.status(ctx, id, false); st != nil {
+			for _, g := range st.Groups {
+				if g.State == "Leader" {
+					out[g.Group] = id
+				}
+			}
+		}
+	}
+	return out
+}
+
+// topLeader is the node leading the most groups (lowest id on ties), or
+// fallback when no leader is known.
+func (tc *testCluster) topLeader(ctx context.Context, fallback string) string {
+	count := map[string]int{}
+	for _, id := range tc.leaders(ctx) {
+		count[id]++
+	}
+	best := fallback
+	ids := tc.ids()
+	sort.Strings(ids)
+	for _, id := range ids {
+		if count[id] > count[best] {
+			best = id
+		}
+	}
+	return best
+}
+
+// setClock sets a node's clock offset through its test hook.
+func (tc *testCluster) setClock(ctx context.Context, id string, offset time.Duration) error {
+	n := tc.procs.Node(id)
+	url := fmt.Sprintf("http://%s/debug/unsafe/clock?offset_ms=%d", n.HTTPAddr, offset.Milliseconds())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := tc.http.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("set clock on %s: HTTP %d", id, resp.StatusCode)
+	}
+	return nil
+}

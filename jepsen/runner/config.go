@@ -1,0 +1,164 @@
+// Package runner runs one Jepsen-style test: it starts real `seatd serve`
+// processes on loopback behind fault-injecting proxies, runs concurrent
+// clients through the public gRPC API, injects faults on a seeded schedule,
+// heals, waits for the cluster to converge, reads everything back and hands
+// the history to the checkers.
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Nemeses the runner knows, by name.
+const (
+	NemPartitionOne    = "partition-one"    // isolate a random node
+	NemPartitionLeader = "partition-leader" // isolate the node leading most groups
+	NemPartitionHalf   = "partition-half"   // a random minority | majority split
+	NemPartitionRing   = "partition-ring"   // every node sees a different majority (a bridge with 3 nodes)
+	NemPartitionFlap   = "partition-flap"   // isolate and heal a random node every few hundred ms
+	NemKillOne         = "kill-one"         // kill -9 a random node
+	NemKillLeader      = "kill-leader"      // kill -9 the node leading most groups
+	NemKillMinority    = "kill-minority"    // kill -9 a minority
+	NemKillAll         = "kill-all"         // kill -9 every node, then restart them
+	NemPauseLeader     = "pause-leader"     // SIGSTOP the leader longer than the election timeout
+	NemClockSkew       = "clock-skew"       // skew some nodes' clocks by up to ±5 s
+	NemClockJump       = "clock-jump"       // jump the leader's clock 10 s ahead
+	NemLeaderTransfer  = "leader-transfer"  // move group leaders around
+	NemDelay           = "delay"            // 20–80 ms delay with jitter on every peer link
+	NemLoss            = "loss"             // 5% of chunks stall 200 ms on every peer link
+)
+
+// AllNemeses lists every nemesis, in the order reports use.
+var AllNemeses = []string{
+	NemPartitionOne, NemPartitionLeader, NemPartitionHalf, NemPartitionRing, NemPartitionFlap,
+	NemKillOne, NemKillLeader, NemKillMinority, NemKillAll, NemPauseLeader,
+	NemClockSkew, NemClockJump, NemLeaderTransfer, NemDelay, NemLoss,
+}
+
+// Config is one test run.
+type Config struct {
+	// Seed fixes the fault schedule and every client's choices.
+	Seed int64
+	// Nodes is the cluster size (3 or 5).
+	Nodes int
+	// Groups is the number of raft groups (shows spread over them).
+	Groups int
+	// Clients is the number of concurrent client processes.
+	Clients int
+	// Duration is how long the workload and faults run (before healing).
+	Duration time.Duration
+	// Nemeses to draw faults from; empty runs without faults.
+	Nemeses []string
+	// FaultEvery is the healthy gap between faults; FaultFor how long one lasts.
+	FaultEvery, FaultFor time.Duration
+	// Broken runs every node with --unsafe-broken=Broken (checker self-tests).
+	Broken string
+	// Dir holds node data, logs, the history and reports.
+	Dir string
+	// Binary is the seatd binary; empty builds one into Dir.
+	Binary string
+	// HeartbeatTimeout and ElectionTimeout tune raft (seatd flags).
+	HeartbeatTimeout, ElectionTimeout time.Duration
+	// CheckTimeout bounds the linearizability search.
+	CheckTimeout time.Duration
+}
+
+// Defaults for a short run.
+const (
+	nodesDefault      = 3
+	groupsDefault     = 2
+	clientsDefault    = 10
+	durationDefault   = 30 * time.Second
+	faultEveryDefault = 3 * time.Second
+	faultForDefault   = 4 * time.Second
+	// Tuned raft timeouts: failover well under 2 s on loopback.
+	heartbeatDefault    = 300 * time.Millisecond
+	electionDefault     = 300 * time.Millisecond
+	checkTimeoutDefault = 60 * time.Second
+	// durationMax bounds a run (the long runs are many runs, not one).
+	durationMax = 30 * time.Minute
+)
+
+// SetDefaults fills zero fields.
+func (c *Config) SetDefaults() {
+	if c.Nodes == 0 {
+		c.Nodes = nodesDefault
+	}
+	if c.Groups == 0 {
+		c.Groups = groupsDefault
+	}
+	if c.Clients == 0 {
+		c.Clients = clientsDefault
+	}
+	if c.Duration == 0 {
+		c.Duration = durationDefault
+	}
+	if c.FaultEvery == 0 {
+		c.FaultEvery = faultEveryDefault
+	}
+	if c.FaultFor == 0 {
+		c.FaultFor = faultForDefault
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = heartbeatDefault
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = electionDefault
+	}
+	if c.CheckTimeout == 0 {
+		c.CheckTimeout = checkTimeoutDefault
+	}
+}
+
+// Validate reports the first thing wrong.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Nodes != 3 && c.Nodes != 5 {
+		errs = append(errs, fmt.Errorf("nodes must be 3 or 5, not %d", c.Nodes))
+	}
+	if c.Groups < 1 || c.Groups > 64 {
+		errs = append(errs, fmt.Errorf("groups must be 1..64, not %d", c.Groups))
+	}
+	if c.Clients < 1 || c.Clients > 200 {
+		errs = append(errs, fmt.Errorf("clients must be 1..200, not %d", c.Clients))
+	}
+	if c.Duration <= 0 || c.Duration > durationMax {
+		errs = append(errs, fmt.Errorf("duration must be in (0, %v], not %v", durationMax, c.Duration))
+	}
+	for _, n := range c.Nemeses {
+		if !slices.Contains(AllNemeses, n) {
+			errs = append(errs, fmt.Errorf("unknown nemesis %q (known: %s)", n, strings.Join(AllNemeses, ", ")))
+		}
+	}
+	if c.Dir == "" {
+		errs = append(errs, errors.New("dir is required"))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseNemeses turns "a,b" or "all" or "none" into a list.
+func ParseNemeses(s string) ([]string, error) {
+	switch s {
+	case "", "none":
+		return nil, nil
+	case "all":
+		return slices.Clone(AllNemeses), nil
+	case "partitions":
+		return []string{NemPartitionOne, NemPartitionLeader, NemPartitionHalf, NemPartitionRing, NemPartitionFlap}, nil
+	case "kills":
+		return []string{NemKillOne, NemKillLeader, NemKillMinority, NemKillAll, NemPauseLeader}, nil
+	}
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(AllNemeses, n) {
+			return nil, fmt.Errorf("unknown nemesis %q (known: all, partitions, kills, %s)", n, strings.Join(AllNemeses, ", "))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,311 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/seatledger/seatledger/internal/proccluster"
+	"github.com/seatledger/seatledger/jepsen/history"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// Result is what a run produced.
+type Result struct {
+	History     *history.History
+	HistoryPath string
+	// Unavailability is, for each fault that can stop writes, the longest
+	// time any busy show went without a successful write during the fault
+	// window (and until writes resumed after it).
+	Unavailability []FaultWindow
+}
+
+// FaultWindow is one fault's measured unavailability.
+type FaultWindow struct {
+	Kind  string
+	Nodes string
+	At    time.Duration
+	Gap   time.Duration
+}
+
+// convergeTimeout bounds the wait for replicas to agree after healing.
+const convergeTimeout = 90 * time.Second
+
+// Run runs one test and returns its history (not yet checked). log gets
+// progress lines.
+func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if cfg.Binary == "" {
+		cfg.Binary = filepath.Join(cfg.Dir, "seatd")
+		fmt.Fprintf(log, "jepsen: building seatd into %s\n", cfg.Binary)
+		if err := proccluster.Build(ctx, cfg.Binary); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(log, "jepsen: seed %d, %d nodes, %d groups, %d clients, %v, nemeses %v, broken %q\n",
+		cfg.Seed, cfg.Nodes, cfg.Groups, cfg.Clients, cfg.Duration, cfg.Nemeses, cfg.Broken)
+	tc, err := startTestCluster(ctx, &cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	defer tc.close()
+	setup := ledgerpb.NewBookingClient(tc.conns[0])
+	if err := createShows(ctx, setup, cfg.Seed, showCount(cfg.Duration)); err != nil {
+		return nil, err
+	}
+
+	rec := &recorder{start: time.Now()}
+	rec.processes.Store(int64(cfg.Clients))
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < cfg.Clients; i++ {
+		c := &client{id: i, process: i, seed: cfg.Seed, rec: rec, nodeIDs: tc.ids(),
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))}
+		for _, conn := range tc.conns {
+			c.booking = append(c.booking, ledgerpb.NewBookingClient(conn))
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); c.run(runCtx) }()
+	}
+	nem := newNemesis(tc, rec, cfg.Seed)
+	steps := schedule(&cfg)
+	wg.Add(1)
+	go func() { defer wg.Done(); nem.run(runCtx, steps) }()
+	progress := time.NewTicker(5 * time.Second)
+	defer progress.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-runCtx.Done():
+			waiting = false
+		case <-progress.C:
+			rec.mu.Lock()
+			fmt.Fprintf(log, "jepsen: %5.1fs %d ops, %d faults\n", time.Since(rec.start).Seconds(), len(rec.mu.ops), len(rec.mu.faults))
+			rec.mu.Unlock()
+		}
+	}
+	wg.Wait()
+	nem.heal(ctx)
+	fmt.Fprintf(log, "jepsen: healed; waiting for replicas to converge\n")
+
+	h := &history.History{Seed: cfg.Seed, Ops: rec.mu.ops, Faults: rec.mu.faults}
+	final, err := finalRead(ctx, tc, setup, h)
+	if err != nil {
+		// Still write the history: it is the evidence.
+		fmt.Fprintf(log, "jepsen: final read failed: %v\n", err)
+	}
+	h.Final = final
+	res := &Result{History: h, HistoryPath: filepath.Join(cfg.Dir, "history.jsonl"), Unavailability: unavailability(h, cfg.FaultFor)}
+	f, ferr := os.Create(res.HistoryPath)
+	if ferr != nil {
+		return res, ferr
+	}
+	defer f.Close()
+	if werr := h.Write(f); werr != nil {
+		return res, werr
+	}
+	return res, err
+}
+
+// finalRead waits until the holds of the run have expired and every group's
+// replicas agree on their applied index, then reads every show and every
+// known hold linearizably and takes every replica's digest.
+func finalRead(ctx context.Context, tc *testCluster, b ledgerpb.BookingClient, h *history.History) (*history.Final, error) {
+	// Let the last holds expire so the expiry driver's last entry is in.
+	time.Sleep(holdTTLMaxS*time.Second + time.Second)
+	final := &history.Final{Seats: map[string]map[string]string{}, Holds: map[string]history.FinalHold{},
+		Digests: map[uint32]map[string]string{}, Applied: map[uint32]uint64{}}
+	if err := converge(ctx, tc, final); err != nil {
+		return final, err
+	}
+	shows := map[string]bool{}
+	for _, op := range h.Ops {
+		shows[op.Show] = true
+	}
+	for _, show := range sortedKeys(shows) {
+		sm, err := retryRead(ctx, func(ctx context.Context) (*ledgerpb.SeatMap, error) {
+			return b.GetSeatMap(ctx, &ledgerpb.GetSeatMapRequest{ShowId: show, Consistency: ledgerpb.Consistency_LINEARIZABLE})
+		})
+		if err != nil {
+			return final, fmt.Errorf("final read of %s: %w", show, err)
+		}
+		states := map[string]string{}
+		for _, s := range sm.Seats {
+			states[s.SeatId] = s.State.String()
+		}
+		final.Seats[show] = states
+		final.ReadAtMs = max(final.ReadAtMs, sm.AsOf.AsTime().UnixMilli())
+	}
+	holds := knownHolds(h.Ops)
+	for _, id := range sortedKeys(holds) {
+		hi, err := retryRead(ctx, func(ctx context.Context) (*ledgerpb.HoldInfo, error) {
+			return b.GetHold(ctx, &ledgerpb.GetHoldRequest{ShowId: holds[id], HoldId: id, Consistency: ledgerpb.Consistency_LINEARIZABLE})
+		})
+		if reasonOf(err) == "HOLD_NOT_FOUND" {
+			continue
+		}
+		if err != nil {
+			return final, fmt.Errorf("final read of hold %s: %w", id, err)
+		}
+		final.Holds[id] = history.FinalHold{Show: hi.ShowId, Seats: hi.SeatIds, State: hi.State.String(),
+			ExpiresAtMs: hi.ExpiresAt.AsTime().UnixMilli(), PaymentRef: hi.PaymentRef}
+	}
+	return final, nil
+}
+
+func retryRead[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {
+	var last error
+	var zero T
+	for try := 0; try < 50; try++ {
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		v, err := read(rctx)
+		cancel()
+		if err == nil {
+			return v, nil
+		}
+		last = err
+		if classify(err) == clsDone {
+			return zero, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return zero, last
+}
+
+// converge polls every node's Status until each group's replicas report one
+// digest at one applied index, and records those digests.
+func converge(ctx context.Context, tc *testCluster, final *history.Final) error {
+	deadline := time.Now().Add(convergeTimeout)
+	for {
+		byGroup := map[uint32]map[string]*ledgerpb.GroupStatus{}
+		for _, id := range tc.ids() {
+			st := tc.status(ctx, id, true)
+			if st == nil {
+				continue
+			}
+			for _, g := range st.Groups {
+				if byGroup[g.Group] == nil {
+					byGroup[g.Group] = map[string]*ledgerpb.GroupStatus{}
+				}
+				byGroup[g.Group][id] = g
+			}
+		}
+		agreed := len(byGroup) == tc.cfg.Groups
+		for _, reps := range byGroup {
+			var idx uint64
+			first := true
+			for _, g := range reps {
+				if first {
+					idx, first = g.DigestIndex, false
+				}
+				agreed = agreed && g.DigestIndex == idx && len(reps) == replicasOf(tc.cfg)
+			}
+		}
+		if agreed || time.Now().After(deadline) {
+			for group, reps := range byGroup {
+				final.Digests[group] = map[string]string{}
+				top := uint64(0)
+				for _, g := range reps {
+					top = max(top, g.DigestIndex)
+				}
+				final.Applied[group] = top
+				for id, g := range reps {
+					if g.DigestIndex == top {
+						final.Digests[group][id] = g.Digest
+					}
+				}
+			}
+			if !agreed {
+				return fmt.Errorf("replicas did not converge within %v", convergeTimeout)
+			}
+			return nil
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// replicasOf is the number of replicas per group seatd uses by default.
+func replicasOf(cfg *Config) int { return min(3, cfg.Nodes) }
+
+// faultsThatStop are the fault kinds after which writes may pause.
+var faultsThatStop = map[string]bool{
+	NemPartitionOne: true, NemPartitionLeader: true, NemPartitionHalf: true, NemPartitionRing: true,
+	NemKillOne: true, NemKillLeader: true, NemKillMinority: true, NemKillAll: true, NemPauseLeader: true,
+}
+
+// unavailability measures, per fault, the longest gap between successful
+// writes of any one busy show from the fault until window after it.
+func unavailability(h *history.History, window time.Duration) []FaultWindow {
+	byShow := map[string][]int64{}
+	for _, op := range h.Ops {
+		if op.Outcome == history.OK && isWrite(op.Kind) {
+			byShow[op.Show] = append(byShow[op.Show], op.Return)
+		}
+	}
+	for _, ts := range byShow {
+		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	}
+	var out []FaultWindow
+	for _, f := range h.Faults {
+		if !faultsThatStop[f.Kind] {
+			continue
+		}
+		from, to := f.At, f.At+int64(window)
+		var worst int64
+		for show, ts := range byShow {
+			busy := showsAt(h.Seed, time.Duration(f.At))
+			if !contains(busy, show) {
+				continue
+			}
+			prev := from
+			for _, t := range ts {
+				if t <= from {
+					continue
+				}
+				worst = max(worst, t-prev)
+				prev = t
+				if t > to {
+					break
+				}
+			}
+		}
+		out = append(out, FaultWindow{Kind: f.Kind, Nodes: f.Nodes, At: time.Duration(f.At), Gap: time.Duration(worst)})
+	}
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// GapSummary is the p50/p99/max of the fault windows' gaps.
+func GapSummary(ws []FaultWindow) string {
+	if len(ws) == 0 {
+		return "no faults that stop writes"
+	}
+	gaps := make([]time.Duration, len(ws))
+	for i, w := range ws {
+		gaps[i] = w.Gap
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+	q := func(p float64) time.Duration { return gaps[min(len(gaps)-1, int(p*float64(len(gaps))))] }
+	return fmt.Sprintf("unavailability over %d faults: p50 %v, p99 %v, max %v", len(gaps),
+		q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
+}

@@ -1,0 +1,446 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/seatledger/seatledger/jepsen/history"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// The workload: shows rotate so that each is busy for a short window, every
+// hold's TTL is short so holds expire during the run, and each client picks
+// among the shows that are busy now.
+const (
+	showRows       = 3
+	showRowSeats   = 10
+	activeShows    = 3
+	showWindow     = 6 * time.Second
+	holdTTLMinS    = 1 // the API's TTLs are whole seconds
+	holdTTLMaxS    = 4
+	seatsPerHold   = 3 // at most
+	attemptTimeout = time.Second
+	// opDeadline bounds one operation with its retries; after it an
+	// uncertain write is recorded as indeterminate.
+	opDeadline = 8 * time.Second
+	// thinkMax bounds a client's pause between operations.
+	thinkMax = 20 * time.Millisecond
+)
+
+// recorder collects the history; IDs are dense in call order.
+type recorder struct {
+	start time.Time
+	mu    struct {
+		sync.Mutex
+		ops    []history.Op
+		faults []history.Fault
+	}
+	processes atomic.Int64 // next fresh process id
+}
+
+func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
+
+// begin records a call and returns its id.
+func (r *recorder) begin(op history.Op) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.ID = len(r.mu.ops)
+	op.Call = r.now()
+	r.mu.ops = append(r.mu.ops, op)
+	return op.ID
+}
+
+// end records a return.
+func (r *recorder) end(op history.Op) {
+	if op.Outcome != history.Info {
+		op.Return = r.now()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.Call = r.mu.ops[op.ID].Call
+	r.mu.ops[op.ID] = op
+}
+
+func (r *recorder) fault(kind, nodes string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.faults = append(r.mu.faults, history.Fault{At: r.now(), Kind: kind, Nodes: nodes})
+}
+
+// showName is the i-th show of a run.
+func showName(seed int64, i int) string { return fmt.Sprintf("j%d-s%03d", seed, i) }
+
+// showsAt returns the shows busy at elapsed time t.
+func showsAt(seed int64, t time.Duration) []string {
+	epoch := int(t / showWindow)
+	out := make([]string, activeShows)
+	for k := range out {
+		out[k] = showName(seed, epoch*activeShows+k)
+	}
+	return out
+}
+
+// showCount is how many shows a run of d uses.
+func showCount(d time.Duration) int { return (int(d/showWindow) + 2) * activeShows }
+
+func testShow(id string) *ledgerpb.Show {
+	s := &ledgerpb.Show{ShowId: id, Title: "jepsen " + id,
+		Categories: []*ledgerpb.Category{{Name: "std", PriceMinor: 900, Currency: "EUR"}}}
+	for r := 0; r < showRows; r++ {
+		s.Rows = append(s.Rows, &ledgerpb.Row{Name: string(rune('A' + r)), Seats: showRowSeats, Category: "std"})
+	}
+	return s
+}
+
+func seatIDs() []string {
+	var out []string
+	for r := 0; r < showRows; r++ {
+		for n := 1; n <= showRowSeats; n++ {
+			out = append(out, fmt.Sprintf("%c%d", 'A'+r, n))
+		}
+	}
+	return out
+}
+
+// client is one client process: it issues one operation at a time.
+type client struct {
+	id      int
+	process int
+	rng     *rand.Rand
+	seed    int64
+	rec     *recorder
+	booking []ledgerpb.BookingClient // one per node, through the client proxies
+	nodeIDs []string
+	reqSeq  int
+	// holds this client may confirm or release
+	holds []ownHold
+	// last is the last definite write, for resends
+	last *history.Op
+}
+
+type ownHold struct {
+	show, id string
+}
+
+func (c *client) clientID() string { return fmt.Sprintf("jc%d", c.id) }
+
+func (c *client) nextRequest() string {
+	c.reqSeq++
+	return fmt.Sprintf("r%d", c.reqSeq)
+}
+
+// run issues operations until ctx ends.
+func (c *client) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		shows := showsAt(c.seed, time.Duration(c.rec.now()))
+		show := shows[c.rng.IntN(len(shows))]
+		var op history.Op
+		switch p := c.rng.IntN(100); {
+		case p < 35:
+			op = c.holdOp(show)
+		case p < 42 && len(c.holds) > 0:
+			h := c.pickHold()
+			op = history.Op{Kind: history.KindConfirm, Show: h.show, HoldID: h.id, PaymentRef: fmt.Sprintf("pay-%d-%d", c.id, c.reqSeq+1)}
+		case p < 60 && len(c.holds) > 0:
+			h := c.pickHold()
+			op = history.Op{Kind: history.KindRelease, Show: h.show, HoldID: h.id}
+		case p < 65 && len(c.holds) > 0:
+			h := c.pickHold()
+			op = history.Op{Kind: history.KindGetHold, Show: h.show, HoldID: h.id}
+		case p < 70 && c.last != nil:
+			op = *c.last
+			op.Resend, op.Of = true, c.last.ID
+		default:
+			op = history.Op{Kind: history.KindRead, Show: show}
+		}
+		c.do(ctx, op)
+		// Think time keeps the history small enough to check exhaustively.
+		time.Sleep(time.Duration(c.rng.IntN(int(thinkMax))))
+	}
+}
+
+func (c *client) holdOp(show string) history.Op {
+	seats := seatIDs()
+	n := 1 + c.rng.IntN(seatsPerHold)
+	// Adjacent seats in one row, as people book.
+	row := c.rng.IntN(showRows)
+	first := c.rng.IntN(showRowSeats - n + 1)
+	return history.Op{Kind: history.KindHold, Show: show, Seats: seats[row*showRowSeats+first : row*showRowSeats+first+n],
+		TTLms: int64(holdTTLMinS+c.rng.IntN(holdTTLMaxS-holdTTLMinS+1)) * 1000}
+}
+
+func (c *client) pickHold() ownHold {
+	// Forget holds of shows no longer busy: they have expired by now.
+	busy := map[string]bool{}
+	for _, s := range showsAt(c.seed, time.Duration(c.rec.now())) {
+		busy[s] = true
+	}
+	kept := c.holds[:0]
+	for _, h := range c.holds {
+		if busy[h.show] {
+			kept = append(kept, h)
+		}
+	}
+	c.holds = kept
+	if len(c.holds) == 0 {
+		return ownHold{}
+	}
+	return c.holds[c.rng.IntN(len(c.holds))]
+}
+
+// do runs one operation with retries and records it.
+func (c *client) do(ctx context.Context, op history.Op) {
+	if op.Kind != history.KindRead && op.Kind != history.KindGetHold && op.HoldID == "" && op.Kind != history.KindHold {
+		return // no hold to act on
+	}
+	if op.Kind == history.KindGetHold && op.HoldID == "" {
+		return
+	}
+	op.Process = c.process
+	if !op.Resend && op.Kind != history.KindRead && op.Kind != history.KindGetHold {
+		op.ClientID, op.RequestID = c.clientID(), c.nextRequest()
+	}
+	op.Outcome, op.Reason, op.Error = "", "", ""
+	op.ID = c.rec.begin(op)
+	deadline, cancel := context.WithTimeout(context.WithoutCancel(ctx), opDeadline)
+	defer cancel()
+	uncertain := false
+	node := c.rng.IntN(len(c.booking))
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 400*time.Millisecond) {
+		op.Node = c.nodeIDs[node]
+		actx, acancel := context.WithTimeout(deadline, attemptTimeout)
+		err := c.attempt(actx, c.booking[node], &op)
+		acancel()
+		cls := classify(err)
+		if cls == clsDone {
+			break
+		}
+		op.Reason, op.Error = reasonOf(err), err.Error()
+		if cls == clsUncertain {
+			uncertain = true
+		}
+		if deadline.Err() != nil || ctx.Err() != nil && cls != clsUncertain {
+			if uncertain && isWrite(op.Kind) {
+				op.Outcome = history.Info
+			} else {
+				op.Outcome = history.Fail
+			}
+			break
+		}
+		// Retry elsewhere, as a client with a list of endpoints does.
+		node = (node + 1 + c.rng.IntN(len(c.booking)-1)) % len(c.booking)
+		select {
+		case <-deadline.Done():
+		case <-time.After(backoff):
+		}
+	}
+	if op.Outcome == "" {
+		op.Outcome = history.OK
+		if err := op.Error; err != "" {
+			op.Outcome = history.Fail
+		}
+	}
+	c.rec.end(op)
+	c.after(op)
+}
+
+func isWrite(k history.Kind) bool {
+	return k == history.KindHold || k == history.KindConfirm || k == history.KindRelease
+}
+
+// after updates the client's own state from an operation's outcome.
+func (c *client) after(op history.Op) {
+	if op.Outcome == history.Info {
+		// The op may still take effect: later ops belong to a new process.
+		c.process = int(c.rec.processes.Add(1))
+		return
+	}
+	if isWrite(op.Kind) && !op.Resend {
+		o := op
+		c.last = &o
+	}
+	if op.Kind == history.KindHold && op.Outcome == history.OK && !op.Resend {
+		c.holds = append(c.holds, ownHold{show: op.Show, id: op.OutHoldID})
+	}
+	// A finished hold is mostly forgotten; sometimes kept, to act on again.
+	if (op.Kind == history.KindConfirm || op.Kind == history.KindRelease) && op.Outcome == history.OK && c.rng.IntN(4) != 0 {
+		c.holds = slices.DeleteFunc(c.holds, func(h ownHold) bool { return h.id == op.HoldID })
+	}
+}
+
+// attempt sends op once to one node and fills in its outputs. A non-nil
+// error is what the node answered (or the transport's failure).
+func (c *client) attempt(ctx context.Context, b ledgerpb.BookingClient, op *history.Op) error {
+	op.Error, op.Reason = "", ""
+	var err error
+	switch op.Kind {
+	case history.KindHold:
+		var r *ledgerpb.HoldResponse
+		r, err = b.Hold(ctx, &ledgerpb.HoldRequest{ShowId: op.Show, SeatIds: op.Seats, ClientId: op.ClientID,
+			RequestId: op.RequestID, TtlSeconds: uint32(op.TTLms / 1000)})
+		if err == nil {
+			op.OutHoldID, op.ExpiresAtMs, op.Revision, op.AppliedAtMs, op.Replayed =
+				r.HoldId, r.ExpiresAt.AsTime().UnixMilli(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
+		}
+	case history.KindConfirm:
+		var r *ledgerpb.ConfirmResponse
+		r, err = b.Confirm(ctx, &ledgerpb.ConfirmRequest{ShowId: op.Show, HoldId: op.HoldID, PaymentRef: op.PaymentRef,
+			ClientId: op.ClientID, RequestId: op.RequestID})
+		if err == nil {
+			op.HoldState, op.Revision, op.AppliedAtMs, op.Replayed = r.State.String(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
+		}
+	case history.KindRelease:
+		var r *ledgerpb.ReleaseResponse
+		r, err = b.Release(ctx, &ledgerpb.ReleaseRequest{ShowId: op.Show, HoldId: op.HoldID, ClientId: op.ClientID, RequestId: op.RequestID})
+		if err == nil {
+			op.HoldState, op.Revision, op.AppliedAtMs, op.Replayed = r.State.String(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
+		}
+	case history.KindRead:
+		var r *ledgerpb.SeatMap
+		r, err = b.GetSeatMap(ctx, &ledgerpb.GetSeatMapRequest{ShowId: op.Show, Consistency: ledgerpb.Consistency_LINEARIZABLE})
+		if err == nil {
+			op.SeatStates = map[string]string{}
+			for _, s := range r.Seats {
+				op.SeatStates[s.SeatId] = s.State.String()
+			}
+			op.Revision, op.AppliedAtMs = r.Revision, r.AsOf.AsTime().UnixMilli()
+		}
+	case history.KindGetHold:
+		var r *ledgerpb.HoldInfo
+		r, err = b.GetHold(ctx, &ledgerpb.GetHoldRequest{ShowId: op.Show, HoldId: op.HoldID, Consistency: ledgerpb.Consistency_LINEARIZABLE})
+		if err == nil {
+			op.HoldState, op.ExpiresAtMs, op.Revision, op.AppliedAtMs = r.State.String(), r.ExpiresAt.AsTime().UnixMilli(), r.Revision, r.AsOf.AsTime().UnixMilli()
+		}
+	}
+	if err != nil {
+		op.Error, op.Reason = err.Error(), reasonOf(err)
+		if d := detailOf(err); d != nil {
+			op.Taken, op.Revision, op.HoldState = d.TakenSeatIds, d.Revision, holdStateName(d.HoldState)
+			if d.AppliedAt != nil {
+				op.AppliedAtMs = d.AppliedAt.AsTime().UnixMilli()
+			}
+		}
+	}
+	return err
+}
+
+func holdStateName(s ledgerpb.HoldState) string {
+	if s == ledgerpb.HoldState_HOLD_STATE_UNSPECIFIED {
+		return ""
+	}
+	return s.String()
+}
+
+// Error classes.
+type errClass int
+
+const (
+	clsDone      errClass = iota // an answer: success or a definite rejection
+	clsRetry                     // definitely not applied: retry
+	clsUncertain                 // may have been applied: retry with the same request_id
+)
+
+func classify(err error) errClass {
+	if err == nil {
+		return clsDone
+	}
+	switch reasonOf(err) {
+	case "NOT_LEADER", "UNAVAILABLE":
+		return clsRetry
+	case "OUTCOME_UNKNOWN", "DEADLINE_EXCEEDED", "CANCELED", "INTERNAL":
+		return clsUncertain
+	case "":
+		// No ErrorInfo: the transport failed (the request may have been sent).
+		if c := status.Code(err); c == codes.Unavailable || c == codes.DeadlineExceeded || c == codes.Canceled || c == codes.Unknown || c == codes.Internal {
+			return clsUncertain
+		}
+		return clsDone
+	}
+	return clsDone
+}
+
+func reasonOf(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.Reason
+		}
+	}
+	return ""
+}
+
+func detailOf(err error) *ledgerpb.ErrorDetail {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if ed, ok := d.(*ledgerpb.ErrorDetail); ok {
+			return ed
+		}
+	}
+	return nil
+}
+
+// createShows creates every show of the run before the clients start.
+func createShows(ctx context.Context, b ledgerpb.BookingClient, seed int64, n int) error {
+	for i := 0; i < n; i++ {
+		req := &ledgerpb.CreateShowRequest{Show: testShow(showName(seed, i)), ClientId: "jepsen-admin", RequestId: showName(seed, i)}
+		var err error
+		for try := 0; try < 100; try++ {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err = b.CreateShow(cctx, req)
+			cancel()
+			if err == nil || reasonOf(err) == "SHOW_EXISTS" {
+				err = nil
+				break
+			}
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return ctx.Err()
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			return fmt.Errorf("create show %s: %w", showName(seed, i), err)
+		}
+	}
+	return nil
+}
+
+// knownHolds lists every hold id the history learned of, by show.
+func knownHolds(ops []history.Op) map[string]string {
+	out := map[string]string{}
+	for _, op := range ops {
+		if op.OutHoldID != "" {
+			out[op.OutHoldID] = op.Show
+		}
+		if op.HoldID != "" {
+			out[op.HoldID] = op.Show
+		}
+	}
+	return out
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
