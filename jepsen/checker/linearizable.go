@@ -66,7 +66,10 @@ func (sm *showModel) linearize(budget time.Duration, opt Options, faults []histo
 	start := time.Now()
 	defer func() { res.ElapsedMs = float64(time.Since(start).Microseconds()) / 1000 }()
 	model, ops := sm.porcupineModel(), sm.operations()
-	switch porcupine.CheckOperationsTimeout(model, ops, budget) {
+	sm.quiet = true
+	verdict := porcupine.CheckOperationsTimeout(model, ops, budget)
+	sm.quiet = false
+	switch verdict {
 	case porcupine.Ok:
 		return res
 	case porcupine.Unknown:
@@ -75,7 +78,9 @@ func (sm *showModel) linearize(budget time.Duration, opt Options, faults []histo
 		return res
 	}
 	res.Result = "illegal"
+	sm.quiet = true
 	verdict, info := porcupine.CheckOperationsVerbose(model, ops, budget)
+	sm.quiet = false
 	ids, msg := []int(nil), "no linearization exists"
 	if verdict == porcupine.Illegal {
 		ids, msg = sm.explain(info)

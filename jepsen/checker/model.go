@@ -85,6 +85,7 @@ type state struct {
 	seats vec[seatCell]
 	holds vec[holdCell]
 	open  []int32 // slots whose expiry upper bound is open; never mutated
+	done  int32   // definite (not info) ops applied
 }
 
 func (sm *showModel) init() *state {
@@ -92,7 +93,7 @@ func (sm *showModel) init() *state {
 }
 
 func (s *state) hash() uint64 {
-	h := mix(uint64(s.clock) ^ mix(s.pos) ^ s.seats.hash ^ mix(s.holds.hash))
+	h := mix(uint64(s.clock) ^ mix(s.pos^uint64(s.done)<<48) ^ s.seats.hash ^ mix(s.holds.hash))
 	for _, o := range s.open {
 		h = mix(h ^ uint64(o))
 	}
@@ -100,24 +101,32 @@ func (s *state) hash() uint64 {
 }
 
 func (s *state) equal(o *state) bool {
-	return s.clock == o.clock && s.pos == o.pos && slices.Equal(s.open, o.open) &&
+	return s.clock == o.clock && s.pos == o.pos && s.done == o.done && slices.Equal(s.open, o.open) &&
 		s.seats.equal(o.seats) && s.holds.equal(o.holds)
 }
 
 // step applies op o to s. It returns the next state, or nil and why the
 // model rejects o there. replay selects how info ops apply: as certain
-// effects (porcupine, which also tries them last, i.e. never) or as
-// possible ones (the revision replay).
+// effects (porcupine) or as possible ones (the revision replay).
+//
+// For porcupine an info op that cannot succeed where it is tried is
+// rejected there unless every definite op is already linearized: failing
+// has no effect, exactly like taking effect never, which porcupine always
+// has as an option (an info op never returns, so it may come last). Without
+// this rule porcupine would also try the no-op at every position in
+// between, each a new search state.
 func (sm *showModel) step(s *state, o *mop, replay bool) (*state, string) {
 	w := *s
 	if o.outcome == history.Info {
-		if replay {
+		switch {
+		case replay:
 			sm.mayApply(&w, o)
-		} else {
-			sm.applyInfo(&w, o)
+		case !sm.applyInfo(&w, o) && w.done < sm.definite:
+			return nil, "an info op that cannot take effect here is tried last"
 		}
 		return &w, ""
 	}
+	w.done++
 	if why := sm.advance(&w, o); why != "" {
 		return nil, why
 	}
@@ -146,7 +155,7 @@ func (sm *showModel) step(s *state, o *mop, replay bool) (*state, string) {
 func (sm *showModel) advance(w *state, o *mop) string {
 	if o.pos != 0 {
 		if o.pos < w.pos {
-			return fmt.Sprintf("revision %d comes after revision %d", o.pos/2, w.pos/2)
+			return sm.whyf("revision %d comes after revision %d", o.pos/2, w.pos/2)
 		}
 		w.pos = o.pos
 	}
@@ -154,7 +163,7 @@ func (sm *showModel) advance(w *state, o *mop) string {
 		return ""
 	}
 	if o.clock < w.clock {
-		return fmt.Sprintf("log clock %d comes after log clock %d", o.clock, w.clock)
+		return sm.whyf("log clock %d comes after log clock %d", o.clock, w.clock)
 	}
 	w.clock = o.clock
 	for _, i := range w.open {
@@ -272,7 +281,7 @@ func (sm *showModel) seat(w *state, o *mop, x int32, want uint8) string {
 		if want == seatFree || (want == seatHeld && c.may) {
 			return ""
 		}
-		return fmt.Sprintf("seat %s is %s, not %s", sm.seats[x], "FREE", seatNames[want])
+		return sm.whyf("seat %s is %s, not %s", sm.seats[x], "FREE", seatNames[want])
 	}
 	i := c.owner - 1
 	ex := holdExpl(w, o, i, want, refAny)
@@ -281,6 +290,9 @@ func (sm *showModel) seat(w *state, o *mop, x int32, want uint8) string {
 	}
 	if sm.narrow(w, o, i, ex) {
 		return ""
+	}
+	if sm.quiet {
+		return rejected
 	}
 	return fmt.Sprintf("seat %s is %s by %s, not %s", sm.seats[x], sm.seatState(w, o, i), sm.slots[i].id, seatNames[want])
 }
@@ -323,7 +335,7 @@ func (sm *showModel) hold(w *state, o *mop) string {
 		return sm.seatsTaken(w, o)
 	}
 	if w.holds.get(int(o.slot)).st != hNone {
-		return fmt.Sprintf("hold %s is made twice", sm.slots[o.slot].id)
+		return sm.whyf("hold %s is made twice", sm.slots[o.slot].id)
 	}
 	if why := sm.take(w, o, o.slot, o.seats); why != "" {
 		return "hold granted although " + why
@@ -362,7 +374,7 @@ func (sm *showModel) seatsTaken(w *state, o *mop) string {
 		ex := taken(x)
 		c := w.seats.get(int(x))
 		if ex == 0 || (c.owner != 0 && !sm.narrow(w, o, c.owner-1, ex)) {
-			return fmt.Sprintf("SEATS_TAKEN names seat %s, which is free", sm.seats[x])
+			return sm.whyf("SEATS_TAKEN names seat %s, which is free", sm.seats[x])
 		}
 	}
 	return ""
@@ -384,11 +396,11 @@ func (sm *showModel) target(w *state, o *mop) (done bool, why string) {
 	case !exists:
 		return true, "the hold named does not exist (yet) in this show"
 	case o.reason == "HOLD_NOT_FOUND":
-		return true, fmt.Sprintf("HOLD_NOT_FOUND although hold %s exists", sm.slots[o.slot].id)
+		return true, sm.whyf("HOLD_NOT_FOUND although hold %s exists", sm.slots[o.slot].id)
 	case o.kind == history.KindGetHold:
 		return false, ""
 	case !sm.ownerOK(o) && o.reason != "NOT_HOLD_OWNER":
-		return true, fmt.Sprintf("hold %s belongs to %s, not %s", sm.slots[o.slot].id, sm.slots[o.slot].client, o.l.ClientID)
+		return true, sm.whyf("hold %s belongs to %s, not %s", sm.slots[o.slot].id, sm.slots[o.slot].client, o.l.ClientID)
 	case o.reason == "NOT_HOLD_OWNER":
 		if sm.ownerOK(o) && sm.slots[o.slot].client != "" && o.l.ClientID != "" {
 			return true, "NOT_HOLD_OWNER from the hold's owner"
@@ -396,4 +408,15 @@ func (sm *showModel) target(w *state, o *mop) (done bool, why string) {
 		return true, ""
 	}
 	return false, ""
+}
+
+// rejected is the reason given while sm.quiet: porcupine never reads it.
+const rejected = "rejected"
+
+// whyf formats a rejection, unless nobody will read it.
+func (sm *showModel) whyf(format string, args ...any) string {
+	if sm.quiet {
+		return rejected
+	}
+	return fmt.Sprintf(format, args...)
 }

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
@@ -20,7 +19,7 @@ func (sm *showModel) confirm(w *state, o *mop) string {
 	switch {
 	case o.outcome == history.OK && h.st == hConfirmed:
 		if h.ref != refAny && h.ref != o.ref {
-			return fmt.Sprintf("confirm OK although hold %s is confirmed with payment ref %q", sm.slots[i].id, sm.refs[h.ref])
+			return sm.whyf("confirm OK although hold %s is confirmed with payment ref %q", sm.slots[i].id, sm.refs[h.ref])
 		}
 		h.ref = o.ref
 		w.holds = w.holds.set(int(i), h)
@@ -28,7 +27,7 @@ func (sm *showModel) confirm(w *state, o *mop) string {
 	case o.outcome == history.OK:
 		ex := holdExpl(w, o, i, seatHeld, refAny) | holdExpl(w, o, i, seatBooked, o.ref)
 		if !sm.narrow(w, o, i, ex) {
-			return fmt.Sprintf("confirm OK although hold %s is %s", sm.slots[i].id, sm.holdState(w, o, i))
+			return sm.whyf("confirm OK although hold %s is %s", sm.slots[i].id, sm.holdState(w, o, i))
 		}
 		h = w.holds.get(int(i))
 		h.st, h.ref, h.mayConfirm, h.mayCancel = hConfirmed, o.ref, false, false
@@ -58,7 +57,7 @@ func (sm *showModel) release(w *state, o *mop) string {
 		ex |= exMayCancel
 	}
 	if !sm.narrow(w, o, i, ex) {
-		return fmt.Sprintf("release OK although hold %s is %s", sm.slots[i].id, sm.holdState(w, o, i))
+		return sm.whyf("release OK although hold %s is %s", sm.slots[i].id, sm.holdState(w, o, i))
 	}
 	sm.cancel(w, i)
 	return ""
@@ -84,7 +83,7 @@ func (sm *showModel) closedAnswer(w *state, o *mop) string {
 		}
 	}
 	if !sm.narrow(w, o, i, ex) {
-		return fmt.Sprintf("%s %s although hold %s is %s", o.kind, o.reason, sm.slots[i].id, sm.holdState(w, o, i))
+		return sm.whyf("%s %s although hold %s is %s", o.kind, o.reason, sm.slots[i].id, sm.holdState(w, o, i))
 	}
 	return ""
 }
@@ -108,12 +107,12 @@ func (sm *showModel) getHold(w *state, o *mop) string {
 		ex = exTrue
 	}
 	if !sm.narrow(w, o, i, ex) {
-		return fmt.Sprintf("GetHold reads %s although hold %s is %s", o.state, sm.slots[i].id, sm.holdState(w, o, i))
+		return sm.whyf("GetHold reads %s although hold %s is %s", o.state, sm.slots[i].id, sm.holdState(w, o, i))
 	}
 	if o.exp != 0 {
 		h := w.holds.get(int(i))
 		if o.exp < h.lo || o.exp > h.hi {
-			return fmt.Sprintf("GetHold reads expires_at %d for hold %s, which expires in [%d, %d]", o.exp, sm.slots[i].id, h.lo, h.hi)
+			return sm.whyf("GetHold reads expires_at %d for hold %s, which expires in [%d, %d]", o.exp, sm.slots[i].id, h.lo, h.hi)
 		}
 		h.lo, h.hi = o.exp, o.exp
 		w.holds = w.holds.set(int(i), h)
@@ -135,6 +134,9 @@ func (sm *showModel) read(w *state, o *mop) string {
 
 // holdState describes hold i at o's clock, for messages.
 func (sm *showModel) holdState(w *state, o *mop, i int32) string {
+	if sm.quiet {
+		return ""
+	}
 	h := w.holds.get(int(i))
 	switch h.st {
 	case hNone:
@@ -157,34 +159,36 @@ func (sm *showModel) holdState(w *state, o *mop, i int32) string {
 }
 
 // applyInfo applies an info op as if it took effect here, at a clock no
-// earlier than the state's. An info op that could not succeed here is a
-// no-op: failing has no effect, the same as never being applied.
-func (sm *showModel) applyInfo(w *state, o *mop) {
+// earlier than the state's, and reports whether it could.
+func (sm *showModel) applyInfo(w *state, o *mop) bool {
 	switch o.kind {
 	case history.KindHold:
 		if w.holds.get(int(o.slot)).st != hNone {
-			return
+			return false
 		}
 		w2 := *w
 		if sm.take(&w2, o, o.slot, o.seats) != "" {
-			return
+			return false
 		}
 		*w = w2
 		w.holds = w.holds.set(int(o.slot), holdCell{st: hHeld, open: true, lo: w.clock + o.ttl, hi: math.MaxInt64, ref: refAny, mayRef: refAny})
 		w.open = append(slices.Clip(w.open), o.slot)
+		return true
 	case history.KindConfirm, history.KindRelease:
 		if !sm.infoCanAct(w, o) {
-			return
+			return false
 		}
 		sm.narrow(w, o, o.slot, exLive)
 		if o.kind == history.KindRelease {
 			sm.cancel(w, o.slot)
-			return
+			return true
 		}
 		h := w.holds.get(int(o.slot))
 		h.st, h.ref = hConfirmed, o.ref
 		w.holds = w.holds.set(int(o.slot), h)
+		return true
 	}
+	return false
 }
 
 // infoCanAct reports whether an info confirm or release could succeed at a

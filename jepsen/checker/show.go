@@ -64,15 +64,19 @@ type slot struct {
 
 // showModel is everything the model needs about one show.
 type showModel struct {
-	name    string
-	seats   []string
-	seatIdx map[string]int32
-	slots   []slot
-	slotIdx map[string]int32
-	refs    []string
-	refIdx  map[string]int32
-	ops     []*mop // modeled ops, in call order
-	end     int64  // a time after every call and return: info ops return then
+	name     string
+	seats    []string
+	seatIdx  map[string]int32
+	slots    []slot
+	slotIdx  map[string]int32
+	refs     []string
+	refIdx   map[string]int32
+	ops      []*mop // modeled ops, in call order
+	definite int32  // ops in ops that are not info
+	end      int64  // a time after every call and return: info ops return then
+	// quiet skips formatting rejections while porcupine searches; only the
+	// goroutine checking the show touches it.
+	quiet bool
 }
 
 // buildShow turns a show's logical ops into model ops. owner maps every
@@ -97,6 +101,9 @@ func buildShow(name string, ops []*lop, owner map[string]string, final *history.
 		}
 		m.process = procs[l.Process]
 		sm.ops = append(sm.ops, m)
+		if m.outcome != history.Info {
+			sm.definite++
+		}
 	}
 	return sm
 }
