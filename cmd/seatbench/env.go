@@ -99,9 +99,13 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	}
 	sum.SetupS = time.Since(setupStart).Seconds()
 	e.stats = &stats{} // setup calls are not part of the figures
-	cpu0 := e.cpuNow()
+	cpu0, idx0 := e.cpuNow(), e.appliedTotal(ctx)
 	elapsed := w.run(ctx, e)
 	sum.CPU = e.cpuUse(cpu0, elapsed)
+	if idx1 := e.appliedTotal(ctx); idx0 > 0 && idx1 > idx0 {
+		e.extra["raft_entries_per_s"] = fmt.Sprintf("%.0f", float64(idx1-idx0)/elapsed.Seconds())
+		e.extra["commands_per_entry"] = fmt.Sprintf("%.1f", float64(e.mutations())/float64(idx1-idx0))
+	}
 	sum.ElapsedS = elapsed.Seconds()
 	sum.Calls = e.stats.summarize(elapsed)
 	w.check(ctx, e)
@@ -112,6 +116,34 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	}
 	printSummary(stdout, sum)
 	return sum, nil
+}
+
+// appliedTotal is the sum of every group's applied index on the first local
+// node (0 without a local cluster): the raft entries the cluster applied.
+func (e *env) appliedTotal(ctx context.Context) uint64 {
+	if e.cluster == nil {
+		return 0
+	}
+	applied, err := healthApplied(ctx, e.cluster.Nodes()[0].HTTPAddr)
+	if err != nil {
+		return 0
+	}
+	var sum uint64
+	for _, a := range applied {
+		sum += a
+	}
+	return sum
+}
+
+// mutations counts the client commands sent (every call but reads).
+func (e *env) mutations() uint64 {
+	var n uint64
+	for _, c := range e.stats.calls() {
+		if !strings.HasPrefix(c.name, "seatmap") && c.name != "final_read" {
+			n += c.attempts.Load()
+		}
+	}
+	return n
 }
 
 func (e *env) dial(endpoints []string) (func(), error) {
