@@ -47,6 +47,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	// A run must start from empty nodes: old state would answer this run's
+	// request ids (the same seed makes the same ones) with old results.
+	if _, err := os.Stat(filepath.Join(cfg.Dir, "n1")); err == nil {
+		return nil, fmt.Errorf("%s holds nodes of an earlier run: use a fresh --dir", cfg.Dir)
+	}
 	if cfg.Binary == "" {
 		cfg.Binary = filepath.Join(cfg.Dir, "seatd")
 		fmt.Fprintf(log, "jepsen: building seatd into %s\n", cfg.Binary)
@@ -245,12 +250,27 @@ var faultsThatStop = map[string]bool{
 	NemKillOne: true, NemKillLeader: true, NemKillMinority: true, NemKillAll: true, NemPauseLeader: true,
 }
 
-// unavailability measures, per fault, the longest gap between successful
+// answered reports whether a write got an answer from the state machine:
+// applied, or rejected by it (a conflict is the ledger working).
+func answered(op history.Op) bool {
+	if !isWrite(op.Kind) {
+		return false
+	}
+	switch op.Outcome {
+	case history.OK:
+		return true
+	case history.Fail:
+		return op.Reason != "" && op.Reason != "UNAVAILABLE" && op.Reason != "NOT_LEADER"
+	}
+	return false
+}
+
+// unavailability measures, per fault, the longest gap between answered
 // writes of any one busy show from the fault until window after it.
 func unavailability(h *history.History, window time.Duration) []FaultWindow {
 	byShow := map[string][]int64{}
 	for _, op := range h.Ops {
-		if op.Outcome == history.OK && isWrite(op.Kind) {
+		if answered(op) {
 			byShow[op.Show] = append(byShow[op.Show], op.Return)
 		}
 	}

@@ -30,7 +30,7 @@ const (
 	holdTTLMinS    = 1 // the API's TTLs are whole seconds
 	holdTTLMaxS    = 4
 	seatsPerHold   = 3 // at most
-	attemptTimeout = time.Second
+	attemptTimeout = 500 * time.Millisecond
 	// opDeadline bounds one operation with its retries; after it an
 	// uncertain write is recorded as indeterminate.
 	opDeadline = 8 * time.Second
