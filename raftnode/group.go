@@ -80,7 +80,12 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		return fmt.Errorf("raftnode: open raft log of group %d: %w", g.id, err)
 	}
 	g.store = store
-	logs, err := raft.NewLogCache(logCacheEntries, store)
+	checked := checkedLogs{store}
+	if err := checked.verifyAll(); err != nil {
+		store.Close()
+		return fmt.Errorf("raftnode: group %d refuses to start on a damaged log (%s): %w", g.id, filepath.Join(dir, "raft.db"), err)
+	}
+	logs, err := raft.NewLogCache(logCacheEntries, checked)
 	if err != nil {
 		store.Close()
 		return err
@@ -123,7 +128,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		return fmt.Errorf("raftnode: raft config: %w", err)
 	}
 	if cfg.Bootstrap {
-		if err := g.bootstrap(rc, store, snaps, replicas); err != nil {
+		if err := g.bootstrap(rc, checked, store, snaps, replicas); err != nil {
 			store.Close()
 			return err
 		}
@@ -137,8 +142,8 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	return nil
 }
 
-func (g *Group) bootstrap(rc *raft.Config, store *raftboltdb.BoltStore, snaps raft.SnapshotStore, replicas []string) error {
-	has, err := raft.HasExistingState(store, store, snaps)
+func (g *Group) bootstrap(rc *raft.Config, logs raft.LogStore, store *raftboltdb.BoltStore, snaps raft.SnapshotStore, replicas []string) error {
+	has, err := raft.HasExistingState(logs, store, snaps)
 	if err != nil || has {
 		return err
 	}
@@ -146,7 +151,7 @@ func (g *Group) bootstrap(rc *raft.Config, store *raftboltdb.BoltStore, snaps ra
 	for _, id := range replicas {
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(peerAddr(g.node.cfg.Peers, id))})
 	}
-	return raft.BootstrapCluster(rc, store, store, snaps, g.transport, raft.Configuration{Servers: servers})
+	return raft.BootstrapCluster(rc, logs, store, snaps, g.transport, raft.Configuration{Servers: servers})
 }
 
 // peerAddresses resolves a server id to its raft address from the peer list
