@@ -98,6 +98,10 @@ func runTest(args []string) error {
 	}
 	printUnavailability(res.Unavailability)
 	rep := checker.Check(res.History, checker.Options{Timeout: cfg.CheckTimeout, OutDir: cfg.Dir})
+	for _, p := range res.Problems {
+		fmt.Println("seatjepsen: VIOLATION:", p)
+		rep.Valid = false
+	}
 	return verdict(rep, cfg.Dir, res.HistoryPath, *expect, err)
 }
 
@@ -146,7 +150,7 @@ func printUnavailability(ws []runner.FaultWindow) {
 	if len(ws) == 0 {
 		return
 	}
-	fmt.Println("unavailability (longest gap between successful writes of a busy show, per fault):")
+	fmt.Println("unavailability (longest gap between answered writes of a busy show, per fault):")
 	for _, w := range ws {
 		fmt.Printf("  %6.1fs %-17s %-12s %v\n", w.At.Seconds(), w.Kind, w.Nodes, w.Gap.Round(time.Millisecond))
 	}

@@ -25,29 +25,19 @@ type life struct {
 
 // showOps indexes one show's logical ops for the invariant checks.
 type showOps struct {
-	name     string
-	ops      []*lop
-	byHold   map[string][]*lop // confirm, release, gethold ops by hold id
-	lives    []*life
-	byRet    []*lop  // definite ops with a clock, by return time
-	clockMax []int64 // prefix max of byRet's clocks
+	name   string
+	ops    []*lop
+	byHold map[string][]*lop // confirm, release, gethold ops by hold id
+	lives  []*life
+	clocks clockIndex
 }
 
 func newShowOps(name string, ops []*lop) *showOps {
-	so := &showOps{name: name, ops: ops, byHold: map[string][]*lop{}}
+	so := &showOps{name: name, ops: ops, byHold: map[string][]*lop{}, clocks: newClockIndex(ops)}
 	for _, l := range ops {
 		if l.HoldID != "" {
 			so.byHold[l.HoldID] = append(so.byHold[l.HoldID], l)
 		}
-		if l.Outcome != history.Info && l.AppliedAtMs != 0 {
-			so.byRet = append(so.byRet, l)
-		}
-	}
-	sort.Slice(so.byRet, func(i, j int) bool { return so.byRet[i].Return < so.byRet[j].Return })
-	var mx int64
-	for _, l := range so.byRet {
-		mx = max(mx, l.AppliedAtMs)
-		so.clockMax = append(so.clockMax, mx)
 	}
 	seen := map[string]bool{}
 	for _, l := range ops {
@@ -58,16 +48,6 @@ func newShowOps(name string, ops []*lop) *showOps {
 		so.lives = append(so.lives, &life{l: l, seats: l.Seats, start: l.AppliedAtMs, end: so.lifeEnd(l)})
 	}
 	return so
-}
-
-// clockAfter is a lower bound of the log clock of an op called at call:
-// the latest clock of an op of the show that returned before.
-func (so *showOps) clockAfter(call int64) int64 {
-	n := sort.Search(len(so.byRet), func(i int) bool { return so.byRet[i].Return >= call })
-	if n == 0 {
-		return 0
-	}
-	return so.clockMax[n-1]
 }
 
 // lifeEnd is the earliest log time hold l could have stopped holding.
@@ -98,7 +78,7 @@ func (so *showOps) lifeEnd(l *lop) int64 {
 		case o.Outcome == history.OK && o.AppliedAtMs != 0:
 			end = min(end, o.AppliedAtMs)
 		case o.Outcome == history.OK || (o.Outcome == history.Info && !confirmed):
-			end = min(end, max(l.AppliedAtMs, so.clockAfter(o.Call)))
+			end = min(end, max(l.AppliedAtMs, so.clocks.before(o.Call)))
 		}
 	}
 	return end

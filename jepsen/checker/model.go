@@ -3,7 +3,6 @@ package checker
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/seatledger/seatledger/jepsen/history"
 )
@@ -17,11 +16,17 @@ import (
 // unknown clock >= the state's.
 //
 // Expiry: a hold's expires_at lies in [lo, hi]. For an acknowledged hold
-// lo == hi. An info hold applied at an unknown clock c has lo = clock+TTL
-// when applied and hi = (the next observed clock)+TTL; until a clock is
-// observed it is open. Observations narrow the bounds: a seat read HELD at c
-// means expires_at > c, a seat another hold took at c means expires_at <= c.
-// When an observation has two explanations nothing is narrowed.
+// lo == hi. An info hold was applied at an unknown clock c >= the state's
+// clock where porcupine linearizes it: lo is about clock+TTL (infoLo), hi is
+// unbounded. Observations narrow the bounds: a seat read HELD at c means
+// c < expires_at <= c+TTL (it existed at c), a seat another hold took at c
+// means expires_at <= c. When an observation has two explanations nothing
+// is narrowed.
+//
+// The bounds of an info hold depend as little as they soundly can on where
+// porcupine linearizes it (infoLo rounds them): then linearizing it before
+// or after an op it commutes with reaches the same state, and porcupine's
+// cache of (linearized ops, state) prunes the search.
 //
 // May flags exist for the revision replay (ordering.go), which cannot place
 // info ops: from the earliest revision an info op could have applied at, its
@@ -41,7 +46,6 @@ const refAny int32 = -2
 
 type holdCell struct {
 	st         uint8
-	open       bool // hi waits for the next observed clock
 	mayConfirm bool
 	mayCancel  bool
 	ref        int32 // hConfirmed: the payment ref, or refAny
@@ -53,7 +57,7 @@ func (h holdCell) hashAt(i int) uint64 {
 	if h == (holdCell{}) {
 		return 0
 	}
-	b := uint64(h.st) | boolBit(h.open, 8) | boolBit(h.mayConfirm, 9) | boolBit(h.mayCancel, 10)
+	b := uint64(h.st) | boolBit(h.mayConfirm, 9) | boolBit(h.mayCancel, 10)
 	x := mix(uint64(i)<<32 ^ b ^ uint64(uint32(h.ref))<<12)
 	x = mix(x ^ uint64(h.lo) ^ uint64(uint32(h.mayRef))<<40)
 	return mix(x ^ uint64(h.hi))
@@ -84,8 +88,7 @@ type state struct {
 	pos   uint64
 	seats vec[seatCell]
 	holds vec[holdCell]
-	open  []int32 // slots whose expiry upper bound is open; never mutated
-	done  int32   // definite (not info) ops applied
+	done  int32 // definite (not info) ops applied
 }
 
 func (sm *showModel) init() *state {
@@ -93,15 +96,11 @@ func (sm *showModel) init() *state {
 }
 
 func (s *state) hash() uint64 {
-	h := mix(uint64(s.clock) ^ mix(s.pos^uint64(s.done)<<48) ^ s.seats.hash ^ mix(s.holds.hash))
-	for _, o := range s.open {
-		h = mix(h ^ uint64(o))
-	}
-	return h
+	return mix(uint64(s.clock) ^ mix(s.pos^uint64(s.done)<<48) ^ s.seats.hash ^ mix(s.holds.hash))
 }
 
 func (s *state) equal(o *state) bool {
-	return s.clock == o.clock && s.pos == o.pos && s.done == o.done && slices.Equal(s.open, o.open) &&
+	return s.clock == o.clock && s.pos == o.pos && s.done == o.done &&
 		s.seats.equal(o.seats) && s.holds.equal(o.holds)
 }
 
@@ -150,8 +149,6 @@ func (sm *showModel) step(s *state, o *mop, replay bool) (*state, string) {
 }
 
 // advance moves the state to o's revision and clock, which may not go back.
-// An observed clock fixes the expiry upper bound of open info holds: they
-// were applied at a clock no later than this one.
 func (sm *showModel) advance(w *state, o *mop) string {
 	if o.pos != 0 {
 		if o.pos < w.pos {
@@ -166,13 +163,6 @@ func (sm *showModel) advance(w *state, o *mop) string {
 		return sm.whyf("log clock %d comes after log clock %d", o.clock, w.clock)
 	}
 	w.clock = o.clock
-	for _, i := range w.open {
-		h := w.holds.get(int(i))
-		h.hi = min(h.hi, o.clock+sm.slots[i].ttl)
-		h.open = false
-		w.holds = w.holds.set(int(i), h)
-	}
-	w.open = nil
 	return ""
 }
 
@@ -242,6 +232,9 @@ func (sm *showModel) narrow(w *state, o *mop, i int32, ex int) bool {
 	switch ex {
 	case exLive:
 		h.lo = max(h.lo, c+1)
+		if known {
+			h.hi = min(h.hi, c+sm.slots[i].ttl) // it existed at c
+		}
 	case exExpired:
 		if known {
 			h.hi = min(h.hi, c)

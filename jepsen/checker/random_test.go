@@ -149,6 +149,7 @@ type gen struct {
 	lastRet []int64
 	known   []knownHold // acknowledged holds, for confirms and releases
 	batch   bool        // the last entry was a client write: the next may share it
+	infoPct int
 }
 
 type knownHold struct {
@@ -157,10 +158,18 @@ type knownHold struct {
 	ret     int64
 }
 
-func generate(seed int64, nops int) (*history.History, map[int]map[string]simSeat) {
-	g := &gen{r: rand.New(rand.NewSource(seed)), s: newSim(8), h: &history.History{Seed: seed},
-		truth: map[int]map[string]simSeat{}, lastRet: make([]int64, 4)}
-	for k := int64(1); len(g.h.Ops) < nops; k++ {
+// genConfig shapes generated histories.
+type genConfig struct {
+	ops, procs, seats int
+	infoPct           int // percent of writes that end info (half of them applied)
+}
+
+var genSmall = genConfig{ops: 120, procs: 4, seats: 8, infoPct: 10}
+
+func generate(seed int64, cfg genConfig) (*history.History, map[int]map[string]simSeat) {
+	g := &gen{r: rand.New(rand.NewSource(seed)), s: newSim(cfg.seats), h: &history.History{Seed: seed},
+		truth: map[int]map[string]simSeat{}, lastRet: make([]int64, cfg.procs), infoPct: cfg.infoPct}
+	for k := int64(1); len(g.h.Ops) < cfg.ops; k++ {
 		g.slot(k * 100)
 	}
 	g.final()
@@ -219,14 +228,14 @@ func (g *gen) slot(t int64) {
 // writes become info (applied or not), a few fail before the log.
 func (g *gen) fate(op *history.Op) bool {
 	switch n := g.r.Intn(100); {
-	case n < 5:
+	case n < g.infoPct/2:
 		op.Outcome, op.Reason, op.Return = history.Info, "OUTCOME_UNKNOWN", 0
 		return false
-	case n < 10:
+	case n < g.infoPct:
 		op.Outcome, op.Reason, op.Return = history.Info, "DEADLINE_EXCEEDED", 0
 		g.entry()
 		return true
-	case n < 13:
+	case n < g.infoPct+3:
 		op.Outcome, op.Reason = history.Fail, "NOT_LEADER"
 		return false
 	}
@@ -379,10 +388,10 @@ func (g *gen) final() {
 }
 
 func TestRandomHistories(t *testing.T) {
-	const seeds, nops = 40, 120
+	const seeds = 40
 	applied := map[string]int{}
 	for seed := int64(1); seed <= seeds; seed++ {
-		h, truth := generate(seed, nops)
+		h, truth := generate(seed, genSmall)
 		r := Check(h, Options{Timeout: 10e9})
 		if !r.Valid {
 			var b strings.Builder

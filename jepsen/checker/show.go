@@ -59,6 +59,7 @@ type slot struct {
 	ttl    int64
 	info   bool  // made by an info hold: id unknown, expiry known within bounds
 	exp    int64 // the acknowledged expiry; 0 if unknown
+	lo0    int64 // info: the least expiry, from the clock when it was called
 	op     *mop
 }
 
@@ -85,10 +86,11 @@ func buildShow(name string, ops []*lop, owner map[string]string, final *history.
 	sm := &showModel{name: name, seatIdx: map[string]int32{}, slotIdx: map[string]int32{}, refIdx: map[string]int32{}}
 	sm.indexSeats(ops, final)
 	procs := map[int]int{}
+	clocks := newClockIndex(ops)
 	for _, l := range ops {
 		sm.end = max(sm.end, l.Call+1, l.Return+1)
 		if l.Kind == history.KindHold && (l.Outcome == history.OK || l.Outcome == history.Info) {
-			sm.addSlot(l, rep)
+			sm.addSlot(l, clocks, rep)
 		}
 	}
 	for _, l := range ops {
@@ -176,7 +178,7 @@ func (sm *showModel) seatList(names []string) []int32 {
 	return out
 }
 
-func (sm *showModel) addSlot(l *lop, rep *reporter) {
+func (sm *showModel) addSlot(l *lop, clocks clockIndex, rep *reporter) {
 	id := l.OutHoldID
 	if l.Outcome == history.Info || id == "" {
 		id = fmt.Sprintf("info-%d", l.ID)
@@ -190,7 +192,8 @@ func (sm *showModel) addSlot(l *lop, rep *reporter) {
 	if ttl <= 0 {
 		ttl = holdTTLDefaultMs
 	}
-	s := slot{id: id, client: l.ClientID, seats: sm.seatList(l.Seats), ttl: ttl, info: l.Outcome == history.Info}
+	s := slot{id: id, client: l.ClientID, seats: sm.seatList(l.Seats), ttl: ttl, info: l.Outcome == history.Info,
+		lo0: clocks.before(l.Call) + ttl}
 	if !s.info {
 		s.exp = l.ExpiresAtMs
 		if s.exp == 0 && l.AppliedAtMs != 0 {
@@ -315,3 +318,36 @@ func parseSeatState(s string) uint8 {
 
 // normHoldState accepts HOLD_STATE_HELD or HELD and returns HELD.
 func normHoldState(s string) string { return strings.TrimPrefix(s, "HOLD_STATE_") }
+
+// clockIndex answers: what is the latest log clock of an op of the show
+// that returned before time t? The log clock of anything called at t is at
+// least that.
+type clockIndex struct {
+	ret   []int64 // return times of definite ops with a clock, ascending
+	clock []int64 // clock[i]: the latest clock among the first i+1 of them
+}
+
+func newClockIndex(ops []*lop) clockIndex {
+	var def []*lop
+	for _, l := range ops {
+		if l.Outcome != history.Info && l.AppliedAtMs != 0 {
+			def = append(def, l)
+		}
+	}
+	sort.Slice(def, func(i, j int) bool { return def[i].Return < def[j].Return })
+	ci := clockIndex{ret: make([]int64, len(def)), clock: make([]int64, len(def))}
+	var mx int64
+	for i, l := range def {
+		mx = max(mx, l.AppliedAtMs)
+		ci.ret[i], ci.clock[i] = l.Return, mx
+	}
+	return ci
+}
+
+func (ci clockIndex) before(t int64) int64 {
+	n := sort.Search(len(ci.ret), func(i int) bool { return ci.ret[i] >= t })
+	if n == 0 {
+		return 0
+	}
+	return ci.clock[n-1]
+}

@@ -30,13 +30,14 @@ const (
 	NemLeaderTransfer  = "leader-transfer"  // move group leaders around
 	NemDelay           = "delay"            // 20–80 ms delay with jitter on every peer link
 	NemLoss            = "loss"             // 5% of chunks stall 200 ms on every peer link
+	NemCorruptLog      = "corrupt-log"      // flip a bit of a raft log entry on one stopped node; it must refuse to start
 )
 
 // AllNemeses lists every nemesis, in the order reports use.
 var AllNemeses = []string{
 	NemPartitionOne, NemPartitionLeader, NemPartitionHalf, NemPartitionRing, NemPartitionFlap,
 	NemKillOne, NemKillLeader, NemKillMinority, NemKillAll, NemPauseLeader,
-	NemClockSkew, NemClockJump, NemLeaderTransfer, NemDelay, NemLoss,
+	NemClockSkew, NemClockJump, NemLeaderTransfer, NemDelay, NemLoss, NemCorruptLog,
 }
 
 // Config is one test run.

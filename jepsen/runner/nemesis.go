@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/seatledger/seatledger/jepsen/netproxy"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -40,6 +45,11 @@ type nemesis struct {
 	// what to undo at heal
 	killed, paused []string
 	skewed         []string
+	// dead are nodes that refused to start on a corrupted log: they stay
+	// down (repairing them needs membership changes).
+	dead []string
+	// problems are harness-level findings (a corruption not detected).
+	problems []string
 }
 
 func newNemesis(tc *testCluster, rec *recorder, seed int64) *nemesis {
@@ -132,6 +142,8 @@ func (n *nemesis) inject(ctx context.Context, s step) {
 		d := time.Duration(20+n.rng.IntN(60)) * time.Millisecond
 		n.tc.net.each(func(_, _ string, l *netproxy.Link) { l.SetDelay(d, d/2) })
 		n.rec.fault(s.Kind, d.String())
+	case NemCorruptLog:
+		n.corrupt(ctx)
 	case NemLoss:
 		n.tc.net.each(func(_, _ string, l *netproxy.Link) { l.SetLoss(0.05) })
 		n.rec.fault(s.Kind, "5%")
@@ -223,6 +235,9 @@ func (n *nemesis) heal(ctx context.Context) {
 		n.tc.procs.Resume(id)
 	}
 	for _, id := range n.killed {
+		if slices.Contains(n.dead, id) {
+			continue
+		}
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := n.tc.procs.Restart(rctx, id); err != nil {
 			n.rec.fault("restart-failed", fmt.Sprintf("%s: %v", id, err))
@@ -234,4 +249,76 @@ func (n *nemesis) heal(ctx context.Context) {
 	}
 	n.paused, n.killed, n.skewed = nil, nil, nil
 	n.rec.fault("heal", "")
+}
+
+// corrupt stops one node, flips a bit in one of its raft log entries, and
+// checks that the node then refuses to start. At most one node is corrupted
+// per run, and it stays down.
+func (n *nemesis) corrupt(ctx context.Context) {
+	if len(n.dead) > 0 {
+		n.rec.fault(NemCorruptLog, "skipped: a node is already down")
+		return
+	}
+	id := n.pick(n.tc.ids())
+	node := n.tc.procs.Node(id)
+	if err := n.tc.procs.Kill(id); err != nil {
+		n.rec.fault(NemCorruptLog, fmt.Sprintf("%s: kill: %v", id, err))
+		return
+	}
+	where, err := corruptLogEntry(node.DataDir, n.rng)
+	if err != nil {
+		n.rec.fault(NemCorruptLog, fmt.Sprintf("%s: %v (restarting it)", id, err))
+		n.killed = append(n.killed, id)
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	err = n.tc.procs.Restart(rctx, id)
+	cancel()
+	logTail, _ := os.ReadFile(node.LogPath)
+	detected := err != nil && strings.Contains(string(logTail), "refuses to start on a damaged log")
+	if !detected {
+		n.problems = append(n.problems, fmt.Sprintf("corrupt-log: %s started on a corrupted log (%s) without detecting it", id, where))
+		n.rec.fault(NemCorruptLog, fmt.Sprintf("%s %s: NOT DETECTED", id, where))
+		return
+	}
+	n.dead = append(n.dead, id)
+	n.rec.fault(NemCorruptLog, fmt.Sprintf("%s %s: detected, node refuses to start", id, where))
+}
+
+// corruptLogEntry flips one bit of the data of a random entry of a random
+// group's raft log under dataDir (the node must be stopped).
+func corruptLogEntry(dataDir string, rng *rand.Rand) (string, error) {
+	dbs, err := filepath.Glob(filepath.Join(dataDir, "raft", "group-*", "raft.db"))
+	if err != nil || len(dbs) == 0 {
+		return "", fmt.Errorf("no raft log under %s", dataDir)
+	}
+	slices.Sort(dbs)
+	path := dbs[rng.IntN(len(dbs))]
+	store, err := raftboltdb.New(raftboltdb.Options{Path: path})
+	if err != nil {
+		return "", err
+	}
+	defer store.Close()
+	first, err := store.FirstIndex()
+	if err != nil {
+		return "", err
+	}
+	last, err := store.LastIndex()
+	if err != nil || last == 0 {
+		return "", fmt.Errorf("empty log %s", path)
+	}
+	idx := first + uint64(rng.Int64N(int64(last-first+1)))
+	var l raft.Log
+	if err := store.GetLog(idx, &l); err != nil {
+		return "", err
+	}
+	if len(l.Data) == 0 {
+		return "", fmt.Errorf("entry %d of %s has no data", idx, path)
+	}
+	bit := rng.IntN(len(l.Data) * 8)
+	l.Data[bit/8] ^= 1 << (bit % 8)
+	if err := store.StoreLog(&l); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s entry %d bit %d", filepath.Base(filepath.Dir(path)), idx, bit), nil
 }

@@ -24,6 +24,9 @@ type Result struct {
 	// time any busy show went without a successful write during the fault
 	// window (and until writes resumed after it).
 	Unavailability []FaultWindow
+	// Problems are failures the runner itself saw (a corrupted log a node
+	// did not detect); each is a violation.
+	Problems []string
 }
 
 // FaultWindow is one fault's measured unavailability.
@@ -106,13 +109,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	fmt.Fprintf(log, "jepsen: healed; waiting for replicas to converge\n")
 
 	h := &history.History{Seed: cfg.Seed, Ops: rec.mu.ops, Faults: rec.mu.faults}
-	final, err := finalRead(ctx, tc, setup, h)
+	final, err := finalRead(ctx, tc, setup, h, len(nem.dead))
 	if err != nil {
 		// Still write the history: it is the evidence.
 		fmt.Fprintf(log, "jepsen: final read failed: %v\n", err)
 	}
 	h.Final = final
-	res := &Result{History: h, HistoryPath: filepath.Join(cfg.Dir, "history.jsonl"), Unavailability: unavailability(h, cfg.FaultFor)}
+	res := &Result{History: h, HistoryPath: filepath.Join(cfg.Dir, "history.jsonl"),
+		Unavailability: unavailability(h, cfg.FaultFor), Problems: nem.problems}
 	f, ferr := os.Create(res.HistoryPath)
 	if ferr != nil {
 		return res, ferr
@@ -127,12 +131,12 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 // finalRead waits until the holds of the run have expired and every group's
 // replicas agree on their applied index, then reads every show and every
 // known hold linearizably and takes every replica's digest.
-func finalRead(ctx context.Context, tc *testCluster, b ledgerpb.BookingClient, h *history.History) (*history.Final, error) {
+func finalRead(ctx context.Context, tc *testCluster, b ledgerpb.BookingClient, h *history.History, dead int) (*history.Final, error) {
 	// Let the last holds expire so the expiry driver's last entry is in.
 	time.Sleep(holdTTLMaxS*time.Second + time.Second)
 	final := &history.Final{Seats: map[string]map[string]string{}, Holds: map[string]history.FinalHold{},
 		Digests: map[uint32]map[string]string{}, Applied: map[uint32]uint64{}}
-	if err := converge(ctx, tc, final); err != nil {
+	if err := converge(ctx, tc, final, dead); err != nil {
 		return final, err
 	}
 	shows := map[string]bool{}
@@ -190,8 +194,9 @@ func retryRead[T any](ctx context.Context, read func(context.Context) (T, error)
 }
 
 // converge polls every node's Status until each group's replicas report one
-// digest at one applied index, and records those digests.
-func converge(ctx context.Context, tc *testCluster, final *history.Final) error {
+// digest at one applied index, and records those digests. dead nodes (that
+// refused to start) are not waited for.
+func converge(ctx context.Context, tc *testCluster, final *history.Final, dead int) error {
 	deadline := time.Now().Add(convergeTimeout)
 	for {
 		byGroup := map[uint32]map[string]*ledgerpb.GroupStatus{}
@@ -215,7 +220,7 @@ func converge(ctx context.Context, tc *testCluster, final *history.Final) error 
 				if first {
 					idx, first = g.DigestIndex, false
 				}
-				agreed = agreed && g.DigestIndex == idx && len(reps) == replicasOf(tc.cfg)
+				agreed = agreed && g.DigestIndex == idx && len(reps) >= replicasOf(tc.cfg)-dead
 			}
 		}
 		if agreed || time.Now().After(deadline) {
