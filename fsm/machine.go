@@ -313,3 +313,14 @@ func (tx *txn) holdRecord(id string) *ledgerpb.HoldRecord {
 	}
 	return h
 }
+
+// DropGroup deletes every record of a group from db (synced), for a replica
+// that leaves the group or joins it afresh. No Machine of the group may be
+// in use.
+func DropGroup(db *pebble.DB, group uint32) error {
+	p := groupPrefix(group)
+	if err := db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
+		return fmt.Errorf("fsm: drop group %d: %w", group, err)
+	}
+	return nil
+}

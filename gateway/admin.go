@@ -10,6 +10,7 @@ import (
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
 	"github.com/seatledger/seatledger/shard"
 )
 
@@ -54,8 +55,10 @@ func (a *Admin) groupStatus(id uint32, digest bool) (*ledgerpb.GroupStatus, erro
 	num := func(k string) uint64 { v, _ := strconv.ParseUint(stats[k], 10, 64); return v }
 	gs := &ledgerpb.GroupStatus{Group: id, RangeStart: lo, RangeEnd: hi, State: stats["state"],
 		LeaderId: g.Leader(), Term: num("term"), LastIndex: num("last_log_index"),
-		CommitIndex: num("commit_index"), AppliedIndex: g.Machine().Applied(), ClockMs: g.Machine().Clock(),
-		Replicas: a.router.Replicas(id)}
+		CommitIndex: num("commit_index"), AppliedIndex: g.Machine().Applied(), ClockMs: g.Machine().Clock()}
+	if reps, err := g.Replicas(); err == nil {
+		gs.Replicas = reps
+	}
 	if digest {
 		d, err := g.Machine().Digest()
 		if err != nil {
@@ -90,4 +93,52 @@ func (a *Admin) TransferLeader(ctx context.Context, req *ledgerpb.TransferLeader
 		return nil, newStatus("UNAVAILABLE", fmt.Sprintf("leadership transfer of group %d: %v", req.Group, err))
 	}
 	return &ledgerpb.TransferLeaderResponse{LeaderId: g.Leader()}, nil
+}
+
+// HostGroup starts an empty replica of a group on this node.
+func (a *Admin) HostGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*ledgerpb.MembershipResponse, error) {
+	if err := a.router.Node().HostGroup(req.Group); err != nil {
+		return nil, membershipError(err)
+	}
+	return a.membership(req.Group), nil
+}
+
+// DropGroup stops and deletes this node's replica of a group.
+func (a *Admin) DropGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*ledgerpb.MembershipResponse, error) {
+	if err := a.router.Node().DropGroup(req.Group); err != nil {
+		return nil, membershipError(err)
+	}
+	return &ledgerpb.MembershipResponse{}, nil
+}
+
+// AddVoter adds a node to a group; this node must lead it.
+func (a *Admin) AddVoter(ctx context.Context, req *ledgerpb.VoterRequest) (*ledgerpb.MembershipResponse, error) {
+	return a.changeVoters(req, func(g *raftnode.Group) error { return g.AddVoter(ctx, req.Node) })
+}
+
+// RemoveVoter removes a node from a group; this node must lead it.
+func (a *Admin) RemoveVoter(ctx context.Context, req *ledgerpb.VoterRequest) (*ledgerpb.MembershipResponse, error) {
+	return a.changeVoters(req, func(g *raftnode.Group) error { return g.RemoveVoter(ctx, req.Node) })
+}
+
+func (a *Admin) changeVoters(req *ledgerpb.VoterRequest, change func(*raftnode.Group) error) (*ledgerpb.MembershipResponse, error) {
+	g, err := a.router.Node().Group(req.Group)
+	if err != nil {
+		return nil, membershipError(err)
+	}
+	if !g.IsLeader() {
+		return nil, notLeaderError(g.Leader())
+	}
+	if err := change(g); err != nil {
+		return nil, membershipError(err)
+	}
+	return a.membership(req.Group), nil
+}
+
+func (a *Admin) membership(group uint32) *ledgerpb.MembershipResponse {
+	resp := &ledgerpb.MembershipResponse{}
+	if g, err := a.router.Node().Group(group); err == nil {
+		resp.Replicas, _ = g.Replicas()
+	}
+	return resp
 }

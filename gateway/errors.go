@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,24 +39,26 @@ type rule struct {
 
 // reasons is the error table.
 var reasons = map[string]rule{
-	"INVALID_ARGUMENT":  {codes.InvalidArgument, http.StatusBadRequest},
-	"UNKNOWN_SEAT":      {codes.InvalidArgument, http.StatusBadRequest},
-	"SHOW_NOT_FOUND":    {codes.NotFound, http.StatusNotFound},
-	"SHOW_EXISTS":       {codes.AlreadyExists, http.StatusConflict},
-	"SEATS_TAKEN":       {codes.Aborted, http.StatusConflict},
-	"HOLD_NOT_FOUND":    {codes.NotFound, http.StatusNotFound},
-	"HOLD_GONE":         {codes.NotFound, http.StatusGone}, // unknown hold at confirm
-	"HOLD_EXPIRED":      {codes.FailedPrecondition, http.StatusGone},
-	"HOLD_CANCELLED":    {codes.FailedPrecondition, http.StatusGone},
-	"HOLD_CONFIRMED":    {codes.FailedPrecondition, http.StatusConflict},
-	"NOT_HOLD_OWNER":    {codes.PermissionDenied, http.StatusForbidden},
-	"REQUEST_ID_REUSED": {codes.AlreadyExists, http.StatusConflict},
-	"NOT_LEADER":        {codes.Unavailable, http.StatusServiceUnavailable},
-	"UNAVAILABLE":       {codes.Unavailable, http.StatusServiceUnavailable},
-	"OUTCOME_UNKNOWN":   {codes.Unavailable, http.StatusServiceUnavailable},
-	"DEADLINE_EXCEEDED": {codes.DeadlineExceeded, http.StatusGatewayTimeout},
-	"CANCELED":          {codes.Canceled, 499},
-	"INTERNAL":          {codes.Internal, http.StatusInternalServerError},
+	"INVALID_ARGUMENT":    {codes.InvalidArgument, http.StatusBadRequest},
+	"UNKNOWN_SEAT":        {codes.InvalidArgument, http.StatusBadRequest},
+	"SHOW_NOT_FOUND":      {codes.NotFound, http.StatusNotFound},
+	"SHOW_EXISTS":         {codes.AlreadyExists, http.StatusConflict},
+	"SEATS_TAKEN":         {codes.Aborted, http.StatusConflict},
+	"HOLD_NOT_FOUND":      {codes.NotFound, http.StatusNotFound},
+	"HOLD_GONE":           {codes.NotFound, http.StatusGone}, // unknown hold at confirm
+	"HOLD_EXPIRED":        {codes.FailedPrecondition, http.StatusGone},
+	"HOLD_CANCELLED":      {codes.FailedPrecondition, http.StatusGone},
+	"HOLD_CONFIRMED":      {codes.FailedPrecondition, http.StatusConflict},
+	"NOT_HOLD_OWNER":      {codes.PermissionDenied, http.StatusForbidden},
+	"REQUEST_ID_REUSED":   {codes.AlreadyExists, http.StatusConflict},
+	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound},
+	"FAILED_PRECONDITION": {codes.FailedPrecondition, http.StatusPreconditionFailed},
+	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable},
+	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable},
+	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable},
+	"DEADLINE_EXCEEDED":   {codes.DeadlineExceeded, http.StatusGatewayTimeout},
+	"CANCELED":            {codes.Canceled, 499},
+	"INTERNAL":            {codes.Internal, http.StatusInternalServerError},
 }
 
 // codeReasons names each FSM result code.
@@ -102,6 +105,19 @@ func fieldError(fe *fsm.FieldError) error {
 func notLeaderError(leader string) error {
 	return newStatus("NOT_LEADER", "this node does not lead the group: call the leader",
 		&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}, &ledgerpb.ErrorDetail{LeaderHint: leader})
+}
+
+// membershipError maps a membership change's failure.
+func membershipError(err error) error {
+	switch {
+	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+		return notLeaderError("")
+	case errors.Is(err, raftnode.ErrUnknownGroup), errors.Is(err, raftnode.ErrUnknownPeer):
+		return newStatus("NOT_FOUND", err.Error())
+	case errors.Is(err, raftnode.ErrGroupHosted), errors.Is(err, raftnode.ErrStillMember):
+		return newStatus("FAILED_PRECONDITION", err.Error())
+	}
+	return newStatus("UNAVAILABLE", err.Error(), &errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
 }
 
 // op names the call, for rules that depend on it.

@@ -37,8 +37,11 @@ type Group struct {
 	readyEpoch atomic.Uint64
 }
 
-func startGroup(n *Node, id uint32, replicas []string) (*Group, error) {
-	dir := filepath.Join(n.cfg.DataDir, "raft", fmt.Sprintf("group-%d", id))
+// startGroup starts this node's replica of a group. bootstrap is the
+// group's initial configuration for a replica with no raft state yet; nil
+// for a replica added to a running group, which waits for its leader.
+func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
+	dir := n.groupDir(id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftnode: group dir: %w", err)
 	}
@@ -57,7 +60,7 @@ func startGroup(n *Node, id uint32, replicas []string) (*Group, error) {
 		notify: make(chan bool, 16),
 		stop:   make(chan struct{}),
 	}
-	if err := g.openRaft(dir, replicas); err != nil {
+	if err := g.openRaft(dir, bootstrap); err != nil {
 		return nil, err
 	}
 	g.wg.Add(3)
@@ -127,7 +130,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		store.Close()
 		return fmt.Errorf("raftnode: raft config: %w", err)
 	}
-	if cfg.Bootstrap {
+	if cfg.Bootstrap && len(replicas) > 0 {
 		if err := g.bootstrap(rc, checked, store, snaps, replicas); err != nil {
 			store.Close()
 			return err

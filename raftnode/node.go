@@ -17,10 +17,17 @@ import (
 // Node is one seatledger process's share of the cluster: a Pebble database,
 // one raft port, and a replica of every group that names this node.
 type Node struct {
-	cfg    Config
-	db     *pebble.DB
-	mux    *Mux
-	groups map[uint32]*Group // fixed after Start
+	cfg Config
+	db  *pebble.DB
+	mux *Mux
+
+	// mu guards the hosted groups, which membership changes add and drop
+	// (membership.go); changes hold it for their whole start or stop.
+	mu struct {
+		sync.Mutex
+		groups map[uint32]*Group
+		closed bool
+	}
 
 	muxDone   chan struct{}
 	closeOnce sync.Once
@@ -52,31 +59,55 @@ func Start(cfg Config) (*Node, error) {
 		db.Close()
 		return nil, fmt.Errorf("raftnode: listen on %s: %w", cfg.RaftAddr, err)
 	}
-	n := &Node{cfg: cfg, db: db, mux: NewMux(ln), groups: map[uint32]*Group{}, muxDone: make(chan struct{})}
+	n := &Node{cfg: cfg, db: db, mux: NewMux(ln), muxDone: make(chan struct{})}
+	n.mu.groups = map[uint32]*Group{}
 	go func() {
 		defer close(n.muxDone)
 		n.mux.Serve()
 	}()
-	for _, id := range n.hostedGroups() {
-		g, err := startGroup(n, id, cfg.Groups[id])
+	for _, h := range n.initialGroups() {
+		g, err := startGroup(n, h.id, h.bootstrap)
 		if err != nil {
 			n.Close()
 			return nil, err
 		}
-		n.groups[id] = g
+		n.mu.groups[h.id] = g
 	}
 	return n, nil
 }
 
-func (n *Node) hostedGroups() []uint32 {
-	var ids []uint32
-	for g, replicas := range n.cfg.Groups {
-		if slices.Contains(replicas, n.cfg.NodeID) {
-			ids = append(ids, g)
+type hosting struct {
+	id        uint32
+	bootstrap []string // the initial configuration, for a first start
+}
+
+// initialGroups decides what this node hosts at start: a group whose raft
+// state is on disk (it was placed here, or added later), and a group the
+// initial placement names that has never run here. A group removed from
+// this node (membership.go leaves a tombstone) is not hosted again.
+func (n *Node) initialGroups() []hosting {
+	var out []hosting
+	for id, replicas := range n.cfg.Groups {
+		dir := n.groupDir(id)
+		switch {
+		case exists(filepath.Join(dir, tombstoneFile)):
+		case exists(filepath.Join(dir, "raft.db")):
+			out = append(out, hosting{id: id})
+		case slices.Contains(replicas, n.cfg.NodeID):
+			out = append(out, hosting{id: id, bootstrap: replicas})
 		}
 	}
-	slices.Sort(ids)
-	return ids
+	slices.SortFunc(out, func(a, b hosting) int { return int(a.id) - int(b.id) })
+	return out
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func (n *Node) groupDir(id uint32) string {
+	return filepath.Join(n.cfg.DataDir, "raft", fmt.Sprintf("group-%d", id))
 }
 
 // ID is this node's id.
@@ -87,7 +118,9 @@ func (n *Node) Peers() []Peer { return n.cfg.Peers }
 
 // Group returns this node's replica of a group.
 func (n *Node) Group(id uint32) (*Group, error) {
-	g, ok := n.groups[id]
+	n.mu.Lock()
+	g, ok := n.mu.groups[id]
+	n.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: group %d", ErrUnknownGroup, id)
 	}
@@ -96,12 +129,13 @@ func (n *Node) Group(id uint32) (*Group, error) {
 
 // Groups returns the hosted groups in id order.
 func (n *Node) Groups() []*Group {
-	out := make([]*Group, 0, len(n.groups))
-	for _, id := range n.hostedGroups() {
-		if g, ok := n.groups[id]; ok {
-			out = append(out, g)
-		}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]*Group, 0, len(n.mu.groups))
+	for _, g := range n.mu.groups {
+		out = append(out, g)
 	}
+	slices.SortFunc(out, func(a, b *Group) int { return int(a.id) - int(b.id) })
 	return out
 }
 
@@ -110,9 +144,12 @@ func (n *Node) Groups() []*Group {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
-		for _, g := range n.groups {
+		n.mu.Lock()
+		n.mu.closed = true
+		for _, g := range n.mu.groups {
 			errs = append(errs, g.close())
 		}
+		n.mu.Unlock()
 		errs = append(errs, n.mux.Close())
 		<-n.muxDone
 		errs = append(errs, n.db.Close())

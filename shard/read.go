@@ -86,8 +86,10 @@ func (r *Router) readOnce(ctx context.Context, req *ledgerpb.ReadRequest, stale 
 	fwd.Hops = 1
 	resp, err := client.Read(fctx, fwd)
 	if err != nil {
+		r.setHint(req.GroupId, "")
 		return nil, fmt.Errorf("%w: read from %s: %v", errForward, target, err)
 	}
+	r.setHint(req.GroupId, resp.LeaderId)
 	return resp, forwardErr(resp.Status, resp.Message)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -26,10 +27,9 @@ const (
 
 // Router sends each request to the leader of its show's group.
 type Router struct {
-	node      *raftnode.Node
-	smap      Map
-	placement map[uint32][]string
-	grpcAddr  map[string]string // node id -> gRPC address
+	node     *raftnode.Node
+	smap     Map
+	grpcAddr map[string]string // node id -> gRPC address
 	// unsafeStaleReads serves linearizable reads from the local replica
 	// without asking the leader (set once before serving; harness
 	// self-tests only).
@@ -38,17 +38,21 @@ type Router struct {
 	mu struct {
 		sync.Mutex
 		conns map[string]*grpc.ClientConn // by address
+		// hints: the leader of a group this node does not host, as the
+		// last forward's answer named it.
+		hints map[uint32]string
 	}
 }
 
-// NewRouter routes with smap over node's groups; placement says which nodes
-// host each group.
-func NewRouter(node *raftnode.Node, smap Map, placement map[uint32][]string) *Router {
-	r := &Router{node: node, smap: smap, placement: placement, grpcAddr: map[string]string{}}
+// NewRouter routes with smap over node's groups. Where a group's replicas
+// are is learned at run time (they move), not fixed here.
+func NewRouter(node *raftnode.Node, smap Map) *Router {
+	r := &Router{node: node, smap: smap, grpcAddr: map[string]string{}}
 	for _, p := range node.Peers() {
 		r.grpcAddr[p.ID] = p.GRPCTarget()
 	}
 	r.mu.conns = map[string]*grpc.ClientConn{}
+	r.mu.hints = map[uint32]string{}
 	return r
 }
 
@@ -59,9 +63,6 @@ func (r *Router) UnsafeStaleReads() { r.unsafeStaleReads = true }
 
 // Map returns the shard map.
 func (r *Router) Map() Map { return r.smap }
-
-// Replicas returns the nodes that host a group.
-func (r *Router) Replicas(group uint32) []string { return r.placement[group] }
 
 // RaftAddr returns a node's raft address, or "" for an unknown node.
 func (r *Router) RaftAddr(id string) string {
@@ -145,8 +146,10 @@ func (r *Router) proposeOnce(ctx context.Context, group uint32, cmd *ledgerpb.Co
 	defer cancel()
 	resp, err := client.Propose(fctx, &ledgerpb.ProposeRequest{GroupId: group, Command: cmd, Hops: 1})
 	if err != nil {
+		r.setHint(group, "")
 		return nil, fmt.Errorf("%w: %w to %s: %v", raftnode.ErrOutcomeUnknown, errForward, target, err)
 	}
+	r.setHint(group, resp.LeaderId)
 	return resp.Result, forwardErr(resp.Status, resp.Message)
 }
 
@@ -159,11 +162,35 @@ func (r *Router) leaderNode(group uint32) string {
 		}
 		return ""
 	}
-	replicas := r.placement[group]
-	if len(replicas) == 0 {
+	r.mu.Lock()
+	hint := r.mu.hints[group]
+	r.mu.Unlock()
+	if hint != "" {
+		return hint
+	}
+	// Replicas move (membership changes), so ask any other node: one that
+	// hosts the group names its leader in the answer.
+	var others []string
+	for _, p := range r.node.Peers() {
+		if p.ID != r.node.ID() {
+			others = append(others, p.ID)
+		}
+	}
+	if len(others) == 0 {
 		return ""
 	}
-	return replicas[time.Now().UnixNano()%int64(len(replicas))]
+	return others[rand.IntN(len(others))]
+}
+
+// setHint records the leader a forward's answer named ("" forgets it).
+func (r *Router) setHint(group uint32, leader string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if leader == "" {
+		delete(r.mu.hints, group)
+		return
+	}
+	r.mu.hints[group] = leader
 }
 
 func (r *Router) peer(id string) (ledgerpb.PeerClient, error) {

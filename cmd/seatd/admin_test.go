@@ -76,3 +76,80 @@ func TestAdminStatusAndTransfer(t *testing.T) {
 		t.Fatalf("after TransferLeader the leader of group 0 is %s, want %s", c.peers[got].ID, to)
 	}
 }
+
+// TestAdminReplaceReplica removes a follower's replica of a group while
+// holds go on, drops its state, hosts it afresh and adds it back: no
+// acknowledged hold is lost, the dropped node refuses to drop a group it is
+// still a member of, a restart does not bring a dropped replica back, and
+// all replicas end with equal digests.
+func TestAdminReplaceReplica(t *testing.T) {
+	c := startCluster(t, false)
+	show := "move-show"
+	c.createShow(0, show)
+	group := c.smap.GroupFor(show)
+	leader := c.waitLeader(group)
+	f := (leader + 1) % len(c.peers)
+	fid := c.peers[f].ID
+	adm := func(i int) ledgerpb.AdminClient { return ledgerpb.NewAdminClient(c.conns[i]) }
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	h1 := c.mustHold(0, show, "cl", "r1", 600, "A1")
+	if _, err := adm(f).DropGroup(ctx, &ledgerpb.GroupRequest{Group: group}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("DropGroup on a member = %v, want FailedPrecondition", err)
+	}
+	if _, err := adm(leader).RemoveVoter(ctx, &ledgerpb.VoterRequest{Group: group, Node: fid}); err != nil {
+		t.Fatalf("RemoveVoter(%s): %v", fid, err)
+	}
+	// The removed replica learns of its removal from the log; then it may go.
+	deadline := time.Now().Add(clusterWaitMax)
+	for {
+		_, err := adm(f).DropGroup(ctx, &ledgerpb.GroupRequest{Group: group})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("DropGroup after RemoveVoter: %v", err)
+		}
+		time.Sleep(pollInterval)
+	}
+	h2 := c.mustHold(f, show, "cl", "r2", 600, "A2") // forwarded by a node without the group
+	c.kill(f)
+	c.restart(f)
+	if _, err := c.nodes[f].raft.Group(group); err == nil {
+		t.Fatalf("%s hosts group %d again after a restart, want the tombstone to keep it away", fid, group)
+	}
+	if _, err := adm(f).HostGroup(ctx, &ledgerpb.GroupRequest{Group: group}); err != nil {
+		t.Fatalf("HostGroup: %v", err)
+	}
+	leader = c.waitLeaderAmong(group, f)
+	if _, err := adm(leader).AddVoter(ctx, &ledgerpb.VoterRequest{Group: group, Node: fid}); err != nil {
+		t.Fatalf("AddVoter(%s): %v", fid, err)
+	}
+	c.mustHold(1, show, "cl", "r3", 600, "A3")
+	c.converge()
+	for _, h := range []*ledgerpb.HoldResponse{h1, h2} {
+		got, err := c.clients[f].GetHold(ctx, &ledgerpb.GetHoldRequest{ShowId: show, HoldId: h.HoldId, Consistency: ledgerpb.Consistency_STALE})
+		if err != nil || got.State != ledgerpb.HoldState_HOLD_STATE_HELD {
+			t.Fatalf("stale GetHold(%s) on the re-added %s = %v, %v; want HELD", h.HoldId, fid, got, err)
+		}
+	}
+}
+
+// waitLeaderAmong waits for a leader of group among the nodes other than
+// skip (which does not host it yet).
+func (c *testCluster) waitLeaderAmong(group uint32, skip int) int {
+	c.t.Helper()
+	deadline := time.Now().Add(clusterWaitMax)
+	for {
+		for _, i := range c.live() {
+			if i != skip && c.group(i, group).IsLeader() {
+				return i
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("group %d has no leader", group)
+		}
+		time.Sleep(pollInterval)
+	}
+}

@@ -96,7 +96,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	router := shard.NewRouter(rn, smap, placement)
+	router := shard.NewRouter(rn, smap)
 	srv := gateway.NewServer(router)
 	applyBrokenServing(cfg.Broken, router, srv)
 	n = &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}

@@ -21,6 +21,148 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type GroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupRequest) Reset() {
+	*x = GroupRequest{}
+	mi := &file_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupRequest) ProtoMessage() {}
+
+func (x *GroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupRequest.ProtoReflect.Descriptor instead.
+func (*GroupRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GroupRequest) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+type VoterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VoterRequest) Reset() {
+	*x = VoterRequest{}
+	mi := &file_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VoterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VoterRequest) ProtoMessage() {}
+
+func (x *VoterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VoterRequest.ProtoReflect.Descriptor instead.
+func (*VoterRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *VoterRequest) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *VoterRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type MembershipResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The group's configuration after the change, as the called node knows
+	// it (empty once the node no longer hosts the group).
+	Replicas      []string `protobuf:"bytes,1,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembershipResponse) Reset() {
+	*x = MembershipResponse{}
+	mi := &file_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembershipResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembershipResponse) ProtoMessage() {}
+
+func (x *MembershipResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembershipResponse.ProtoReflect.Descriptor instead.
+func (*MembershipResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *MembershipResponse) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
 type StatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Include each group's state digest (hashes the group's whole state).
@@ -31,7 +173,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +185,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +198,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *StatusRequest) GetDigests() bool {
@@ -77,7 +219,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -89,7 +231,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -102,7 +244,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -151,7 +293,7 @@ type GroupStatus struct {
 
 func (x *GroupStatus) Reset() {
 	*x = GroupStatus{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -163,7 +305,7 @@ func (x *GroupStatus) String() string {
 func (*GroupStatus) ProtoMessage() {}
 
 func (x *GroupStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -176,7 +318,7 @@ func (x *GroupStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupStatus.ProtoReflect.Descriptor instead.
 func (*GroupStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GroupStatus) GetGroup() uint32 {
@@ -282,7 +424,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -294,7 +436,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -307,7 +449,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -348,7 +490,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -360,7 +502,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -373,7 +515,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TransferLeaderRequest) GetGroup() uint32 {
@@ -400,7 +542,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +554,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +567,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TransferLeaderResponse) GetLeaderId() string {
@@ -439,7 +581,14 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\rseatledger.v1\")\n" +
+	"\vadmin.proto\x12\rseatledger.v1\"$\n" +
+	"\fGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\rR\x05group\"8\n" +
+	"\fVoterRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\rR\x05group\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"0\n" +
+	"\x12MembershipResponse\x12\x1a\n" +
+	"\breplicas\x18\x01 \x03(\tR\breplicas\")\n" +
 	"\rStatusRequest\x12\x18\n" +
 	"\adigests\x18\x01 \x01(\bR\adigests\"T\n" +
 	"\bNodeInfo\x12\x0e\n" +
@@ -472,10 +621,14 @@ const file_admin_proto_rawDesc = "" +
 	"\x05group\x18\x01 \x01(\rR\x05group\x12\x17\n" +
 	"\ato_node\x18\x02 \x01(\tR\x06toNode\"5\n" +
 	"\x16TransferLeaderResponse\x12\x1b\n" +
-	"\tleader_id\x18\x01 \x01(\tR\bleaderId2\xad\x01\n" +
+	"\tleader_id\x18\x01 \x01(\tR\bleaderId2\xe2\x03\n" +
 	"\x05Admin\x12E\n" +
 	"\x06Status\x12\x1c.seatledger.v1.StatusRequest\x1a\x1d.seatledger.v1.StatusResponse\x12]\n" +
-	"\x0eTransferLeader\x12$.seatledger.v1.TransferLeaderRequest\x1a%.seatledger.v1.TransferLeaderResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"\x0eTransferLeader\x12$.seatledger.v1.TransferLeaderRequest\x1a%.seatledger.v1.TransferLeaderResponse\x12K\n" +
+	"\tHostGroup\x12\x1b.seatledger.v1.GroupRequest\x1a!.seatledger.v1.MembershipResponse\x12K\n" +
+	"\tDropGroup\x12\x1b.seatledger.v1.GroupRequest\x1a!.seatledger.v1.MembershipResponse\x12J\n" +
+	"\bAddVoter\x12\x1b.seatledger.v1.VoterRequest\x1a!.seatledger.v1.MembershipResponse\x12M\n" +
+	"\vRemoveVoter\x12\x1b.seatledger.v1.VoterRequest\x1a!.seatledger.v1.MembershipResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -489,24 +642,35 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_admin_proto_goTypes = []any{
-	(*StatusRequest)(nil),          // 0: seatledger.v1.StatusRequest
-	(*NodeInfo)(nil),               // 1: seatledger.v1.NodeInfo
-	(*GroupStatus)(nil),            // 2: seatledger.v1.GroupStatus
-	(*StatusResponse)(nil),         // 3: seatledger.v1.StatusResponse
-	(*TransferLeaderRequest)(nil),  // 4: seatledger.v1.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil), // 5: seatledger.v1.TransferLeaderResponse
+	(*GroupRequest)(nil),           // 0: seatledger.v1.GroupRequest
+	(*VoterRequest)(nil),           // 1: seatledger.v1.VoterRequest
+	(*MembershipResponse)(nil),     // 2: seatledger.v1.MembershipResponse
+	(*StatusRequest)(nil),          // 3: seatledger.v1.StatusRequest
+	(*NodeInfo)(nil),               // 4: seatledger.v1.NodeInfo
+	(*GroupStatus)(nil),            // 5: seatledger.v1.GroupStatus
+	(*StatusResponse)(nil),         // 6: seatledger.v1.StatusResponse
+	(*TransferLeaderRequest)(nil),  // 7: seatledger.v1.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil), // 8: seatledger.v1.TransferLeaderResponse
 }
 var file_admin_proto_depIdxs = []int32{
-	1, // 0: seatledger.v1.StatusResponse.nodes:type_name -> seatledger.v1.NodeInfo
-	2, // 1: seatledger.v1.StatusResponse.groups:type_name -> seatledger.v1.GroupStatus
-	0, // 2: seatledger.v1.Admin.Status:input_type -> seatledger.v1.StatusRequest
-	4, // 3: seatledger.v1.Admin.TransferLeader:input_type -> seatledger.v1.TransferLeaderRequest
-	3, // 4: seatledger.v1.Admin.Status:output_type -> seatledger.v1.StatusResponse
-	5, // 5: seatledger.v1.Admin.TransferLeader:output_type -> seatledger.v1.TransferLeaderResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
+	4, // 0: seatledger.v1.StatusResponse.nodes:type_name -> seatledger.v1.NodeInfo
+	5, // 1: seatledger.v1.StatusResponse.groups:type_name -> seatledger.v1.GroupStatus
+	3, // 2: seatledger.v1.Admin.Status:input_type -> seatledger.v1.StatusRequest
+	7, // 3: seatledger.v1.Admin.TransferLeader:input_type -> seatledger.v1.TransferLeaderRequest
+	0, // 4: seatledger.v1.Admin.HostGroup:input_type -> seatledger.v1.GroupRequest
+	0, // 5: seatledger.v1.Admin.DropGroup:input_type -> seatledger.v1.GroupRequest
+	1, // 6: seatledger.v1.Admin.AddVoter:input_type -> seatledger.v1.VoterRequest
+	1, // 7: seatledger.v1.Admin.RemoveVoter:input_type -> seatledger.v1.VoterRequest
+	6, // 8: seatledger.v1.Admin.Status:output_type -> seatledger.v1.StatusResponse
+	8, // 9: seatledger.v1.Admin.TransferLeader:output_type -> seatledger.v1.TransferLeaderResponse
+	2, // 10: seatledger.v1.Admin.HostGroup:output_type -> seatledger.v1.MembershipResponse
+	2, // 11: seatledger.v1.Admin.DropGroup:output_type -> seatledger.v1.MembershipResponse
+	2, // 12: seatledger.v1.Admin.AddVoter:output_type -> seatledger.v1.MembershipResponse
+	2, // 13: seatledger.v1.Admin.RemoveVoter:output_type -> seatledger.v1.MembershipResponse
+	8, // [8:14] is the sub-list for method output_type
+	2, // [2:8] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
 	2, // [2:2] is the sub-list for extension extendee
 	0, // [0:2] is the sub-list for field type_name
@@ -523,7 +687,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,10 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Admin_Status_FullMethodName         = "/seatledger.v1.Admin/Status"
 	Admin_TransferLeader_FullMethodName = "/seatledger.v1.Admin/TransferLeader"
+	Admin_HostGroup_FullMethodName      = "/seatledger.v1.Admin/HostGroup"
+	Admin_DropGroup_FullMethodName      = "/seatledger.v1.Admin/DropGroup"
+	Admin_AddVoter_FullMethodName       = "/seatledger.v1.Admin/AddVoter"
+	Admin_RemoveVoter_FullMethodName    = "/seatledger.v1.Admin/RemoveVoter"
 )
 
 // AdminClient is the client API for Admin service.
@@ -37,6 +41,14 @@ type AdminClient interface {
 	// TransferLeader asks the group's leader on this node to hand leadership
 	// to another replica (to_node, or any up-to-date one when empty).
 	TransferLeader(ctx context.Context, in *TransferLeaderRequest, opts ...grpc.CallOption) (*TransferLeaderResponse, error)
+	// Membership of a group, changed one replica at a time (see
+	// raftnode/membership.go for the order of a move). HostGroup and
+	// DropGroup act on the node called; AddVoter and RemoveVoter must be
+	// called on the group's leader.
+	HostGroup(ctx context.Context, in *GroupRequest, opts ...grpc.CallOption) (*MembershipResponse, error)
+	DropGroup(ctx context.Context, in *GroupRequest, opts ...grpc.CallOption) (*MembershipResponse, error)
+	AddVoter(ctx context.Context, in *VoterRequest, opts ...grpc.CallOption) (*MembershipResponse, error)
+	RemoveVoter(ctx context.Context, in *VoterRequest, opts ...grpc.CallOption) (*MembershipResponse, error)
 }
 
 type adminClient struct {
@@ -67,6 +79,46 @@ func (c *adminClient) TransferLeader(ctx context.Context, in *TransferLeaderRequ
 	return out, nil
 }
 
+func (c *adminClient) HostGroup(ctx context.Context, in *GroupRequest, opts ...grpc.CallOption) (*MembershipResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembershipResponse)
+	err := c.cc.Invoke(ctx, Admin_HostGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DropGroup(ctx context.Context, in *GroupRequest, opts ...grpc.CallOption) (*MembershipResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembershipResponse)
+	err := c.cc.Invoke(ctx, Admin_DropGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) AddVoter(ctx context.Context, in *VoterRequest, opts ...grpc.CallOption) (*MembershipResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembershipResponse)
+	err := c.cc.Invoke(ctx, Admin_AddVoter_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) RemoveVoter(ctx context.Context, in *VoterRequest, opts ...grpc.CallOption) (*MembershipResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembershipResponse)
+	err := c.cc.Invoke(ctx, Admin_RemoveVoter_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -81,6 +133,14 @@ type AdminServer interface {
 	// TransferLeader asks the group's leader on this node to hand leadership
 	// to another replica (to_node, or any up-to-date one when empty).
 	TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error)
+	// Membership of a group, changed one replica at a time (see
+	// raftnode/membership.go for the order of a move). HostGroup and
+	// DropGroup act on the node called; AddVoter and RemoveVoter must be
+	// called on the group's leader.
+	HostGroup(context.Context, *GroupRequest) (*MembershipResponse, error)
+	DropGroup(context.Context, *GroupRequest) (*MembershipResponse, error)
+	AddVoter(context.Context, *VoterRequest) (*MembershipResponse, error)
+	RemoveVoter(context.Context, *VoterRequest) (*MembershipResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -96,6 +156,18 @@ func (UnimplementedAdminServer) Status(context.Context, *StatusRequest) (*Status
 }
 func (UnimplementedAdminServer) TransferLeader(context.Context, *TransferLeaderRequest) (*TransferLeaderResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TransferLeader not implemented")
+}
+func (UnimplementedAdminServer) HostGroup(context.Context, *GroupRequest) (*MembershipResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method HostGroup not implemented")
+}
+func (UnimplementedAdminServer) DropGroup(context.Context, *GroupRequest) (*MembershipResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DropGroup not implemented")
+}
+func (UnimplementedAdminServer) AddVoter(context.Context, *VoterRequest) (*MembershipResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddVoter not implemented")
+}
+func (UnimplementedAdminServer) RemoveVoter(context.Context, *VoterRequest) (*MembershipResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveVoter not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -154,6 +226,78 @@ func _Admin_TransferLeader_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_HostGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).HostGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_HostGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).HostGroup(ctx, req.(*GroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DropGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DropGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DropGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DropGroup(ctx, req.(*GroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_AddVoter_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VoterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).AddVoter(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_AddVoter_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).AddVoter(ctx, req.(*VoterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_RemoveVoter_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VoterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RemoveVoter(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RemoveVoter_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RemoveVoter(ctx, req.(*VoterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -168,6 +312,22 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TransferLeader",
 			Handler:    _Admin_TransferLeader_Handler,
+		},
+		{
+			MethodName: "HostGroup",
+			Handler:    _Admin_HostGroup_Handler,
+		},
+		{
+			MethodName: "DropGroup",
+			Handler:    _Admin_DropGroup_Handler,
+		},
+		{
+			MethodName: "AddVoter",
+			Handler:    _Admin_AddVoter_Handler,
+		},
+		{
+			MethodName: "RemoveVoter",
+			Handler:    _Admin_RemoveVoter_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
