@@ -105,7 +105,7 @@ func (a *Admin) HostGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*led
 
 // DropGroup stops and deletes this node's replica of a group.
 func (a *Admin) DropGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*ledgerpb.MembershipResponse, error) {
-	if err := a.router.Node().DropGroup(req.Group); err != nil {
+	if err := a.router.Node().DropGroup(req.Group, req.Force); err != nil {
 		return nil, membershipError(err)
 	}
 	return &ledgerpb.MembershipResponse{}, nil

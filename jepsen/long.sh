@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 SEEDS=${SEEDS:-"1 2 3"}
 DURATION=${DURATION:-2m}
 NODES=${NODES:-5}
-NEMESES=${NEMESES:-"partition-one partition-leader partition-half partition-ring partition-flap kill-one kill-leader kill-minority kill-all pause-leader clock-skew clock-jump leader-transfer delay loss all"}
+NEMESES=${NEMESES:-"partition-one partition-leader partition-half partition-ring partition-flap kill-one kill-leader kill-minority kill-all pause-leader clock-skew clock-jump leader-transfer delay loss corrupt-log membership all"}
 OUT=docs/JEPSEN-RESULTS.md
 mkdir -p jepsen-out docs .bin
 go build -o .bin/seatd ./cmd/seatd && go build -o .bin/seatjepsen ./cmd/seatjepsen || exit 2

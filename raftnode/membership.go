@@ -70,8 +70,10 @@ func (n *Node) HostGroup(id uint32) error {
 
 // DropGroup stops this node's replica of group id and deletes its raft files
 // and state, leaving a tombstone. It refuses while the replica's
-// configuration still names this node (remove it with RemoveVoter first).
-func (n *Node) DropGroup(id uint32) error {
+// configuration still names this node (remove it with RemoveVoter first),
+// unless force: a removed server may never receive the entry that removed
+// it, so the operator may vouch for the leader's acknowledgement instead.
+func (n *Node) DropGroup(id uint32, force bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	g, ok := n.mu.groups[id]
@@ -79,7 +81,7 @@ func (n *Node) DropGroup(id uint32) error {
 		return fmt.Errorf("%w: group %d is not hosted here", ErrUnknownGroup, id)
 	}
 	members, err := g.Replicas()
-	if err == nil && slices.Contains(members, n.cfg.NodeID) {
+	if err == nil && slices.Contains(members, n.cfg.NodeID) && !force {
 		return fmt.Errorf("%w: group %d (members %v)", ErrStillMember, id, members)
 	}
 	if err := g.close(); err != nil {

@@ -16,17 +16,20 @@ import (
 // unknown clock >= the state's.
 //
 // Expiry: a hold's expires_at lies in [lo, hi]. For an acknowledged hold
-// lo == hi. An info hold was applied at an unknown clock c >= the state's
-// clock where porcupine linearizes it: lo is about clock+TTL (infoLo), hi is
-// unbounded. Observations narrow the bounds: a seat read HELD at c means
-// c < expires_at <= c+TTL (it existed at c), a seat another hold took at c
-// means expires_at <= c. When an observation has two explanations nothing
-// is narrowed.
+// lo == hi. An info hold was applied at an unknown clock c, no earlier than
+// the clock of any op that returned before it was called (lo0 in its slot):
+// lo = that + TTL, hi is unbounded. Observations narrow the bounds: a seat
+// read HELD at c means c < expires_at <= c+TTL (it existed at c), a seat
+// another hold took at c means expires_at <= c. When an observation has two
+// explanations nothing is narrowed.
 //
-// The bounds of an info hold depend as little as they soundly can on where
-// porcupine linearizes it (infoLo rounds them): then linearizing it before
-// or after an op it commutes with reaches the same state, and porcupine's
-// cache of (linearized ops, state) prunes the search.
+// The bounds of an info hold deliberately do not depend on where porcupine
+// linearizes it: then linearizing it before or after an op it commutes with
+// reaches the same state, and porcupine's cache of (linearized ops, state)
+// prunes the search. Bounds from the clock at its linearization point would
+// be hardly tighter (that clock is lo0 at the earliest point) but make every
+// position a new state; measured, that is the difference between
+// milliseconds and minutes on histories with many info ops.
 //
 // May flags exist for the revision replay (ordering.go), which cannot place
 // info ops: from the earliest revision an info op could have applied at, its

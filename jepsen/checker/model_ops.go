@@ -169,8 +169,11 @@ func (sm *showModel) applyInfo(w *state, o *mop) bool {
 		if sm.take(&w2, o, o.slot, o.seats) != "" {
 			return false
 		}
+		lo := sm.slots[o.slot].lo0
+		if w2.clock > w.clock { // applied after a hold on its seats expired
+			lo = max(lo, w2.clock+o.ttl)
+		}
 		*w = w2
-		lo := sm.infoLo(o.slot, w.clock)
 		w.holds = w.holds.set(int(o.slot), holdCell{st: hHeld, lo: lo, hi: math.MaxInt64, ref: refAny, mayRef: refAny})
 		return true
 	case history.KindConfirm, history.KindRelease:
@@ -188,20 +191,6 @@ func (sm *showModel) applyInfo(w *state, o *mop) bool {
 		return true
 	}
 	return false
-}
-
-// infoLo is the least expiry of info hold i applied at a clock >= clock:
-// clock+TTL rounded down to lo0 plus a multiple of TTL/2. Rounding keeps the
-// state the same wherever between two such steps porcupine linearizes the
-// hold (so its cache prunes the search), yet a hold applied long after its
-// call must still be live for TTL/2, so the branches where it was applied
-// late are cut as soon as a read misses it. Lower is sound: it only allows
-// more.
-func (sm *showModel) infoLo(i int32, clock int64) int64 {
-	sl := &sm.slots[i]
-	step := max(sl.ttl/2, 1)
-	k := max(clock+sl.ttl-sl.lo0, 0) / step
-	return sl.lo0 + k*step
 }
 
 // infoCanAct reports whether an info confirm or release could succeed at a

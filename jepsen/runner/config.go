@@ -31,13 +31,14 @@ const (
 	NemDelay           = "delay"            // 20–80 ms delay with jitter on every peer link
 	NemLoss            = "loss"             // 5% of chunks stall 200 ms on every peer link
 	NemCorruptLog      = "corrupt-log"      // flip a bit of a raft log entry on one stopped node; it must refuse to start
+	NemMembership      = "membership"       // move group replicas between nodes (5 nodes) or replace them in place (3)
 )
 
 // AllNemeses lists every nemesis, in the order reports use.
 var AllNemeses = []string{
 	NemPartitionOne, NemPartitionLeader, NemPartitionHalf, NemPartitionRing, NemPartitionFlap,
 	NemKillOne, NemKillLeader, NemKillMinority, NemKillAll, NemPauseLeader,
-	NemClockSkew, NemClockJump, NemLeaderTransfer, NemDelay, NemLoss, NemCorruptLog,
+	NemClockSkew, NemClockJump, NemLeaderTransfer, NemDelay, NemLoss, NemCorruptLog, NemMembership,
 }
 
 // Config is one test run.

@@ -144,6 +144,11 @@ func (n *nemesis) inject(ctx context.Context, s step) {
 		n.rec.fault(s.Kind, d.String())
 	case NemCorruptLog:
 		n.corrupt(ctx)
+	case NemMembership:
+		for time.Now().Before(end) && ctx.Err() == nil {
+			n.rec.fault(NemMembership, n.moveReplica(ctx))
+			time.Sleep(time.Duration(200+n.rng.IntN(500)) * time.Millisecond)
+		}
 	case NemLoss:
 		n.tc.net.each(func(_, _ string, l *netproxy.Link) { l.SetLoss(0.05) })
 		n.rec.fault(s.Kind, "5%")

@@ -22,8 +22,12 @@ const (
 )
 
 type GroupRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Group         uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
+	// DropGroup only: drop even if this replica still lists itself as a
+	// member. A removed server may never see the entry that removed it; use
+	// force only after the leader acknowledged RemoveVoter.
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -63,6 +67,13 @@ func (x *GroupRequest) GetGroup() uint32 {
 		return x.Group
 	}
 	return 0
+}
+
+func (x *GroupRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 type VoterRequest struct {
@@ -581,9 +592,10 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\rseatledger.v1\"$\n" +
+	"\vadmin.proto\x12\rseatledger.v1\":\n" +
 	"\fGroupRequest\x12\x14\n" +
-	"\x05group\x18\x01 \x01(\rR\x05group\"8\n" +
+	"\x05group\x18\x01 \x01(\rR\x05group\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"8\n" +
 	"\fVoterRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\rR\x05group\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\"0\n" +
