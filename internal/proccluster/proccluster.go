@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -157,6 +158,24 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// The ports are free when picked but another process may bind one
+	// before its node does: then start again, from clean directories, on
+	// fresh ports.
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, cfg)
+		if err == nil || attempt == startAttempts || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+		for i := range cfg.Nodes {
+			os.RemoveAll(filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1)))
+		}
+	}
+}
+
+// startAttempts bounds Start's retries after a lost port race.
+const startAttempts = 3
+
+func start(ctx context.Context, cfg Config) (*Cluster, error) {
 	ports, err := freePorts(3 * cfg.Nodes)
 	if err != nil {
 		return nil, err
@@ -196,10 +215,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
-// freePorts reserves n distinct loopback ports by listening on port 0, then
-// releases them all at once (another process could take one in between;
-// on loopback in tests that is rare, and the node's start then fails
-// loudly).
+// freePorts reserves n distinct loopback ports below the kernel's ephemeral
+// range, then releases them all at once. Below that range, no outgoing
+// connection takes a node's port while the node is down (a killed node must
+// restart on its own port); another process binding one in between is rare,
+// and Start then tries fresh ports.
 func freePorts(n int) ([]string, error) {
 	var lns []net.Listener
 	defer func() {
@@ -207,16 +227,35 @@ func freePorts(n int) ([]string, error) {
 			l.Close()
 		}
 	}()
+	lo, hi := portRange()
 	out := make([]string, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("proccluster: no free port in %d..%d", lo, hi)
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo))
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("proccluster: reserve a port: %w", err)
+			continue
 		}
 		lns = append(lns, l)
-		out = append(out, l.Addr().String())
+		out = append(out, addr)
 	}
 	return out, nil
+}
+
+// portRange is where freePorts picks: [10000, start of the ephemeral range).
+func portRange() (lo, hi int) {
+	lo, hi = 10000, 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err == nil && first > lo+1000 {
+		hi = first
+	}
+	return lo, hi
 }
 
 // Nodes returns the cluster's nodes in id order.

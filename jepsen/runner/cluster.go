@@ -46,6 +46,27 @@ func (nw *network) link(m map[[2]string]*netproxy.Link, kind, from, to string, s
 	return l, nil
 }
 
+// listenAll opens every peer link (targets are set by dialArgs).
+func (nw *network) listenAll(seed int64) error {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	for i, from := range nw.ids {
+		for j, to := range nw.ids {
+			if from == to {
+				continue
+			}
+			s := uint64(seed)*131 + uint64(i*16+j)
+			if _, err := nw.link(nw.raft, "raft", from, to, s); err != nil {
+				return err
+			}
+			if _, err := nw.link(nw.grpc, "grpc", from, to, s+7); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // dialArgs is node n's --dial flag: every peer through its proxies. It also
 // points the links into n at n's addresses.
 func (nw *network) dialArgs(n *proccluster.Node, seed int64) ([]string, error) {
@@ -153,6 +174,12 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 	}
 	tc := &testCluster{cfg: cfg, net: newNetwork(ids), admin: map[string]ledgerpb.AdminClient{},
 		http: &http.Client{Timeout: 5 * time.Second}}
+	// Every proxy listens before the nodes' ports are chosen, so that no
+	// proxy takes a port proccluster picked for a node.
+	if err := tc.net.listenAll(cfg.Seed); err != nil {
+		tc.net.close()
+		return nil, err
+	}
 	args := []string{"--heartbeat-timeout", cfg.HeartbeatTimeout.String(), "--election-timeout", cfg.ElectionTimeout.String(),
 		"--unsafe-test-hooks"}
 	if cfg.Broken != "" {
