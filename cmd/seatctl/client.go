@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// retryPause paces the retries of one step.
+const retryPause = 200 * time.Millisecond
+
+// retryFactor scales --timeout into the window a retried step gets: a
+// leader election (1 s by default) plus a slow call fit comfortably.
+const retryFactor = 3
+
+// errNoLeader says a group has no known leader now; it is retried.
+var errNoLeader = errors.New("no leader known")
+
+// app is one seatctl invocation: the global flags and the connections it
+// opened, closed when the command ends.
+type app struct {
+	out, errOut io.Writer
+
+	// Global flags, set by cobra before a command runs.
+	endpoints []string
+	output    string
+	timeout   time.Duration
+
+	// mu guards conns: status polls dial every node concurrently.
+	mu struct {
+		sync.Mutex
+		conns map[string]*grpc.ClientConn
+	}
+}
+
+// validate checks the global flags.
+func (a *app) validate() error {
+	var eps []string
+	for _, e := range a.endpoints {
+		eps = append(eps, splitList(e)...)
+	}
+	a.endpoints = eps
+	switch {
+	case len(a.endpoints) == 0:
+		return usagef("no endpoints: pass --endpoints host:port,... or set %s", endpointsEnv)
+	case a.output != outputTable && a.output != outputJSON:
+		return usagef("-o must be %s or %s, not %q", outputTable, outputJSON, a.output)
+	case a.timeout <= 0:
+		return usagef("--timeout must be positive, not %v", a.timeout)
+	}
+	return nil
+}
+
+// json reports whether -o json was asked for.
+func (a *app) json() bool { return a.output == outputJSON }
+
+// retryWindow is how long a retried step may take.
+func (a *app) retryWindow() time.Duration { return retryFactor * a.timeout }
+
+// conn returns the connection to addr, dialing it once per invocation.
+// grpc.NewClient connects lazily, so a down node costs one failed call.
+func (a *app) conn(addr string) (*grpc.ClientConn, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.mu.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: a.timeout,
+			Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}}))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if a.mu.conns == nil {
+		a.mu.conns = map[string]*grpc.ClientConn{}
+	}
+	a.mu.conns[addr] = c
+	return c, nil
+}
+
+func (a *app) admin(addr string) (ledgerpb.AdminClient, error) {
+	c, err := a.conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	return ledgerpb.NewAdminClient(c), nil
+}
+
+func (a *app) booking(addr string) (ledgerpb.BookingClient, error) {
+	c, err := a.conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	return ledgerpb.NewBookingClient(c), nil
+}
+
+// close closes every connection the invocation opened.
+func (a *app) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range a.mu.conns {
+		c.Close()
+	}
+	a.mu.conns = nil
+}
+
+// nodeAnswer is one node's answer to Status, or why it gave none.
+type nodeAnswer struct {
+	info *ledgerpb.NodeInfo
+	resp *ledgerpb.StatusResponse
+	err  error
+}
+
+// status asks the node at addr for its Status, within --timeout.
+func (a *app) status(ctx context.Context, addr string, digests bool) (*ledgerpb.StatusResponse, error) {
+	c, err := a.admin(addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	return c.Status(ctx, &ledgerpb.StatusRequest{Digests: digests})
+}
+
+// discover asks the endpoints in order for Status until one answers, and
+// returns that answer: its peer list is the cluster's nodes.
+func (a *app) discover(ctx context.Context, digests bool) (*ledgerpb.StatusResponse, error) {
+	var errs []string
+	for _, ep := range a.endpoints {
+		resp, err := a.status(ctx, ep, digests)
+		if err == nil {
+			return resp, nil
+		}
+		errs = append(errs, ep+": "+describe(err))
+	}
+	return nil, fmt.Errorf("no endpoint answered Status: %s", strings.Join(errs, "; "))
+}
+
+// poll learns the peer list from one endpoint, then asks every node for its
+// Status concurrently. A node that does not answer is reported with its
+// error; poll fails only if no endpoint answers.
+func (a *app) poll(ctx context.Context, digests bool) ([]nodeAnswer, error) {
+	first, err := a.discover(ctx, digests)
+	if err != nil {
+		return nil, err
+	}
+	peers := slices.Clone(first.Nodes)
+	if !slices.ContainsFunc(peers, func(n *ledgerpb.NodeInfo) bool { return n.Id == first.NodeId }) {
+		// A node that does not list itself: still show what it said.
+		peers = append(peers, &ledgerpb.NodeInfo{Id: first.NodeId})
+	}
+	slices.SortFunc(peers, func(x, y *ledgerpb.NodeInfo) int { return strings.Compare(x.Id, y.Id) })
+	out := make([]nodeAnswer, len(peers))
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		out[i].info = p
+		if p.Id == first.NodeId {
+			out[i].resp = first // asked already
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].resp, out[i].err = a.status(ctx, p.GrpcAddr, digests)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// pollView polls every node and assembles the cluster view.
+func (a *app) pollView(ctx context.Context, digests bool) (clusterView, error) {
+	answers, err := a.poll(ctx, digests)
+	if err != nil {
+		return clusterView{}, err
+	}
+	return buildView(answers), nil
+}
+
+// retry runs f until it succeeds, fails with an error that retrying cannot
+// fix, or the window has passed.
+func (a *app) retry(ctx context.Context, window time.Duration, f func(ctx context.Context) error) error {
+	deadline := time.Now().Add(window)
+	for {
+		err := f(ctx)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if time.Now().Add(retryPause).After(deadline) {
+			return fmt.Errorf("gave up after %v: %w", window, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(retryPause):
+		}
+	}
+}
+
+// retryable reports whether a call may succeed if repeated: the node is not
+// the leader or has no quorum now, the outcome is unknown, or the call timed
+// out. Every call seatctl retries is safe to repeat: membership steps are
+// idempotent and writes carry the same request id.
+func retryable(err error) bool {
+	if errors.Is(err, errNoLeader) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// reasonOf returns the google.rpc.ErrorInfo reason of a gRPC error, or "".
+func reasonOf(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.Reason
+		}
+	}
+	return ""
+}
+
+// detailOf returns the seatledger ErrorDetail of a gRPC error, or nil.
+func detailOf(err error) *ledgerpb.ErrorDetail {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if ed, ok := d.(*ledgerpb.ErrorDetail); ok {
+			return ed
+		}
+	}
+	return nil
+}
+
+// describe renders an error for an operator on one line: the ErrorInfo
+// reason (or the gRPC code), the message, and the details that say what to
+// do next (taken seats, the leader, the hold's state).
+func describe(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return oneLine(err.Error())
+	}
+	reason := reasonOf(err)
+	if reason == "" {
+		reason = strings.ToUpper(codeName(st.Code()))
+	}
+	s := reason + ": " + st.Message()
+	if d := detailOf(err); d != nil {
+		var extra []string
+		if len(d.TakenSeatIds) > 0 {
+			extra = append(extra, "taken "+strings.Join(d.TakenSeatIds, ","))
+		}
+		if d.LeaderHint != "" {
+			extra = append(extra, "leader "+d.LeaderHint)
+		}
+		if d.HoldState != ledgerpb.HoldState_HOLD_STATE_UNSPECIFIED {
+			extra = append(extra, "hold "+holdStateName(d.HoldState))
+		}
+		if len(extra) > 0 {
+			s += " (" + strings.Join(extra, "; ") + ")"
+		}
+	}
+	return oneLine(s)
+}
+
+// codeName is a gRPC code in SCREAMING_SNAKE as in ErrorInfo reasons.
+func codeName(c codes.Code) string {
+	var b strings.Builder
+	for i, r := range c.String() {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// holdStateName drops the enum prefix: HOLD_STATE_HELD -> HELD.
+func holdStateName(s ledgerpb.HoldState) string {
+	return strings.TrimPrefix(s.String(), "HOLD_STATE_")
+}
