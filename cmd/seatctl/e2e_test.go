@@ -1,0 +1,201 @@
+// This file proves seatctl against a real 3-node cluster of seatd processes
+// (2 groups, every node hosting every group), running the command tree
+// in-process: status sees every node up and every group led; shards lists
+// both ranges; a show is created from a YAML file; a hold shows in the
+// drawn seat map and a confirm books it; leadership moves to the node asked
+// for; a follower's replica is removed and added back with the group
+// serving writes after; the digest check passes; and a stopped node shows
+// down in status without failing it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seatledger/seatledger/internal/proccluster"
+	"github.com/seatledger/seatledger/shard"
+)
+
+// e2eGroups is the cluster's group count: two groups keep the cluster
+// small while status and shards still have more than one range to show.
+const e2eGroups = 2
+
+// e2eTimeout bounds the whole scenario, build included.
+const e2eTimeout = 3 * time.Minute
+
+const e2eShowYAML = `# a show file as an operator writes it
+show_id: e2e-show
+title: End to end
+rows:
+  - {name: A, seats: 12, category: std}
+  - {name: B, seats: 12, category: std}
+categories:
+  - {name: std, price_minor: 1500, currency: EUR}
+`
+
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real seatd processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "seatd")
+	if err := proccluster.Build(ctx, bin); err != nil {
+		t.Fatal(err)
+	}
+	c, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: dir, Groups: e2eGroups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var eps []string
+	for _, n := range c.Nodes() {
+		eps = append(eps, n.GRPCAddr)
+	}
+	sc := &seatctl{t: t, ctx: ctx, endpoints: strings.Join(eps, ",")}
+
+	v := sc.status()
+	if len(v.Nodes) != 3 || len(v.Groups) != e2eGroups {
+		t.Fatalf("status = %d nodes, %d groups; want 3, %d", len(v.Nodes), len(v.Groups), e2eGroups)
+	}
+	for _, n := range v.Nodes {
+		if !n.Up || n.GRPCAddr == "" || n.RaftAddr == "" || n.Version == "" {
+			t.Errorf("status: node %+v, want up with addresses and a version", n)
+		}
+	}
+	for _, g := range v.Groups {
+		if g.Leader == "" || len(g.Replicas) != 3 || len(g.Reports) != 3 {
+			t.Errorf("status: group %d = leader %q, replicas %v; want a leader and 3 replicas", g.Group, g.Leader, g.Replicas)
+		}
+	}
+	if out := sc.ok("status"); strings.Count(out, "  up  ") != 3 || !strings.Contains(out, "Leader") {
+		t.Errorf("status table lacks 3 nodes up or a leader:\n%s", out)
+	}
+	if out := sc.ok("shards"); strings.Count(out, "n1,n2,n3") != e2eGroups || !strings.Contains(out, "00000000-7fffffff") {
+		t.Errorf("shards table lacks the %d ranges:\n%s", e2eGroups, out)
+	}
+
+	showFile := filepath.Join(dir, "show.yaml")
+	if err := os.WriteFile(showFile, []byte(e2eShowYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := sc.ok("show", "create", showFile); !strings.Contains(out, "created show e2e-show: 24 seats") {
+		t.Fatalf("show create = %q", out)
+	}
+	holdID := sc.hold("A3", "A4")
+	if out := sc.ok("seatmap", "e2e-show"); !strings.Contains(out, "A  ..hh........") || !strings.Contains(out, "held 2") {
+		t.Fatalf("seat map does not show the hold of A3, A4:\n%s", out)
+	}
+	sc.ok("confirm", "e2e-show", holdID, "--client-id", "e2e", "--payment-ref", "pay-1")
+	if out := sc.ok("seatmap", "e2e-show"); !strings.Contains(out, "A  ..XX........") || !strings.Contains(out, "booked 2") {
+		t.Fatalf("seat map does not show A3, A4 booked:\n%s", out)
+	}
+
+	group := shard.Map{Groups: e2eGroups}.GroupFor("e2e-show")
+	sc.transferAndMove(group)
+	sc.hold("B1") // the group serves writes after its membership changed
+	if out := sc.ok("check", "digest"); strings.Count(out, " OK ") != e2eGroups {
+		t.Fatalf("check digest is not OK for every group:\n%s", out)
+	}
+
+	if err := c.Stop("n3"); err != nil {
+		t.Fatal(err)
+	}
+	v = sc.status()
+	if n := v.node("n3"); n == nil || n.Up || v.node("n1") == nil || !v.node("n1").Up {
+		t.Fatalf("status after stopping n3: nodes %+v, want n3 down and n1 up", v.Nodes)
+	}
+	if out := sc.ok("status"); !strings.Contains(out, "down") {
+		t.Errorf("status table does not show n3 down:\n%s", out)
+	}
+}
+
+// transferAndMove moves group's leadership to a follower, then removes
+// another follower's replica and adds it back.
+func (sc *seatctl) transferAndMove(group uint32) {
+	t := sc.t
+	g := sc.status().group(group)
+	var followers []string
+	for _, r := range g.Replicas {
+		if r != g.Leader {
+			followers = append(followers, r)
+		}
+	}
+	to := followers[0]
+	if out := sc.ok("leader", "transfer", fmt.Sprint(group), "--to", to); !strings.Contains(out, "-> "+to) {
+		t.Fatalf("leader transfer = %q, want the leader to move to %s", out, to)
+	}
+	if got := sc.status().group(group).Leader; got != to {
+		t.Fatalf("after leader transfer the leader is %s, want %s", got, to)
+	}
+	f := followers[1] // with 3 nodes every node hosts every group: remove one, add it back
+	if out := sc.ok("group", "remove-replica", fmt.Sprint(group), f); !strings.Contains(out, "step 2/2 drop") {
+		t.Fatalf("remove-replica = %q", out)
+	}
+	if reps := sc.status().group(group).Replicas; slices.Contains(reps, f) || len(reps) != 2 {
+		t.Fatalf("after remove-replica %s the replicas are %v", f, reps)
+	}
+	if out := sc.ok("group", "add-replica", fmt.Sprint(group), f); !strings.Contains(out, "step 2/2 add-voter") {
+		t.Fatalf("add-replica = %q", out)
+	}
+	if reps := sc.status().group(group).Replicas; !slices.Contains(reps, f) || len(reps) != 3 {
+		t.Fatalf("after add-replica %s the replicas are %v", f, reps)
+	}
+}
+
+// seatctl runs seatctl commands in-process against one cluster.
+type seatctl struct {
+	t         *testing.T
+	ctx       context.Context
+	endpoints string
+}
+
+// run runs one command line and returns its stdout, stderr and exit status.
+func (sc *seatctl) run(args ...string) (string, string, int) {
+	var out, errOut bytes.Buffer
+	args = append([]string{"--endpoints", sc.endpoints}, args...)
+	code := run(sc.ctx, args, &out, &errOut, func(string) string { return "" })
+	return out.String(), errOut.String(), code
+}
+
+// ok runs a command that must succeed and returns its stdout.
+func (sc *seatctl) ok(args ...string) string {
+	sc.t.Helper()
+	out, errOut, code := sc.run(args...)
+	if code != exitOK {
+		sc.t.Fatalf("seatctl %s = exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// status returns `seatctl status -o json`.
+func (sc *seatctl) status() clusterView {
+	sc.t.Helper()
+	var v clusterView
+	if err := json.Unmarshal([]byte(sc.ok("status", "-o", "json")), &v); err != nil {
+		sc.t.Fatalf("status -o json: %v", err)
+	}
+	return v
+}
+
+// hold holds seats of e2e-show for client e2e and returns the hold id.
+func (sc *seatctl) hold(seats ...string) string {
+	sc.t.Helper()
+	out := sc.ok(append([]string{"hold", "e2e-show", "--client-id", "e2e", "-o", "json"}, seats...)...)
+	var resp struct {
+		HoldID string `json:"hold_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || resp.HoldID == "" {
+		sc.t.Fatalf("hold -o json = %q (%v), want a hold_id", out, err)
+	}
+	return resp.HoldID
+}
