@@ -3,8 +3,8 @@
 // in-process: status sees every node up and every group led; shards lists
 // both ranges; a show is created from a YAML file; a hold shows in the
 // drawn seat map and a confirm books it; leadership moves to the node asked
-// for; a follower's replica is removed and added back with the group
-// serving writes after; the digest check passes; and a stopped node shows
+// for; a follower's replica is removed and added back, and a replica moved
+// to another node, with the group serving writes after; the digest check passes; and a stopped node shows
 // down in status without failing it.
 package main
 
@@ -119,8 +119,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-// transferAndMove moves group's leadership to a follower, then removes
-// another follower's replica and adds it back.
+// transferAndMove moves group's leadership to a follower, removes another
+// follower's replica and adds it back, then moves a replica between nodes.
 func (sc *seatctl) transferAndMove(group uint32) {
 	t := sc.t
 	g := sc.status().group(group)
@@ -150,6 +150,18 @@ func (sc *seatctl) transferAndMove(group uint32) {
 	if reps := sc.status().group(group).Replicas; !slices.Contains(reps, f) || len(reps) != 3 {
 		t.Fatalf("after add-replica %s the replicas are %v", f, reps)
 	}
+	// A move needs a node without a replica: make f one, move the old
+	// leader's replica onto it, and give the old leader a replica again.
+	old := g.Leader // a follower since the transfer
+	sc.ok("group", "remove-replica", fmt.Sprint(group), f)
+	out := sc.ok("group", "move-replica", fmt.Sprint(group), old, f)
+	if !strings.Contains(out, "step 1/4 host") || !strings.Contains(out, "step 4/4 drop") {
+		t.Fatalf("move-replica = %q, want host, add-voter, remove-voter, drop", out)
+	}
+	if reps := sc.status().group(group).Replicas; !slices.Contains(reps, f) || slices.Contains(reps, old) || len(reps) != 2 {
+		t.Fatalf("after move-replica %s -> %s the replicas are %v", old, f, reps)
+	}
+	sc.ok("group", "add-replica", fmt.Sprint(group), old)
 }
 
 // seatctl runs seatctl commands in-process against one cluster.

@@ -67,6 +67,9 @@ func (a *app) transferLeader(ctx context.Context, group uint32, to string) (tran
 		if to != "" && !slices.Contains(g.Replicas, to) {
 			return fmt.Errorf("node %q is not a replica of group %d (replicas %s)", to, group, strings.Join(g.Replicas, ","))
 		}
+		if to != "" && !v.up(to) {
+			return fmt.Errorf("node %s does not answer: it cannot take over group %d", to, group)
+		}
 		if res.From == "" {
 			res.From = g.Leader
 		}
