@@ -181,10 +181,11 @@ func newHoldCmd(a *app) *cobra.Command {
 	var clientID, requestID string
 	var ttl time.Duration
 	c := &cobra.Command{
-		Use:     "hold SHOW SEAT... [--client-id ID] [--request-id ID] [--ttl DURATION]",
-		Short:   "Hold 1..10 seats of a show, all or nothing",
-		Example: "  seatctl hold demo A1 A2 --ttl 10m\n  seatctl hold demo A1 A2 --request-id seatctl-3f2a... # retry the same hold",
-		Args:    minArgs(2, "SHOW SEAT..."),
+		Use:                   "hold SHOW SEAT... [--client-id ID] [--request-id ID] [--ttl DURATION]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Hold 1..10 seats of a show, all or nothing",
+		Example:               "  seatctl hold demo A1 A2 --ttl 10m\n  seatctl hold demo A1 A2 --request-id seatctl-3f2a... # retry the same hold",
+		Args:                  minArgs(2, "SHOW SEAT..."),
 		RunE: func(c *cobra.Command, args []string) error {
 			secs, err := ttlSeconds(ttl)
 			if err != nil {
@@ -226,10 +227,11 @@ func newHoldCmd(a *app) *cobra.Command {
 func newConfirmCmd(a *app) *cobra.Command {
 	var clientID, requestID, paymentRef string
 	c := &cobra.Command{
-		Use:     "confirm SHOW HOLD --payment-ref REF [--client-id ID] [--request-id ID]",
-		Short:   "Confirm a hold after payment: its seats become booked",
-		Example: "  seatctl confirm demo h5-5-0 --payment-ref pay-123",
-		Args:    exactArgs(2, "SHOW HOLD"),
+		Use:                   "confirm SHOW HOLD --payment-ref REF [--client-id ID] [--request-id ID]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Confirm a hold after payment: its seats become booked",
+		Example:               "  seatctl confirm demo h5-5-0 --payment-ref pay-123",
+		Args:                  exactArgs(2, "SHOW HOLD"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if paymentRef == "" {
 				return usagef("confirm needs --payment-ref (see %s --help)", c.CommandPath())
@@ -270,10 +272,11 @@ func newConfirmCmd(a *app) *cobra.Command {
 func newReleaseCmd(a *app) *cobra.Command {
 	var clientID, requestID string
 	c := &cobra.Command{
-		Use:     "release SHOW HOLD [--client-id ID] [--request-id ID]",
-		Short:   "Release a hold: its seats become free",
-		Example: "  seatctl release demo h5-5-0 --client-id alice",
-		Args:    exactArgs(2, "SHOW HOLD"),
+		Use:                   "release SHOW HOLD [--client-id ID] [--request-id ID]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Release a hold: its seats become free",
+		Example:               "  seatctl release demo h5-5-0 --client-id alice",
+		Args:                  exactArgs(2, "SHOW HOLD"),
 		RunE: func(c *cobra.Command, args []string) error {
 			rid := a.requestID(requestID)
 			req := &ledgerpb.ReleaseRequest{ShowId: args[0], HoldId: args[1], ClientId: clientID, RequestId: rid}

@@ -262,11 +262,16 @@ func describe(err error) string {
 	if !ok {
 		return oneLine(err.Error())
 	}
-	reason := reasonOf(err)
+	reason, msg := reasonOf(err), st.Message()
 	if reason == "" {
 		reason = strings.ToUpper(codeName(st.Code()))
 	}
-	s := reason + ": " + st.Message()
+	// gRPC wraps a failed dial in two layers of prose; the dial error
+	// itself ("dial tcp ...: connection refused") is what an operator needs.
+	if _, dial, ok := strings.Cut(msg, "Error while dialing: "); ok {
+		msg = strings.TrimSuffix(dial, `"`)
+	}
+	s := reason + ": " + msg
 	if d := detailOf(err); d != nil {
 		var extra []string
 		if len(d.TakenSeatIds) > 0 {

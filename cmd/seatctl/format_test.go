@@ -346,6 +346,8 @@ func TestDescribe(t *testing.T) {
 		{status.Error(codes.FailedPrecondition, "no"), "FAILED_PRECONDITION: no", false},
 		{errors.New("two\nlines"), "two lines", false},
 		{errNoLeader, "no leader known", true},
+		{status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`),
+			"UNAVAILABLE: dial tcp 127.0.0.1:1: connect: connection refused", true},
 	}
 	for _, tt := range tests {
 		if got := describe(tt.err); got != tt.want || retryable(tt.err) != tt.retryable {

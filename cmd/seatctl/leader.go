@@ -16,8 +16,9 @@ import (
 func newLeaderCmd(a *app) *cobra.Command {
 	var to string
 	transfer := &cobra.Command{
-		Use:   "transfer GROUP [--to NODE]",
-		Short: "Hand a group's leadership to another replica (NODE, or any up-to-date one)",
+		Use:                   "transfer GROUP [--to NODE]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Hand a group's leadership to another replica (NODE, or any up-to-date one)",
 		Long: `transfer finds the group's leader with Status, asks it to hand leadership over
 (to --to, or to any up-to-date replica), retrying while the group elects, and
 prints the leader after the transfer.`,

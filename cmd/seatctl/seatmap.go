@@ -23,8 +23,9 @@ const (
 func newSeatmapCmd(a *app) *cobra.Command {
 	var stale bool
 	c := &cobra.Command{
-		Use:   "seatmap SHOW [--stale]",
-		Short: "Draw a show's seat map: one line per row, . free, h held, X booked",
+		Use:                   "seatmap SHOW [--stale]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Draw a show's seat map: one line per row, . free, h held, X booked",
 		Long: `seatmap reads a show's seats (linearizable by default, from the group's leader;
 --stale serves it from the node called, possibly behind) and draws one line per
 row under a header of seat numbers, then the counts and the revision.`,
