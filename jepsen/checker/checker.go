@@ -38,12 +38,15 @@ func Check(h *history.History, opt Options) *Report {
 	}
 	names, ops := byShow(lops)
 	models := make([]*showModel, len(names))
+	hints := map[*showModel]int64{}
 	for i, name := range names {
 		models[i] = buildShow(name, ops[name], owner, h.Final, rep)
 		checkRealTime(name, ops[name], rep)
-		if r := models[i].replay(ops[name], rep); r.unknown != "" {
+		r := models[i].replay(ops[name], rep)
+		if r.unknown != "" {
 			rep.undecided(CheckOrdering, "show %s: revision replay: %s", name, r.unknown)
 		}
+		hints[models[i]] = r.stuck
 		so := newShowOps(name, ops[name])
 		checkS1History(so, rep)
 		checkS3Reads(so, rep)
@@ -64,7 +67,7 @@ func Check(h *history.History, opt Options) *Report {
 		rep.notes[CheckS1] = "history only: no final reads"
 		rep.notes[CheckS4] = "history only: no final reads"
 	}
-	rep.r.Shows = linearizeAll(models, h.Faults, opt, rep)
+	rep.r.Shows = linearizeAll(models, hints, h.Faults, opt, rep)
 	rep.r.Summary = summarize(h)
 	return rep.finish()
 }
@@ -83,14 +86,14 @@ func finalOnlyShows(f *history.Final, ops map[string][]*lop) []string {
 
 // linearizeAll runs porcupine over the shows, smallest first, sharing the
 // time budget; results come back in show name order.
-func linearizeAll(models []*showModel, faults []history.Fault, opt Options, rep *reporter) []ShowResult {
+func linearizeAll(models []*showModel, hints map[*showModel]int64, faults []history.Fault, opt Options, rep *reporter) []ShowResult {
 	order := append([]*showModel(nil), models...)
 	sort.SliceStable(order, func(i, j int) bool { return len(order[i].ops) < len(order[j].ops) })
 	deadline := time.Now().Add(opt.Timeout)
 	out := make([]ShowResult, 0, len(order))
 	for i, sm := range order {
 		share := time.Until(deadline) / time.Duration(len(order)-i)
-		out = append(out, sm.linearize(share, opt, faults, rep))
+		out = append(out, sm.linearize(share, hints[sm], opt, faults, rep))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Show < out[j].Show })
 	return out

@@ -8,19 +8,47 @@ import (
 	"github.com/seatledger/seatledger/jepsen/history"
 )
 
-// The invariant checks work on log time (AppliedAtMs) and revisions, not on
-// a linearization, so they stay cheap on any history. Each claims a
-// violation only when every correct execution contradicts it; info ops are
-// assumed to have happened whenever that is the charitable reading.
+// The invariant checks work on log positions, not on a linearization, so
+// they stay cheap on any history. Each claims a violation only when every
+// correct execution contradicts it; info ops are assumed to have happened
+// whenever that is the charitable reading.
 
-// life is an acknowledged hold's certain life: it held its seats in log
-// time [start, end) at least. end is a lower bound: the earliest its
-// release, or its expiry, could have happened (forever once confirmed).
+// point is a position in a group's log: the log clock, then the revision.
+// Clocks never go back along the log, so (clock, revision) order is log
+// order; a revision of 0 (unknown) sorts first among points of one clock,
+// so a point with it is a lower bound. Expiry at expires_at is the point
+// (expires_at, 0): the first entry whose clock reaches it.
+type point struct {
+	clock int64
+	rev   uint64
+}
+
+func (p point) less(q point) bool {
+	return p.clock < q.clock || (p.clock == q.clock && p.rev < q.rev)
+}
+
+var forever = point{clock: math.MaxInt64}
+
+func (p point) String() string {
+	switch {
+	case p == forever:
+		return "forever (confirmed)"
+	case p.rev == 0:
+		return "log time " + strconv.FormatInt(p.clock, 10)
+	}
+	return "log time " + strconv.FormatInt(p.clock, 10) + " revision " + strconv.FormatUint(p.rev, 10)
+}
+
+func opPoint(l *lop) point { return point{l.AppliedAtMs, l.Revision} }
+
+// life is an acknowledged hold's certain life: it held its seats from its
+// own point until at least end, the earliest point its release or expiry
+// could have happened (forever once confirmed).
 type life struct {
 	l     *lop
 	seats []string
-	start int64
-	end   int64
+	start point
+	end   point
 }
 
 // showOps indexes one show's logical ops for the invariant checks.
@@ -45,13 +73,13 @@ func newShowOps(name string, ops []*lop) *showOps {
 			continue
 		}
 		seen[l.OutHoldID] = true
-		so.lives = append(so.lives, &life{l: l, seats: l.Seats, start: l.AppliedAtMs, end: so.lifeEnd(l)})
+		so.lives = append(so.lives, &life{l: l, seats: l.Seats, start: opPoint(l), end: so.lifeEnd(l)})
 	}
 	return so
 }
 
-// lifeEnd is the earliest log time hold l could have stopped holding.
-func (so *showOps) lifeEnd(l *lop) int64 {
+// lifeEnd is the earliest point hold l could have stopped holding.
+func (so *showOps) lifeEnd(l *lop) point {
 	exp := l.ExpiresAtMs
 	if exp == 0 {
 		ttl := l.TTLms
@@ -66,19 +94,27 @@ func (so *showOps) lifeEnd(l *lop) int64 {
 			confirmed = true
 		}
 	}
-	end := exp
+	end := point{clock: exp}
 	if confirmed {
-		end = math.MaxInt64
+		end = forever
 	}
 	for _, o := range so.byHold[l.OutHoldID] {
 		if o.Kind != history.KindRelease {
 			continue
 		}
+		var p point
 		switch {
 		case o.Outcome == history.OK && o.AppliedAtMs != 0:
-			end = min(end, o.AppliedAtMs)
+			p = opPoint(o)
 		case o.Outcome == history.OK || (o.Outcome == history.Info && !confirmed):
-			end = min(end, max(l.AppliedAtMs, so.clocks.before(o.Call)))
+			// Sent after the hold returned, so in a later entry, at a clock
+			// no earlier than any op's that returned before it was sent.
+			p = point{max(l.AppliedAtMs, so.clocks.before(o.Call)), max(l.Revision+1, so.clocks.revBefore(o.Call)+1)}
+		default:
+			continue
+		}
+		if p.less(end) {
+			end = p
 		}
 	}
 	return end
@@ -89,7 +125,7 @@ func (so *showOps) lifeEnd(l *lop) int64 {
 func checkS1History(so *showOps, rep *reporter) {
 	bySeat := map[string][]*life{}
 	for _, lf := range so.lives {
-		if lf.end <= lf.start {
+		if !lf.start.less(lf.end) {
 			continue
 		}
 		for _, s := range lf.seats {
@@ -103,43 +139,25 @@ func checkS1History(so *showOps, rep *reporter) {
 	sort.Slice(seats, func(i, j int) bool { return seatLess(seats[i], seats[j]) })
 	for _, s := range seats {
 		ls := bySeat[s]
-		sort.SliceStable(ls, func(i, j int) bool {
-			if ls[i].start != ls[j].start {
-				return ls[i].start < ls[j].start
-			}
-			return ls[i].l.Revision < ls[j].l.Revision
-		})
+		sort.SliceStable(ls, func(i, j int) bool { return ls[i].start.less(ls[j].start) })
 		var longest *life
 		for _, lf := range ls {
-			if longest != nil && lf.start < longest.end {
+			if longest != nil && lf.start.less(longest.end) {
 				first, second := longest, lf
 				rep.violation(CheckS1, so.name, []int{first.l.ID, second.l.ID},
-					"seat %s held by hold %s (op %d, from log time %d until at least %s) and by hold %s (op %d, from %d)",
-					s, first.l.OutHoldID, first.l.ID, first.start, endString(first.end), second.l.OutHoldID, second.l.ID, second.start)
-				if revAfter(second.l, first.l) {
+					"seat %s held by hold %s (op %d, from %s until at least %s) and by hold %s (op %d, from %s)",
+					s, first.l.OutHoldID, first.l.ID, first.start, first.end, second.l.OutHoldID, second.l.ID, second.start)
+				if first.start.rev != 0 && second.start.rev > first.start.rev {
 					rep.violation(CheckS3, so.name, []int{first.l.ID, second.l.ID},
-						"seat %s of acknowledged hold %s (op %d, live until at least %s) was granted to hold %s (op %d) at log time %d",
-						s, first.l.OutHoldID, first.l.ID, endString(first.end), second.l.OutHoldID, second.l.ID, second.start)
+						"seat %s of acknowledged hold %s (op %d, live until at least %s) was granted to hold %s (op %d) at %s",
+						s, first.l.OutHoldID, first.l.ID, first.end, second.l.OutHoldID, second.l.ID, second.start)
 				}
 			}
-			if longest == nil || lf.end > longest.end {
+			if longest == nil || longest.end.less(lf.end) {
 				longest = lf
 			}
 		}
 	}
-}
-
-// revAfter reports whether b was applied after a by their revisions (true
-// when a revision is missing: the clocks already order them).
-func revAfter(b, a *lop) bool {
-	return a.Revision == 0 || b.Revision == 0 || b.Revision > a.Revision
-}
-
-func endString(end int64) string {
-	if end == math.MaxInt64 {
-		return "forever (confirmed)"
-	}
-	return strconv.FormatInt(end, 10)
 }
 
 // checkS3Reads reports reads that saw a seat of a live acknowledged hold
@@ -161,8 +179,8 @@ func checkS3Reads(so *showOps, rep *reporter) {
 				for _, s := range lf.seats {
 					if st, ok := r.SeatStates[s]; ok && parseSeatState(st) == seatFree {
 						rep.violation(CheckS3, so.name, []int{lf.l.ID, r.ID},
-							"read op %d (revision %d, log time %d) sees seat %s FREE, but acknowledged hold %s (op %d, revision %d) holds it until at least %s",
-							r.ID, r.Revision, r.AppliedAtMs, s, lf.l.OutHoldID, lf.l.ID, lf.l.Revision, endString(lf.end))
+							"read op %d (at %s) sees seat %s FREE, but acknowledged hold %s (op %d, at %s) holds it until at least %s",
+							r.ID, opPoint(r), s, lf.l.OutHoldID, lf.l.ID, lf.start, lf.end)
 						break
 					}
 				}
@@ -177,18 +195,19 @@ func checkS3Reads(so *showOps, rep *reporter) {
 					(r.Outcome == history.Fail && normReason(r.Reason) == "HOLD_NOT_FOUND")
 				if gone {
 					rep.violation(CheckS3, so.name, []int{lf.l.ID, r.ID},
-						"GetHold op %d (log time %d) answers %s for acknowledged hold %s (op %d), live until at least %s",
-						r.ID, r.AppliedAtMs, answerOrState(r), lf.l.OutHoldID, lf.l.ID, endString(lf.end))
+						"GetHold op %d (at %s) answers %s for acknowledged hold %s (op %d), live until at least %s",
+						r.ID, opPoint(r), answerOrState(r), lf.l.OutHoldID, lf.l.ID, lf.end)
 				}
 			}
 		}
 	}
 }
 
-// within reports whether read r happened during lf's certain life: at or
-// after the hold's revision, before its end in log time.
+// within reports whether read r happened during lf's certain life: it read
+// at or after the hold's revision (a read at revision R sees entry R) and
+// before the end.
 func within(r *lop, lf *life) bool {
-	return lf.l.Revision != 0 && r.Revision >= lf.l.Revision && r.AppliedAtMs >= lf.start && r.AppliedAtMs < lf.end
+	return lf.l.Revision != 0 && r.Revision >= lf.l.Revision && opPoint(r).less(lf.end)
 }
 
 func answerOrState(l *lop) string {

@@ -50,11 +50,15 @@ func (sm *showModel) operations() []porcupine.Operation {
 	return out
 }
 
-// linearize checks the show with porcupine within budget and, if it finds
-// no linearization, explains where the longest one stops and writes the
-// visualization to opt.OutDir.
-func (sm *showModel) linearize(budget time.Duration, opt Options, faults []history.Fault, rep *reporter) ShowResult {
-	res := ShowResult{Show: sm.name, Ops: len(sm.ops), Result: "ok"}
+// linearize checks the show with porcupine within budget. hint, if not 0,
+// is a time by which the revision replay saw the history go wrong: a prefix
+// cut there is tried first, as it refutes faster than the whole show. If no
+// verdict comes within the budget, prefixes are tried: a prefix that is not
+// linearizable refutes the whole (prefix says why), while a linearizable
+// prefix proves nothing. A refutation is explained and, with opt.OutDir,
+// visualized.
+func (sm *showModel) linearize(budget time.Duration, hint int64, opt Options, faults []history.Fault, rep *reporter) (res ShowResult) {
+	res = ShowResult{Show: sm.name, Ops: len(sm.ops), Result: "ok"}
 	if len(sm.ops) == 0 {
 		return res
 	}
@@ -64,29 +68,70 @@ func (sm *showModel) linearize(budget time.Duration, opt Options, faults []histo
 		return res
 	}
 	start := time.Now()
+	deadline := start.Add(budget)
 	defer func() { res.ElapsedMs = float64(time.Since(start).Microseconds()) / 1000 }()
-	model, ops := sm.porcupineModel(), sm.operations()
-	sm.quiet = true
-	verdict := porcupine.CheckOperationsTimeout(model, ops, budget)
-	sm.quiet = false
-	switch verdict {
-	case porcupine.Ok:
-		return res
-	case porcupine.Unknown:
-		res.Result = "unknown"
-		rep.undecided(CheckLinearizable, "show %s: no verdict within %s (%d ops)", sm.name, budget.Round(time.Millisecond), len(ops))
+	if hint != 0 {
+		// The replay already found a violation: porcupine only confirms it,
+		// and refutes a prefix ending there faster than the whole show.
+		if sm.refute(sm.prefix(hint), budget*3/4, opt, faults, rep, &res) {
+			return res
+		}
+	}
+	verdict := sm.refuteOrPass(sm, time.Until(deadline)*3/4, opt, faults, rep, &res)
+	if verdict != porcupine.Unknown {
 		return res
 	}
+	cuts := sm.cuts()
+	for i, t := range cuts {
+		if sm.refute(sm.prefix(t), time.Until(deadline)/time.Duration(len(cuts)-i), opt, faults, rep, &res) {
+			return res
+		}
+	}
+	res.Result = "unknown"
+	rep.undecided(CheckLinearizable, "show %s: no verdict within %s (%d ops, %d of them info)",
+		sm.name, budget.Round(time.Millisecond), len(sm.ops), len(sm.ops)-int(sm.definite))
+	return res
+}
+
+// refute checks p, a prefix of the show, and reports whether it is not
+// linearizable (then it is reported as the show's violation).
+func (sm *showModel) refute(p *showModel, timeout time.Duration, opt Options, faults []history.Fault, rep *reporter, res *ShowResult) bool {
+	if len(p.ops) == 0 || timeout <= 0 {
+		return false
+	}
+	return sm.refuteOrPass(p, timeout, opt, faults, rep, res) == porcupine.Illegal && p != sm
+}
+
+// refuteOrPass runs porcupine on p (the show or a prefix of it). Illegal
+// is reported as the show's violation; Ok is the show's verdict only when p
+// is the whole show.
+func (sm *showModel) refuteOrPass(p *showModel, timeout time.Duration, opt Options, faults []history.Fault, rep *reporter, res *ShowResult) porcupine.CheckResult {
+	if timeout <= 0 {
+		return porcupine.Unknown
+	}
+	model, ops := p.porcupineModel(), p.operations()
+	start := time.Now()
+	p.quiet = true
+	verdict := porcupine.CheckOperationsTimeout(model, ops, timeout)
+	p.quiet = false
+	if verdict != porcupine.Illegal {
+		return verdict
+	}
+	// Again, keeping what a visualization and an explanation need: that
+	// costs about twice as much as a plain check, and is only needed now.
+	p.quiet = true
+	again, info := porcupine.CheckOperationsVerbose(model, ops, max(timeout-time.Since(start), time.Since(start)*2))
+	p.quiet = false
 	res.Result = "illegal"
-	sm.quiet = true
-	verdict, info := porcupine.CheckOperationsVerbose(model, ops, budget)
-	sm.quiet = false
-	ids, msg := []int(nil), "no linearization exists"
-	if verdict == porcupine.Illegal {
-		ids, msg = sm.explain(info)
+	ids, msg := []int(nil), "no linearization exists (porcupine gave no partial linearization in time)"
+	if again == porcupine.Illegal {
+		ids, msg = p.explain(info)
 	}
-	if opt.OutDir != "" {
-		path, err := sm.visualize(model, info, opt.OutDir, faults)
+	if p != sm {
+		msg = fmt.Sprintf("the ops called by time %d (%d of %d) are already not linearizable; %s", p.end-1, len(p.ops), len(sm.ops), msg)
+	}
+	if opt.OutDir != "" && again == porcupine.Illegal {
+		path, err := p.visualize(model, info, opt.OutDir, faults)
 		if err != nil {
 			rep.warnf("show %s: visualization: %v", sm.name, err)
 		} else {
@@ -95,7 +140,53 @@ func (sm *showModel) linearize(budget time.Duration, opt Options, faults []histo
 		}
 	}
 	rep.violation(CheckLinearizable, sm.name, ids, "%s", msg)
-	return res
+	return verdict
+}
+
+// cuts are times to cut prefixes at when the whole show has no verdict: the
+// returns of the 1/8th, 1/4th and half of its definite ops.
+func (sm *showModel) cuts() []int64 {
+	var rets []int64
+	for _, m := range sm.ops {
+		if m.outcome != history.Info {
+			rets = append(rets, m.ret)
+		}
+	}
+	sort.Slice(rets, func(i, j int) bool { return rets[i] < rets[j] })
+	var out []int64
+	for _, d := range []int{8, 4, 2} {
+		if i := len(rets) / d; i > 0 && (len(out) == 0 || rets[i] > out[len(out)-1]) {
+			out = append(out, rets[i])
+		}
+	}
+	return out
+}
+
+// prefix is the show cut at time t: the ops called by t, those still
+// running at t turned into info ops (a read or a rejection still running
+// is dropped: without its answer it has no effect and says nothing). Any
+// linearization of the whole show gives one of the prefix, so a prefix
+// that is not linearizable refutes the show.
+func (sm *showModel) prefix(t int64) *showModel {
+	p := *sm
+	p.ops, p.definite, p.end = nil, 0, t+1
+	for _, m := range sm.ops {
+		switch {
+		case m.call > t:
+			continue
+		case m.outcome == history.Info || m.ret > t:
+			if m.outcome == history.Fail || m.kind == history.KindRead || m.kind == history.KindGetHold {
+				continue
+			}
+			c := *m
+			c.outcome, c.ret = history.Info, p.end
+			m = &c
+		default:
+			p.definite++
+		}
+		p.ops = append(p.ops, m)
+	}
+	return &p
 }
 
 // explain replays porcupine's longest partial linearization and names the
@@ -128,6 +219,9 @@ func (sm *showModel) explain(info porcupine.LinearizationInfo) ([]int, string) {
 	}
 	sort.SliceStable(rest, func(a, b int) bool { return sm.ops[rest[a]].call < sm.ops[rest[b]].call })
 	for _, i := range rest {
+		if sm.ops[i].outcome == history.Info {
+			continue // it can always come last
+		}
 		if _, why := sm.step(s, sm.ops[i], false); why != "" {
 			o := sm.ops[i]
 			return o.l.ids, fmt.Sprintf("no linearization: the longest linearizable prefix has %d of %d ops, after which op %d (%s) is impossible: %s",

@@ -148,8 +148,32 @@ func (sm *showModel) step(s *state, o *mop, replay bool) (*state, string) {
 	if why != "" {
 		return nil, why
 	}
+	sm.settle(&w)
 	return &w, ""
 }
+
+// settle forgets the bounds of info holds that have certainly expired: no
+// later observation can tell them apart, and states that differ only in
+// them (the hold was linearized at another point) become equal for
+// porcupine's cache.
+func (sm *showModel) settle(w *state) {
+	for _, i := range sm.infoSlots {
+		h := w.holds.get(int(i))
+		if h.st != hHeld || h.hi > w.clock || h == expiredInfo {
+			continue
+		}
+		w.holds = w.holds.set(int(i), expiredInfo)
+		for _, x := range sm.slots[i].seats {
+			if c := w.seats.get(int(x)); c.owner == i+1 {
+				c.owner = 0
+				w.seats = w.seats.set(int(x), c)
+			}
+		}
+	}
+}
+
+// expiredInfo is the one state of an info hold that certainly expired.
+var expiredInfo = holdCell{st: hHeld, lo: math.MinInt64, hi: math.MinInt64, ref: refAny, mayRef: refAny}
 
 // advance moves the state to o's revision and clock, which may not go back.
 func (sm *showModel) advance(w *state, o *mop) string {

@@ -169,12 +169,16 @@ func (sm *showModel) applyInfo(w *state, o *mop) bool {
 		if sm.take(&w2, o, o.slot, o.seats) != "" {
 			return false
 		}
-		lo := sm.slots[o.slot].lo0
-		if w2.clock > w.clock { // applied after a hold on its seats expired
+		sl := &sm.slots[o.slot]
+		lo, hi := sl.lo0, int64(math.MaxInt64)
+		switch {
+		case !sl.info && sl.exp != 0: // an acknowledged hold cut short by a prefix
+			lo, hi = sl.exp, sl.exp
+		case w2.clock > w.clock: // applied after a hold on its seats expired
 			lo = max(lo, w2.clock+o.ttl)
 		}
 		*w = w2
-		w.holds = w.holds.set(int(o.slot), holdCell{st: hHeld, lo: lo, hi: math.MaxInt64, ref: refAny, mayRef: refAny})
+		w.holds = w.holds.set(int(o.slot), holdCell{st: hHeld, lo: lo, hi: hi, ref: refAny, mayRef: refAny})
 		return true
 	case history.KindConfirm, history.KindRelease:
 		if !sm.infoCanAct(w, o) {

@@ -78,6 +78,7 @@ func appliedWord(l *lop) string {
 // replayResult is the outcome of a revision replay of one show.
 type replayResult struct {
 	unknown string // why the replay could not decide, if it could not
+	stuck   int64  // the return time of the op it rejected, if it did
 }
 
 // replay runs a show's definite ops through the model in revision order and
@@ -115,7 +116,7 @@ func (sm *showModel) replay(ops []*lop, rep *reporter) replayResult {
 		case end == nil:
 			rep.violation("ordering", sm.name, stuck.l.ids, "revision replay: op %d (%s %s) at revision %d is impossible: %s",
 				stuck.l.ID, stuck.kind, answerString(&stuck.l.Op), stuck.pos/2, why)
-			return replayResult{}
+			return replayResult{stuck: stuck.ret}
 		}
 		s = end
 		i = j

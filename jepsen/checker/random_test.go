@@ -142,14 +142,15 @@ func (s *sim) getHold(id string) (string, int64, bool) {
 
 // gen generates a history and, per op ID, the seats' truth at its point.
 type gen struct {
-	r       *rand.Rand
-	s       *sim
-	h       *history.History
-	truth   map[int]map[string]simSeat
-	lastRet []int64
-	known   []knownHold // acknowledged holds, for confirms and releases
-	batch   bool        // the last entry was a client write: the next may share it
-	infoPct int
+	r        *rand.Rand
+	s        *sim
+	h        *history.History
+	truth    map[int]map[string]simSeat
+	lastRet  []int64
+	known    []knownHold // acknowledged holds, for confirms and releases
+	batch    bool        // the last entry was a client write: the next may share it
+	batchRet int64       // when the op that opened the last entry returned
+	infoPct  int
 }
 
 type knownHold struct {
@@ -176,14 +177,15 @@ func generate(seed int64, cfg genConfig) (*history.History, map[int]map[string]s
 	return g.h, g.truth
 }
 
-// entry opens a new raft entry for a write, or joins the last one.
-func (g *gen) entry() {
-	if g.batch && g.r.Intn(4) == 0 {
+// entry opens a new raft entry for write op, or joins the last one if that
+// one's op had not returned when op was called (group commit).
+func (g *gen) entry(op *history.Op) {
+	if g.batch && op.Call < g.batchRet && g.r.Intn(4) == 0 {
 		return
 	}
 	g.s.rev++
 	g.s.clock += int64(g.r.Intn(300))
-	g.batch = true
+	g.batch, g.batchRet = true, op.Return
 }
 
 func (g *gen) slot(t int64) {
@@ -232,14 +234,14 @@ func (g *gen) fate(op *history.Op) bool {
 		op.Outcome, op.Reason, op.Return = history.Info, "OUTCOME_UNKNOWN", 0
 		return false
 	case n < g.infoPct:
+		g.entry(op)
 		op.Outcome, op.Reason, op.Return = history.Info, "DEADLINE_EXCEEDED", 0
-		g.entry()
 		return true
 	case n < g.infoPct+3:
 		op.Outcome, op.Reason = history.Fail, "NOT_LEADER"
 		return false
 	}
-	g.entry()
+	g.entry(op)
 	return true
 }
 

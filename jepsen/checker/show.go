@@ -2,6 +2,8 @@ package checker
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,16 +67,17 @@ type slot struct {
 
 // showModel is everything the model needs about one show.
 type showModel struct {
-	name     string
-	seats    []string
-	seatIdx  map[string]int32
-	slots    []slot
-	slotIdx  map[string]int32
-	refs     []string
-	refIdx   map[string]int32
-	ops      []*mop // modeled ops, in call order
-	definite int32  // ops in ops that are not info
-	end      int64  // a time after every call and return: info ops return then
+	name      string
+	seats     []string
+	seatIdx   map[string]int32
+	slots     []slot
+	slotIdx   map[string]int32
+	refs      []string
+	refIdx    map[string]int32
+	ops       []*mop  // modeled ops, in call order
+	definite  int32   // ops in ops that are not info
+	infoSlots []int32 // slots made by info holds
+	end       int64   // a time after every call and return: info ops return then
 	// quiet skips formatting rejections while porcupine searches; only the
 	// goroutine checking the show touches it.
 	quiet bool
@@ -103,11 +106,59 @@ func buildShow(name string, ops []*lop, owner map[string]string, final *history.
 		}
 		m.process = procs[l.Process]
 		sm.ops = append(sm.ops, m)
+	}
+	sm.dropFutile(clocks)
+	for _, m := range sm.ops {
 		if m.outcome != history.Info {
 			sm.definite++
 		}
 	}
 	return sm
+}
+
+// dropFutile removes info ops that could not have taken effect wherever
+// they were applied, judged from what had certainly happened when they were
+// called: a hold of a seat already booked, a confirm or release of a hold
+// already confirmed, released or expired, or of another client's hold. Each
+// info op doubles porcupine's search where it is pending; these cannot
+// change any state, so dropping them is free.
+func (sm *showModel) dropFutile(clocks clockIndex) {
+	const never = math.MaxInt64
+	confirmed := make([]int64, len(sm.slots)) // return of the first OK confirm
+	closed := make([]int64, len(sm.slots))    // ... of the first OK confirm or release
+	for i := range sm.slots {
+		confirmed[i], closed[i] = never, never
+	}
+	for _, m := range sm.ops {
+		if m.outcome == history.OK && m.slot >= 0 && (m.kind == history.KindConfirm || m.kind == history.KindRelease) {
+			closed[m.slot] = min(closed[m.slot], m.ret)
+			if m.kind == history.KindConfirm {
+				confirmed[m.slot] = min(confirmed[m.slot], m.ret)
+			}
+		}
+	}
+	booked := make([]int64, len(sm.seats)) // when a seat was certainly booked
+	for i := range booked {
+		booked[i] = never
+	}
+	for i, sl := range sm.slots {
+		for _, x := range sl.seats {
+			booked[x] = min(booked[x], confirmed[i])
+		}
+	}
+	futile := func(m *mop) bool {
+		switch {
+		case m.outcome != history.Info:
+			return false
+		case m.kind == history.KindHold:
+			return slices.ContainsFunc(m.seats, func(x int32) bool { return booked[x] < m.call })
+		case m.slot < 0:
+			return true
+		}
+		sl := sm.slots[m.slot]
+		return !sm.ownerOK(m) || closed[m.slot] < m.call || (sl.exp != 0 && sl.exp <= clocks.before(m.call))
+	}
+	sm.ops = slices.DeleteFunc(sm.ops, futile)
 }
 
 // indexSeats numbers every seat name the history mentions for the show.
@@ -201,6 +252,9 @@ func (sm *showModel) addSlot(l *lop, clocks clockIndex, rep *reporter) {
 		}
 	}
 	sm.slotIdx[id] = int32(len(sm.slots))
+	if s.info {
+		sm.infoSlots = append(sm.infoSlots, int32(len(sm.slots)))
+	}
 	sm.slots = append(sm.slots, s)
 }
 
@@ -323,8 +377,9 @@ func normHoldState(s string) string { return strings.TrimPrefix(s, "HOLD_STATE_"
 // that returned before time t? The log clock of anything called at t is at
 // least that.
 type clockIndex struct {
-	ret   []int64 // return times of definite ops with a clock, ascending
-	clock []int64 // clock[i]: the latest clock among the first i+1 of them
+	ret   []int64  // return times of definite ops with a clock, ascending
+	clock []int64  // clock[i]: the latest clock among the first i+1 of them
+	rev   []uint64 // rev[i]: the latest revision among them
 }
 
 func newClockIndex(ops []*lop) clockIndex {
@@ -335,13 +390,23 @@ func newClockIndex(ops []*lop) clockIndex {
 		}
 	}
 	sort.Slice(def, func(i, j int) bool { return def[i].Return < def[j].Return })
-	ci := clockIndex{ret: make([]int64, len(def)), clock: make([]int64, len(def))}
+	ci := clockIndex{ret: make([]int64, len(def)), clock: make([]int64, len(def)), rev: make([]uint64, len(def))}
 	var mx int64
+	var mr uint64
 	for i, l := range def {
-		mx = max(mx, l.AppliedAtMs)
-		ci.ret[i], ci.clock[i] = l.Return, mx
+		mx, mr = max(mx, l.AppliedAtMs), max(mr, l.Revision)
+		ci.ret[i], ci.clock[i], ci.rev[i] = l.Return, mx, mr
 	}
 	return ci
+}
+
+// revBefore is like before for revisions.
+func (ci clockIndex) revBefore(t int64) uint64 {
+	n := sort.Search(len(ci.ret), func(i int) bool { return ci.ret[i] >= t })
+	if n == 0 {
+		return 0
+	}
+	return ci.rev[n-1]
 }
 
 func (ci clockIndex) before(t int64) int64 {
