@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seatledger/seatledger/jepsen/history"
 )
@@ -344,4 +345,64 @@ func TestHistoryRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantValid(t, check(t, back))
+}
+
+// A request sent again by an op not marked as a resend gets the replayed
+// answer, revision and all: it is no stale op, but two hold ids are.
+func TestReusedRequestID(t *testing.T) {
+	h := mk(
+		holdOK(0, 0, 10, "h1", 2, 1000, 5000, "A1"),
+		read(1, 20, 30, 5, 1300, "A1=HELD"),
+		holdOK(0, 40, 50, "h1", 2, 1000, 5000, "A1"),
+	)
+	h.Ops[2].RequestID, h.Ops[2].Replayed = h.Ops[0].RequestID, true
+	wantValid(t, check(t, h))
+	h.Ops[2].OutHoldID = "h2"
+	wantStatus(t, check(t, h), StatusViolated, CheckS4)
+}
+
+// A definite failure before the log, then a resend that is applied anew.
+func TestResendAfterNotLeader(t *testing.T) {
+	first := holdOK(0, 0, 10, "", 0, 0, 5000, "A1")
+	first.Outcome, first.Reason, first.ExpiresAtMs = history.Fail, "NOT_LEADER", 0
+	again := holdOK(0, 20, 30, "h1", 3, 1200, 5000, "A1")
+	again.Resend, again.Of = true, 0
+	unknown := holdOK(1, 0, 5, "", 1, 900, 5000, "A9")
+	unknown.Outcome, unknown.Reason, unknown.ExpiresAtMs = history.Fail, "UNKNOWN_SEAT", 0
+	h := mk(first, again, read(2, 40, 50, 4, 1300, "A1=HELD"), unknown)
+	wantValid(t, check(t, h))
+}
+
+// A write applied at a revision a read had already returned is caught by
+// the real-time ordering check, as is a read going back in log time.
+func TestWriteBeforeReadRevision(t *testing.T) {
+	h := mk(
+		read(1, 0, 10, 5, 1300, "A1=FREE"),
+		holdOK(0, 20, 30, "h1", 5, 1300, 5000, "A1"),
+	)
+	wantStatus(t, check(t, h), StatusViolated, CheckOrdering, CheckLinearizable)
+	h = mk(
+		read(1, 0, 10, 5, 1300, "A1=FREE"),
+		read(1, 20, 30, 6, 1200, "A1=FREE"),
+	)
+	wantStatus(t, check(t, h), StatusViolated, CheckOrdering, CheckLinearizable)
+}
+
+func TestGetHoldGoneEarly(t *testing.T) {
+	h := mk(
+		holdOK(0, 0, 10, "h1", 2, 1000, 5000, "A1"),
+		getHold(1, 20, 30, "h1", "EXPIRED", 3, 1500),
+	)
+	wantStatus(t, check(t, h), StatusViolated, CheckS3, CheckLinearizable, CheckOrdering)
+}
+
+// A spent time budget leaves the linearizability check unknown: neither a
+// violation nor a proof.
+func TestBudgetSpentIsUnknown(t *testing.T) {
+	h := cleanHistory()
+	r := Check(h, Options{Timeout: time.Nanosecond})
+	if r.Valid || r.Result != ResultUnknown || status(r, CheckLinearizable) != StatusUnknown || len(r.Violations) != 0 {
+		t.Errorf("report = %s, linearizable %s, %d violations; want unknown, unknown, none",
+			r.Result, status(r, CheckLinearizable), len(r.Violations))
+	}
 }

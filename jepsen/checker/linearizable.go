@@ -179,7 +179,7 @@ func (sm *showModel) prefix(t int64) *showModel {
 				continue
 			}
 			c := *m
-			c.outcome, c.ret = history.Info, p.end
+			c.outcome, c.ret, c.clock, c.pos = history.Info, p.end, 0, 0
 			m = &c
 		default:
 			p.definite++

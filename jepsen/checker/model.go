@@ -259,7 +259,7 @@ func (sm *showModel) narrow(w *state, o *mop, i int32, ex int) bool {
 	switch ex {
 	case exLive:
 		h.lo = max(h.lo, c+1)
-		if known {
+		if known && sm.slots[i].info {
 			h.hi = min(h.hi, c+sm.slots[i].ttl) // it existed at c
 		}
 	case exExpired:

@@ -30,7 +30,7 @@ func opPos(l *lop) uint64 {
 func checkRealTime(show string, ops []*lop, rep *reporter) {
 	var def []*lop
 	for _, l := range ops {
-		if l.Outcome != history.Info && (l.Revision != 0 || l.AppliedAtMs != 0) {
+		if l.Outcome != history.Info && !l.echo && (l.Revision != 0 || l.AppliedAtMs != 0) {
 			def = append(def, l)
 		}
 	}

@@ -38,6 +38,10 @@ func normReason(r string) string {
 type lop struct {
 	history.Op
 	ids []int // the history op IDs behind it, the answering one first
+	// echo: another logical op has the same (client_id, request_id) and
+	// this one's answer was replayed, so it may report an application that
+	// happened before it was even called. Nothing orders it in time.
+	echo bool
 }
 
 // logicalOps merges resend chains into logical ops, in call order, and checks
@@ -64,7 +68,25 @@ func logicalOps(h *history.History, rep *reporter) []*lop {
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Call < out[b].Call })
 	checkRequestIDs(out, rep)
+	markEchoes(out)
 	return out
+}
+
+// markEchoes marks replayed answers to requests that another logical op
+// (not linked to it as a resend) also sent.
+func markEchoes(ops []*lop) {
+	type key struct{ client, request string }
+	n := map[key]int{}
+	for _, l := range ops {
+		if mutating(l.Kind) && l.ClientID != "" && l.RequestID != "" {
+			n[key{l.ClientID, l.RequestID}]++
+		}
+	}
+	for _, l := range ops {
+		if l.Replayed && n[key{l.ClientID, l.RequestID}] > 1 {
+			l.echo = true
+		}
+	}
 }
 
 // rootOf follows Of links from a resend to the op first sent.

@@ -92,7 +92,7 @@ func buildShow(name string, ops []*lop, owner map[string]string, final *history.
 	clocks := newClockIndex(ops)
 	for _, l := range ops {
 		sm.end = max(sm.end, l.Call+1, l.Return+1)
-		if l.Kind == history.KindHold && (l.Outcome == history.OK || l.Outcome == history.Info) {
+		if l.Kind == history.KindHold && (l.Outcome == history.OK || l.Outcome == history.Info) && !l.echo {
 			sm.addSlot(l, clocks, rep)
 		}
 	}
@@ -281,6 +281,9 @@ var modeledFail = map[history.Kind]map[string]bool{
 // toMop returns the model op for l, or nil when the model has nothing to
 // check or apply for it.
 func (sm *showModel) toMop(l *lop, owner map[string]string, rep *reporter) *mop {
+	if l.echo {
+		return nil // checked by S4 only
+	}
 	m := &mop{l: l, kind: l.Kind, outcome: l.Outcome, reason: normReason(l.Reason), call: l.Call, ret: l.Return,
 		clock: l.AppliedAtMs, slot: slotForeign}
 	switch l.Outcome {
