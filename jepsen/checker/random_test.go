@@ -150,6 +150,8 @@ type gen struct {
 	known    []knownHold // acknowledged holds, for confirms and releases
 	batch    bool        // the last entry was a client write: the next may share it
 	batchRet int64       // when the op that opened the last entry returned
+	slots    int         // slots so far
+	deferred []deferred  // info writes the server applies later
 	infoPct  int
 }
 
@@ -189,6 +191,8 @@ func (g *gen) entry(op *history.Op) {
 }
 
 func (g *gen) slot(t int64) {
+	g.slots++
+	g.runDeferred()
 	if g.r.Intn(8) == 0 { // a leader Expire entry: time passes
 		g.s.rev++
 		g.s.clock += int64(g.r.Intn(400))
@@ -226,23 +230,60 @@ func (g *gen) slot(t int64) {
 	g.h.Ops = append(g.h.Ops, op)
 }
 
-// fate decides whether a write takes effect: true to apply it now. Some
-// writes become info (applied or not), a few fail before the log.
-func (g *gen) fate(op *history.Op) bool {
+// Fates of a write: applied now, applied some slots later (an info op the
+// server still applied after the client gave up), or never.
+const (
+	applyNever = iota
+	applyNow
+	applyLater
+)
+
+// fate decides when a write takes effect. Some writes become info (applied
+// now, later or never), a few fail before the log.
+func (g *gen) fate(op *history.Op) int {
 	switch n := g.r.Intn(100); {
-	case n < g.infoPct/2:
+	case n < g.infoPct/3:
 		op.Outcome, op.Reason, op.Return = history.Info, "OUTCOME_UNKNOWN", 0
-		return false
+		return applyNever
+	case n < g.infoPct*2/3:
+		op.Outcome, op.Reason, op.Return = history.Info, "DEADLINE_EXCEEDED", 0
+		return applyLater
 	case n < g.infoPct:
 		g.entry(op)
 		op.Outcome, op.Reason, op.Return = history.Info, "DEADLINE_EXCEEDED", 0
-		return true
+		return applyNow
 	case n < g.infoPct+3:
 		op.Outcome, op.Reason = history.Fail, "NOT_LEADER"
-		return false
+		return applyNever
 	}
 	g.entry(op)
-	return true
+	return applyNow
+}
+
+// later applies fn in its own entry a few slots from now.
+func (g *gen) later(fn func()) {
+	g.deferred = append(g.deferred, deferred{due: g.slots + 1 + g.r.Intn(20), fn: fn})
+}
+
+type deferred struct {
+	due int
+	fn  func()
+}
+
+// runDeferred applies the deferred writes that are due.
+func (g *gen) runDeferred() {
+	var keep []deferred
+	for _, d := range g.deferred {
+		if d.due > g.slots {
+			keep = append(keep, d)
+			continue
+		}
+		g.s.rev++
+		g.s.clock += int64(g.r.Intn(300))
+		g.batch = false
+		d.fn()
+	}
+	g.deferred = keep
 }
 
 // stamp records the answer's revision and clock unless the op is info.
@@ -264,7 +305,12 @@ func (g *gen) hold(op *history.Op) {
 		op.Seats = append(op.Seats, g.s.seats[i])
 	}
 	op.TTLms = 500 + g.r.Int63n(2500)
-	if !g.fate(op) {
+	switch g.fate(op) {
+	case applyNever:
+		return
+	case applyLater:
+		client, seats, ttl := op.ClientID, op.Seats, op.TTLms
+		g.later(func() { g.s.hold(client, seats, ttl) })
 		return
 	}
 	id, taken, exp := g.s.hold(op.ClientID, op.Seats, op.TTLms)
@@ -312,7 +358,18 @@ func (g *gen) confirmRelease(op *history.Op, kind history.Kind) {
 	if kind == history.KindConfirm {
 		op.PaymentRef = fmt.Sprintf("pay-%d", g.r.Intn(2))
 	}
-	if !g.fate(op) {
+	switch g.fate(op) {
+	case applyNever:
+		return
+	case applyLater:
+		client, id, ref := op.ClientID, op.HoldID, op.PaymentRef
+		g.later(func() {
+			if kind == history.KindConfirm {
+				g.s.confirm(client, id, ref)
+			} else {
+				g.s.release(client, id)
+			}
+		})
 		return
 	}
 	var why string
