@@ -3,8 +3,11 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -92,15 +95,8 @@ func (v *View) SeatMap(showID string) (*ledgerpb.SeatMap, error) {
 	if !ok {
 		return nil, ErrNotFound
 	}
-	l := newLayout(show)
 	sm := &ledgerpb.SeatMap{ShowId: show.ShowId, Title: show.Title, Categories: show.Categories,
-		Seats: make([]*ledgerpb.Seat, 0, l.total), Revision: v.applied}
-	for i, r := range show.Rows {
-		for n := 1; n <= int(r.Seats); n++ {
-			sm.Seats = append(sm.Seats, &ledgerpb.Seat{SeatId: fmt.Sprintf("%s%d", r.Name, n), Row: r.Name,
-				Number: uint32(n), Category: r.Category, PriceMinor: l.price(show.Rows[i]), State: ledgerpb.SeatState_FREE})
-		}
-	}
+		Seats: freeSeats(newLayout(show)), Revision: v.applied}
 	if err := v.overlaySeats(showID, sm); err != nil {
 		return nil, err
 	}
@@ -117,6 +113,45 @@ func (v *View) SeatMap(showID string) (*ledgerpb.SeatMap, error) {
 	return sm, nil
 }
 
+// freeSeats returns every seat of a layout, FREE, in layout order. A seat
+// map is the hot read (every fan polls it), so it is built with a handful of
+// allocations instead of two per seat: the seats live in one slice and their
+// ids are substrings of one string.
+func freeSeats(l *layout) []*ledgerpb.Seat {
+	var ids strings.Builder
+	ids.Grow(l.total * 5)
+	for _, r := range l.show.Rows {
+		for n := 1; n <= int(r.Seats); n++ {
+			ids.WriteString(r.Name)
+			ids.WriteString(strconv.Itoa(n))
+		}
+	}
+	all := ids.String()
+	seats := make([]ledgerpb.Seat, l.total)
+	out := make([]*ledgerpb.Seat, l.total)
+	i, at := 0, 0
+	for _, r := range l.show.Rows {
+		price := l.price(r)
+		for n := 1; n <= int(r.Seats); n++ {
+			idLen := len(r.Name) + digits(n)
+			s := &seats[i]
+			s.SeatId, s.Row, s.Number, s.Category, s.PriceMinor, s.State = all[at:at+idLen], r.Name, uint32(n), r.Category, price, ledgerpb.SeatState_FREE
+			out[i] = s
+			i, at = i+1, at+idLen
+		}
+	}
+	return out
+}
+
+// digits is the number of decimal digits of n > 0.
+func digits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
+}
+
 // overlaySeats applies the stored seat records (held or booked) to sm.
 func (v *View) overlaySeats(showID string, sm *ledgerpb.SeatMap) error {
 	prefix := v.m.seatPrefix(showID)
@@ -125,34 +160,92 @@ func (v *View) overlaySeats(showID string, sm *ledgerpb.SeatMap) error {
 		return err
 	}
 	defer it.Close()
-	expired := map[string]bool{}
+	// Every seat of one hold in one state has the same record bytes: decode
+	// (and look up the hold's expiry) once per distinct record, not per seat.
+	states := map[string]ledgerpb.SeatState{}
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		idx := int(k[len(k)-2])<<8 | int(k[len(k)-1])
 		if idx >= len(sm.Seats) {
 			return fmt.Errorf("fsm: seat index %d beyond show %s", idx, showID)
 		}
-		rec := &ledgerpb.SeatRecord{}
-		if err := proto.Unmarshal(it.Value(), rec); err != nil {
-			return fmt.Errorf("fsm: decode seat record: %w", err)
-		}
-		if rec.State == ledgerpb.SeatState_HELD {
-			exp, seen := expired[rec.HoldId]
-			if !seen {
-				h, err := v.Hold(rec.HoldId)
-				if err != nil {
-					return err
-				}
-				exp = h.State == ledgerpb.HoldState_HOLD_STATE_EXPIRED
-				expired[rec.HoldId] = exp
+		state, seen := states[string(it.Value())]
+		if !seen {
+			if state, err = v.seatState(it.Value()); err != nil {
+				return err
 			}
-			if exp {
-				continue
-			}
+			states[string(it.Value())] = state
 		}
-		sm.Seats[idx].State = rec.State
+		sm.Seats[idx].State = state
 	}
 	return it.Error()
+}
+
+// seatState decodes a seat record: HELD or BOOKED, or FREE when it is held
+// by a hold expired by the view's clock.
+func (v *View) seatState(b []byte) (ledgerpb.SeatState, error) {
+	rec := &ledgerpb.SeatRecord{}
+	if err := proto.Unmarshal(b, rec); err != nil {
+		return 0, fmt.Errorf("fsm: decode seat record: %w", err)
+	}
+	if rec.State != ledgerpb.SeatState_HELD {
+		return rec.State, nil
+	}
+	b, closer, err := v.snap.Get(v.m.holdKey(rec.HoldId))
+	if err != nil {
+		return 0, fmt.Errorf("fsm: read hold %s of a held seat: %w", rec.HoldId, err)
+	}
+	defer closer.Close()
+	state, expiresAt, err := holdTiming(b)
+	if err != nil {
+		return 0, fmt.Errorf("fsm: decode hold %s: %w", rec.HoldId, err)
+	}
+	if state == ledgerpb.HoldState_HOLD_STATE_EXPIRED || (state == ledgerpb.HoldState_HOLD_STATE_HELD && v.clock >= expiresAt) {
+		return ledgerpb.SeatState_FREE, nil
+	}
+	return rec.State, nil
+}
+
+// Field numbers of the two HoldRecord fields holdTiming reads.
+var (
+	holdFields         = (&ledgerpb.HoldRecord{}).ProtoReflect().Descriptor().Fields()
+	holdStateField     = holdFields.ByName("state").Number()
+	holdExpiresAtField = holdFields.ByName("expires_at_ms").Number()
+)
+
+// holdTiming reads only the state and expiry of an encoded HoldRecord: a
+// seat map needs nothing else of the holds on its seats, and a full decode
+// allocates every seat id of every hold. Like proto.Unmarshal, the last
+// occurrence of a field wins.
+func holdTiming(b []byte) (ledgerpb.HoldState, int64, error) {
+	var state ledgerpb.HoldState
+	var expiresAt int64
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, 0, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ == protowire.VarintType && (num == holdStateField || num == holdExpiresAtField) {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, 0, protowire.ParseError(n)
+			}
+			b = b[n:]
+			if num == holdStateField {
+				state = ledgerpb.HoldState(int32(v))
+			} else {
+				expiresAt = int64(v)
+			}
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return 0, 0, protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return state, expiresAt, nil
 }
 
 // NextExpiry returns the earliest expires_at among live holds.
