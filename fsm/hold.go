@@ -11,11 +11,10 @@ import (
 
 // hold takes 1..SeatsPerHoldMax seats of one show for client, all or nothing.
 func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Result {
-	show := tx.show(c.ShowId)
-	if show == nil {
+	l := tx.layout(c.ShowId)
+	if l == nil {
 		return reject(ledgerpb.Code_CODE_SHOW_NOT_FOUND, "show %s does not exist", c.ShowId)
 	}
-	l := newLayout(show)
 	idx := make([]uint16, len(c.SeatIds))
 	var unknown []string
 	for i, s := range c.SeatIds {
@@ -63,6 +62,7 @@ func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Resul
 	assertf(tx.holdRecord(h.HoldId) == nil, "hold id %s reused", h.HoldId)
 	tx.put(tx.m.holdKey(h.HoldId), h)
 	must(tx.b.Set(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId), nil, nil), "write expiry index")
+	tx.minExpiry = min(tx.minExpiry, h.ExpiresAtMs)
 	return holdResult(h)
 }
 
@@ -130,9 +130,8 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 // eachHeldSeat calls fn with the key and record of every seat of a live
 // hold, asserting first that the seat is held by that hold (S1).
 func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(key []byte, rec *ledgerpb.SeatRecord)) {
-	show := tx.show(h.ShowId)
-	assertf(show != nil, "hold %s names missing show %s", h.HoldId, h.ShowId)
-	l := newLayout(show)
+	l := tx.layout(h.ShowId)
+	assertf(l != nil, "hold %s names missing show %s", h.HoldId, h.ShowId)
 	for _, s := range h.SeatIds {
 		n, ok := l.seatIndex(s)
 		assertf(ok, "hold %s names unknown seat %s", h.HoldId, s)

@@ -87,16 +87,17 @@ func (v *View) Hold(id string) (*ledgerpb.HoldRecord, error) {
 // SeatMap returns every seat of a show in layout order with its state. Seats
 // of holds expired by the view's clock read FREE, as a hold would find them.
 func (v *View) SeatMap(showID string) (*ledgerpb.SeatMap, error) {
-	show := &ledgerpb.Show{}
-	ok, err := v.get(v.m.showKey(showID), show)
+	l, err := v.layout(showID)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: read show %s: %w", showID, err)
+		return nil, err
 	}
-	if !ok {
-		return nil, ErrNotFound
+	// The layout may be shared: the map gets its own categories.
+	cats := make([]*ledgerpb.Category, len(l.show.Categories))
+	for i, c := range l.show.Categories {
+		cats[i] = &ledgerpb.Category{Name: c.Name, PriceMinor: c.PriceMinor, Currency: c.Currency}
 	}
-	sm := &ledgerpb.SeatMap{ShowId: show.ShowId, Title: show.Title, Categories: show.Categories,
-		Seats: freeSeats(newLayout(show)), Revision: v.applied}
+	sm := &ledgerpb.SeatMap{ShowId: l.show.ShowId, Title: l.show.Title, Categories: cats,
+		Seats: freeSeats(l), Revision: v.applied}
 	if err := v.overlaySeats(showID, sm); err != nil {
 		return nil, err
 	}
@@ -111,6 +112,30 @@ func (v *View) SeatMap(showID string) (*ledgerpb.SeatMap, error) {
 		}
 	}
 	return sm, nil
+}
+
+// layout returns the layout of a show that exists in the view, from the
+// group's cache when it is there (the show's presence is still checked in
+// the view's own snapshot: the cache may be ahead of it).
+func (v *View) layout(showID string) (*layout, error) {
+	b, closer, err := v.snap.Get(v.m.showKey(showID))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fsm: read show %s: %w", showID, err)
+	}
+	defer closer.Close()
+	if l := v.m.layouts.get(showID); l != nil {
+		return l, nil
+	}
+	show := &ledgerpb.Show{}
+	if err := proto.Unmarshal(b, show); err != nil {
+		return nil, fmt.Errorf("fsm: decode show %s: %w", showID, err)
+	}
+	l := newLayout(show)
+	v.m.layouts.put(showID, l)
+	return l, nil
 }
 
 // freeSeats returns every seat of a layout, FREE, in layout order. A seat

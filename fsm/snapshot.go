@@ -130,6 +130,9 @@ func (m *Machine) Restore(r io.Reader) error {
 	}
 	m.applied.Store(applied)
 	m.clock.Store(clock)
+	// The group's state was replaced: forget what was derived from it.
+	m.layouts.reset()
+	m.expiry.reset()
 	return nil
 }
 
