@@ -71,6 +71,9 @@ type Config struct {
 	InflightEntriesMax int
 	// ExpireInterval is how often a leader looks for due holds.
 	ExpireInterval time.Duration
+	// BalanceInterval is how often a node hands away leaderships beyond
+	// its fair share (balance.go); negative turns balancing off.
+	BalanceInterval time.Duration
 	// SnapshotThreshold is the number of entries after which raft snapshots.
 	SnapshotThreshold uint64
 	// TrailingLogs is the number of entries kept after a snapshot, so a
@@ -98,6 +101,7 @@ const (
 	batchCommandsDefault      = 1024
 	inflightEntriesDefault    = 64
 	expireIntervalDefault     = 100 * time.Millisecond
+	balanceIntervalDefault    = 5 * time.Second
 	snapshotThresholdDefault  = 8192
 	// proposeTimeout bounds how long a proposal may wait to enter raft.
 	proposeTimeout = 2 * time.Second
@@ -127,6 +131,7 @@ func (c *Config) setDefaults() {
 	def(&c.LeaderLeaseTimeout, min(leaderLeaseTimeoutDefault, c.HeartbeatTimeout/2))
 	def(&c.CommitTimeout, commitTimeoutDefault)
 	def(&c.ExpireInterval, expireIntervalDefault)
+	def(&c.BalanceInterval, balanceIntervalDefault)
 	if c.BatchCommandsMax == 0 {
 		c.BatchCommandsMax = batchCommandsDefault
 	}

@@ -30,6 +30,12 @@ type Group struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 
+	// hb tracks followers whose heartbeats fail (balance.go).
+	hb struct {
+		sync.Mutex
+		down map[string]bool
+	}
+
 	// epoch counts leadership changes seen by watchLeadership; readyEpoch
 	// is the epoch whose start-of-term barrier has completed. A leader
 	// serves linearizable reads only when they are equal.
@@ -142,6 +148,17 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)
 	}
 	g.raft = r
+	obs := make(chan raft.Observation, 16)
+	g.raft.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation, raft.LeaderObservation:
+			return true
+		}
+		return false
+	}))
+	g.hb.down = map[string]bool{}
+	g.wg.Add(1)
+	go g.watchHeartbeats(obs)
 	return nil
 }
 

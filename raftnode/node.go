@@ -30,6 +30,8 @@ type Node struct {
 	}
 
 	muxDone   chan struct{}
+	stop      chan struct{} // closed by Close: ends the balancer
+	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -59,7 +61,7 @@ func Start(cfg Config) (*Node, error) {
 		db.Close()
 		return nil, fmt.Errorf("raftnode: listen on %s: %w", cfg.RaftAddr, err)
 	}
-	n := &Node{cfg: cfg, db: db, mux: NewMux(ln), muxDone: make(chan struct{})}
+	n := &Node{cfg: cfg, db: db, mux: NewMux(ln), muxDone: make(chan struct{}), stop: make(chan struct{})}
 	n.mu.groups = map[uint32]*Group{}
 	go func() {
 		defer close(n.muxDone)
@@ -72,6 +74,10 @@ func Start(cfg Config) (*Node, error) {
 			return nil, err
 		}
 		n.mu.groups[h.id] = g
+	}
+	if cfg.BalanceInterval > 0 {
+		n.wg.Add(1)
+		go n.runBalancer()
 	}
 	return n, nil
 }
@@ -144,6 +150,8 @@ func (n *Node) Groups() []*Group {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		close(n.stop)
+		n.wg.Wait()
 		n.mu.Lock()
 		n.mu.closed = true
 		for _, g := range n.mu.groups {
