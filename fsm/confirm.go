@@ -23,9 +23,10 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 		r.HoldState = h.State
 		return r
 	}
-	tx.eachHeldSeat(h, func(key []byte, rec *ledgerpb.SeatRecord) {
+	tx.eachHeldSeat(h, func(seat string, key []byte, rec *ledgerpb.SeatRecord) {
 		rec.State = ledgerpb.SeatState_BOOKED
 		tx.put(key, rec)
+		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_BOOKED)
 	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED

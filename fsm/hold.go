@@ -58,6 +58,7 @@ func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Resul
 		key := tx.m.seatKey(c.ShowId, n)
 		assertf(tx.m.unsafe.SkipSeatCheck || !tx.exists(key), "S1: seat %s of show %s is not free when hold %s takes it", c.SeatIds[i], c.ShowId, h.HoldId)
 		tx.put(key, &ledgerpb.SeatRecord{HoldId: h.HoldId, State: ledgerpb.SeatState_HELD})
+		tx.seatChanged(c.ShowId, c.SeatIds[i], ledgerpb.SeatState_HELD)
 	}
 	assertf(tx.holdRecord(h.HoldId) == nil, "hold id %s reused", h.HoldId)
 	tx.put(tx.m.holdKey(h.HoldId), h)
@@ -120,16 +121,19 @@ func containsSeat(seats []string, s string) bool {
 // index. state is EXPIRED or CANCELLED.
 func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	assertf(h.State == ledgerpb.HoldState_HOLD_STATE_HELD, "closing hold %s in state %s", h.HoldId, h.State)
-	tx.eachHeldSeat(h, func(key []byte, _ *ledgerpb.SeatRecord) { tx.del(key) })
+	tx.eachHeldSeat(h, func(seat string, key []byte, _ *ledgerpb.SeatRecord) {
+		tx.del(key)
+		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_FREE)
+	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
 	h.State = state
 	h.ClosedAtMs = tx.now
 	tx.put(tx.m.holdKey(h.HoldId), h)
 }
 
-// eachHeldSeat calls fn with the key and record of every seat of a live
+// eachHeldSeat calls fn with the id, key and record of every seat of a live
 // hold, asserting first that the seat is held by that hold (S1).
-func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(key []byte, rec *ledgerpb.SeatRecord)) {
+func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(seat string, key []byte, rec *ledgerpb.SeatRecord)) {
 	l := tx.layout(h.ShowId)
 	assertf(l != nil, "hold %s names missing show %s", h.HoldId, h.ShowId)
 	for _, s := range h.SeatIds {
@@ -142,7 +146,7 @@ func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(key []byte, rec *led
 			continue // a later double grant took the seat
 		}
 		assertf(held, "S1: seat %s of live hold %s is not held by it", s, h.HoldId)
-		fn(key, rec)
+		fn(s, key, rec)
 	}
 }
 

@@ -14,7 +14,12 @@ const (
 	kindExpiry     byte = 0x05
 	kindRequest    byte = 0x06
 	kindRequestAge byte = 0x07
-	kindEnd        byte = 0x08
+	kindShowKey    byte = 0x08 // a show's hold-token key
+	kindClientHold byte = 0x09 // a client's live holds in a show
+	kindEvent      byte = 0x0A // a show's seat changes at one revision
+	kindEventAge   byte = 0x0B // seat changes by time, for pruning
+	kindEventFloor byte = 0x0C // the revision up to which changes are pruned
+	kindEnd        byte = 0x0D
 
 	groupPrefixLen = 5
 	metaLen        = 16

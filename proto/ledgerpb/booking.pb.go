@@ -86,6 +86,8 @@ const (
 	HoldState_HOLD_STATE_EXPIRED     HoldState = 3
 	// Released by its client.
 	HoldState_HOLD_STATE_CANCELLED HoldState = 4
+	// A confirmed booking refunded; its seats are free again.
+	HoldState_HOLD_STATE_REFUNDED HoldState = 5
 )
 
 // Enum value maps for HoldState.
@@ -96,6 +98,7 @@ var (
 		2: "HOLD_STATE_CONFIRMED",
 		3: "HOLD_STATE_EXPIRED",
 		4: "HOLD_STATE_CANCELLED",
+		5: "HOLD_STATE_REFUNDED",
 	}
 	HoldState_value = map[string]int32{
 		"HOLD_STATE_UNSPECIFIED": 0,
@@ -103,6 +106,7 @@ var (
 		"HOLD_STATE_CONFIRMED":   2,
 		"HOLD_STATE_EXPIRED":     3,
 		"HOLD_STATE_CANCELLED":   4,
+		"HOLD_STATE_REFUNDED":    5,
 	}
 )
 
@@ -782,7 +786,11 @@ type HoldRequest struct {
 	ClientId  string                 `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	RequestId string                 `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Time to live; 0 means the default (300 s).
-	TtlSeconds    uint32 `protobuf:"varint,5,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	TtlSeconds uint32 `protobuf:"varint,5,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	// Best available instead of seat_ids: this many seats (1..10), chosen
+	// side by side nearest the centre, optionally of one category.
+	Count         uint32 `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
+	Category      string `protobuf:"bytes,7,opt,name=category,proto3" json:"category,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -852,17 +860,35 @@ func (x *HoldRequest) GetTtlSeconds() uint32 {
 	return 0
 }
 
+func (x *HoldRequest) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *HoldRequest) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
 type HoldResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HoldId        string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
-	ShowId        string                 `protobuf:"bytes,2,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
-	SeatIds       []string               `protobuf:"bytes,3,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	Revision      uint64                 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
-	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
-	AmountMinor   int64                  `protobuf:"varint,7,opt,name=amount_minor,json=amountMinor,proto3" json:"amount_minor,omitempty"`
-	Currency      string                 `protobuf:"bytes,8,opt,name=currency,proto3" json:"currency,omitempty"`
-	Replayed      bool                   `protobuf:"varint,9,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	HoldId      string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	ShowId      string                 `protobuf:"bytes,2,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	SeatIds     []string               `protobuf:"bytes,3,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
+	ExpiresAt   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	Revision    uint64                 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
+	AppliedAt   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	AmountMinor int64                  `protobuf:"varint,7,opt,name=amount_minor,json=amountMinor,proto3" json:"amount_minor,omitempty"`
+	Currency    string                 `protobuf:"bytes,8,opt,name=currency,proto3" json:"currency,omitempty"`
+	Replayed    bool                   `protobuf:"varint,9,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	// The hold's secret: confirm, release, extend and refund must present it.
+	HoldToken string `protobuf:"bytes,10,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	// The latest expiry Extend can reach.
+	MaxExpiresAt  *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=max_expires_at,json=maxExpiresAt,proto3" json:"max_expires_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -960,6 +986,20 @@ func (x *HoldResponse) GetReplayed() bool {
 	return false
 }
 
+func (x *HoldResponse) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
+func (x *HoldResponse) GetMaxExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.MaxExpiresAt
+	}
+	return nil
+}
+
 type ConfirmRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
@@ -967,6 +1007,7 @@ type ConfirmRequest struct {
 	PaymentRef    string                 `protobuf:"bytes,3,opt,name=payment_ref,json=paymentRef,proto3" json:"payment_ref,omitempty"`
 	ClientId      string                 `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	RequestId     string                 `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	HoldToken     string                 `protobuf:"bytes,6,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1032,6 +1073,13 @@ func (x *ConfirmRequest) GetClientId() string {
 func (x *ConfirmRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ConfirmRequest) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
 	}
 	return ""
 }
@@ -1158,6 +1206,7 @@ type ReleaseRequest struct {
 	HoldId        string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
 	ClientId      string                 `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	RequestId     string                 `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	HoldToken     string                 `protobuf:"bytes,5,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1216,6 +1265,13 @@ func (x *ReleaseRequest) GetClientId() string {
 func (x *ReleaseRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ReleaseRequest) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
 	}
 	return ""
 }
@@ -1369,6 +1425,9 @@ type HoldInfo struct {
 	Currency      string                 `protobuf:"bytes,9,opt,name=currency,proto3" json:"currency,omitempty"`
 	Revision      uint64                 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
 	AsOf          *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	MaxExpiresAt  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=max_expires_at,json=maxExpiresAt,proto3" json:"max_expires_at,omitempty"`
+	RefundedAt    *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=refunded_at,json=refundedAt,proto3" json:"refunded_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1480,6 +1539,576 @@ func (x *HoldInfo) GetAsOf() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *HoldInfo) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *HoldInfo) GetMaxExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.MaxExpiresAt
+	}
+	return nil
+}
+
+func (x *HoldInfo) GetRefundedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RefundedAt
+	}
+	return nil
+}
+
+type ExtendRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ShowId    string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	HoldId    string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	HoldToken string                 `protobuf:"bytes,3,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	ClientId  string                 `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	RequestId string                 `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// New time to live from now; 0 means the default (300 s).
+	TtlSeconds    uint32 `protobuf:"varint,6,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendRequest) Reset() {
+	*x = ExtendRequest{}
+	mi := &file_booking_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendRequest) ProtoMessage() {}
+
+func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
+func (*ExtendRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExtendRequest) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *ExtendRequest) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *ExtendRequest) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
+func (x *ExtendRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ExtendRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ExtendRequest) GetTtlSeconds() uint32 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
+type ExtendResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HoldId        string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	MaxExpiresAt  *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=max_expires_at,json=maxExpiresAt,proto3" json:"max_expires_at,omitempty"`
+	Revision      uint64                 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	Replayed      bool                   `protobuf:"varint,6,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendResponse) Reset() {
+	*x = ExtendResponse{}
+	mi := &file_booking_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendResponse) ProtoMessage() {}
+
+func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
+func (*ExtendResponse) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ExtendResponse) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *ExtendResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *ExtendResponse) GetMaxExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.MaxExpiresAt
+	}
+	return nil
+}
+
+func (x *ExtendResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *ExtendResponse) GetAppliedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AppliedAt
+	}
+	return nil
+}
+
+func (x *ExtendResponse) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
+type RefundRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	HoldId        string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	HoldToken     string                 `protobuf:"bytes,3,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	ClientId      string                 `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	RequestId     string                 `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundRequest) Reset() {
+	*x = RefundRequest{}
+	mi := &file_booking_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundRequest) ProtoMessage() {}
+
+func (x *RefundRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundRequest.ProtoReflect.Descriptor instead.
+func (*RefundRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RefundRequest) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *RefundRequest) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *RefundRequest) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
+func (x *RefundRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *RefundRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RefundRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type RefundResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HoldId        string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	State         HoldState              `protobuf:"varint,2,opt,name=state,proto3,enum=seatledger.v1.HoldState" json:"state,omitempty"`
+	SeatIds       []string               `protobuf:"bytes,3,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
+	AmountMinor   int64                  `protobuf:"varint,4,opt,name=amount_minor,json=amountMinor,proto3" json:"amount_minor,omitempty"`
+	Currency      string                 `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
+	Revision      uint64                 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	Replayed      bool                   `protobuf:"varint,8,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundResponse) Reset() {
+	*x = RefundResponse{}
+	mi := &file_booking_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundResponse) ProtoMessage() {}
+
+func (x *RefundResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundResponse.ProtoReflect.Descriptor instead.
+func (*RefundResponse) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RefundResponse) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *RefundResponse) GetState() HoldState {
+	if x != nil {
+		return x.State
+	}
+	return HoldState_HOLD_STATE_UNSPECIFIED
+}
+
+func (x *RefundResponse) GetSeatIds() []string {
+	if x != nil {
+		return x.SeatIds
+	}
+	return nil
+}
+
+func (x *RefundResponse) GetAmountMinor() int64 {
+	if x != nil {
+		return x.AmountMinor
+	}
+	return 0
+}
+
+func (x *RefundResponse) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *RefundResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *RefundResponse) GetAppliedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AppliedAt
+	}
+	return nil
+}
+
+func (x *RefundResponse) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
+type WatchRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ShowId string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	// Resume after this revision (an earlier event's revision). 0 starts
+	// with a snapshot of the seat map.
+	FromRevision  uint64 `protobuf:"varint,2,opt,name=from_revision,json=fromRevision,proto3" json:"from_revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_booking_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *WatchRequest) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetFromRevision() uint64 {
+	if x != nil {
+		return x.FromRevision
+	}
+	return 0
+}
+
+// SeatChange is one seat's new state.
+type SeatChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SeatId        string                 `protobuf:"bytes,1,opt,name=seat_id,json=seatId,proto3" json:"seat_id,omitempty"`
+	State         SeatState              `protobuf:"varint,2,opt,name=state,proto3,enum=seatledger.v1.SeatState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeatChange) Reset() {
+	*x = SeatChange{}
+	mi := &file_booking_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeatChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeatChange) ProtoMessage() {}
+
+func (x *SeatChange) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeatChange.ProtoReflect.Descriptor instead.
+func (*SeatChange) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SeatChange) GetSeatId() string {
+	if x != nil {
+		return x.SeatId
+	}
+	return ""
+}
+
+func (x *SeatChange) GetState() SeatState {
+	if x != nil {
+		return x.State
+	}
+	return SeatState_SEAT_STATE_UNSPECIFIED
+}
+
+// WatchEvent is either the seat map at a revision (the first event, or a
+// reset when from_revision is older than the retained changes) or the
+// changes of one revision. Revisions strictly increase along a stream.
+type WatchEvent struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ShowId    string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	Revision  uint64                 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	AppliedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	Snapshot  *SeatMap               `protobuf:"bytes,4,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Changes   []*SeatChange          `protobuf:"bytes,5,rep,name=changes,proto3" json:"changes,omitempty"`
+	// True when the snapshot replaces the client's state because the
+	// requested revision is no longer retained.
+	Reset_        bool `protobuf:"varint,6,opt,name=reset,proto3" json:"reset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEvent) Reset() {
+	*x = WatchEvent{}
+	mi := &file_booking_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEvent) ProtoMessage() {}
+
+func (x *WatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
+func (*WatchEvent) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WatchEvent) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *WatchEvent) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetAppliedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AppliedAt
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetSnapshot() *SeatMap {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetChanges() []*SeatChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetReset_() bool {
+	if x != nil {
+		return x.Reset_
+	}
+	return false
+}
+
 // ErrorDetail travels in google.rpc.Status details next to ErrorInfo, with
 // what a client needs to act on a rejection.
 type ErrorDetail struct {
@@ -1493,15 +2122,20 @@ type ErrorDetail struct {
 	// For a rejection by the state machine: the group's raft index it was
 	// decided at and the leader time there, as on a success. A conflict is
 	// thus ordered against every other response.
-	Revision      uint64                 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
-	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	Revision  uint64                 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	AppliedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	// On a conflict: the best available seats of the same number.
+	SuggestedSeatIds []string `protobuf:"bytes,6,rep,name=suggested_seat_ids,json=suggestedSeatIds,proto3" json:"suggested_seat_ids,omitempty"`
+	// On a limit: its name and value.
+	Limit         string `protobuf:"bytes,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	LimitValue    uint32 `protobuf:"varint,8,opt,name=limit_value,json=limitValue,proto3" json:"limit_value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_booking_proto_msgTypes[16]
+	mi := &file_booking_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +2147,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[16]
+	mi := &file_booking_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +2160,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{16}
+	return file_booking_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ErrorDetail) GetTakenSeatIds() []string {
@@ -1562,6 +2196,27 @@ func (x *ErrorDetail) GetAppliedAt() *timestamppb.Timestamp {
 		return x.AppliedAt
 	}
 	return nil
+}
+
+func (x *ErrorDetail) GetSuggestedSeatIds() []string {
+	if x != nil {
+		return x.SuggestedSeatIds
+	}
+	return nil
+}
+
+func (x *ErrorDetail) GetLimit() string {
+	if x != nil {
+		return x.Limit
+	}
+	return ""
+}
+
+func (x *ErrorDetail) GetLimitValue() uint32 {
+	if x != nil {
+		return x.LimitValue
+	}
+	return 0
 }
 
 var File_booking_proto protoreflect.FileDescriptor
@@ -1624,7 +2279,7 @@ const file_booking_proto_rawDesc = "" +
 	"\x05as_of\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12<\n" +
 	"\vconsistency\x18\n" +
 	" \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\x12\x1b\n" +
-	"\tserved_by\x18\v \x01(\tR\bservedBy\"\x9e\x01\n" +
+	"\tserved_by\x18\v \x01(\tR\bservedBy\"\xd0\x01\n" +
 	"\vHoldRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x1b\n" +
@@ -1632,7 +2287,9 @@ const file_booking_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x04 \x01(\tR\trequestId\x12\x1f\n" +
 	"\vttl_seconds\x18\x05 \x01(\rR\n" +
-	"ttlSeconds\"\xc8\x02\n" +
+	"ttlSeconds\x12\x14\n" +
+	"\x05count\x18\x06 \x01(\rR\x05count\x12\x1a\n" +
+	"\bcategory\x18\a \x01(\tR\bcategory\"\xa9\x03\n" +
 	"\fHoldResponse\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
 	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x19\n" +
@@ -1644,7 +2301,11 @@ const file_booking_proto_rawDesc = "" +
 	"applied_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x12!\n" +
 	"\famount_minor\x18\a \x01(\x03R\vamountMinor\x12\x1a\n" +
 	"\bcurrency\x18\b \x01(\tR\bcurrency\x12\x1a\n" +
-	"\breplayed\x18\t \x01(\bR\breplayed\"\x9f\x01\n" +
+	"\breplayed\x18\t \x01(\bR\breplayed\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\n" +
+	" \x01(\tR\tholdToken\x12@\n" +
+	"\x0emax_expires_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\fmaxExpiresAt\"\xbe\x01\n" +
 	"\x0eConfirmRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1f\n" +
@@ -1652,7 +2313,9 @@ const file_booking_proto_rawDesc = "" +
 	"paymentRef\x12\x1b\n" +
 	"\tclient_id\x18\x04 \x01(\tR\bclientId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\"\xe1\x02\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x06 \x01(\tR\tholdToken\"\xe1\x02\n" +
 	"\x0fConfirmResponse\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
 	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x19\n" +
@@ -1666,13 +2329,15 @@ const file_booking_proto_rawDesc = "" +
 	"\famount_minor\x18\b \x01(\x03R\vamountMinor\x12\x1a\n" +
 	"\bcurrency\x18\t \x01(\tR\bcurrency\x12\x1a\n" +
 	"\breplayed\x18\n" +
-	" \x01(\bR\breplayed\"~\n" +
+	" \x01(\bR\breplayed\"\x9d\x01\n" +
 	"\x0eReleaseRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"\xcd\x01\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x05 \x01(\tR\tholdToken\"\xcd\x01\n" +
 	"\x0fReleaseResponse\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12.\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.HoldStateR\x05state\x12\x1a\n" +
@@ -1683,7 +2348,7 @@ const file_booking_proto_rawDesc = "" +
 	"\x0eGetHoldRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12<\n" +
-	"\vconsistency\x18\x03 \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\"\x8c\x03\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\"\xc6\x04\n" +
 	"\bHoldInfo\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
 	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x19\n" +
@@ -1698,7 +2363,66 @@ const file_booking_proto_rawDesc = "" +
 	"\bcurrency\x18\t \x01(\tR\bcurrency\x12\x1a\n" +
 	"\brevision\x18\n" +
 	" \x01(\x04R\brevision\x12/\n" +
-	"\x05as_of\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\"\xe4\x01\n" +
+	"\x05as_of\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x129\n" +
+	"\n" +
+	"created_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12@\n" +
+	"\x0emax_expires_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\fmaxExpiresAt\x12;\n" +
+	"\vrefunded_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"refundedAt\"\xbd\x01\n" +
+	"\rExtendRequest\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
+	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x03 \x01(\tR\tholdToken\x12\x1b\n" +
+	"\tclient_id\x18\x04 \x01(\tR\bclientId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12\x1f\n" +
+	"\vttl_seconds\x18\x06 \x01(\rR\n" +
+	"ttlSeconds\"\x99\x02\n" +
+	"\x0eExtendResponse\x12\x17\n" +
+	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12@\n" +
+	"\x0emax_expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\fmaxExpiresAt\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\x04R\brevision\x129\n" +
+	"\n" +
+	"applied_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x12\x1a\n" +
+	"\breplayed\x18\x06 \x01(\bR\breplayed\"\xb4\x01\n" +
+	"\rRefundRequest\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
+	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x03 \x01(\tR\tholdToken\x12\x1b\n" +
+	"\tclient_id\x18\x04 \x01(\tR\bclientId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\"\xa6\x02\n" +
+	"\x0eRefundResponse\x12\x17\n" +
+	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12.\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.HoldStateR\x05state\x12\x19\n" +
+	"\bseat_ids\x18\x03 \x03(\tR\aseatIds\x12!\n" +
+	"\famount_minor\x18\x04 \x01(\x03R\vamountMinor\x12\x1a\n" +
+	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12\x1a\n" +
+	"\brevision\x18\x06 \x01(\x04R\brevision\x129\n" +
+	"\n" +
+	"applied_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x12\x1a\n" +
+	"\breplayed\x18\b \x01(\bR\breplayed\"L\n" +
+	"\fWatchRequest\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12#\n" +
+	"\rfrom_revision\x18\x02 \x01(\x04R\ffromRevision\"U\n" +
+	"\n" +
+	"SeatChange\x12\x17\n" +
+	"\aseat_id\x18\x01 \x01(\tR\x06seatId\x12.\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xfb\x01\n" +
+	"\n" +
+	"WatchEvent\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\x129\n" +
+	"\n" +
+	"applied_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x122\n" +
+	"\bsnapshot\x18\x04 \x01(\v2\x16.seatledger.v1.SeatMapR\bsnapshot\x123\n" +
+	"\achanges\x18\x05 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x12\x14\n" +
+	"\x05reset\x18\x06 \x01(\bR\x05reset\"\xc9\x02\n" +
 	"\vErrorDetail\x12$\n" +
 	"\x0etaken_seat_ids\x18\x01 \x03(\tR\ftakenSeatIds\x127\n" +
 	"\n" +
@@ -1707,23 +2431,28 @@ const file_booking_proto_rawDesc = "" +
 	"leaderHint\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\x04R\brevision\x129\n" +
 	"\n" +
-	"applied_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt*G\n" +
+	"applied_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x12,\n" +
+	"\x12suggested_seat_ids\x18\x06 \x03(\tR\x10suggestedSeatIds\x12\x14\n" +
+	"\x05limit\x18\a \x01(\tR\x05limit\x12\x1f\n" +
+	"\vlimit_value\x18\b \x01(\rR\n" +
+	"limitValue*G\n" +
 	"\tSeatState\x12\x1a\n" +
 	"\x16SEAT_STATE_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04FREE\x10\x01\x12\b\n" +
 	"\x04HELD\x10\x02\x12\n" +
 	"\n" +
-	"\x06BOOKED\x10\x03*\x88\x01\n" +
+	"\x06BOOKED\x10\x03*\xa1\x01\n" +
 	"\tHoldState\x12\x1a\n" +
 	"\x16HOLD_STATE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fHOLD_STATE_HELD\x10\x01\x12\x18\n" +
 	"\x14HOLD_STATE_CONFIRMED\x10\x02\x12\x16\n" +
 	"\x12HOLD_STATE_EXPIRED\x10\x03\x12\x18\n" +
-	"\x14HOLD_STATE_CANCELLED\x10\x04*G\n" +
+	"\x14HOLD_STATE_CANCELLED\x10\x04\x12\x17\n" +
+	"\x13HOLD_STATE_REFUNDED\x10\x05*G\n" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fLINEARIZABLE\x10\x01\x12\t\n" +
-	"\x05STALE\x10\x022\xbc\x03\n" +
+	"\x05STALE\x10\x022\x8d\x05\n" +
 	"\aBooking\x12Q\n" +
 	"\n" +
 	"CreateShow\x12 .seatledger.v1.CreateShowRequest\x1a!.seatledger.v1.CreateShowResponse\x12F\n" +
@@ -1732,7 +2461,10 @@ const file_booking_proto_rawDesc = "" +
 	"\x04Hold\x12\x1a.seatledger.v1.HoldRequest\x1a\x1b.seatledger.v1.HoldResponse\x12H\n" +
 	"\aConfirm\x12\x1d.seatledger.v1.ConfirmRequest\x1a\x1e.seatledger.v1.ConfirmResponse\x12H\n" +
 	"\aRelease\x12\x1d.seatledger.v1.ReleaseRequest\x1a\x1e.seatledger.v1.ReleaseResponse\x12A\n" +
-	"\aGetHold\x12\x1d.seatledger.v1.GetHoldRequest\x1a\x17.seatledger.v1.HoldInfoB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"\aGetHold\x12\x1d.seatledger.v1.GetHoldRequest\x1a\x17.seatledger.v1.HoldInfo\x12E\n" +
+	"\x06Extend\x12\x1c.seatledger.v1.ExtendRequest\x1a\x1d.seatledger.v1.ExtendResponse\x12E\n" +
+	"\x06Refund\x12\x1c.seatledger.v1.RefundRequest\x1a\x1d.seatledger.v1.RefundResponse\x12A\n" +
+	"\x05Watch\x12\x1b.seatledger.v1.WatchRequest\x1a\x19.seatledger.v1.WatchEvent0\x01B1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_booking_proto_rawDescOnce sync.Once
@@ -1747,7 +2479,7 @@ func file_booking_proto_rawDescGZIP() []byte {
 }
 
 var file_booking_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_booking_proto_goTypes = []any{
 	(SeatState)(0),                // 0: seatledger.v1.SeatState
 	(HoldState)(0),                // 1: seatledger.v1.HoldState
@@ -1768,49 +2500,75 @@ var file_booking_proto_goTypes = []any{
 	(*ReleaseResponse)(nil),       // 16: seatledger.v1.ReleaseResponse
 	(*GetHoldRequest)(nil),        // 17: seatledger.v1.GetHoldRequest
 	(*HoldInfo)(nil),              // 18: seatledger.v1.HoldInfo
-	(*ErrorDetail)(nil),           // 19: seatledger.v1.ErrorDetail
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*ExtendRequest)(nil),         // 19: seatledger.v1.ExtendRequest
+	(*ExtendResponse)(nil),        // 20: seatledger.v1.ExtendResponse
+	(*RefundRequest)(nil),         // 21: seatledger.v1.RefundRequest
+	(*RefundResponse)(nil),        // 22: seatledger.v1.RefundResponse
+	(*WatchRequest)(nil),          // 23: seatledger.v1.WatchRequest
+	(*SeatChange)(nil),            // 24: seatledger.v1.SeatChange
+	(*WatchEvent)(nil),            // 25: seatledger.v1.WatchEvent
+	(*ErrorDetail)(nil),           // 26: seatledger.v1.ErrorDetail
+	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
 }
 var file_booking_proto_depIdxs = []int32{
 	4,  // 0: seatledger.v1.Show.rows:type_name -> seatledger.v1.Row
 	5,  // 1: seatledger.v1.Show.categories:type_name -> seatledger.v1.Category
 	3,  // 2: seatledger.v1.CreateShowRequest.show:type_name -> seatledger.v1.Show
-	20, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
+	27, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 4: seatledger.v1.GetSeatMapRequest.consistency:type_name -> seatledger.v1.Consistency
 	0,  // 5: seatledger.v1.Seat.state:type_name -> seatledger.v1.SeatState
 	9,  // 6: seatledger.v1.SeatMap.seats:type_name -> seatledger.v1.Seat
 	5,  // 7: seatledger.v1.SeatMap.categories:type_name -> seatledger.v1.Category
-	20, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
+	27, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
 	2,  // 9: seatledger.v1.SeatMap.consistency:type_name -> seatledger.v1.Consistency
-	20, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
-	20, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
-	1,  // 12: seatledger.v1.ConfirmResponse.state:type_name -> seatledger.v1.HoldState
-	20, // 13: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
-	1,  // 14: seatledger.v1.ReleaseResponse.state:type_name -> seatledger.v1.HoldState
-	20, // 15: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
-	2,  // 16: seatledger.v1.GetHoldRequest.consistency:type_name -> seatledger.v1.Consistency
-	1,  // 17: seatledger.v1.HoldInfo.state:type_name -> seatledger.v1.HoldState
-	20, // 18: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
-	20, // 19: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
-	1,  // 20: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
-	20, // 21: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
-	6,  // 22: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
-	8,  // 23: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
-	11, // 24: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
-	13, // 25: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
-	15, // 26: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
-	17, // 27: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
-	7,  // 28: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
-	10, // 29: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
-	12, // 30: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
-	14, // 31: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
-	16, // 32: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
-	18, // 33: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
-	28, // [28:34] is the sub-list for method output_type
-	22, // [22:28] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	27, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
+	27, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
+	27, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 13: seatledger.v1.ConfirmResponse.state:type_name -> seatledger.v1.HoldState
+	27, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
+	1,  // 15: seatledger.v1.ReleaseResponse.state:type_name -> seatledger.v1.HoldState
+	27, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
+	2,  // 17: seatledger.v1.GetHoldRequest.consistency:type_name -> seatledger.v1.Consistency
+	1,  // 18: seatledger.v1.HoldInfo.state:type_name -> seatledger.v1.HoldState
+	27, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
+	27, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
+	27, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
+	27, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
+	27, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
+	27, // 24: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
+	27, // 25: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	27, // 26: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
+	1,  // 27: seatledger.v1.RefundResponse.state:type_name -> seatledger.v1.HoldState
+	27, // 28: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
+	0,  // 29: seatledger.v1.SeatChange.state:type_name -> seatledger.v1.SeatState
+	27, // 30: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
+	10, // 31: seatledger.v1.WatchEvent.snapshot:type_name -> seatledger.v1.SeatMap
+	24, // 32: seatledger.v1.WatchEvent.changes:type_name -> seatledger.v1.SeatChange
+	1,  // 33: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
+	27, // 34: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
+	6,  // 35: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
+	8,  // 36: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
+	11, // 37: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
+	13, // 38: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
+	15, // 39: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
+	17, // 40: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
+	19, // 41: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
+	21, // 42: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
+	23, // 43: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
+	7,  // 44: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
+	10, // 45: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
+	12, // 46: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
+	14, // 47: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
+	16, // 48: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
+	18, // 49: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
+	20, // 50: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
+	22, // 51: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
+	25, // 52: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
+	44, // [44:53] is the sub-list for method output_type
+	35, // [35:44] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_booking_proto_init() }
@@ -1824,7 +2582,7 @@ func file_booking_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_booking_proto_rawDesc), len(file_booking_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   17,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

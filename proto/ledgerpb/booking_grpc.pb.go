@@ -28,6 +28,9 @@ const (
 	Booking_Confirm_FullMethodName    = "/seatledger.v1.Booking/Confirm"
 	Booking_Release_FullMethodName    = "/seatledger.v1.Booking/Release"
 	Booking_GetHold_FullMethodName    = "/seatledger.v1.Booking/GetHold"
+	Booking_Extend_FullMethodName     = "/seatledger.v1.Booking/Extend"
+	Booking_Refund_FullMethodName     = "/seatledger.v1.Booking/Refund"
+	Booking_Watch_FullMethodName      = "/seatledger.v1.Booking/Watch"
 )
 
 // BookingClient is the client API for Booking service.
@@ -46,6 +49,13 @@ type BookingClient interface {
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 	// GetHold returns a hold (or booking) and its state.
 	GetHold(ctx context.Context, in *GetHoldRequest, opts ...grpc.CallOption) (*HoldInfo, error)
+	// Extend moves a live hold's expiry later, up to its lifetime cap.
+	Extend(ctx context.Context, in *ExtendRequest, opts ...grpc.CallOption) (*ExtendResponse, error)
+	// Refund cancels a confirmed booking and frees its seats.
+	Refund(ctx context.Context, in *RefundRequest, opts ...grpc.CallOption) (*RefundResponse, error)
+	// Watch streams a show's seat changes, each with the group's revision,
+	// resumable from a revision without gaps or duplicates.
+	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error)
 }
 
 type bookingClient struct {
@@ -116,6 +126,45 @@ func (c *bookingClient) GetHold(ctx context.Context, in *GetHoldRequest, opts ..
 	return out, nil
 }
 
+func (c *bookingClient) Extend(ctx context.Context, in *ExtendRequest, opts ...grpc.CallOption) (*ExtendResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExtendResponse)
+	err := c.cc.Invoke(ctx, Booking_Extend_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookingClient) Refund(ctx context.Context, in *RefundRequest, opts ...grpc.CallOption) (*RefundResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RefundResponse)
+	err := c.cc.Invoke(ctx, Booking_Refund_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookingClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Booking_ServiceDesc.Streams[0], Booking_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRequest, WatchEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Booking_WatchClient = grpc.ServerStreamingClient[WatchEvent]
+
 // BookingServer is the server API for Booking service.
 // All implementations must embed UnimplementedBookingServer
 // for forward compatibility.
@@ -132,6 +181,13 @@ type BookingServer interface {
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	// GetHold returns a hold (or booking) and its state.
 	GetHold(context.Context, *GetHoldRequest) (*HoldInfo, error)
+	// Extend moves a live hold's expiry later, up to its lifetime cap.
+	Extend(context.Context, *ExtendRequest) (*ExtendResponse, error)
+	// Refund cancels a confirmed booking and frees its seats.
+	Refund(context.Context, *RefundRequest) (*RefundResponse, error)
+	// Watch streams a show's seat changes, each with the group's revision,
+	// resumable from a revision without gaps or duplicates.
+	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error
 	mustEmbedUnimplementedBookingServer()
 }
 
@@ -159,6 +215,15 @@ func (UnimplementedBookingServer) Release(context.Context, *ReleaseRequest) (*Re
 }
 func (UnimplementedBookingServer) GetHold(context.Context, *GetHoldRequest) (*HoldInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetHold not implemented")
+}
+func (UnimplementedBookingServer) Extend(context.Context, *ExtendRequest) (*ExtendResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Extend not implemented")
+}
+func (UnimplementedBookingServer) Refund(context.Context, *RefundRequest) (*RefundResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Refund not implemented")
+}
+func (UnimplementedBookingServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedBookingServer) mustEmbedUnimplementedBookingServer() {}
 func (UnimplementedBookingServer) testEmbeddedByValue()                 {}
@@ -289,6 +354,53 @@ func _Booking_GetHold_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Booking_Extend_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExtendRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).Extend(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_Extend_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).Extend(ctx, req.(*ExtendRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Booking_Refund_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RefundRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).Refund(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_Refund_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).Refund(ctx, req.(*RefundRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Booking_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(BookingServer).Watch(m, &grpc.GenericServerStream[WatchRequest, WatchEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Booking_WatchServer = grpc.ServerStreamingServer[WatchEvent]
+
 // Booking_ServiceDesc is the grpc.ServiceDesc for Booking service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -320,7 +432,21 @@ var Booking_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "GetHold",
 			Handler:    _Booking_GetHold_Handler,
 		},
+		{
+			MethodName: "Extend",
+			Handler:    _Booking_Extend_Handler,
+		},
+		{
+			MethodName: "Refund",
+			Handler:    _Booking_Refund_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _Booking_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "booking.proto",
 }

@@ -46,6 +46,14 @@ const (
 	Code_CODE_HOLD_CANCELLED    Code = 10
 	Code_CODE_NOT_HOLD_OWNER    Code = 11
 	Code_CODE_REQUEST_ID_REUSED Code = 12
+	// Best available: the show (or category) has fewer free seats than asked.
+	Code_CODE_SOLD_OUT Code = 13
+	// The client already has HoldsPerClientPerShowMax live holds in the show.
+	Code_CODE_TOO_MANY_HOLDS Code = 14
+	// The hold_token does not belong to the hold.
+	Code_CODE_HOLD_TOKEN_INVALID Code = 15
+	// Refund of a hold that is not a confirmed booking.
+	Code_CODE_HOLD_NOT_CONFIRMED Code = 16
 )
 
 // Enum value maps for Code.
@@ -64,21 +72,29 @@ var (
 		10: "CODE_HOLD_CANCELLED",
 		11: "CODE_NOT_HOLD_OWNER",
 		12: "CODE_REQUEST_ID_REUSED",
+		13: "CODE_SOLD_OUT",
+		14: "CODE_TOO_MANY_HOLDS",
+		15: "CODE_HOLD_TOKEN_INVALID",
+		16: "CODE_HOLD_NOT_CONFIRMED",
 	}
 	Code_value = map[string]int32{
-		"CODE_UNSPECIFIED":       0,
-		"CODE_OK":                1,
-		"CODE_INVALID_ARGUMENT":  2,
-		"CODE_SHOW_NOT_FOUND":    3,
-		"CODE_SHOW_EXISTS":       4,
-		"CODE_UNKNOWN_SEAT":      5,
-		"CODE_SEATS_TAKEN":       6,
-		"CODE_HOLD_NOT_FOUND":    7,
-		"CODE_HOLD_EXPIRED":      8,
-		"CODE_HOLD_CONFIRMED":    9,
-		"CODE_HOLD_CANCELLED":    10,
-		"CODE_NOT_HOLD_OWNER":    11,
-		"CODE_REQUEST_ID_REUSED": 12,
+		"CODE_UNSPECIFIED":        0,
+		"CODE_OK":                 1,
+		"CODE_INVALID_ARGUMENT":   2,
+		"CODE_SHOW_NOT_FOUND":     3,
+		"CODE_SHOW_EXISTS":        4,
+		"CODE_UNKNOWN_SEAT":       5,
+		"CODE_SEATS_TAKEN":        6,
+		"CODE_HOLD_NOT_FOUND":     7,
+		"CODE_HOLD_EXPIRED":       8,
+		"CODE_HOLD_CONFIRMED":     9,
+		"CODE_HOLD_CANCELLED":     10,
+		"CODE_NOT_HOLD_OWNER":     11,
+		"CODE_REQUEST_ID_REUSED":  12,
+		"CODE_SOLD_OUT":           13,
+		"CODE_TOO_MANY_HOLDS":     14,
+		"CODE_HOLD_TOKEN_INVALID": 15,
+		"CODE_HOLD_NOT_CONFIRMED": 16,
 	}
 )
 
@@ -238,6 +254,8 @@ type Command struct {
 	//	*Command_Release
 	//	*Command_Expire
 	//	*Command_Batch
+	//	*Command_Extend
+	//	*Command_Refund
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -355,6 +373,24 @@ func (x *Command) GetBatch() *Batch {
 	return nil
 }
 
+func (x *Command) GetExtend() *ExtendCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Extend); ok {
+			return x.Extend
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetRefund() *RefundCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Refund); ok {
+			return x.Refund
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -383,6 +419,14 @@ type Command_Batch struct {
 	Batch *Batch `protobuf:"bytes,15,opt,name=batch,proto3,oneof"`
 }
 
+type Command_Extend struct {
+	Extend *ExtendCmd `protobuf:"bytes,16,opt,name=extend,proto3,oneof"`
+}
+
+type Command_Refund struct {
+	Refund *RefundCmd `protobuf:"bytes,17,opt,name=refund,proto3,oneof"`
+}
+
 func (*Command_CreateShow) isCommand_Op() {}
 
 func (*Command_Hold) isCommand_Op() {}
@@ -394,6 +438,10 @@ func (*Command_Release) isCommand_Op() {}
 func (*Command_Expire) isCommand_Op() {}
 
 func (*Command_Batch) isCommand_Op() {}
+
+func (*Command_Extend) isCommand_Op() {}
+
+func (*Command_Refund) isCommand_Op() {}
 
 // Batch is group commit: many client commands in one log entry. Batches do
 // not nest.
@@ -442,8 +490,14 @@ func (x *Batch) GetCommands() []*Command {
 }
 
 type CreateShowCmd struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Show          *Show                  `protobuf:"bytes,1,opt,name=show,proto3" json:"show,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Show  *Show                  `protobuf:"bytes,1,opt,name=show,proto3" json:"show,omitempty"`
+	// Random bytes chosen by the gateway that proposed the show: the key of
+	// its hold tokens (token = HMAC-SHA256(token_key, hold_id)), so the FSM
+	// can issue tokens deterministically. Not part of the request's payload
+	// hash (a retry through another gateway brings other bytes); the first
+	// applied value wins. Stored apart from the show, never returned.
+	TokenKey      []byte `protobuf:"bytes,2,opt,name=token_key,json=tokenKey,proto3" json:"token_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -485,12 +539,24 @@ func (x *CreateShowCmd) GetShow() *Show {
 	return nil
 }
 
+func (x *CreateShowCmd) GetTokenKey() []byte {
+	if x != nil {
+		return x.TokenKey
+	}
+	return nil
+}
+
 type HoldCmd struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	ShowId  string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
-	SeatIds []string               `protobuf:"bytes,2,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ShowId string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	// Explicit seats; empty for a best-available request (count).
+	SeatIds []string `protobuf:"bytes,2,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
 	// Requested time to live; the FSM computes expires_at = clock + ttl.
-	TtlMs         int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	TtlMs int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// Best available: hold this many seats chosen by the FSM (fsm/best.go),
+	// optionally only of one category. Exclusive with seat_ids.
+	Count         uint32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	Category      string `protobuf:"bytes,5,opt,name=category,proto3" json:"category,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -546,11 +612,27 @@ func (x *HoldCmd) GetTtlMs() int64 {
 	return 0
 }
 
+func (x *HoldCmd) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *HoldCmd) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
 type ConfirmCmd struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
-	HoldId        string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
-	PaymentRef    string                 `protobuf:"bytes,3,opt,name=payment_ref,json=paymentRef,proto3" json:"payment_ref,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ShowId     string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	HoldId     string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	PaymentRef string                 `protobuf:"bytes,3,opt,name=payment_ref,json=paymentRef,proto3" json:"payment_ref,omitempty"`
+	// The secret the hold was issued with (Result.hold_token).
+	HoldToken     string `protobuf:"bytes,4,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -606,10 +688,18 @@ func (x *ConfirmCmd) GetPaymentRef() string {
 	return ""
 }
 
+func (x *ConfirmCmd) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
 type ReleaseCmd struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
 	HoldId        string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	HoldToken     string                 `protobuf:"bytes,3,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -658,6 +748,153 @@ func (x *ReleaseCmd) GetHoldId() string {
 	return ""
 }
 
+func (x *ReleaseCmd) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
+// ExtendCmd moves a live hold's expiry to clock + ttl_ms (never earlier than
+// it was), capped at created_at + HoldLifetimeMaxMs.
+type ExtendCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	HoldId        string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	HoldToken     string                 `protobuf:"bytes,3,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	TtlMs         int64                  `protobuf:"varint,4,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendCmd) Reset() {
+	*x = ExtendCmd{}
+	mi := &file_ledger_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendCmd) ProtoMessage() {}
+
+func (x *ExtendCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendCmd.ProtoReflect.Descriptor instead.
+func (*ExtendCmd) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ExtendCmd) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *ExtendCmd) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *ExtendCmd) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
+func (x *ExtendCmd) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+// RefundCmd cancels a confirmed booking: CONFIRMED -> REFUNDED, its seats
+// become FREE.
+type RefundCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	HoldId        string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	HoldToken     string                 `protobuf:"bytes,3,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundCmd) Reset() {
+	*x = RefundCmd{}
+	mi := &file_ledger_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundCmd) ProtoMessage() {}
+
+func (x *RefundCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundCmd.ProtoReflect.Descriptor instead.
+func (*RefundCmd) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RefundCmd) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *RefundCmd) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *RefundCmd) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
+func (x *RefundCmd) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // ExpireCmd frees holds with expires_at_ms <= upto_ms, oldest first, at most
 // limit of them. Only a leader issues it.
 type ExpireCmd struct {
@@ -670,7 +907,7 @@ type ExpireCmd struct {
 
 func (x *ExpireCmd) Reset() {
 	*x = ExpireCmd{}
-	mi := &file_ledger_proto_msgTypes[6]
+	mi := &file_ledger_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +919,7 @@ func (x *ExpireCmd) String() string {
 func (*ExpireCmd) ProtoMessage() {}
 
 func (x *ExpireCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[6]
+	mi := &file_ledger_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +932,7 @@ func (x *ExpireCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireCmd.ProtoReflect.Descriptor instead.
 func (*ExpireCmd) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{6}
+	return file_ledger_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ExpireCmd) GetUptoMs() int64 {
@@ -734,14 +971,24 @@ type Result struct {
 	// True when this result is a replay of an earlier request.
 	Replayed bool `protobuf:"varint,12,opt,name=replayed,proto3" json:"replayed,omitempty"`
 	// Holds expired by an Expire command.
-	Expired       uint32 `protobuf:"varint,13,opt,name=expired,proto3" json:"expired,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Expired uint32 `protobuf:"varint,13,opt,name=expired,proto3" json:"expired,omitempty"`
+	// The secret that confirm, release, extend and refund must present; set
+	// on a successful hold (and its replays) only.
+	HoldToken string `protobuf:"bytes,14,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	// On CODE_SEATS_TAKEN: the best available seats of the same number, at
+	// the same revision (empty when none fit).
+	AlternativeSeatIds []string `protobuf:"bytes,15,rep,name=alternative_seat_ids,json=alternativeSeatIds,proto3" json:"alternative_seat_ids,omitempty"`
+	// On CODE_TOO_MANY_HOLDS: the limit that was reached.
+	Limit uint32 `protobuf:"varint,16,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Expiry cap of the hold (created_at + HoldLifetimeMaxMs).
+	MaxExpiresAtMs int64 `protobuf:"varint,17,opt,name=max_expires_at_ms,json=maxExpiresAtMs,proto3" json:"max_expires_at_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledger_proto_msgTypes[7]
+	mi := &file_ledger_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +1000,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[7]
+	mi := &file_ledger_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +1013,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{7}
+	return file_ledger_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Result) GetCode() Code {
@@ -860,6 +1107,34 @@ func (x *Result) GetExpired() uint32 {
 	return 0
 }
 
+func (x *Result) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
+func (x *Result) GetAlternativeSeatIds() []string {
+	if x != nil {
+		return x.AlternativeSeatIds
+	}
+	return nil
+}
+
+func (x *Result) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *Result) GetMaxExpiresAtMs() int64 {
+	if x != nil {
+		return x.MaxExpiresAtMs
+	}
+	return 0
+}
+
 // SeatRecord is stored for every seat that is not FREE.
 type SeatRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -871,7 +1146,7 @@ type SeatRecord struct {
 
 func (x *SeatRecord) Reset() {
 	*x = SeatRecord{}
-	mi := &file_ledger_proto_msgTypes[8]
+	mi := &file_ledger_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -883,7 +1158,7 @@ func (x *SeatRecord) String() string {
 func (*SeatRecord) ProtoMessage() {}
 
 func (x *SeatRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[8]
+	mi := &file_ledger_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -896,7 +1171,7 @@ func (x *SeatRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatRecord.ProtoReflect.Descriptor instead.
 func (*SeatRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{8}
+	return file_ledger_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SeatRecord) GetHoldId() string {
@@ -928,13 +1203,15 @@ type HoldRecord struct {
 	Currency      string                 `protobuf:"bytes,10,opt,name=currency,proto3" json:"currency,omitempty"`
 	ClosedAtMs    int64                  `protobuf:"varint,11,opt,name=closed_at_ms,json=closedAtMs,proto3" json:"closed_at_ms,omitempty"`
 	Revision      uint64                 `protobuf:"varint,12,opt,name=revision,proto3" json:"revision,omitempty"`
+	RefundedAtMs  int64                  `protobuf:"varint,13,opt,name=refunded_at_ms,json=refundedAtMs,proto3" json:"refunded_at_ms,omitempty"`
+	RefundReason  string                 `protobuf:"bytes,14,opt,name=refund_reason,json=refundReason,proto3" json:"refund_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HoldRecord) Reset() {
 	*x = HoldRecord{}
-	mi := &file_ledger_proto_msgTypes[9]
+	mi := &file_ledger_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +1223,7 @@ func (x *HoldRecord) String() string {
 func (*HoldRecord) ProtoMessage() {}
 
 func (x *HoldRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[9]
+	mi := &file_ledger_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1236,7 @@ func (x *HoldRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRecord.ProtoReflect.Descriptor instead.
 func (*HoldRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{9}
+	return file_ledger_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HoldRecord) GetHoldId() string {
@@ -1046,6 +1323,75 @@ func (x *HoldRecord) GetRevision() uint64 {
 	return 0
 }
 
+func (x *HoldRecord) GetRefundedAtMs() int64 {
+	if x != nil {
+		return x.RefundedAtMs
+	}
+	return 0
+}
+
+func (x *HoldRecord) GetRefundReason() string {
+	if x != nil {
+		return x.RefundReason
+	}
+	return ""
+}
+
+// SeatEventRecord is the change log of one show at one raft index: every
+// seat whose state changed, in the order the entry changed them. Watchers
+// resume from a revision by reading the records after it.
+type SeatEventRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppliedAtMs   int64                  `protobuf:"varint,1,opt,name=applied_at_ms,json=appliedAtMs,proto3" json:"applied_at_ms,omitempty"`
+	Changes       []*SeatChange          `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeatEventRecord) Reset() {
+	*x = SeatEventRecord{}
+	mi := &file_ledger_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeatEventRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeatEventRecord) ProtoMessage() {}
+
+func (x *SeatEventRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeatEventRecord.ProtoReflect.Descriptor instead.
+func (*SeatEventRecord) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SeatEventRecord) GetAppliedAtMs() int64 {
+	if x != nil {
+		return x.AppliedAtMs
+	}
+	return 0
+}
+
+func (x *SeatEventRecord) GetChanges() []*SeatChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
 // RequestRecord remembers the outcome of one client request.
 type RequestRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1058,7 +1404,7 @@ type RequestRecord struct {
 
 func (x *RequestRecord) Reset() {
 	*x = RequestRecord{}
-	mi := &file_ledger_proto_msgTypes[10]
+	mi := &file_ledger_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1416,7 @@ func (x *RequestRecord) String() string {
 func (*RequestRecord) ProtoMessage() {}
 
 func (x *RequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[10]
+	mi := &file_ledger_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1429,7 @@ func (x *RequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
 func (*RequestRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{10}
+	return file_ledger_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RequestRecord) GetPayloadHash() []byte {
@@ -1119,7 +1465,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_ledger_proto_msgTypes[11]
+	mi := &file_ledger_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1477,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[11]
+	mi := &file_ledger_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1490,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{11}
+	return file_ledger_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProposeRequest) GetGroupId() uint32 {
@@ -1180,7 +1526,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_ledger_proto_msgTypes[12]
+	mi := &file_ledger_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1538,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[12]
+	mi := &file_ledger_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1551,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{12}
+	return file_ledger_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ProposeResponse) GetStatus() ForwardStatus {
@@ -1249,7 +1595,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_ledger_proto_msgTypes[13]
+	mi := &file_ledger_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1607,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[13]
+	mi := &file_ledger_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1620,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{13}
+	return file_ledger_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReadRequest) GetGroupId() uint32 {
@@ -1327,7 +1673,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1685,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1698,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{14}
+	return file_ledger_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadResponse) GetStatus() ForwardStatus {
@@ -1401,7 +1747,7 @@ var File_ledger_proto protoreflect.FileDescriptor
 
 const file_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\fledger.proto\x12\rseatledger.v1\x1a\rbooking.proto\"\xb0\x03\n" +
+	"\fledger.proto\x12\rseatledger.v1\x1a\rbooking.proto\"\x98\x04\n" +
 	"\aCommand\x12$\n" +
 	"\x0eproposed_at_ms\x18\x01 \x01(\x03R\fproposedAtMs\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
@@ -1414,29 +1760,50 @@ const file_ledger_proto_rawDesc = "" +
 	"\aconfirm\x18\f \x01(\v2\x19.seatledger.v1.ConfirmCmdH\x00R\aconfirm\x125\n" +
 	"\arelease\x18\r \x01(\v2\x19.seatledger.v1.ReleaseCmdH\x00R\arelease\x122\n" +
 	"\x06expire\x18\x0e \x01(\v2\x18.seatledger.v1.ExpireCmdH\x00R\x06expire\x12,\n" +
-	"\x05batch\x18\x0f \x01(\v2\x14.seatledger.v1.BatchH\x00R\x05batchB\x04\n" +
+	"\x05batch\x18\x0f \x01(\v2\x14.seatledger.v1.BatchH\x00R\x05batch\x122\n" +
+	"\x06extend\x18\x10 \x01(\v2\x18.seatledger.v1.ExtendCmdH\x00R\x06extend\x122\n" +
+	"\x06refund\x18\x11 \x01(\v2\x18.seatledger.v1.RefundCmdH\x00R\x06refundB\x04\n" +
 	"\x02op\";\n" +
 	"\x05Batch\x122\n" +
-	"\bcommands\x18\x01 \x03(\v2\x16.seatledger.v1.CommandR\bcommands\"8\n" +
+	"\bcommands\x18\x01 \x03(\v2\x16.seatledger.v1.CommandR\bcommands\"U\n" +
 	"\rCreateShowCmd\x12'\n" +
-	"\x04show\x18\x01 \x01(\v2\x13.seatledger.v1.ShowR\x04show\"T\n" +
+	"\x04show\x18\x01 \x01(\v2\x13.seatledger.v1.ShowR\x04show\x12\x1b\n" +
+	"\ttoken_key\x18\x02 \x01(\fR\btokenKey\"\x86\x01\n" +
 	"\aHoldCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x15\n" +
-	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\"_\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\rR\x05count\x12\x1a\n" +
+	"\bcategory\x18\x05 \x01(\tR\bcategory\"~\n" +
 	"\n" +
 	"ConfirmCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1f\n" +
 	"\vpayment_ref\x18\x03 \x01(\tR\n" +
-	"paymentRef\">\n" +
+	"paymentRef\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x04 \x01(\tR\tholdToken\"]\n" +
 	"\n" +
 	"ReleaseCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
-	"\ahold_id\x18\x02 \x01(\tR\x06holdId\":\n" +
+	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x03 \x01(\tR\tholdToken\"s\n" +
+	"\tExtendCmd\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
+	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x03 \x01(\tR\tholdToken\x12\x15\n" +
+	"\x06ttl_ms\x18\x04 \x01(\x03R\x05ttlMs\"t\n" +
+	"\tRefundCmd\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
+	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x03 \x01(\tR\tholdToken\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\":\n" +
 	"\tExpireCmd\x12\x17\n" +
 	"\aupto_ms\x18\x01 \x01(\x03R\x06uptoMs\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xa7\x03\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xb9\x04\n" +
 	"\x06Result\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
@@ -1452,11 +1819,16 @@ const file_ledger_proto_rawDesc = "" +
 	" \x01(\x03R\vamountMinor\x12\x1a\n" +
 	"\bcurrency\x18\v \x01(\tR\bcurrency\x12\x1a\n" +
 	"\breplayed\x18\f \x01(\bR\breplayed\x12\x18\n" +
-	"\aexpired\x18\r \x01(\rR\aexpired\"U\n" +
+	"\aexpired\x18\r \x01(\rR\aexpired\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x0e \x01(\tR\tholdToken\x120\n" +
+	"\x14alternative_seat_ids\x18\x0f \x03(\tR\x12alternativeSeatIds\x12\x14\n" +
+	"\x05limit\x18\x10 \x01(\rR\x05limit\x12)\n" +
+	"\x11max_expires_at_ms\x18\x11 \x01(\x03R\x0emaxExpiresAtMs\"U\n" +
 	"\n" +
 	"SeatRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12.\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\x8c\x03\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xd7\x03\n" +
 	"\n" +
 	"HoldRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
@@ -1473,7 +1845,12 @@ const file_ledger_proto_rawDesc = "" +
 	" \x01(\tR\bcurrency\x12 \n" +
 	"\fclosed_at_ms\x18\v \x01(\x03R\n" +
 	"closedAtMs\x12\x1a\n" +
-	"\brevision\x18\f \x01(\x04R\brevision\"\x85\x01\n" +
+	"\brevision\x18\f \x01(\x04R\brevision\x12$\n" +
+	"\x0erefunded_at_ms\x18\r \x01(\x03R\frefundedAtMs\x12#\n" +
+	"\rrefund_reason\x18\x0e \x01(\tR\frefundReason\"j\n" +
+	"\x0fSeatEventRecord\x12\"\n" +
+	"\rapplied_at_ms\x18\x01 \x01(\x03R\vappliedAtMs\x123\n" +
+	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\"\x85\x01\n" +
 	"\rRequestRecord\x12!\n" +
 	"\fpayload_hash\x18\x01 \x01(\fR\vpayloadHash\x12-\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.seatledger.v1.ResultR\x06result\x12\"\n" +
@@ -1499,7 +1876,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x121\n" +
 	"\bseat_map\x18\x04 \x01(\v2\x16.seatledger.v1.SeatMapR\aseatMap\x12+\n" +
 	"\x04hold\x18\x05 \x01(\v2\x17.seatledger.v1.HoldInfoR\x04hold\x12'\n" +
-	"\x04code\x18\x06 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code*\xb7\x02\n" +
+	"\x04code\x18\x06 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code*\x9d\x03\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -1514,7 +1891,11 @@ const file_ledger_proto_rawDesc = "" +
 	"\x13CODE_HOLD_CANCELLED\x10\n" +
 	"\x12\x17\n" +
 	"\x13CODE_NOT_HOLD_OWNER\x10\v\x12\x1a\n" +
-	"\x16CODE_REQUEST_ID_REUSED\x10\f*\xc5\x01\n" +
+	"\x16CODE_REQUEST_ID_REUSED\x10\f\x12\x11\n" +
+	"\rCODE_SOLD_OUT\x10\r\x12\x17\n" +
+	"\x13CODE_TOO_MANY_HOLDS\x10\x0e\x12\x1b\n" +
+	"\x17CODE_HOLD_TOKEN_INVALID\x10\x0f\x12\x1b\n" +
+	"\x17CODE_HOLD_NOT_CONFIRMED\x10\x10*\xc5\x01\n" +
 	"\rForwardStatus\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11FORWARD_STATUS_OK\x10\x01\x12\x1d\n" +
@@ -1543,7 +1924,7 @@ func file_ledger_proto_rawDescGZIP() []byte {
 }
 
 var file_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_ledger_proto_goTypes = []any{
 	(Code)(0),               // 0: seatledger.v1.Code
 	(ForwardStatus)(0),      // 1: seatledger.v1.ForwardStatus
@@ -1554,52 +1935,59 @@ var file_ledger_proto_goTypes = []any{
 	(*HoldCmd)(nil),         // 6: seatledger.v1.HoldCmd
 	(*ConfirmCmd)(nil),      // 7: seatledger.v1.ConfirmCmd
 	(*ReleaseCmd)(nil),      // 8: seatledger.v1.ReleaseCmd
-	(*ExpireCmd)(nil),       // 9: seatledger.v1.ExpireCmd
-	(*Result)(nil),          // 10: seatledger.v1.Result
-	(*SeatRecord)(nil),      // 11: seatledger.v1.SeatRecord
-	(*HoldRecord)(nil),      // 12: seatledger.v1.HoldRecord
-	(*RequestRecord)(nil),   // 13: seatledger.v1.RequestRecord
-	(*ProposeRequest)(nil),  // 14: seatledger.v1.ProposeRequest
-	(*ProposeResponse)(nil), // 15: seatledger.v1.ProposeResponse
-	(*ReadRequest)(nil),     // 16: seatledger.v1.ReadRequest
-	(*ReadResponse)(nil),    // 17: seatledger.v1.ReadResponse
-	(*Show)(nil),            // 18: seatledger.v1.Show
-	(HoldState)(0),          // 19: seatledger.v1.HoldState
-	(SeatState)(0),          // 20: seatledger.v1.SeatState
-	(*SeatMap)(nil),         // 21: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),        // 22: seatledger.v1.HoldInfo
+	(*ExtendCmd)(nil),       // 9: seatledger.v1.ExtendCmd
+	(*RefundCmd)(nil),       // 10: seatledger.v1.RefundCmd
+	(*ExpireCmd)(nil),       // 11: seatledger.v1.ExpireCmd
+	(*Result)(nil),          // 12: seatledger.v1.Result
+	(*SeatRecord)(nil),      // 13: seatledger.v1.SeatRecord
+	(*HoldRecord)(nil),      // 14: seatledger.v1.HoldRecord
+	(*SeatEventRecord)(nil), // 15: seatledger.v1.SeatEventRecord
+	(*RequestRecord)(nil),   // 16: seatledger.v1.RequestRecord
+	(*ProposeRequest)(nil),  // 17: seatledger.v1.ProposeRequest
+	(*ProposeResponse)(nil), // 18: seatledger.v1.ProposeResponse
+	(*ReadRequest)(nil),     // 19: seatledger.v1.ReadRequest
+	(*ReadResponse)(nil),    // 20: seatledger.v1.ReadResponse
+	(*Show)(nil),            // 21: seatledger.v1.Show
+	(HoldState)(0),          // 22: seatledger.v1.HoldState
+	(SeatState)(0),          // 23: seatledger.v1.SeatState
+	(*SeatChange)(nil),      // 24: seatledger.v1.SeatChange
+	(*SeatMap)(nil),         // 25: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),        // 26: seatledger.v1.HoldInfo
 }
 var file_ledger_proto_depIdxs = []int32{
 	5,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
 	6,  // 1: seatledger.v1.Command.hold:type_name -> seatledger.v1.HoldCmd
 	7,  // 2: seatledger.v1.Command.confirm:type_name -> seatledger.v1.ConfirmCmd
 	8,  // 3: seatledger.v1.Command.release:type_name -> seatledger.v1.ReleaseCmd
-	9,  // 4: seatledger.v1.Command.expire:type_name -> seatledger.v1.ExpireCmd
+	11, // 4: seatledger.v1.Command.expire:type_name -> seatledger.v1.ExpireCmd
 	4,  // 5: seatledger.v1.Command.batch:type_name -> seatledger.v1.Batch
-	3,  // 6: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	18, // 7: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
-	0,  // 8: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	19, // 9: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	20, // 10: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	19, // 11: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
-	10, // 12: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	3,  // 13: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	1,  // 14: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	10, // 15: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	2,  // 16: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	1,  // 17: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	21, // 18: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	22, // 19: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 20: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	14, // 21: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	16, // 22: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	15, // 23: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	17, // 24: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	23, // [23:25] is the sub-list for method output_type
-	21, // [21:23] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	9,  // 6: seatledger.v1.Command.extend:type_name -> seatledger.v1.ExtendCmd
+	10, // 7: seatledger.v1.Command.refund:type_name -> seatledger.v1.RefundCmd
+	3,  // 8: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
+	21, // 9: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	0,  // 10: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
+	22, // 11: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	23, // 12: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	22, // 13: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	24, // 14: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	12, // 15: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	3,  // 16: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	1,  // 17: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	12, // 18: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	2,  // 19: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	1,  // 20: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	25, // 21: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	26, // 22: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 23: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	17, // 24: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	19, // 25: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	18, // 26: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	20, // 27: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	26, // [26:28] is the sub-list for method output_type
+	24, // [24:26] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -1615,6 +2003,8 @@ func file_ledger_proto_init() {
 		(*Command_Release)(nil),
 		(*Command_Expire)(nil),
 		(*Command_Batch)(nil),
+		(*Command_Extend)(nil),
+		(*Command_Refund)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1622,7 +2012,7 @@ func file_ledger_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledger_proto_rawDesc), len(file_ledger_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   15,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
