@@ -3,10 +3,10 @@ package fsm
 import "github.com/seatledger/seatledger/proto/ledgerpb"
 
 // confirm turns a live hold into a booking: its seats become BOOKED and stay
-// so (S2). A hold whose expiry has passed by the log clock can never be
-// confirmed.
+// so until a refund (S2). A hold whose expiry has passed by the log clock
+// can never be confirmed.
 func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
-	h, rej := tx.liveHold(client, c.ShowId, c.HoldId)
+	h, rej := tx.liveHold(client, c.ShowId, c.HoldId, c.HoldToken)
 	if rej != nil {
 		return rej
 	}
@@ -15,13 +15,11 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 		if h.PaymentRef == c.PaymentRef {
 			return holdResult(h) // the same payment confirmed it: same booking
 		}
-		r := reject(ledgerpb.Code_CODE_HOLD_CONFIRMED, "hold %s is already confirmed with another payment", h.HoldId)
-		r.HoldState = h.State
-		return r
+		return stateReject(ledgerpb.Code_CODE_HOLD_CONFIRMED, h, "hold %s is already confirmed with another payment")
+	case ledgerpb.HoldState_HOLD_STATE_REFUNDED:
+		return stateReject(ledgerpb.Code_CODE_HOLD_CONFIRMED, h, "hold %s was confirmed and then refunded")
 	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
-		r := reject(ledgerpb.Code_CODE_HOLD_CANCELLED, "hold %s was released", h.HoldId)
-		r.HoldState = h.State
-		return r
+		return stateReject(ledgerpb.Code_CODE_HOLD_CANCELLED, h, "hold %s was released")
 	}
 	tx.eachHeldSeat(h, func(seat string, key []byte, rec *ledgerpb.SeatRecord) {
 		rec.State = ledgerpb.SeatState_BOOKED
@@ -29,6 +27,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_BOOKED)
 	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
+	tx.del(tx.m.clientHoldKey(h.ShowId, h.ClientId, h.HoldId))
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now

@@ -2,12 +2,14 @@ package fsm
 
 import "github.com/seatledger/seatledger/proto/ledgerpb"
 
-// createShow stores a show with its layout (fields checked by validateOp). Seats start FREE, which is the
-// absence of a seat record, so a show costs one key however large it is.
+// createShow stores a show with its layout (fields checked by validateOp)
+// and the key of its hold tokens. Seats start FREE, which is the absence of
+// a seat record, so a show costs two keys however large it is.
 func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 	if tx.layout(c.Show.ShowId) != nil {
 		return reject(ledgerpb.Code_CODE_SHOW_EXISTS, "show %s already exists", c.Show.ShowId)
 	}
 	tx.put(tx.m.showKey(c.Show.ShowId), c.Show)
+	must(tx.b.Set(tx.m.showTokenKey(c.Show.ShowId), c.TokenKey, nil), "write token key")
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK}
 }

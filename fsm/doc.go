@@ -17,15 +17,31 @@
 //     a different payload. With the same payload the stored result is returned
 //     again, with replayed=true (exactly-once, S4).
 //  3. CODE_SHOW_NOT_FOUND / CODE_SHOW_EXISTS
-//  4. Hold: CODE_UNKNOWN_SEAT (seat_ids lists them), then CODE_SEATS_TAKEN
-//     (seat_ids lists the taken ones). A seat held by a hold whose expiry has
-//     passed by the log clock counts as free: that hold is expired first.
-//  5. Confirm/Release: CODE_HOLD_NOT_FOUND (unknown id, or another show's),
-//     CODE_NOT_HOLD_OWNER, then the hold's state: CODE_HOLD_EXPIRED (expired,
-//     or live by state but clock >= expires_at), CODE_HOLD_CANCELLED,
-//     CODE_HOLD_CONFIRMED. Confirming a confirmed hold again with the same
-//     payment_ref succeeds with the same booking; releasing a cancelled hold
-//     succeeds again.
+//  4. Hold: CODE_UNKNOWN_SEAT (seat_ids lists them) or, for best available,
+//     CODE_INVALID_ARGUMENT for a category the show lacks and CODE_SOLD_OUT
+//     when too few seats are free (best.go states the choice policy); then
+//     CODE_TOO_MANY_HOLDS (HoldsPerClientPerShowMax live holds of the client
+//     in the show; holds expired by the clock do not count); then
+//     CODE_SEATS_TAKEN (seat_ids lists the taken ones, alternative_seat_ids
+//     the best available set of the same size). A seat held by a hold whose
+//     expiry has passed by the log clock counts as free: that hold is
+//     expired first. A successful hold returns its hold_token.
+//  5. Confirm/Release/Extend/Refund: CODE_HOLD_NOT_FOUND (unknown id, or
+//     another show's), CODE_NOT_HOLD_OWNER, CODE_HOLD_TOKEN_INVALID, then
+//     the hold's state: CODE_HOLD_EXPIRED (expired, or live by state but
+//     clock >= expires_at), then per command: confirm refuses CANCELLED
+//     (CODE_HOLD_CANCELLED) and REFUNDED or another payment's booking
+//     (CODE_HOLD_CONFIRMED), and confirming again with the same payment_ref
+//     returns the same booking; release refuses bookings
+//     (CODE_HOLD_CONFIRMED) and succeeds again on a released hold; extend
+//     refuses bookings and released holds and never moves expires_at earlier
+//     or past created_at + HoldLifetimeMaxMs; refund refuses holds that are
+//     not bookings (CODE_HOLD_NOT_CONFIRMED) and succeeds again on a
+//     refunded one.
+//
+// Hold tokens are HMAC-SHA256(show's token key, hold id) (token.go): the key
+// is random bytes the proposing gateway put in CreateShow, so replicas issue
+// and check the same tokens deterministically.
 //
 // A failed Pebble write, an undecodable entry or record, an unknown op, or a
 // broken invariant panics: a replica that cannot apply an entry exactly like
@@ -40,4 +56,6 @@
 //	0x05 expires_at(u64) hold_id          empty: live holds by expiry
 //	0x06 len(client) client request       ledgerpb.RequestRecord
 //	0x07 applied_at(u64) len(client) client request   empty: retention index
+//	0x08 show_id                          raw bytes: the show's hold-token key
+//	0x09 len(show) show len(client) client hold_id   empty: the client's live holds
 package fsm

@@ -17,7 +17,7 @@ func holdMany(t *testing.T, m *Machine, index uint64, ms int64, show string, n i
 	t.Helper()
 	cmds := make([]*ledgerpb.Command, n)
 	for i := range cmds {
-		cmds[i] = cmdHold("c1", fmt.Sprintf("r%d-%d", index, i), show, 1000, fmt.Sprintf("%s%d", string(rune('A'+i/500)), i%500+1))
+		cmds[i] = cmdHold(fmt.Sprintf("c%d", i), fmt.Sprintf("r%d-%d", index, i), show, 1000, fmt.Sprintf("%s%d", string(rune('A'+i/500)), i%500+1))
 	}
 	for i, r := range mustApply(t, m, index, at(ms, cmdBatch(cmds...)), n) {
 		if r.Code != ledgerpb.Code_CODE_OK {

@@ -144,12 +144,16 @@ func (g *gen) request() string {
 func (g *gen) command() (*ledgerpb.Command, bool) {
 	p := g.ch.intn(100)
 	switch {
-	case p < 38:
+	case p < 30:
 		return g.remember(g.hold(g.pick(genClients), g.request())), true
-	case p < 52:
+	case p < 38:
+		return g.remember(g.best(g.pick(genClients), g.request())), true
+	case p < 50:
 		return g.remember(g.confirmOrRelease(true)), true
-	case p < 64:
+	case p < 60:
 		return g.remember(g.confirmOrRelease(false)), true
+	case p < 64:
+		return g.remember(g.extendOrRefund(g.ch.intn(2) == 0)), true
 	case p < 72:
 		limits := []uint32{0, 1, 2, 3, 8}
 		upto := max(0, g.at+int64(g.ch.intn(10_000))-5000)
@@ -242,7 +246,29 @@ func (g *gen) rawSeat() string {
 	return string(b)
 }
 
-// confirmOrRelease names a known hold, usually with its own show and client.
+// best asks for 1..4 best available seats, sometimes of a category (one
+// the generated shows lack among them).
+func (g *gen) best(client, request string) *ledgerpb.Command {
+	cat := g.pick([]string{"", "", "std", "vip", "balcony"})
+	return cmdBest(client, request, g.pick(genShows), genTTLs[g.ch.intn(len(genTTLs))], uint32(1+g.ch.intn(4)), cat)
+}
+
+// extendOrRefund names a known hold like confirmOrRelease.
+func (g *gen) extendOrRefund(extend bool) *ledgerpb.Command {
+	c := g.confirmOrRelease(true)
+	cf := c.GetConfirm()
+	if extend {
+		c.Op = &ledgerpb.Command_Extend{Extend: &ledgerpb.ExtendCmd{ShowId: cf.ShowId, HoldId: cf.HoldId,
+			HoldToken: cf.HoldToken, TtlMs: genTTLs[g.ch.intn(len(genTTLs))]}}
+	} else {
+		c.Op = &ledgerpb.Command_Refund{Refund: &ledgerpb.RefundCmd{ShowId: cf.ShowId, HoldId: cf.HoldId,
+			HoldToken: cf.HoldToken, Reason: g.pick([]string{"", "changed plans"})}}
+	}
+	return c
+}
+
+// confirmOrRelease names a known hold, usually with its own show and client
+// and the hold's token.
 func (g *gen) confirmOrRelease(confirm bool) *ledgerpb.Command {
 	h := genHold{id: fmt.Sprintf("h0-%d-0", g.ch.intn(int(g.next)+1)), show: g.pick(genShows), client: g.pick(genClients)}
 	if len(g.holds) > 0 && g.ch.intn(10) < 8 {
@@ -255,10 +281,22 @@ func (g *gen) confirmOrRelease(confirm bool) *ledgerpb.Command {
 	if g.ch.intn(8) == 0 {
 		show = g.pick(genShows)
 	}
+	var c *ledgerpb.Command
 	if confirm {
-		return cmdConfirm(client, g.request(), show, h.id, g.pick([]string{"p1", "p2"}))
+		c = cmdConfirm(client, g.request(), show, h.id, g.pick([]string{"p1", "p2"}))
+	} else {
+		c = cmdRelease(client, g.request(), show, h.id)
 	}
-	return cmdRelease(client, g.request(), show, h.id)
+	if g.ch.intn(12) == 0 {
+		// Another hold's token, or none at all.
+		token := g.pick([]string{testToken("h0-1-0"), ""})
+		if cf := c.GetConfirm(); cf != nil {
+			cf.HoldToken = token
+		} else {
+			c.GetRelease().HoldToken = token
+		}
+	}
+	return c
 }
 
 // invalid returns a command with one field out of its limits (or without
@@ -293,7 +331,7 @@ func (g *gen) observe(cmd *ledgerpb.Command, res []*ledgerpb.Result) {
 		inner = b.Commands
 	}
 	for i, r := range res {
-		if i < len(inner) && inner[i].GetHold() != nil && r.Code == ledgerpb.Code_CODE_OK && !r.Replayed {
+		if i < len(inner) && inner[i].GetHold() != nil && r.Code == ledgerpb.Code_CODE_OK && !r.Replayed && r.HoldId != "" {
 			g.holds = append(g.holds, genHold{id: r.HoldId, show: inner[i].GetHold().ShowId, client: inner[i].ClientId})
 		}
 	}

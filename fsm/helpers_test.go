@@ -83,14 +83,34 @@ func cmdHold(client, request, show string, ttl int64, seats ...string) *ledgerpb
 		Op: &ledgerpb.Command_Hold{Hold: &ledgerpb.HoldCmd{ShowId: show, SeatIds: seats, TtlMs: ttl}}}
 }
 
+// Commands that act on a hold carry its token: shows built by cmdShow have
+// no token key, so the token is HoldToken(nil, hold) (testToken).
+
+func testToken(hold string) string { return HoldToken(nil, hold) }
+
 func cmdConfirm(client, request, show, hold, pay string) *ledgerpb.Command {
 	return &ledgerpb.Command{ClientId: client, RequestId: request,
-		Op: &ledgerpb.Command_Confirm{Confirm: &ledgerpb.ConfirmCmd{ShowId: show, HoldId: hold, PaymentRef: pay}}}
+		Op: &ledgerpb.Command_Confirm{Confirm: &ledgerpb.ConfirmCmd{ShowId: show, HoldId: hold, PaymentRef: pay, HoldToken: testToken(hold)}}}
 }
 
 func cmdRelease(client, request, show, hold string) *ledgerpb.Command {
 	return &ledgerpb.Command{ClientId: client, RequestId: request,
-		Op: &ledgerpb.Command_Release{Release: &ledgerpb.ReleaseCmd{ShowId: show, HoldId: hold}}}
+		Op: &ledgerpb.Command_Release{Release: &ledgerpb.ReleaseCmd{ShowId: show, HoldId: hold, HoldToken: testToken(hold)}}}
+}
+
+func cmdBest(client, request, show string, ttl int64, count uint32, category string) *ledgerpb.Command {
+	return &ledgerpb.Command{ClientId: client, RequestId: request,
+		Op: &ledgerpb.Command_Hold{Hold: &ledgerpb.HoldCmd{ShowId: show, Count: count, Category: category, TtlMs: ttl}}}
+}
+
+func cmdExtend(client, request, show, hold string, ttl int64) *ledgerpb.Command {
+	return &ledgerpb.Command{ClientId: client, RequestId: request,
+		Op: &ledgerpb.Command_Extend{Extend: &ledgerpb.ExtendCmd{ShowId: show, HoldId: hold, TtlMs: ttl, HoldToken: testToken(hold)}}}
+}
+
+func cmdRefund(client, request, show, hold, reason string) *ledgerpb.Command {
+	return &ledgerpb.Command{ClientId: client, RequestId: request,
+		Op: &ledgerpb.Command_Refund{Refund: &ledgerpb.RefundCmd{ShowId: show, HoldId: hold, Reason: reason, HoldToken: testToken(hold)}}}
 }
 
 func cmdExpire(upto int64, limit uint32) *ledgerpb.Command {

@@ -9,34 +9,103 @@ import (
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
-// hold takes 1..SeatsPerHoldMax seats of one show for client, all or nothing.
+// hold takes 1..SeatsPerHoldMax seats of one show for client, all or
+// nothing: the named seats, or the best available (best.go).
 func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Result {
 	l := tx.layout(c.ShowId)
 	if l == nil {
 		return reject(ledgerpb.Code_CODE_SHOW_NOT_FOUND, "show %s does not exist", c.ShowId)
 	}
-	idx := make([]uint16, len(c.SeatIds))
-	var unknown []string
-	for i, s := range c.SeatIds {
-		n, ok := l.seatIndex(s)
-		if !ok {
-			unknown = append(unknown, s)
-		}
-		idx[i] = n
+	ids, idx, rej := tx.pickSeats(l, c)
+	if rej != nil {
+		return rej
 	}
-	if len(unknown) > 0 {
-		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_UNKNOWN_SEAT, SeatIds: unknown,
-			Message: fmt.Sprintf("show %s has no seat %v", c.ShowId, unknown)}
+	if n := tx.liveHoldsOf(c.ShowId, client); n >= HoldsPerClientPerShowMax {
+		r := reject(ledgerpb.Code_CODE_TOO_MANY_HOLDS, "client %s already has %d live holds in show %s (at most %d)", client, n, c.ShowId, HoldsPerClientPerShowMax)
+		r.Limit = HoldsPerClientPerShowMax
+		return r
 	}
-	taken, stale := tx.takenSeats(c.ShowId, c.SeatIds, idx)
+	taken, stale := tx.takenSeats(c.ShowId, ids, idx)
 	if len(taken) > 0 {
+		assertf(c.Count == 0, "S1: best available picked taken seats %v of show %s", taken, c.ShowId)
 		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SEATS_TAKEN, SeatIds: taken,
-			Message: fmt.Sprintf("seats %v are taken", taken)}
+			AlternativeSeatIds: tx.alternatives(l, c.ShowId, idx),
+			Message:            fmt.Sprintf("seats %v are taken", taken)}
 	}
 	// Holds whose expiry passed by the log clock no longer own their seats.
 	for _, h := range stale {
 		tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED)
 	}
+	return tx.createHold(client, c, l, ids, idx, pos)
+}
+
+// pickSeats resolves a hold's seats: the named ones (CODE_UNKNOWN_SEAT for
+// any the show lacks) or the best available (CODE_SOLD_OUT when too few are
+// free). It returns their ids and layout indexes in the same order.
+func (tx *txn) pickSeats(l *layout, c *ledgerpb.HoldCmd) ([]string, []uint16, *ledgerpb.Result) {
+	if len(c.SeatIds) > 0 {
+		idx := make([]uint16, len(c.SeatIds))
+		var unknown []string
+		for i, s := range c.SeatIds {
+			n, ok := l.seatIndex(s)
+			if !ok {
+				unknown = append(unknown, s)
+			}
+			idx[i] = n
+		}
+		if len(unknown) > 0 {
+			return nil, nil, &ledgerpb.Result{Code: ledgerpb.Code_CODE_UNKNOWN_SEAT, SeatIds: unknown,
+				Message: fmt.Sprintf("show %s has no seat %v", c.ShowId, unknown)}
+		}
+		return c.SeatIds, idx, nil
+	}
+	if c.Category != "" && l.prices[c.Category] == nil {
+		return nil, nil, invalid(fieldErr("category", "show %s has no category %s", c.ShowId, c.Category))
+	}
+	best := bestSeats(l, tx.freeSeatMap(c.ShowId, l), int(c.Count), c.Category)
+	if best == nil {
+		what := "free seats"
+		if c.Category != "" {
+			what = c.Category + " seats"
+		}
+		return nil, nil, reject(ledgerpb.Code_CODE_SOLD_OUT, "show %s has fewer than %d %s", c.ShowId, c.Count, what)
+	}
+	ids := make([]string, len(best))
+	idx := make([]uint16, len(best))
+	for i, n := range best {
+		ids[i], idx[i] = l.seatID(n), uint16(n)
+	}
+	return ids, idx, nil
+}
+
+// alternatives suggests, for a conflict, the best available seats of the
+// same number: of the requested seats' category when they share one, else
+// of any. Nil when none fit.
+func (tx *txn) alternatives(l *layout, show string, idx []uint16) []string {
+	category := ""
+	for i, n := range idx {
+		row, _ := l.seat(int(n))
+		if i == 0 {
+			category = row.Category
+		} else if row.Category != category {
+			category = ""
+			break
+		}
+	}
+	free := tx.freeSeatMap(show, l)
+	best := bestSeats(l, free, len(idx), category)
+	if best == nil && category != "" {
+		best = bestSeats(l, free, len(idx), "")
+	}
+	ids := make([]string, len(best))
+	for i, n := range best {
+		ids[i] = l.seatID(n)
+	}
+	return ids
+}
+
+// createHold writes a new live hold of free seats ids (layout indexes idx).
+func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []string, idx []uint16, pos int) *ledgerpb.Result {
 	ttl := c.TtlMs
 	if ttl == 0 {
 		ttl = HoldTTLDefaultMs
@@ -44,7 +113,7 @@ func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Resul
 	h := &ledgerpb.HoldRecord{
 		HoldId:      fmt.Sprintf("h%d-%d-%d", tx.m.group, tx.index, pos),
 		ShowId:      c.ShowId,
-		SeatIds:     c.SeatIds,
+		SeatIds:     ids,
 		ClientId:    client,
 		CreatedAtMs: tx.now,
 		ExpiresAtMs: tx.now + ttl,
@@ -56,15 +125,36 @@ func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Resul
 		row, _ := l.seat(int(n))
 		h.AmountMinor += l.price(row)
 		key := tx.m.seatKey(c.ShowId, n)
-		assertf(tx.m.unsafe.SkipSeatCheck || !tx.exists(key), "S1: seat %s of show %s is not free when hold %s takes it", c.SeatIds[i], c.ShowId, h.HoldId)
+		assertf(tx.m.unsafe.SkipSeatCheck || !tx.exists(key), "S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
 		tx.put(key, &ledgerpb.SeatRecord{HoldId: h.HoldId, State: ledgerpb.SeatState_HELD})
-		tx.seatChanged(c.ShowId, c.SeatIds[i], ledgerpb.SeatState_HELD)
+		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
 	assertf(tx.holdRecord(h.HoldId) == nil, "hold id %s reused", h.HoldId)
 	tx.put(tx.m.holdKey(h.HoldId), h)
 	must(tx.b.Set(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId), nil, nil), "write expiry index")
+	must(tx.b.Set(tx.m.clientHoldKey(h.ShowId, client, h.HoldId), nil, nil), "write client hold index")
 	tx.minExpiry = min(tx.minExpiry, h.ExpiresAtMs)
-	return holdResult(h)
+	r := holdResult(h)
+	r.HoldToken = tx.holdToken(h.ShowId, h.HoldId)
+	return r
+}
+
+// liveHoldsOf counts client's holds in show that are live by the log clock.
+// The index keeps a hold until it is closed, so holds expired by the clock
+// but not yet by an Expire entry are skipped here.
+func (tx *txn) liveHoldsOf(show, client string) int {
+	prefix := tx.m.clientHoldPrefix(show, client)
+	var ids []string
+	tx.scan(prefix, prefixEnd(prefix), HoldsPerClientPerShowMax*4, func(k []byte) {
+		ids = append(ids, string(k[len(prefix):]))
+	})
+	n := 0
+	for _, id := range ids {
+		if !tx.expiredByClock(id) {
+			n++
+		}
+	}
+	return n
 }
 
 // takenSeats returns the seats owned by a live hold or a booking, and the
@@ -126,6 +216,7 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_FREE)
 	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
+	tx.del(tx.m.clientHoldKey(h.ShowId, h.ClientId, h.HoldId))
 	h.State = state
 	h.ClosedAtMs = tx.now
 	tx.put(tx.m.holdKey(h.HoldId), h)
@@ -153,25 +244,31 @@ func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(seat string, key []b
 // holdResult is the result of a command that names a hold.
 func holdResult(h *ledgerpb.HoldRecord) *ledgerpb.Result {
 	return &ledgerpb.Result{
-		Code:        ledgerpb.Code_CODE_OK,
-		HoldId:      h.HoldId,
-		SeatIds:     h.SeatIds,
-		ExpiresAtMs: h.ExpiresAtMs,
-		HoldState:   h.State,
-		AmountMinor: h.AmountMinor,
-		Currency:    h.Currency,
+		Code:           ledgerpb.Code_CODE_OK,
+		HoldId:         h.HoldId,
+		SeatIds:        h.SeatIds,
+		ExpiresAtMs:    h.ExpiresAtMs,
+		HoldState:      h.State,
+		AmountMinor:    h.AmountMinor,
+		Currency:       h.Currency,
+		MaxExpiresAtMs: h.CreatedAtMs + HoldLifetimeMaxMs,
 	}
 }
 
-// liveHold loads the hold a confirm or release names and checks it belongs
-// to show and client. It returns the hold or the rejection.
-func (tx *txn) liveHold(client, show, id string) (*ledgerpb.HoldRecord, *ledgerpb.Result) {
+// liveHold loads the hold a command names and checks it belongs to show
+// and client and that token is its token. It returns the hold or the
+// rejection; a hold that is live by state but past its expiry by the log
+// clock is CODE_HOLD_EXPIRED.
+func (tx *txn) liveHold(client, show, id, token string) (*ledgerpb.HoldRecord, *ledgerpb.Result) {
 	h := tx.holdRecord(id)
 	if h == nil || h.ShowId != show {
 		return nil, reject(ledgerpb.Code_CODE_HOLD_NOT_FOUND, "show %s has no hold %s", show, id)
 	}
 	if h.ClientId != client {
 		return nil, reject(ledgerpb.Code_CODE_NOT_HOLD_OWNER, "hold %s belongs to another client", id)
+	}
+	if !tx.tokenMatches(h, token) {
+		return nil, badToken(h)
 	}
 	if h.State == ledgerpb.HoldState_HOLD_STATE_EXPIRED ||
 		(h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs) {
@@ -180,4 +277,12 @@ func (tx *txn) liveHold(client, show, id string) (*ledgerpb.HoldRecord, *ledgerp
 		return nil, r
 	}
 	return h, nil
+}
+
+// stateReject is the rejection of a command that finds a hold in a state it
+// cannot act on.
+func stateReject(code ledgerpb.Code, h *ledgerpb.HoldRecord, format string) *ledgerpb.Result {
+	r := reject(code, format, h.HoldId)
+	r.HoldState = h.State
+	return r
 }

@@ -71,6 +71,17 @@ func (m *Machine) metaKey() []byte          { return m.key(kindMeta) }
 func (m *Machine) showKey(id string) []byte { return m.key(kindShow, []byte(id)) }
 func (m *Machine) holdKey(id string) []byte { return m.key(kindHold, []byte(id)) }
 
+func (m *Machine) showTokenKey(id string) []byte { return m.key(kindShowKey, []byte(id)) }
+
+// clientHoldPrefix and clientHoldKey index a client's live holds in a show.
+func (m *Machine) clientHoldPrefix(show, client string) []byte {
+	return m.key(kindClientHold, lenPrefixed(show), lenPrefixed(client))
+}
+
+func (m *Machine) clientHoldKey(show, client, hold string) []byte {
+	return m.key(kindClientHold, lenPrefixed(show), lenPrefixed(client), []byte(hold))
+}
+
 func (m *Machine) seatPrefix(show string) []byte { return m.key(kindSeat, lenPrefixed(show)) }
 
 func (m *Machine) seatKey(show string, seat uint16) []byte {

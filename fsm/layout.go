@@ -70,6 +70,12 @@ func (l *layout) seat(idx int) (row *ledgerpb.Row, number int) {
 	panic("fsm: seat index below the first row")
 }
 
+// seatID names a seat index: "B12".
+func (l *layout) seatID(idx int) string {
+	row, n := l.seat(idx)
+	return row.Name + strconv.Itoa(n)
+}
+
 func (l *layout) price(row *ledgerpb.Row) int64 {
 	if c, ok := l.prices[row.Category]; ok {
 		return c.PriceMinor
@@ -209,12 +215,38 @@ func ValidateIdentity(clientID, requestID string) *FieldError {
 	return nil
 }
 
-// ValidateHold checks a hold request's fields (not the seats' existence).
+// ValidateHold checks a hold request's fields (not the seats' existence):
+// either explicit seat_ids or a best-available count, not both.
 func ValidateHold(c *ledgerpb.HoldCmd) *FieldError {
 	if !ValidID(c.ShowId, ShowIDLenMax) {
 		return fieldErr("show_id", "must be 1..%d characters of [A-Za-z0-9._:-]", ShowIDLenMax)
 	}
-	if len(c.SeatIds) < 1 || len(c.SeatIds) > SeatsPerHoldMax {
+	if fe := validateHoldSeats(c); fe != nil {
+		return fe
+	}
+	if c.TtlMs != 0 && (c.TtlMs < HoldTTLMinMs || c.TtlMs > HoldTTLMaxMs) {
+		return fieldErr("ttl_seconds", "must be in %d..%d seconds", HoldTTLMinMs/1000, HoldTTLMaxMs/1000)
+	}
+	return nil
+}
+
+func validateHoldSeats(c *ledgerpb.HoldCmd) *FieldError {
+	if len(c.SeatIds) == 0 {
+		if c.Count == 0 {
+			return fieldErr("seat_ids", "name 1..%d seats, or ask for a count of best available seats", SeatsPerHoldMax)
+		}
+		if c.Count > SeatsPerHoldMax {
+			return fieldErr("count", "must be in 1..%d when no seat_ids are named", SeatsPerHoldMax)
+		}
+		if c.Category != "" && !ValidID(c.Category, CategoryNameLenMax) {
+			return fieldErr("category", "is not a category name")
+		}
+		return nil
+	}
+	if c.Count != 0 || c.Category != "" {
+		return fieldErr("count", "name seat_ids or ask for a count (best available), not both")
+	}
+	if len(c.SeatIds) > SeatsPerHoldMax {
 		return fieldErr("seat_ids", "must name 1..%d seats", SeatsPerHoldMax)
 	}
 	seen := make(map[string]bool, len(c.SeatIds))
@@ -226,9 +258,6 @@ func ValidateHold(c *ledgerpb.HoldCmd) *FieldError {
 			return fieldErr("seat_ids", "seat %s is named twice", s)
 		}
 		seen[s] = true
-	}
-	if c.TtlMs != 0 && (c.TtlMs < HoldTTLMinMs || c.TtlMs > HoldTTLMaxMs) {
-		return fieldErr("ttl_seconds", "must be in %d..%d seconds", HoldTTLMinMs/1000, HoldTTLMaxMs/1000)
 	}
 	return nil
 }
@@ -251,6 +280,54 @@ func ValidateConfirm(c *ledgerpb.ConfirmCmd) *FieldError {
 	}
 	if len(c.PaymentRef) == 0 || len(c.PaymentRef) > PaymentRefLenMax {
 		return fieldErr("payment_ref", "must be 1..%d bytes", PaymentRefLenMax)
+	}
+	return ValidateHoldToken(c.HoldToken)
+}
+
+// ValidateHoldToken checks that a request that acts on a hold carries a
+// token of the issued shape.
+func ValidateHoldToken(token string) *FieldError {
+	if token == "" {
+		return fieldErr("hold_token", "is required: the token the hold was issued with")
+	}
+	if !ValidID(token, HoldTokenLenMax) {
+		return fieldErr("hold_token", "is not a hold token")
+	}
+	return nil
+}
+
+// ValidateRelease checks a release request's fields.
+func ValidateRelease(c *ledgerpb.ReleaseCmd) *FieldError {
+	if fe := ValidateHoldRef(c.ShowId, c.HoldId); fe != nil {
+		return fe
+	}
+	return ValidateHoldToken(c.HoldToken)
+}
+
+// ValidateExtend checks an extend request's fields.
+func ValidateExtend(c *ledgerpb.ExtendCmd) *FieldError {
+	if fe := ValidateHoldRef(c.ShowId, c.HoldId); fe != nil {
+		return fe
+	}
+	if fe := ValidateHoldToken(c.HoldToken); fe != nil {
+		return fe
+	}
+	if c.TtlMs != 0 && (c.TtlMs < HoldTTLMinMs || c.TtlMs > HoldTTLMaxMs) {
+		return fieldErr("ttl_seconds", "must be in %d..%d seconds", HoldTTLMinMs/1000, HoldTTLMaxMs/1000)
+	}
+	return nil
+}
+
+// ValidateRefund checks a refund request's fields.
+func ValidateRefund(c *ledgerpb.RefundCmd) *FieldError {
+	if fe := ValidateHoldRef(c.ShowId, c.HoldId); fe != nil {
+		return fe
+	}
+	if fe := ValidateHoldToken(c.HoldToken); fe != nil {
+		return fe
+	}
+	if len(c.Reason) > RefundReasonLenMax {
+		return fieldErr("reason", "longer than %d bytes", RefundReasonLenMax)
 	}
 	return nil
 }

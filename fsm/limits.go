@@ -11,6 +11,19 @@ const (
 	HoldTTLMinMs = 1000
 	HoldTTLMaxMs = 30 * 60 * 1000
 
+	// HoldLifetimeMaxMs caps how long a hold can live in total, Extend
+	// included: expires_at <= created_at + HoldLifetimeMaxMs.
+	HoldLifetimeMaxMs = 45 * 60 * 1000
+	// HoldsPerClientPerShowMax bounds a client's live holds in one show,
+	// against scalping: past it a hold is refused with CODE_TOO_MANY_HOLDS.
+	HoldsPerClientPerShowMax = 8
+	// HoldTokenLenMax bounds a hold token in requests (issued ones are 22).
+	HoldTokenLenMax = 64
+	// TokenKeyBytes is the size of a show's hold-token key.
+	TokenKeyBytes = 32
+	// RefundReasonLenMax bounds a refund's reason.
+	RefundReasonLenMax = 200
+
 	// ShowIDLenMax bounds a show id ([A-Za-z0-9._:-]).
 	ShowIDLenMax = 64
 	// HoldIDLenMax bounds a hold id in requests.

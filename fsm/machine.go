@@ -289,6 +289,10 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.confirm(c.ClientId, op.Confirm)
 	case *ledgerpb.Command_Release:
 		r = tx.release(c.ClientId, op.Release)
+	case *ledgerpb.Command_Extend:
+		r = tx.extend(c.ClientId, op.Extend)
+	case *ledgerpb.Command_Refund:
+		r = tx.refund(c.ClientId, op.Refund)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -301,13 +305,20 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 func validateOp(c *ledgerpb.Command) *FieldError {
 	switch op := c.Op.(type) {
 	case *ledgerpb.Command_CreateShow:
+		if len(op.CreateShow.TokenKey) > TokenKeyBytes {
+			return fieldErr("token_key", "longer than %d bytes", TokenKeyBytes)
+		}
 		return ValidateShow(op.CreateShow.Show)
 	case *ledgerpb.Command_Hold:
 		return ValidateHold(op.Hold)
 	case *ledgerpb.Command_Confirm:
 		return ValidateConfirm(op.Confirm)
 	case *ledgerpb.Command_Release:
-		return ValidateHoldRef(op.Release.ShowId, op.Release.HoldId)
+		return ValidateRelease(op.Release)
+	case *ledgerpb.Command_Extend:
+		return ValidateExtend(op.Extend)
+	case *ledgerpb.Command_Refund:
+		return ValidateRefund(op.Refund)
 	}
 	return nil
 }
@@ -329,11 +340,17 @@ func reject(code ledgerpb.Code, format string, args ...any) *ledgerpb.Result {
 // payloadHash identifies what a request asked for, so a reused request_id
 // with another payload is told apart from a retry. proposed_at is not part of
 // it: a retry is proposed at a later time.
+//
+// Nor is a show's token_key: the gateway draws it at random, so a retry of
+// the same CreateShow through another gateway carries other bytes.
 func payloadHash(c *ledgerpb.Command) []byte {
-	if c.ProposedAtMs != 0 {
+	if cs := c.GetCreateShow(); c.ProposedAtMs != 0 || (cs != nil && len(cs.TokenKey) > 0) {
 		// Commands inside a batch carry no stamp: copy only when needed.
 		c = proto.Clone(c).(*ledgerpb.Command)
 		c.ProposedAtMs = 0
+		if cs := c.GetCreateShow(); cs != nil {
+			cs.TokenKey = nil
+		}
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
 	must(err, "marshal payload")

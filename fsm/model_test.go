@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -140,6 +141,7 @@ type modelShow struct {
 	seats    []string         // layout order
 	price    map[string]int64 // seat -> price
 	currency string
+	rows     []*ledgerpb.Row
 }
 
 type modelHold struct {
@@ -220,6 +222,10 @@ func (md *model) applyOne(c *ledgerpb.Command, index uint64, now int64, pos int)
 		r = md.confirm(c.ClientId, c.GetConfirm(), now)
 	case c.GetRelease() != nil:
 		r = md.release(c.ClientId, c.GetRelease(), now)
+	case c.GetExtend() != nil:
+		r = md.extend(c.ClientId, c.GetExtend(), now)
+	case c.GetRefund() != nil:
+		r = md.refund(c.ClientId, c.GetRefund(), now)
 	default:
 		panic(fmt.Sprintf("model: unexpected command %v", c))
 	}
@@ -245,6 +251,9 @@ func modelFields(c *ledgerpb.Command) *ledgerpb.Result {
 		r = empty.confirm(c.ClientId, c.GetConfirm(), 0)
 	case c.GetRelease() != nil:
 		r = empty.release(c.ClientId, c.GetRelease(), 0)
+	}
+	if r == nil || r.Code != ledgerpb.Code_CODE_INVALID_ARGUMENT {
+		r = empty.validate(c)
 	}
 	if r != nil && r.Code == ledgerpb.Code_CODE_INVALID_ARGUMENT {
 		return r
@@ -281,7 +290,16 @@ func (md *model) validate(c *ledgerpb.Command) *ledgerpb.Result {
 		if !modelValidID(h.ShowId, 64) {
 			return invalidField("show_id")
 		}
-		if len(h.SeatIds) < 1 || len(h.SeatIds) > 10 {
+		if len(h.SeatIds) == 0 && h.Count == 0 {
+			return invalidField("seat_ids")
+		}
+		if len(h.SeatIds) == 0 && (h.Count > 10 || h.Category != "" && !modelValidID(h.Category, 32)) {
+			return invalidField(map[bool]string{true: "count", false: "category"}[h.Count > 10])
+		}
+		if len(h.SeatIds) > 0 && (h.Count != 0 || h.Category != "") {
+			return invalidField("count")
+		}
+		if len(h.SeatIds) > 10 {
 			return invalidField("seat_ids")
 		}
 		seen := map[string]bool{}
@@ -305,13 +323,42 @@ func (md *model) validate(c *ledgerpb.Command) *ledgerpb.Result {
 		if cf.PaymentRef == "" || len(cf.PaymentRef) > 128 {
 			return invalidField("payment_ref")
 		}
+		return modelTokenField(cf.HoldToken)
 	case c.GetRelease() != nil:
-		if !modelValidID(c.GetRelease().ShowId, 64) {
-			return invalidField("show_id")
+		return modelRefFields(c.GetRelease().ShowId, c.GetRelease().HoldId, c.GetRelease().HoldToken)
+	case c.GetExtend() != nil:
+		e := c.GetExtend()
+		if r := modelRefFields(e.ShowId, e.HoldId, e.HoldToken); r != nil {
+			return r
 		}
-		if !modelValidID(c.GetRelease().HoldId, 64) {
-			return invalidField("hold_id")
+		if e.TtlMs != 0 && (e.TtlMs < 1000 || e.TtlMs > 1_800_000) {
+			return invalidField("ttl_seconds")
 		}
+	case c.GetRefund() != nil:
+		rf := c.GetRefund()
+		if r := modelRefFields(rf.ShowId, rf.HoldId, rf.HoldToken); r != nil {
+			return r
+		}
+		if len(rf.Reason) > 200 {
+			return invalidField("reason")
+		}
+	}
+	return nil
+}
+
+func modelRefFields(show, hold, token string) *ledgerpb.Result {
+	if !modelValidID(show, 64) {
+		return invalidField("show_id")
+	}
+	if !modelValidID(hold, 64) {
+		return invalidField("hold_id")
+	}
+	return modelTokenField(token)
+}
+
+func modelTokenField(token string) *ledgerpb.Result {
+	if !modelValidID(token, 64) {
+		return invalidField("hold_token")
 	}
 	return nil
 }
@@ -321,7 +368,7 @@ func (md *model) createShow(s *ledgerpb.Show) *ledgerpb.Result {
 	if md.shows[s.ShowId] != nil {
 		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SHOW_EXISTS}
 	}
-	ms := &modelShow{price: map[string]int64{}, currency: s.Categories[0].Currency}
+	ms := &modelShow{price: map[string]int64{}, currency: s.Categories[0].Currency, rows: s.Rows}
 	prices := map[string]int64{}
 	for _, c := range s.Categories {
 		prices[c.Name] = c.PriceMinor
@@ -342,8 +389,21 @@ func (md *model) hold(client string, c *ledgerpb.HoldCmd, index uint64, now int6
 	if show == nil {
 		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SHOW_NOT_FOUND}
 	}
+	seats := c.SeatIds
+	if len(seats) == 0 {
+		known := false
+		for _, r := range show.rows {
+			known = known || r.Category == c.Category
+		}
+		if c.Category != "" && !known {
+			return invalidField("category")
+		}
+		if seats = md.best(c.ShowId, int(c.Count), c.Category, now); seats == nil {
+			return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SOLD_OUT}
+		}
+	}
 	var unknown, taken []string
-	for _, s := range c.SeatIds {
+	for _, s := range seats {
 		if _, ok := show.price[s]; !ok {
 			unknown = append(unknown, s)
 		}
@@ -351,8 +411,18 @@ func (md *model) hold(client string, c *ledgerpb.HoldCmd, index uint64, now int6
 	if len(unknown) > 0 {
 		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_UNKNOWN_SEAT, SeatIds: unknown}
 	}
+	live := 0
+	for _, id := range slices.Sorted(maps.Keys(md.holds)) {
+		h := md.holds[id].rec
+		if h.ShowId == c.ShowId && h.ClientId == client && h.State == ledgerpb.HoldState_HOLD_STATE_HELD && now < h.ExpiresAtMs {
+			live++
+		}
+	}
+	if live >= 8 {
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_TOO_MANY_HOLDS, Limit: 8}
+	}
 	var stale []*modelHold
-	for _, s := range c.SeatIds {
+	for _, s := range seats {
 		id, ok := md.owner[c.ShowId+"/"+s]
 		if !ok {
 			continue
@@ -367,7 +437,8 @@ func (md *model) hold(client string, c *ledgerpb.HoldCmd, index uint64, now int6
 		taken = append(taken, s)
 	}
 	if len(taken) > 0 {
-		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SEATS_TAKEN, SeatIds: taken}
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SEATS_TAKEN, SeatIds: taken,
+			AlternativeSeatIds: md.alternatives(c.ShowId, seats, now)}
 	}
 	for _, h := range stale {
 		md.close(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED, now)
@@ -377,19 +448,142 @@ func (md *model) hold(client string, c *ledgerpb.HoldCmd, index uint64, now int6
 		ttl = 300_000
 	}
 	rec := &ledgerpb.HoldRecord{HoldId: fmt.Sprintf("h%d-%d-%d", md.group, index, pos), ShowId: c.ShowId,
-		SeatIds: slices.Clone(c.SeatIds), ClientId: client, CreatedAtMs: now, ExpiresAtMs: now + ttl,
+		SeatIds: slices.Clone(seats), ClientId: client, CreatedAtMs: now, ExpiresAtMs: now + ttl,
 		State: ledgerpb.HoldState_HOLD_STATE_HELD, Currency: show.currency, Revision: index}
-	for _, s := range c.SeatIds {
+	for _, s := range seats {
 		rec.AmountMinor += show.price[s]
 		md.owner[c.ShowId+"/"+s] = rec.HoldId
 	}
 	md.holds[rec.HoldId] = &modelHold{rec: rec}
-	return modelHoldResult(rec)
+	r := modelHoldResult(rec)
+	r.HoldToken = HoldToken(nil, rec.HoldId)
+	return r
+}
+
+// modelSeat is a seat as the reference best-available sees it.
+type modelSeat struct {
+	id        string
+	row, num  int // row index, 0-based seat number
+	rowLen    int
+	category  string
+	free      bool
+	layoutIdx int
+}
+
+// seatsOf lists a show's seats with whether a hold could take each now.
+func (md *model) seatsOf(showID string, now int64) [][]modelSeat {
+	show := md.shows[showID]
+	var rows [][]modelSeat
+	i := 0
+	for ri, r := range show.rows {
+		var row []modelSeat
+		for n := 0; n < int(r.Seats); n++ {
+			id := fmt.Sprintf("%s%d", r.Name, n+1)
+			free := true
+			if hid, ok := md.owner[showID+"/"+id]; ok {
+				h := md.holds[hid].rec
+				free = h.State == ledgerpb.HoldState_HOLD_STATE_HELD && now >= h.ExpiresAtMs
+			}
+			row = append(row, modelSeat{id, ri, n, int(r.Seats), r.Category, free, i})
+			i++
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// best is the reference best-available (fsm/best.go states the policy):
+// every candidate party is listed and the list sorted by the policy's keys.
+func (md *model) best(showID string, n int, category string, now int64) []string {
+	rows := md.seatsOf(showID, now)
+	type cand struct {
+		seats               []string
+		orphan, dist, first int
+	}
+	var cands []cand
+	free := func(row []modelSeat, i int) bool { return i >= 0 && i < len(row) && row[i].free }
+	for ri, row := range rows {
+		for start := 0; start+n <= len(row); start++ {
+			ok := row[start].category == category || category == ""
+			var ids []string
+			for i := start; i < start+n; i++ {
+				ok = ok && row[i].free
+				ids = append(ids, row[i].id)
+			}
+			if !ok {
+				continue
+			}
+			orphan := 0
+			if free(row, start-1) && !free(row, start-2) {
+				orphan = 1
+			}
+			if free(row, start+n) && !free(row, start+n+1) {
+				orphan = 1
+			}
+			dist := abs(2*ri-(len(rows)-1)) + abs(2*start+n-1-(len(row)-1))
+			cands = append(cands, cand{ids, orphan, dist, row[start].layoutIdx})
+		}
+	}
+	if len(cands) > 0 {
+		slices.SortStableFunc(cands, func(a, b cand) int {
+			return cmp.Or(cmp.Compare(a.orphan, b.orphan), cmp.Compare(a.dist, b.dist), cmp.Compare(a.first, b.first))
+		})
+		return cands[0].seats
+	}
+	var singles []modelSeat
+	for ri, row := range rows {
+		for _, st := range row {
+			if st.free && (category == "" || st.category == category) {
+				st.row = abs(2*ri-(len(rows)-1)) + abs(2*st.num-(st.rowLen-1)) // reuse row as distance
+				singles = append(singles, st)
+			}
+		}
+	}
+	if len(singles) < n {
+		return nil
+	}
+	slices.SortStableFunc(singles, func(a, b modelSeat) int {
+		return cmp.Or(cmp.Compare(a.row, b.row), cmp.Compare(a.layoutIdx, b.layoutIdx))
+	})
+	singles = singles[:n]
+	slices.SortFunc(singles, func(a, b modelSeat) int { return cmp.Compare(a.layoutIdx, b.layoutIdx) })
+	var ids []string
+	for _, st := range singles {
+		ids = append(ids, st.id)
+	}
+	return ids
+}
+
+// alternatives is the reference suggestion for a conflict over seats.
+func (md *model) alternatives(showID string, seats []string, now int64) []string {
+	category := ""
+	for i, id := range seats {
+		var cat string
+		for _, row := range md.seatsOf(showID, now) {
+			for _, st := range row {
+				if st.id == id {
+					cat = st.category
+				}
+			}
+		}
+		if i == 0 {
+			category = cat
+		} else if cat != category {
+			category = ""
+			break
+		}
+	}
+	alt := md.best(showID, len(seats), category, now)
+	if alt == nil && category != "" {
+		alt = md.best(showID, len(seats), "", now)
+	}
+	return alt
 }
 
 func modelHoldResult(h *ledgerpb.HoldRecord) *ledgerpb.Result {
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, HoldId: h.HoldId, SeatIds: slices.Clone(h.SeatIds),
-		ExpiresAtMs: h.ExpiresAtMs, HoldState: h.State, AmountMinor: h.AmountMinor, Currency: h.Currency}
+		ExpiresAtMs: h.ExpiresAtMs, HoldState: h.State, AmountMinor: h.AmountMinor, Currency: h.Currency,
+		MaxExpiresAtMs: h.CreatedAtMs + 45*60*1000}
 }
 
 func (md *model) close(h *modelHold, state ledgerpb.HoldState, now int64) {
@@ -401,13 +595,16 @@ func (md *model) close(h *modelHold, state ledgerpb.HoldState, now int64) {
 }
 
 // target finds the hold a confirm or release names, or the rejection.
-func (md *model) target(client, show, id string, now int64) (*modelHold, *ledgerpb.Result) {
+func (md *model) target(client, show, id, token string, now int64) (*modelHold, *ledgerpb.Result) {
 	h := md.holds[id]
 	if h == nil || h.rec.ShowId != show {
 		return nil, &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_NOT_FOUND}
 	}
 	if h.rec.ClientId != client {
 		return nil, &ledgerpb.Result{Code: ledgerpb.Code_CODE_NOT_HOLD_OWNER}
+	}
+	if token != HoldToken(nil, id) {
+		return nil, &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_TOKEN_INVALID}
 	}
 	st := h.rec.State
 	if st == ledgerpb.HoldState_HOLD_STATE_EXPIRED || st == ledgerpb.HoldState_HOLD_STATE_HELD && now >= h.rec.ExpiresAtMs {
@@ -417,7 +614,7 @@ func (md *model) target(client, show, id string, now int64) (*modelHold, *ledger
 }
 
 func (md *model) confirm(client string, c *ledgerpb.ConfirmCmd, now int64) *ledgerpb.Result {
-	h, rej := md.target(client, c.ShowId, c.HoldId, now)
+	h, rej := md.target(client, c.ShowId, c.HoldId, c.HoldToken, now)
 	if rej != nil {
 		return rej
 	}
@@ -426,6 +623,8 @@ func (md *model) confirm(client string, c *ledgerpb.ConfirmCmd, now int64) *ledg
 		if h.rec.PaymentRef == c.PaymentRef {
 			return modelHoldResult(h.rec)
 		}
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_CONFIRMED, HoldState: h.rec.State}
+	case ledgerpb.HoldState_HOLD_STATE_REFUNDED:
 		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_CONFIRMED, HoldState: h.rec.State}
 	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
 		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_CANCELLED, HoldState: h.rec.State}
@@ -437,17 +636,57 @@ func (md *model) confirm(client string, c *ledgerpb.ConfirmCmd, now int64) *ledg
 }
 
 func (md *model) release(client string, c *ledgerpb.ReleaseCmd, now int64) *ledgerpb.Result {
-	h, rej := md.target(client, c.ShowId, c.HoldId, now)
+	h, rej := md.target(client, c.ShowId, c.HoldId, c.HoldToken, now)
 	if rej != nil {
 		return rej
 	}
 	switch h.rec.State {
-	case ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+	case ledgerpb.HoldState_HOLD_STATE_CONFIRMED, ledgerpb.HoldState_HOLD_STATE_REFUNDED:
 		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_CONFIRMED, HoldState: h.rec.State}
 	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
 		return modelHoldResult(h.rec)
 	}
 	md.close(h, ledgerpb.HoldState_HOLD_STATE_CANCELLED, now)
+	return modelHoldResult(h.rec)
+}
+
+func (md *model) extend(client string, c *ledgerpb.ExtendCmd, now int64) *ledgerpb.Result {
+	h, rej := md.target(client, c.ShowId, c.HoldId, c.HoldToken, now)
+	if rej != nil {
+		return rej
+	}
+	switch h.rec.State {
+	case ledgerpb.HoldState_HOLD_STATE_CONFIRMED, ledgerpb.HoldState_HOLD_STATE_REFUNDED:
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_CONFIRMED, HoldState: h.rec.State}
+	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_CANCELLED, HoldState: h.rec.State}
+	}
+	ttl := c.TtlMs
+	if ttl == 0 {
+		ttl = 300_000
+	}
+	if want := now + ttl; want > h.rec.ExpiresAtMs {
+		h.rec.ExpiresAtMs = min(want, h.rec.CreatedAtMs+45*60*1000)
+	}
+	return modelHoldResult(h.rec)
+}
+
+func (md *model) refund(client string, c *ledgerpb.RefundCmd, now int64) *ledgerpb.Result {
+	h, rej := md.target(client, c.ShowId, c.HoldId, c.HoldToken, now)
+	if rej != nil {
+		return rej
+	}
+	switch h.rec.State {
+	case ledgerpb.HoldState_HOLD_STATE_REFUNDED:
+		return modelHoldResult(h.rec)
+	case ledgerpb.HoldState_HOLD_STATE_HELD, ledgerpb.HoldState_HOLD_STATE_CANCELLED:
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED, HoldState: h.rec.State}
+	}
+	for _, s := range h.rec.SeatIds {
+		delete(md.owner, h.rec.ShowId+"/"+s)
+	}
+	h.rec.State = ledgerpb.HoldState_HOLD_STATE_REFUNDED
+	h.rec.RefundedAtMs, h.rec.RefundReason = now, c.Reason
 	return modelHoldResult(h.rec)
 }
 

@@ -26,12 +26,19 @@
 //	hold <client> <request> <show_id> <seat,...> [ttl=<ms>]
 //	confirm <client> <request> <show_id> <hold_id> pay=<ref>
 //	release <client> <request> <show_id> <hold_id>
+//	best <client> <request> <show_id> <count> [cat=<category>] [ttl=<ms>]
+//	extend <client> <request> <show_id> <hold_id> [ttl=<ms>]
+//	refund <client> <request> <show_id> <hold_id> [reason=<text>]
 //	expire upto=<ms> [limit=<n>]
+//
+// confirm, release, extend and refund present the hold's token (shows here
+// have no token key, so it is HoldToken(nil, hold_id)); token=<t> presents
+// another ('-' for none).
 //
 // Expectations: "skipped" (the entry is at or below the applied index and
 // Apply returns nil) or a code without its CODE_ prefix followed by any of
 // hold= seats= expires= amount= currency= state= field= expired= revision=
-// applied_at= and the flag replayed. replayed is always checked: without the
+// applied_at= alt= (suggested seats) limit= maxexp= and the flag replayed. replayed is always checked: without the
 // flag the result must not be a replay.
 package fsm
 
@@ -256,7 +263,7 @@ func parseCommand(f []string) (*ledgerpb.Command, error) {
 		}
 		return pos[i]
 	}
-	need := map[string]int{"show": 4, "hold": 5, "confirm": 5, "release": 5, "expire": 1}
+	need := map[string]int{"show": 4, "hold": 5, "confirm": 5, "release": 5, "expire": 1, "best": 5, "extend": 5, "refund": 5}
 	if n, ok := need[f[0]]; !ok || len(pos) != n {
 		return nil, fmt.Errorf("bad command %q: want %d positional fields", strings.Join(f, " "), n)
 	}
@@ -274,7 +281,7 @@ func parseCommand(f []string) (*ledgerpb.Command, error) {
 		}
 		title, _ := option(f, "title")
 		return cmdShow(arg(1), arg(2), &ledgerpb.Show{ShowId: arg(3), Title: title, Rows: rows, Categories: cats}), nil
-	case "hold":
+	case "hold", "best", "extend":
 		var ttl int64
 		if v, ok := option(f, "ttl"); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -283,15 +290,29 @@ func parseCommand(f []string) (*ledgerpb.Command, error) {
 			}
 			ttl = n
 		}
-		return cmdHold(arg(1), arg(2), arg(3), ttl, splitList(pos[4])...), nil
+		switch f[0] {
+		case "hold":
+			return cmdHold(arg(1), arg(2), arg(3), ttl, splitList(pos[4])...), nil
+		case "extend":
+			return withToken(f, cmdExtend(arg(1), arg(2), arg(3), arg(4), ttl)), nil
+		}
+		n, err := strconv.ParseUint(pos[4], 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("best count: %v", err)
+		}
+		cat, _ := option(f, "cat")
+		return cmdBest(arg(1), arg(2), arg(3), ttl, uint32(n), cat), nil
 	case "confirm":
 		pay, _ := option(f, "pay")
 		if pay == "-" {
 			pay = ""
 		}
-		return cmdConfirm(arg(1), arg(2), arg(3), arg(4), pay), nil
+		return withToken(f, cmdConfirm(arg(1), arg(2), arg(3), arg(4), pay)), nil
 	case "release":
-		return cmdRelease(arg(1), arg(2), arg(3), arg(4)), nil
+		return withToken(f, cmdRelease(arg(1), arg(2), arg(3), arg(4))), nil
+	case "refund":
+		reason, _ := option(f, "reason")
+		return withToken(f, cmdRefund(arg(1), arg(2), arg(3), arg(4), reason)), nil
 	default: // expire
 		uv, _ := option(f, "upto")
 		lv, _ := option(f, "limit")
@@ -307,6 +328,28 @@ func parseCommand(f []string) (*ledgerpb.Command, error) {
 		}
 		return cmdExpire(upto, uint32(limit)), nil
 	}
+}
+
+// withToken applies a token=<t> option to a command that acts on a hold.
+func withToken(f []string, c *ledgerpb.Command) *ledgerpb.Command {
+	t, ok := option(f, "token")
+	if !ok {
+		return c
+	}
+	if t == "-" {
+		t = ""
+	}
+	switch op := c.Op.(type) {
+	case *ledgerpb.Command_Confirm:
+		op.Confirm.HoldToken = t
+	case *ledgerpb.Command_Release:
+		op.Release.HoldToken = t
+	case *ledgerpb.Command_Extend:
+		op.Extend.HoldToken = t
+	case *ledgerpb.Command_Refund:
+		op.Refund.HoldToken = t
+	}
+	return c
 }
 
 // positional returns the tokens that are not key=value options.
@@ -354,7 +397,8 @@ func parseExpect(f []string) (*expect, error) {
 	}
 	e.code = ledgerpb.Code(c)
 	known := map[string]bool{"hold": true, "seats": true, "expires": true, "amount": true, "currency": true,
-		"state": true, "field": true, "expired": true, "revision": true, "applied_at": true}
+		"state": true, "field": true, "expired": true, "revision": true, "applied_at": true,
+		"alt": true, "limit": true, "maxexp": true}
 	for _, x := range f[1:] {
 		if x == "replayed" {
 			e.replay = true
@@ -406,6 +450,15 @@ func (e *expect) check(r *ledgerpb.Result) string {
 			got = strconv.FormatUint(r.Revision, 10)
 		case "applied_at":
 			got = strconv.FormatInt(r.AppliedAtMs, 10)
+		case "alt":
+			got = strings.Join(r.AlternativeSeatIds, ",")
+			if v == "-" {
+				v = ""
+			}
+		case "limit":
+			got = strconv.FormatUint(uint64(r.Limit), 10)
+		case "maxexp":
+			got = strconv.FormatInt(r.MaxExpiresAtMs, 10)
 		}
 		if got != v {
 			return fmt.Sprintf("%s = %q", k, got)

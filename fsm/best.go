@@ -1,0 +1,188 @@
+package fsm
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// Best available. Given a show's free seats, pick n of them for one party,
+// deterministically (a pure function of the layout and the free seats, so
+// every replica picks the same; a retry with the same request_id gets the
+// stored answer). The policy, in order:
+//
+//  1. Side by side in one row when any row has n adjacent free seats.
+//  2. Among those, a choice that leaves no single free seat stranded between
+//     the party and a taken seat or the row's end ("orphan"), when one
+//     exists.
+//  3. Nearest the centre: the smallest sum of the row's distance from the
+//     middle row and the party's distance from the row's middle seat, both
+//     counted in half-seats/half-rows so no fractions are needed.
+//  4. Ties: the lower row (A before B), then the lower seat number.
+//
+// When no row has n adjacent free seats, the party is split: the n free
+// seats nearest the centre by the same distance, ties as in 4. With fewer
+// than n free seats the answer is none (CODE_SOLD_OUT).
+//
+// A category narrows the candidates to rows of that category.
+
+// window is one candidate: n adjacent seats of one row.
+type window struct {
+	row, first int // row index; first seat's index into the layout
+	orphans    int // stranded single seats it would leave (0, 1 or 2)
+	dist       int // distance from the centre in half units
+}
+
+// bestSeats returns the layout indexes of the n best free seats of rows in
+// category ("" = any), or nil when fewer than n are free.
+func bestSeats(l *layout, free []bool, n int, category string) []int {
+	rows := l.show.Rows
+	var best *window
+	for ri, r := range rows {
+		if category != "" && r.Category != category {
+			continue
+		}
+		base, size := l.offsets[ri], int(r.Seats)
+		for start := 0; start+n <= size; start++ {
+			w, ok := rowWindow(free[base:base+size], start, n)
+			if !ok {
+				continue
+			}
+			w.row, w.first = ri, base+start
+			w.dist += rowDistance(ri, len(rows))
+			if best == nil || windowLess(&w, best) {
+				best = &w
+			}
+		}
+	}
+	if best != nil {
+		seats := make([]int, n)
+		for i := range seats {
+			seats[i] = best.first + i
+		}
+		return seats
+	}
+	return splitParty(l, free, n, category)
+}
+
+// rowWindow scores seats [start, start+n) of one row, if all are free.
+func rowWindow(row []bool, start, n int) (window, bool) {
+	for i := start; i < start+n; i++ {
+		if !row[i] {
+			return window{}, false
+		}
+	}
+	w := window{dist: abs(2*start + n - 1 - (len(row) - 1))}
+	// A run of exactly one free seat left on either side is an orphan.
+	if start >= 1 && row[start-1] && (start == 1 || !row[start-2]) {
+		w.orphans++
+	}
+	end := start + n
+	if end < len(row) && row[end] && (end == len(row)-1 || !row[end+1]) {
+		w.orphans++
+	}
+	return w, true
+}
+
+func windowLess(a, b *window) bool {
+	if (a.orphans > 0) != (b.orphans > 0) {
+		return a.orphans == 0
+	}
+	if a.dist != b.dist {
+		return a.dist < b.dist
+	}
+	return a.first < b.first // row order, then seat order: layout indexes
+}
+
+// rowDistance is a row's distance from the middle row in half rows.
+func rowDistance(ri, rows int) int { return abs(2*ri - (rows - 1)) }
+
+// splitParty picks the n free seats nearest the centre, any rows.
+func splitParty(l *layout, free []bool, n int, category string) []int {
+	type cand struct{ idx, dist int }
+	var cands []cand
+	for ri, r := range l.show.Rows {
+		if category != "" && r.Category != category {
+			continue
+		}
+		base, size := l.offsets[ri], int(r.Seats)
+		for s := 0; s < size; s++ {
+			if free[base+s] {
+				cands = append(cands, cand{base + s, rowDistance(ri, len(l.show.Rows)) + abs(2*s-(size-1))})
+			}
+		}
+	}
+	if len(cands) < n {
+		return nil
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		return cmp.Or(cmp.Compare(a.dist, b.dist), cmp.Compare(a.idx, b.idx))
+	})
+	seats := make([]int, n)
+	for i := range seats {
+		seats[i] = cands[i].idx
+	}
+	slices.Sort(seats)
+	return seats
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// freeSeatMap returns, for every seat of show, whether a hold could take it
+// now: no record, or held by a hold expired by the log clock. It reads
+// through the batch, so earlier commands of the entry count.
+func (tx *txn) freeSeatMap(show string, l *layout) []bool {
+	free := make([]bool, l.total)
+	for i := range free {
+		free[i] = true
+	}
+	prefix := tx.m.seatPrefix(show)
+	it, err := tx.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	must(err, "open seat iterator")
+	defer it.Close()
+	stale := map[string]bool{} // hold id -> expired by the clock
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		idx := int(k[len(k)-2])<<8 | int(k[len(k)-1])
+		assertf(idx < l.total, "seat index %d beyond show %s", idx, show)
+		rec := &ledgerpb.SeatRecord{}
+		must(proto.Unmarshal(it.Value(), rec), "decode seat record")
+		if rec.State == ledgerpb.SeatState_HELD {
+			expired, seen := stale[rec.HoldId]
+			if !seen {
+				expired = tx.expiredByClock(rec.HoldId)
+				stale[rec.HoldId] = expired
+			}
+			if expired {
+				continue
+			}
+		}
+		free[idx] = false
+	}
+	must(it.Error(), "iterate seats")
+	return free
+}
+
+// expiredByClock reports whether a hold that holds seats is past its expiry
+// by the log clock.
+func (tx *txn) expiredByClock(holdID string) bool {
+	v, closer, err := tx.b.Get(tx.m.holdKey(holdID))
+	if errors.Is(err, pebble.ErrNotFound) {
+		panic("fsm: S1: a held seat names hold " + holdID + " that does not exist")
+	}
+	must(err, "read hold")
+	defer closer.Close()
+	state, expiresAt, err := holdTiming(v)
+	must(err, "decode hold "+holdID)
+	return state == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= expiresAt
+}

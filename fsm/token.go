@@ -1,0 +1,57 @@
+package fsm
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// Hold tokens. A hold's token is the capability to confirm, release, extend
+// or refund it: HMAC-SHA256(show's token key, hold id), the first 16 bytes
+// in unpadded base64url (22 characters). The key is random bytes the
+// gateway drew when it proposed the show, stored in the log and the state,
+// so every replica issues and checks the same tokens without a clock or a
+// random source of its own, and a replayed hold returns the same token.
+// Tokens are never stored: they are recomputed to be checked.
+
+// holdTokenBytes is how much of the HMAC a token keeps.
+const holdTokenBytes = 16
+
+// HoldToken computes the token of hold holdID under a show's token key.
+func HoldToken(key []byte, holdID string) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(holdID))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:holdTokenBytes])
+}
+
+// holdToken computes the token of a hold of show.
+func (tx *txn) holdToken(show, holdID string) string {
+	return HoldToken(tx.showTokenKey(show), holdID)
+}
+
+// tokenMatches compares a presented token with the hold's in constant time.
+func (tx *txn) tokenMatches(h *ledgerpb.HoldRecord, token string) bool {
+	return hmac.Equal([]byte(tx.holdToken(h.ShowId, h.HoldId)), []byte(token))
+}
+
+// showTokenKey reads a show's token key (empty for a show created before
+// keys existed: its tokens are still HMACs, under an empty key).
+func (tx *txn) showTokenKey(show string) []byte {
+	v, closer, err := tx.b.Get(tx.m.showTokenKey(show))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	must(err, "read token key")
+	defer closer.Close()
+	return append([]byte(nil), v...)
+}
+
+// badToken is the rejection for a token that is not the hold's.
+func badToken(h *ledgerpb.HoldRecord) *ledgerpb.Result {
+	return reject(ledgerpb.Code_CODE_HOLD_TOKEN_INVALID, "hold_token is not the token of hold %s", h.HoldId)
+}
