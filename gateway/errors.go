@@ -50,6 +50,10 @@ var reasons = map[string]rule{
 	"HOLD_CANCELLED":      {codes.FailedPrecondition, http.StatusGone},
 	"HOLD_CONFIRMED":      {codes.FailedPrecondition, http.StatusConflict},
 	"NOT_HOLD_OWNER":      {codes.PermissionDenied, http.StatusForbidden},
+	"HOLD_TOKEN_INVALID":  {codes.PermissionDenied, http.StatusForbidden},
+	"HOLD_NOT_CONFIRMED":  {codes.FailedPrecondition, http.StatusConflict},
+	"SOLD_OUT":            {codes.FailedPrecondition, http.StatusConflict},
+	"TOO_MANY_HOLDS":      {codes.ResourceExhausted, http.StatusTooManyRequests},
 	"REQUEST_ID_REUSED":   {codes.AlreadyExists, http.StatusConflict},
 	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound},
 	"FAILED_PRECONDITION": {codes.FailedPrecondition, http.StatusPreconditionFailed},
@@ -63,17 +67,21 @@ var reasons = map[string]rule{
 
 // codeReasons names each FSM result code.
 var codeReasons = map[ledgerpb.Code]string{
-	ledgerpb.Code_CODE_INVALID_ARGUMENT:  "INVALID_ARGUMENT",
-	ledgerpb.Code_CODE_SHOW_NOT_FOUND:    "SHOW_NOT_FOUND",
-	ledgerpb.Code_CODE_SHOW_EXISTS:       "SHOW_EXISTS",
-	ledgerpb.Code_CODE_UNKNOWN_SEAT:      "UNKNOWN_SEAT",
-	ledgerpb.Code_CODE_SEATS_TAKEN:       "SEATS_TAKEN",
-	ledgerpb.Code_CODE_HOLD_NOT_FOUND:    "HOLD_NOT_FOUND",
-	ledgerpb.Code_CODE_HOLD_EXPIRED:      "HOLD_EXPIRED",
-	ledgerpb.Code_CODE_HOLD_CONFIRMED:    "HOLD_CONFIRMED",
-	ledgerpb.Code_CODE_HOLD_CANCELLED:    "HOLD_CANCELLED",
-	ledgerpb.Code_CODE_NOT_HOLD_OWNER:    "NOT_HOLD_OWNER",
-	ledgerpb.Code_CODE_REQUEST_ID_REUSED: "REQUEST_ID_REUSED",
+	ledgerpb.Code_CODE_INVALID_ARGUMENT:   "INVALID_ARGUMENT",
+	ledgerpb.Code_CODE_SHOW_NOT_FOUND:     "SHOW_NOT_FOUND",
+	ledgerpb.Code_CODE_SHOW_EXISTS:        "SHOW_EXISTS",
+	ledgerpb.Code_CODE_UNKNOWN_SEAT:       "UNKNOWN_SEAT",
+	ledgerpb.Code_CODE_SEATS_TAKEN:        "SEATS_TAKEN",
+	ledgerpb.Code_CODE_HOLD_NOT_FOUND:     "HOLD_NOT_FOUND",
+	ledgerpb.Code_CODE_HOLD_EXPIRED:       "HOLD_EXPIRED",
+	ledgerpb.Code_CODE_HOLD_CONFIRMED:     "HOLD_CONFIRMED",
+	ledgerpb.Code_CODE_HOLD_CANCELLED:     "HOLD_CANCELLED",
+	ledgerpb.Code_CODE_NOT_HOLD_OWNER:     "NOT_HOLD_OWNER",
+	ledgerpb.Code_CODE_REQUEST_ID_REUSED:  "REQUEST_ID_REUSED",
+	ledgerpb.Code_CODE_SOLD_OUT:           "SOLD_OUT",
+	ledgerpb.Code_CODE_TOO_MANY_HOLDS:     "TOO_MANY_HOLDS",
+	ledgerpb.Code_CODE_HOLD_TOKEN_INVALID: "HOLD_TOKEN_INVALID",
+	ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED: "HOLD_NOT_CONFIRMED",
 }
 
 // newStatus builds a status with an ErrorInfo for reason plus details.
@@ -141,7 +149,10 @@ func resultError(res *ledgerpb.Result, o op) error {
 		})
 	case ledgerpb.Code_CODE_SEATS_TAKEN:
 		return newStatus("SEATS_TAKEN", res.Message, &ledgerpb.ErrorDetail{TakenSeatIds: res.SeatIds,
-			Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
+			SuggestedSeatIds: res.AlternativeSeatIds, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
+	case ledgerpb.Code_CODE_TOO_MANY_HOLDS:
+		return newStatus("TOO_MANY_HOLDS", res.Message, &ledgerpb.ErrorDetail{Limit: "holds_per_client_per_show",
+			LimitValue: res.Limit, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
 	case ledgerpb.Code_CODE_HOLD_NOT_FOUND:
 		if o == opConfirm {
 			// The frontend took a payment for a hold the ledger does not

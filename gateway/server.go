@@ -5,6 +5,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -81,8 +82,12 @@ func (s *Server) CreateShow(ctx context.Context, req *ledgerpb.CreateShowRequest
 	if fe := fsm.ValidateIdentity(client, request); fe != nil {
 		return nil, fieldError(fe)
 	}
+	// The show's hold-token key: random here, so that the FSM can issue
+	// tokens deterministically from the log (fsm/token.go).
+	key := make([]byte, fsm.TokenKeyBytes)
+	rand.Read(key)
 	cmd := &ledgerpb.Command{ClientId: client, RequestId: request,
-		Op: &ledgerpb.Command_CreateShow{CreateShow: &ledgerpb.CreateShowCmd{Show: req.Show}}}
+		Op: &ledgerpb.Command_CreateShow{CreateShow: &ledgerpb.CreateShowCmd{Show: req.Show, TokenKey: key}}}
 	res, err := s.propose(ctx, req.Show.ShowId, cmd, opOther)
 	if err != nil {
 		return nil, err
@@ -108,12 +113,13 @@ func (s *Server) GetSeatMap(ctx context.Context, req *ledgerpb.GetSeatMapRequest
 	return sm, nil
 }
 
-// Hold holds seats, all or nothing.
+// Hold holds the named seats, or the best available count, all or nothing.
 func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb.HoldResponse, error) {
 	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
 		return nil, fieldError(fe)
 	}
-	hc := &ledgerpb.HoldCmd{ShowId: req.ShowId, SeatIds: req.SeatIds, TtlMs: int64(req.TtlSeconds) * 1000}
+	hc := &ledgerpb.HoldCmd{ShowId: req.ShowId, SeatIds: req.SeatIds, TtlMs: int64(req.TtlSeconds) * 1000,
+		Count: req.Count, Category: req.Category}
 	if fe := fsm.ValidateHold(hc); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -125,7 +131,8 @@ func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb
 	return &ledgerpb.HoldResponse{
 		HoldId: res.HoldId, ShowId: req.ShowId, SeatIds: res.SeatIds, ExpiresAt: ms(res.ExpiresAtMs),
 		Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs), AmountMinor: res.AmountMinor,
-		Currency: res.Currency, Replayed: res.Replayed,
+		Currency: res.Currency, Replayed: res.Replayed, HoldToken: res.HoldToken,
+		MaxExpiresAt: ms(res.MaxExpiresAtMs),
 	}, nil
 }
 
@@ -134,7 +141,7 @@ func (s *Server) Confirm(ctx context.Context, req *ledgerpb.ConfirmRequest) (*le
 	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
 		return nil, fieldError(fe)
 	}
-	cc := &ledgerpb.ConfirmCmd{ShowId: req.ShowId, HoldId: req.HoldId, PaymentRef: req.PaymentRef}
+	cc := &ledgerpb.ConfirmCmd{ShowId: req.ShowId, HoldId: req.HoldId, PaymentRef: req.PaymentRef, HoldToken: req.HoldToken}
 	if fe := fsm.ValidateConfirm(cc); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -155,16 +162,53 @@ func (s *Server) Release(ctx context.Context, req *ledgerpb.ReleaseRequest) (*le
 	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
 		return nil, fieldError(fe)
 	}
-	if fe := fsm.ValidateHoldRef(req.ShowId, req.HoldId); fe != nil {
+	rc := &ledgerpb.ReleaseCmd{ShowId: req.ShowId, HoldId: req.HoldId, HoldToken: req.HoldToken}
+	if fe := fsm.ValidateRelease(rc); fe != nil {
 		return nil, fieldError(fe)
 	}
-	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId,
-		Op: &ledgerpb.Command_Release{Release: &ledgerpb.ReleaseCmd{ShowId: req.ShowId, HoldId: req.HoldId}}}
+	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Release{Release: rc}}
 	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
 	if err != nil {
 		return nil, err
 	}
 	return &ledgerpb.ReleaseResponse{HoldId: res.HoldId, State: res.HoldState, Revision: res.Revision,
+		AppliedAt: ms(res.AppliedAtMs), Replayed: res.Replayed}, nil
+}
+
+// Extend moves a live hold's expiry later, up to its lifetime cap.
+func (s *Server) Extend(ctx context.Context, req *ledgerpb.ExtendRequest) (*ledgerpb.ExtendResponse, error) {
+	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	ec := &ledgerpb.ExtendCmd{ShowId: req.ShowId, HoldId: req.HoldId, HoldToken: req.HoldToken, TtlMs: int64(req.TtlSeconds) * 1000}
+	if fe := fsm.ValidateExtend(ec); fe != nil {
+		return nil, fieldError(fe)
+	}
+	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Extend{Extend: ec}}
+	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerpb.ExtendResponse{HoldId: res.HoldId, ExpiresAt: ms(res.ExpiresAtMs), MaxExpiresAt: ms(res.MaxExpiresAtMs),
+		Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs), Replayed: res.Replayed}, nil
+}
+
+// Refund cancels a confirmed booking and frees its seats.
+func (s *Server) Refund(ctx context.Context, req *ledgerpb.RefundRequest) (*ledgerpb.RefundResponse, error) {
+	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	rc := &ledgerpb.RefundCmd{ShowId: req.ShowId, HoldId: req.HoldId, HoldToken: req.HoldToken, Reason: req.Reason}
+	if fe := fsm.ValidateRefund(rc); fe != nil {
+		return nil, fieldError(fe)
+	}
+	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Refund{Refund: rc}}
+	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerpb.RefundResponse{HoldId: res.HoldId, State: res.HoldState, SeatIds: res.SeatIds,
+		AmountMinor: res.AmountMinor, Currency: res.Currency, Revision: res.Revision,
 		AppliedAt: ms(res.AppliedAtMs), Replayed: res.Replayed}, nil
 }
 

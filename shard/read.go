@@ -137,16 +137,27 @@ func (r *Router) readLocal(ctx context.Context, g *raftnode.Group, req *ledgerpb
 
 func holdInfo(h *ledgerpb.HoldRecord, v *fsm.View) *ledgerpb.HoldInfo {
 	return &ledgerpb.HoldInfo{
-		HoldId:      h.HoldId,
-		ShowId:      h.ShowId,
-		SeatIds:     h.SeatIds,
-		ClientId:    h.ClientId,
-		State:       h.State,
-		ExpiresAt:   timestamppb.New(time.UnixMilli(h.ExpiresAtMs)),
-		PaymentRef:  h.PaymentRef,
-		AmountMinor: h.AmountMinor,
-		Currency:    h.Currency,
-		Revision:    v.Applied(),
-		AsOf:        timestamppb.New(time.UnixMilli(v.Clock())),
+		HoldId:       h.HoldId,
+		ShowId:       h.ShowId,
+		SeatIds:      h.SeatIds,
+		ClientId:     h.ClientId,
+		State:        h.State,
+		ExpiresAt:    timestamppb.New(time.UnixMilli(h.ExpiresAtMs)),
+		PaymentRef:   h.PaymentRef,
+		AmountMinor:  h.AmountMinor,
+		Currency:     h.Currency,
+		Revision:     v.Applied(),
+		AsOf:         timestamppb.New(time.UnixMilli(v.Clock())),
+		CreatedAt:    timestamppb.New(time.UnixMilli(h.CreatedAtMs)),
+		MaxExpiresAt: timestamppb.New(time.UnixMilli(h.CreatedAtMs + fsm.HoldLifetimeMaxMs)),
+		RefundedAt:   refundedAt(h),
 	}
+}
+
+// refundedAt is a booking's refund time, nil unless it was refunded.
+func refundedAt(h *ledgerpb.HoldRecord) *timestamppb.Timestamp {
+	if h.State != ledgerpb.HoldState_HOLD_STATE_REFUNDED {
+		return nil
+	}
+	return timestamppb.New(time.UnixMilli(h.RefundedAtMs))
 }

@@ -42,13 +42,15 @@ func occupy(ctx context.Context, e *env, a api, show string, n int, client strin
 		for ; len(ids) < 10 && seat < n; seat++ {
 			ids = append(ids, seatID(seat/rowSeats, seat%rowSeats))
 		}
-		req := &ledgerpb.HoldRequest{ShowId: show, SeatIds: ids, ClientId: client, RequestId: fmt.Sprintf("h%d", k), TtlSeconds: 1800}
+		// One fan per hold: a client may have only a few live holds per show.
+		fan := fmt.Sprintf("%s-%d", client, k)
+		req := &ledgerpb.HoldRequest{ShowId: show, SeatIds: ids, ClientId: fan, RequestId: fmt.Sprintf("h%d", k), TtlSeconds: 1800}
 		var resp *ledgerpb.HoldResponse
 		if err := hold.run(ctx, func(ctx context.Context) (err error) { resp, err = a.Hold(ctx, req); return err }); err != nil {
 			return fmt.Errorf("hold %v of %s: %w", ids, show, err)
 		}
 		if k%2 == 1 {
-			creq := &ledgerpb.ConfirmRequest{ShowId: show, HoldId: resp.HoldId, PaymentRef: "p", ClientId: client, RequestId: fmt.Sprintf("c%d", k)}
+			creq := &ledgerpb.ConfirmRequest{ShowId: show, HoldId: resp.HoldId, HoldToken: resp.HoldToken, PaymentRef: "p", ClientId: fan, RequestId: fmt.Sprintf("c%d", k)}
 			if err := confirm.run(ctx, func(ctx context.Context) error { _, err := a.Confirm(ctx, creq); return err }); err != nil {
 				return fmt.Errorf("confirm %s: %w", resp.HoldId, err)
 			}

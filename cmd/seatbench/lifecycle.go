@@ -29,6 +29,7 @@ const expiredSlack = 250 * time.Millisecond
 type abandoned struct {
 	show    string
 	hold    string
+	token   string
 	seats   []string
 	expires time.Time
 }
@@ -68,7 +69,7 @@ func (l *lifecycle) run(ctx context.Context, e *env) time.Duration {
 // confirmExpired confirms an abandoned hold after its expiry: the ledger
 // must answer HOLD_EXPIRED.
 func (l *lifecycle) confirmExpired(ctx context.Context, e *env, w *worker, a abandoned) bool {
-	req := &ledgerpb.ConfirmRequest{ShowId: a.show, HoldId: a.hold, PaymentRef: "late-" + a.hold, ClientId: w.client, RequestId: w.requestID()}
+	req := &ledgerpb.ConfirmRequest{ShowId: a.show, HoldId: a.hold, HoldToken: a.token, PaymentRef: "late-" + a.hold, ClientId: w.client, RequestId: w.requestID()}
 	err := e.stats.call("confirm_expired").run(ctx, func(ctx context.Context) error {
 		_, err := w.api.Confirm(ctx, req)
 		return err
@@ -90,7 +91,7 @@ func (l *lifecycle) holdAndEnd(ctx context.Context, e *env, w *worker, call, sho
 	}
 	switch p := w.rng.IntN(10); {
 	case p < 4:
-		creq := &ledgerpb.ConfirmRequest{ShowId: show, HoldId: resp.HoldId, PaymentRef: "pay-" + resp.HoldId, ClientId: w.client, RequestId: w.requestID()}
+		creq := &ledgerpb.ConfirmRequest{ShowId: show, HoldId: resp.HoldId, HoldToken: resp.HoldToken, PaymentRef: "pay-" + resp.HoldId, ClientId: w.client, RequestId: w.requestID()}
 		err := e.stats.call("confirm").run(ctx, func(ctx context.Context) error { _, err := w.api.Confirm(ctx, creq); return err })
 		switch {
 		case err == nil:
@@ -99,10 +100,10 @@ func (l *lifecycle) holdAndEnd(ctx context.Context, e *env, w *worker, call, sho
 			l.unknown.Add(1)
 		}
 	case p < 7:
-		rreq := &ledgerpb.ReleaseRequest{ShowId: show, HoldId: resp.HoldId, ClientId: w.client, RequestId: w.requestID()}
+		rreq := &ledgerpb.ReleaseRequest{ShowId: show, HoldId: resp.HoldId, HoldToken: resp.HoldToken, ClientId: w.client, RequestId: w.requestID()}
 		e.stats.call("release").run(ctx, func(ctx context.Context) error { _, err := w.api.Release(ctx, rreq); return err })
 	default:
-		return abandoned{show: show, hold: resp.HoldId, seats: seats, expires: resp.ExpiresAt.AsTime()}, true
+		return abandoned{show: show, hold: resp.HoldId, token: resp.HoldToken, seats: seats, expires: resp.ExpiresAt.AsTime()}, true
 	}
 	return abandoned{}, false
 }

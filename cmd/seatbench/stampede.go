@@ -110,7 +110,7 @@ func (s *stampede) won(ctx context.Context, e *env, w *worker, resp *ledgerpb.Ho
 	if s.held.Add(int64(len(resp.SeatIds))) == total {
 		s.soldOut.Store(int64(time.Since(s.start)))
 	}
-	req := &ledgerpb.ConfirmRequest{ShowId: s.show, HoldId: resp.HoldId, PaymentRef: "pay-" + resp.HoldId,
+	req := &ledgerpb.ConfirmRequest{ShowId: s.show, HoldId: resp.HoldId, HoldToken: resp.HoldToken, PaymentRef: "pay-" + resp.HoldId,
 		ClientId: w.client, RequestId: w.requestID()}
 	var cresp *ledgerpb.ConfirmResponse
 	err := e.stats.call("confirm").run(ctx, func(ctx context.Context) (err error) {

@@ -46,11 +46,11 @@ func (u *uniform) run(ctx context.Context, e *env) time.Duration {
 			}
 			switch p := w.rng.IntN(10); {
 			case p < 5:
-				creq := &ledgerpb.ConfirmRequest{ShowId: req.ShowId, HoldId: resp.HoldId, PaymentRef: "pay-" + resp.HoldId,
+				creq := &ledgerpb.ConfirmRequest{ShowId: req.ShowId, HoldId: resp.HoldId, HoldToken: resp.HoldToken, PaymentRef: "pay-" + resp.HoldId,
 					ClientId: w.client, RequestId: w.requestID()}
 				confirm.run(ctx, func(ctx context.Context) error { _, err := w.api.Confirm(ctx, creq); return err })
 			case p < 7:
-				rreq := &ledgerpb.ReleaseRequest{ShowId: req.ShowId, HoldId: resp.HoldId, ClientId: w.client, RequestId: w.requestID()}
+				rreq := &ledgerpb.ReleaseRequest{ShowId: req.ShowId, HoldId: resp.HoldId, HoldToken: resp.HoldToken, ClientId: w.client, RequestId: w.requestID()}
 				release.run(ctx, func(ctx context.Context) error { _, err := w.api.Release(ctx, rreq); return err })
 			}
 		}

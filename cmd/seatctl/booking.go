@@ -207,6 +207,7 @@ func newHoldCmd(a *app) *cobra.Command {
 			}
 			t := newTable(a.out)
 			t.row("hold_id", resp.HoldId)
+			t.row("hold_token", resp.HoldToken)
 			t.row("show_id", resp.ShowId)
 			t.row("seats", strings.Join(resp.SeatIds, ","))
 			t.row("expires_at", timeText(resp.ExpiresAt.AsTime()))
@@ -225,19 +226,19 @@ func newHoldCmd(a *app) *cobra.Command {
 }
 
 func newConfirmCmd(a *app) *cobra.Command {
-	var clientID, requestID, paymentRef string
+	var clientID, requestID, paymentRef, token string
 	c := &cobra.Command{
-		Use:                   "confirm SHOW HOLD --payment-ref REF [--client-id ID] [--request-id ID]",
+		Use:                   "confirm SHOW HOLD --token TOKEN --payment-ref REF [--client-id ID] [--request-id ID]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Confirm a hold after payment: its seats become booked",
-		Example:               "  seatctl confirm demo h5-5-0 --payment-ref pay-123",
+		Example:               "  seatctl confirm demo h5-5-0 --token Zx3... --payment-ref pay-123",
 		Args:                  exactArgs(2, "SHOW HOLD"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if paymentRef == "" {
-				return usagef("confirm needs --payment-ref (see %s --help)", c.CommandPath())
+			if paymentRef == "" || token == "" {
+				return usagef("confirm needs --token and --payment-ref (see %s --help)", c.CommandPath())
 			}
 			rid := a.requestID(requestID)
-			req := &ledgerpb.ConfirmRequest{ShowId: args[0], HoldId: args[1], PaymentRef: paymentRef, ClientId: clientID, RequestId: rid}
+			req := &ledgerpb.ConfirmRequest{ShowId: args[0], HoldId: args[1], PaymentRef: paymentRef, ClientId: clientID, RequestId: rid, HoldToken: token}
 			var resp *ledgerpb.ConfirmResponse
 			err := a.onAnyEndpoint(c.Context(), func(ctx context.Context, b ledgerpb.BookingClient) error {
 				var err error
@@ -264,22 +265,26 @@ func newConfirmCmd(a *app) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&paymentRef, "payment-ref", "", "the payment's reference (required)")
+	f.StringVar(&token, "token", "", "the hold's token, printed by seatctl hold (required)")
 	f.StringVar(&clientID, "client-id", clientIDDefault, "client that owns the hold")
 	f.StringVar(&requestID, "request-id", "", "request id (default: a new one, printed on stderr)")
 	return c
 }
 
 func newReleaseCmd(a *app) *cobra.Command {
-	var clientID, requestID string
+	var clientID, requestID, token string
 	c := &cobra.Command{
-		Use:                   "release SHOW HOLD [--client-id ID] [--request-id ID]",
+		Use:                   "release SHOW HOLD --token TOKEN [--client-id ID] [--request-id ID]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Release a hold: its seats become free",
-		Example:               "  seatctl release demo h5-5-0 --client-id alice",
+		Example:               "  seatctl release demo h5-5-0 --token Zx3... --client-id alice",
 		Args:                  exactArgs(2, "SHOW HOLD"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if token == "" {
+				return usagef("release needs --token (see %s --help)", c.CommandPath())
+			}
 			rid := a.requestID(requestID)
-			req := &ledgerpb.ReleaseRequest{ShowId: args[0], HoldId: args[1], ClientId: clientID, RequestId: rid}
+			req := &ledgerpb.ReleaseRequest{ShowId: args[0], HoldId: args[1], ClientId: clientID, RequestId: rid, HoldToken: token}
 			var resp *ledgerpb.ReleaseResponse
 			err := a.onAnyEndpoint(c.Context(), func(ctx context.Context, b ledgerpb.BookingClient) error {
 				var err error
@@ -302,6 +307,7 @@ func newReleaseCmd(a *app) *cobra.Command {
 		},
 	}
 	f := c.Flags()
+	f.StringVar(&token, "token", "", "the hold's token, printed by seatctl hold (required)")
 	f.StringVar(&clientID, "client-id", clientIDDefault, "client that owns the hold")
 	f.StringVar(&requestID, "request-id", "", "request id (default: a new one, printed on stderr)")
 	return c

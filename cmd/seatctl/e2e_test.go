@@ -91,11 +91,11 @@ func TestEndToEnd(t *testing.T) {
 	if out := sc.ok("show", "create", showFile); !strings.Contains(out, "created show e2e-show: 24 seats") {
 		t.Fatalf("show create = %q", out)
 	}
-	holdID := sc.hold("A3", "A4")
+	holdID, token := sc.hold("A3", "A4")
 	if out := sc.ok("seatmap", "e2e-show"); !strings.Contains(out, "A  ..hh........") || !strings.Contains(out, "held 2") {
 		t.Fatalf("seat map does not show the hold of A3, A4:\n%s", out)
 	}
-	sc.ok("confirm", "e2e-show", holdID, "--client-id", "e2e", "--payment-ref", "pay-1")
+	sc.ok("confirm", "e2e-show", holdID, "--client-id", "e2e", "--token", token, "--payment-ref", "pay-1")
 	if out := sc.ok("seatmap", "e2e-show"); !strings.Contains(out, "A  ..XX........") || !strings.Contains(out, "booked 2") {
 		t.Fatalf("seat map does not show A3, A4 booked:\n%s", out)
 	}
@@ -200,14 +200,16 @@ func (sc *seatctl) status() clusterView {
 }
 
 // hold holds seats of e2e-show for client e2e and returns the hold id.
-func (sc *seatctl) hold(seats ...string) string {
+// hold holds seats of e2e-show and returns the hold's id and token.
+func (sc *seatctl) hold(seats ...string) (string, string) {
 	sc.t.Helper()
 	out := sc.ok(append([]string{"hold", "e2e-show", "--client-id", "e2e", "-o", "json"}, seats...)...)
 	var resp struct {
-		HoldID string `json:"hold_id"`
+		HoldID    string `json:"hold_id"`
+		HoldToken string `json:"hold_token"`
 	}
-	if err := json.Unmarshal([]byte(out), &resp); err != nil || resp.HoldID == "" {
-		sc.t.Fatalf("hold -o json = %q (%v), want a hold_id", out, err)
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || resp.HoldID == "" || resp.HoldToken == "" {
+		sc.t.Fatalf("hold -o json = %q (%v), want a hold_id and a hold_token", out, err)
 	}
-	return resp.HoldID
+	return resp.HoldID, resp.HoldToken
 }

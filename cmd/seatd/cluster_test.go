@@ -75,6 +75,16 @@ type testCluster struct {
 	conns    []*grpc.ClientConn
 	clients  []ledgerpb.BookingClient
 	logs     *logTail
+	// tokens remembers each acknowledged hold's token (hold id -> token),
+	// so confirm and release can present it as a frontend would.
+	tokens sync.Map
+}
+
+// token returns the token a hold was issued with ("" if never seen).
+func (c *testCluster) token(holdID string) string {
+	t, _ := c.tokens.Load(holdID)
+	s, _ := t.(string)
+	return s
 }
 
 // logTail keeps the tail of the nodes' logs; it is printed if the test fails.
@@ -442,7 +452,11 @@ func (c *testCluster) createShow(i int, id string) {
 
 // holdOnce asks node i once to hold seats.
 func (c *testCluster) holdOnce(ctx context.Context, i int, show, client, request string, ttl uint32, seats ...string) (*ledgerpb.HoldResponse, error) {
-	return c.clients[i].Hold(ctx, &ledgerpb.HoldRequest{ShowId: show, SeatIds: seats, ClientId: client, RequestId: request, TtlSeconds: ttl})
+	res, err := c.clients[i].Hold(ctx, &ledgerpb.HoldRequest{ShowId: show, SeatIds: seats, ClientId: client, RequestId: request, TtlSeconds: ttl})
+	if err == nil {
+		c.tokens.Store(res.HoldId, res.HoldToken)
+	}
+	return res, err
 }
 
 // hold holds seats through node i, retrying a 503.
@@ -466,7 +480,7 @@ func (c *testCluster) mustHold(i int, show, client, request string, ttl uint32, 
 func (c *testCluster) confirm(i int, show, holdID, client, request, payment string) (*ledgerpb.ConfirmResponse, error) {
 	what := fmt.Sprintf("Confirm(%s) by %s/%s via %s", holdID, client, request, c.peers[i].ID)
 	return retrying(c.t, what, func(ctx context.Context) (*ledgerpb.ConfirmResponse, error) {
-		return c.clients[i].Confirm(ctx, &ledgerpb.ConfirmRequest{ShowId: show, HoldId: holdID, PaymentRef: payment, ClientId: client, RequestId: request})
+		return c.clients[i].Confirm(ctx, &ledgerpb.ConfirmRequest{ShowId: show, HoldId: holdID, PaymentRef: payment, ClientId: client, RequestId: request, HoldToken: c.token(holdID)})
 	})
 }
 
@@ -486,7 +500,7 @@ func (c *testCluster) mustRelease(i int, show, holdID, client, request string) *
 	c.t.Helper()
 	what := fmt.Sprintf("Release(%s) by %s/%s via %s", holdID, client, request, c.peers[i].ID)
 	res, err := retrying(c.t, what, func(ctx context.Context) (*ledgerpb.ReleaseResponse, error) {
-		return c.clients[i].Release(ctx, &ledgerpb.ReleaseRequest{ShowId: show, HoldId: holdID, ClientId: client, RequestId: request})
+		return c.clients[i].Release(ctx, &ledgerpb.ReleaseRequest{ShowId: show, HoldId: holdID, ClientId: client, RequestId: request, HoldToken: c.token(holdID)})
 	})
 	if err != nil {
 		c.t.Fatalf("%s = %s, want OK", what, outcomeOf(err))
@@ -797,7 +811,9 @@ func (c *testCluster) startWriters(show string) *writers {
 		go func() {
 			defer ws.wg.Done()
 			for k := range writeSeatsN {
-				wr := write{client: fmt.Sprintf("w%d", w), request: fmt.Sprintf("h%d", k), via: (w + k) % clusterNodes,
+				// A fan per hold: a client may hold at most
+				// fsm.HoldsPerClientPerShowMax live holds of a show.
+				wr := write{client: fmt.Sprintf("w%d-%d", w, k), request: fmt.Sprintf("h%d", k), via: (w + k) % clusterNodes,
 					seat: fmt.Sprintf("%c%d", 'D'+w/2, (w%2)*writeSeatsN+k+1)}
 				// One attempt: a write whose outcome is unknown is settled
 				// after the failover.
@@ -1162,15 +1178,24 @@ func httpHoldConflictConfirm(t *testing.T, base, show string) {
 	if !strings.Contains(r.raw, "A2") {
 		t.Errorf("409 body %s does not name A2", r.raw)
 	}
-	var taken []any
+	var taken, suggested []any
 	for _, d := range r.details("seatledger.v1.ErrorDetail") {
 		taken, _ = d["taken_seat_ids"].([]any)
+		suggested, _ = d["suggested_seat_ids"].([]any)
 	}
 	if len(taken) != 1 || taken[0] != "A2" {
 		t.Errorf("409 body %s: taken_seat_ids %v, want [A2]", r.raw, taken)
 	}
+	if len(suggested) != 2 {
+		t.Errorf("409 body %s: suggested_seat_ids %v, want two seats", r.raw, suggested)
+	}
 
-	r = httpCall(t, "POST", holds+"/"+holdID+":confirm", `{"payment_ref":"p1","client_id":"alice","request_id":"r2"}`).
+	token := r0token(t, holds, holdID)
+	httpCall(t, "POST", holds+"/"+holdID+":confirm", `{"payment_ref":"p1","client_id":"alice","request_id":"r2"}`).
+		wantStatus(t, "POST confirm without hold_token", http.StatusBadRequest)
+	httpCall(t, "POST", holds+"/"+holdID+":confirm", `{"payment_ref":"p1","client_id":"alice","request_id":"r2","hold_token":"forged"}`).
+		wantStatus(t, "POST confirm with another token", http.StatusForbidden)
+	r = httpCall(t, "POST", holds+"/"+holdID+":confirm", `{"payment_ref":"p1","client_id":"alice","request_id":"r2b","hold_token":"`+token+`"}`).
 		wantStatus(t, "POST confirm", http.StatusOK)
 	if r.str("state") != "HOLD_STATE_CONFIRMED" {
 		t.Errorf("POST confirm = %s, want state HOLD_STATE_CONFIRMED", r.raw)
@@ -1181,8 +1206,34 @@ func httpHoldConflictConfirm(t *testing.T, base, show string) {
 		t.Errorf("GET hold = %s, want state HOLD_STATE_CONFIRMED and payment_ref p1", r.raw)
 	}
 
-	httpCall(t, "POST", holds+"/h0-99999-0:confirm", `{"payment_ref":"p1","client_id":"alice","request_id":"r3"}`).
+	httpCall(t, "POST", holds+"/h0-99999-0:confirm", `{"payment_ref":"p1","client_id":"alice","request_id":"r3","hold_token":"x"}`).
 		wantStatus(t, "POST confirm of an unknown hold", http.StatusGone)
+
+	// Refund: the booking's seats are free again.
+	r = httpCall(t, "POST", holds+"/"+holdID+":refund", `{"client_id":"alice","request_id":"r4","hold_token":"`+token+`","reason":"sick"}`).
+		wantStatus(t, "POST refund", http.StatusOK)
+	if r.str("state") != "HOLD_STATE_REFUNDED" {
+		t.Errorf("POST refund = %s, want state HOLD_STATE_REFUNDED", r.raw)
+	}
+	wantHTTPSeats(t, "after refund", httpSeats(t, base, show), nil)
+	// Re-book A1,A2 so the next steps find them booked.
+	r = httpCall(t, "POST", holds, `{"seat_ids":["A1","A2"],"client_id":"alice","request_id":"r5"}`).
+		wantStatus(t, "POST holds A1,A2 again", http.StatusOK)
+	again, againToken := r.str("hold_id"), r.str("hold_token")
+	httpCall(t, "POST", holds+"/"+again+":confirm", `{"payment_ref":"p2","client_id":"alice","request_id":"r6","hold_token":"`+againToken+`"}`).
+		wantStatus(t, "POST confirm again", http.StatusOK)
+}
+
+// r0token re-reads a hold's token the way a client that lost the first
+// answer would: by retrying the hold with the same request id.
+func r0token(t *testing.T, holds, holdID string) string {
+	t.Helper()
+	r := httpCall(t, "POST", holds, `{"seat_ids":["A1","A2"],"client_id":"alice","request_id":"r1"}`).
+		wantStatus(t, "POST holds A1,A2 retried", http.StatusOK)
+	if r.str("hold_id") != holdID || r.str("hold_token") == "" || r.body["replayed"] != true {
+		t.Fatalf("retried POST holds = %s, want hold %s replayed with its hold_token", r.raw, holdID)
+	}
+	return r.str("hold_token")
 }
 
 // httpInputsAndRelease: a missing field is a 400 naming it; lowerCamel names
@@ -1206,19 +1257,35 @@ func httpInputsAndRelease(t *testing.T, base, show string) {
 
 	r = httpCall(t, "POST", holds, `{"seatIds":["B1","B2"],"clientId":"carol","requestId":"r1","ttlSeconds":60,"surprise":{"x":1}}`).
 		wantStatus(t, "POST holds with lowerCamel names and an unknown field", http.StatusOK)
-	carol := r.str("hold_id")
+	carol, carolToken := r.str("hold_id"), r.str("hold_token")
 	wantHTTPSeats(t, "after carol's hold", httpSeats(t, base, show),
 		map[string]string{"A1": "BOOKED", "A2": "BOOKED", "B1": "HELD", "B2": "HELD"})
-	r = httpCall(t, "DELETE", holds+"/"+carol+"?client_id=carol&request_id=r2", "").
+	r = httpCall(t, "DELETE", holds+"/"+carol+"?client_id=carol&request_id=r2&hold_token="+carolToken, "").
 		wantStatus(t, "DELETE carol's hold", http.StatusOK)
 	if r.str("state") != "HOLD_STATE_CANCELLED" {
 		t.Errorf("DELETE carol's hold = %s, want state HOLD_STATE_CANCELLED", r.raw)
 	}
 	wantHTTPSeats(t, "after DELETE", httpSeats(t, base, show), booked)
 
-	dave := httpCall(t, "POST", holds, `{"seat_ids":["C1"],"client_id":"dave","request_id":"r1"}`).
-		wantStatus(t, "POST holds C1 by dave", http.StatusOK).str("hold_id")
-	httpCall(t, "POST", holds+"/"+dave+":release", `{"client_id":"dave","request_id":"r2"}`).
+	r = httpCall(t, "POST", holds, `{"seat_ids":["C1"],"client_id":"dave","request_id":"r1"}`).
+		wantStatus(t, "POST holds C1 by dave", http.StatusOK)
+	dave, daveToken := r.str("hold_id"), r.str("hold_token")
+	r = httpCall(t, "POST", holds+"/"+dave+":extend", `{"client_id":"dave","request_id":"r2","hold_token":"`+daveToken+`","ttl_seconds":600}`).
+		wantStatus(t, "POST :extend of dave's hold", http.StatusOK)
+	if exp, err := time.Parse(time.RFC3339Nano, r.str("expires_at")); err != nil || time.Until(exp) < 9*time.Minute {
+		t.Errorf("POST :extend by 600 s = %s, want expires_at about 10 minutes ahead", r.raw)
+	}
+	httpCall(t, "POST", holds+"/"+dave+":release", `{"client_id":"dave","request_id":"r3","hold_token":"`+daveToken+`"}`).
 		wantStatus(t, "POST :release of dave's hold", http.StatusOK)
 	wantHTTPSeats(t, "after POST :release", httpSeats(t, base, show), booked)
+
+	// Best available: two seats side by side, returned with their price.
+	r = httpCall(t, "POST", holds, `{"count":2,"client_id":"erin","request_id":"r1"}`).
+		wantStatus(t, "POST holds count=2", http.StatusOK)
+	seats, _ := r.body["seat_ids"].([]any)
+	if len(seats) != 2 || r.str("amount_minor") == "" || r.str("amount_minor") == "0" {
+		t.Errorf("POST holds count=2 = %s, want two seats and an amount", r.raw)
+	}
+	httpCall(t, "POST", holds, `{"count":11,"client_id":"erin","request_id":"r2"}`).
+		wantStatus(t, "POST holds count=11", http.StatusBadRequest)
 }

@@ -15,6 +15,7 @@ import (
 var storedReasons = map[string]bool{
 	"SEATS_TAKEN": true, "UNKNOWN_SEAT": true, "HOLD_NOT_FOUND": true, "HOLD_GONE": true,
 	"HOLD_EXPIRED": true, "HOLD_CANCELLED": true, "HOLD_CONFIRMED": true, "NOT_HOLD_OWNER": true,
+	"SOLD_OUT": true, "TOO_MANY_HOLDS": true, "HOLD_TOKEN_INVALID": true, "HOLD_NOT_CONFIRMED": true,
 }
 
 // answered reports whether op got the state machine's answer to its request.

@@ -50,12 +50,14 @@ type Op struct {
 	Return  int64  `json:"return,omitempty"`
 
 	// Inputs.
-	ClientID   string   `json:"client_id,omitempty"`
-	RequestID  string   `json:"request_id,omitempty"`
-	Seats      []string `json:"seats,omitempty"` // hold: the seats asked for
-	TTLms      int64    `json:"ttl_ms,omitempty"`
-	HoldID     string   `json:"hold_id,omitempty"` // confirm, release, gethold
-	PaymentRef string   `json:"payment_ref,omitempty"`
+	ClientID  string   `json:"client_id,omitempty"`
+	RequestID string   `json:"request_id,omitempty"`
+	Seats     []string `json:"seats,omitempty"` // hold: the seats asked for
+	TTLms     int64    `json:"ttl_ms,omitempty"`
+	HoldID    string   `json:"hold_id,omitempty"` // confirm, release, gethold
+	// HoldToken is the token presented with a confirm or release.
+	HoldToken  string `json:"hold_token,omitempty"`
+	PaymentRef string `json:"payment_ref,omitempty"`
 	// Resend is true when this op re-sent an earlier op's request
 	// (same client_id and request_id) after that op returned; Of is the
 	// earlier op's ID. S4 requires the same answer.
@@ -69,6 +71,7 @@ type Op struct {
 	Reason      string `json:"reason,omitempty"`
 	Error       string `json:"error,omitempty"`
 	OutHoldID   string `json:"out_hold_id,omitempty"`   // hold: the new hold
+	OutToken    string `json:"out_token,omitempty"`     // hold: its token
 	ExpiresAtMs int64  `json:"expires_at_ms,omitempty"` // hold, gethold
 	HoldState   string `json:"hold_state,omitempty"`    // confirm, release, gethold: HOLD_STATE_*
 	// Taken is the seats reported taken with SEATS_TAKEN.

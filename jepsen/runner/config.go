@@ -142,25 +142,35 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ParseNemeses turns "a,b" or "all" or "none" into a list.
+// nemesisGroups name sets of nemeses; a list may mix groups and names.
+var nemesisGroups = map[string][]string{
+	"all":        AllNemeses,
+	"partitions": {NemPartitionOne, NemPartitionLeader, NemPartitionHalf, NemPartitionRing, NemPartitionFlap},
+	"kills":      {NemKillOne, NemKillLeader, NemKillMinority, NemKillAll, NemPauseLeader},
+}
+
+// ParseNemeses turns "a,b", groups ("all", "partitions", "kills", also in
+// a list such as the default "partitions,kills") or "none" into a list
+// without repeats.
 func ParseNemeses(s string) ([]string, error) {
-	switch s {
-	case "", "none":
+	if s == "" || s == "none" {
 		return nil, nil
-	case "all":
-		return slices.Clone(AllNemeses), nil
-	case "partitions":
-		return []string{NemPartitionOne, NemPartitionLeader, NemPartitionHalf, NemPartitionRing, NemPartitionFlap}, nil
-	case "kills":
-		return []string{NemKillOne, NemKillLeader, NemKillMinority, NemKillAll, NemPauseLeader}, nil
 	}
 	var out []string
 	for _, n := range strings.Split(s, ",") {
 		n = strings.TrimSpace(n)
-		if !slices.Contains(AllNemeses, n) {
-			return nil, fmt.Errorf("unknown nemesis %q (known: all, partitions, kills, %s)", n, strings.Join(AllNemeses, ", "))
+		names, ok := nemesisGroups[n]
+		if !ok {
+			names = []string{n}
 		}
-		out = append(out, n)
+		for _, name := range names {
+			if !slices.Contains(AllNemeses, name) {
+				return nil, fmt.Errorf("unknown nemesis %q (known: all, partitions, kills, %s)", name, strings.Join(AllNemeses, ", "))
+			}
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
 	}
 	return out, nil
 }

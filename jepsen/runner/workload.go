@@ -130,7 +130,7 @@ type client struct {
 }
 
 type ownHold struct {
-	show, id string
+	show, id, token string
 }
 
 func (c *client) clientID() string { return fmt.Sprintf("jc%d", c.id) }
@@ -151,10 +151,10 @@ func (c *client) run(ctx context.Context) {
 			op = c.holdOp(show)
 		case p < 42 && len(c.holds) > 0:
 			h := c.pickHold()
-			op = history.Op{Kind: history.KindConfirm, Show: h.show, HoldID: h.id, PaymentRef: fmt.Sprintf("pay-%d-%d", c.id, c.reqSeq+1)}
+			op = history.Op{Kind: history.KindConfirm, Show: h.show, HoldID: h.id, HoldToken: h.token, PaymentRef: fmt.Sprintf("pay-%d-%d", c.id, c.reqSeq+1)}
 		case p < 60 && len(c.holds) > 0:
 			h := c.pickHold()
-			op = history.Op{Kind: history.KindRelease, Show: h.show, HoldID: h.id}
+			op = history.Op{Kind: history.KindRelease, Show: h.show, HoldID: h.id, HoldToken: h.token}
 		case p < 65 && len(c.holds) > 0:
 			h := c.pickHold()
 			op = history.Op{Kind: history.KindGetHold, Show: h.show, HoldID: h.id}
@@ -271,7 +271,7 @@ func (c *client) after(op history.Op) {
 		c.last = &o
 	}
 	if op.Kind == history.KindHold && op.Outcome == history.OK && !op.Resend {
-		c.holds = append(c.holds, ownHold{show: op.Show, id: op.OutHoldID})
+		c.holds = append(c.holds, ownHold{show: op.Show, id: op.OutHoldID, token: op.OutToken})
 	}
 	// A finished hold is mostly forgotten; sometimes kept, to act on again.
 	if (op.Kind == history.KindConfirm || op.Kind == history.KindRelease) && op.Outcome == history.OK && c.rng.IntN(4) != 0 {
@@ -292,17 +292,18 @@ func (c *client) attempt(ctx context.Context, b ledgerpb.BookingClient, op *hist
 		if err == nil {
 			op.OutHoldID, op.ExpiresAtMs, op.Revision, op.AppliedAtMs, op.Replayed =
 				r.HoldId, r.ExpiresAt.AsTime().UnixMilli(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
+			op.OutToken = r.HoldToken
 		}
 	case history.KindConfirm:
 		var r *ledgerpb.ConfirmResponse
 		r, err = b.Confirm(ctx, &ledgerpb.ConfirmRequest{ShowId: op.Show, HoldId: op.HoldID, PaymentRef: op.PaymentRef,
-			ClientId: op.ClientID, RequestId: op.RequestID})
+			ClientId: op.ClientID, RequestId: op.RequestID, HoldToken: op.HoldToken})
 		if err == nil {
 			op.HoldState, op.Revision, op.AppliedAtMs, op.Replayed = r.State.String(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
 		}
 	case history.KindRelease:
 		var r *ledgerpb.ReleaseResponse
-		r, err = b.Release(ctx, &ledgerpb.ReleaseRequest{ShowId: op.Show, HoldId: op.HoldID, ClientId: op.ClientID, RequestId: op.RequestID})
+		r, err = b.Release(ctx, &ledgerpb.ReleaseRequest{ShowId: op.Show, HoldId: op.HoldID, ClientId: op.ClientID, RequestId: op.RequestID, HoldToken: op.HoldToken})
 		if err == nil {
 			op.HoldState, op.Revision, op.AppliedAtMs, op.Replayed = r.State.String(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
 		}
