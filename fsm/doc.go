@@ -39,6 +39,13 @@
 //     not bookings (CODE_HOLD_NOT_CONFIRMED) and succeeds again on a
 //     refunded one.
 //
+// A best-available hold with wait set joins the show's waiting queue instead
+// of CODE_SOLD_OUT (CODE_QUEUED, or CODE_QUEUE_FULL past QueueLenMax); at the
+// end of every entry that freed seats the queue's waiters are offered them in
+// line order (queue.go states the policy). LeaveQueue: CODE_NOT_QUEUED
+// (unknown entry, or already offered), CODE_NOT_HOLD_OWNER,
+// CODE_QUEUE_TOKEN_INVALID; leaving again succeeds.
+//
 // Hold tokens are HMAC-SHA256(show's token key, hold id) (token.go): the key
 // is random bytes the proposing gateway put in CreateShow, so replicas issue
 // and check the same tokens deterministically.
@@ -58,4 +65,8 @@
 //	0x07 applied_at(u64) len(client) client request   empty: retention index
 //	0x08 show_id                          raw bytes: the show's hold-token key
 //	0x09 len(show) show len(client) client hold_id   empty: the client's live holds
+//	0x0D entry_id                         ledgerpb.QueueEntryRecord
+//	0x0E len(show) show join_index(u64) join_pos(u32)   entry_id: the line (waiting only)
+//	0x0F len(show) show len(client) client               entry_id: a client's waiting entry
+//	0x10 show_id                          waiting(u32) seats(u32): the line's totals
 package fsm

@@ -72,6 +72,7 @@ type gen struct {
 	reqSeq  int
 	history []*ledgerpb.Command // client commands, for retries and reuse
 	holds   []genHold
+	entries []genHold // queue entries seen (id, show, client)
 	// wild lets a fuzzer reach the edges: arbitrary bytes in seat ids,
 	// negative Expire bounds and clocks near the end of int64.
 	wild bool
@@ -152,6 +153,8 @@ func (g *gen) command() (*ledgerpb.Command, bool) {
 		return g.remember(g.confirmOrRelease(true)), true
 	case p < 60:
 		return g.remember(g.confirmOrRelease(false)), true
+	case p < 64 && len(g.entries) > 0 && g.ch.intn(3) == 0:
+		return g.remember(g.leave()), true
 	case p < 64:
 		return g.remember(g.extendOrRefund(g.ch.intn(2) == 0)), true
 	case p < 72:
@@ -250,7 +253,23 @@ func (g *gen) rawSeat() string {
 // the generated shows lack among them).
 func (g *gen) best(client, request string) *ledgerpb.Command {
 	cat := g.pick([]string{"", "", "std", "vip", "balcony"})
-	return cmdBest(client, request, g.pick(genShows), genTTLs[g.ch.intn(len(genTTLs))], uint32(1+g.ch.intn(4)), cat)
+	c := cmdBest(client, request, g.pick(genShows), genTTLs[g.ch.intn(len(genTTLs))], uint32(1+g.ch.intn(4)), cat)
+	c.GetHold().Wait = g.ch.intn(2) == 0
+	return c
+}
+
+// leave takes a known queue entry out, usually by its owner with its token.
+func (g *gen) leave() *ledgerpb.Command {
+	e := g.entries[g.ch.intn(len(g.entries))]
+	client, token := e.client, queueToken(nil, e.id)
+	if g.ch.intn(6) == 0 {
+		client = g.pick(genClients)
+	}
+	if g.ch.intn(8) == 0 {
+		token = queueToken(nil, "q0-1-0")
+	}
+	return &ledgerpb.Command{ClientId: client, RequestId: g.request(),
+		Op: &ledgerpb.Command_LeaveQueue{LeaveQueue: &ledgerpb.LeaveQueueCmd{ShowId: e.show, EntryId: e.id, QueueToken: token}}}
 }
 
 // extendOrRefund names a known hold like confirmOrRelease.
@@ -331,6 +350,9 @@ func (g *gen) observe(cmd *ledgerpb.Command, res []*ledgerpb.Result) {
 		inner = b.Commands
 	}
 	for i, r := range res {
+		if i < len(inner) && inner[i].GetHold() != nil && r.Code == ledgerpb.Code_CODE_QUEUED && !r.Replayed {
+			g.entries = append(g.entries, genHold{id: r.QueueEntryId, show: inner[i].GetHold().ShowId, client: inner[i].ClientId})
+		}
 		if i < len(inner) && inner[i].GetHold() != nil && r.Code == ledgerpb.Code_CODE_OK && !r.Replayed && r.HoldId != "" {
 			g.holds = append(g.holds, genHold{id: r.HoldId, show: inner[i].GetHold().ShowId, client: inner[i].ClientId})
 		}

@@ -17,6 +17,9 @@ func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Resul
 		return reject(ledgerpb.Code_CODE_SHOW_NOT_FOUND, "show %s does not exist", c.ShowId)
 	}
 	ids, idx, rej := tx.pickSeats(l, c)
+	if rej != nil && rej.Code == ledgerpb.Code_CODE_SOLD_OUT && c.Wait {
+		return tx.joinQueue(client, c, pos)
+	}
 	if rej != nil {
 		return rej
 	}
@@ -217,6 +220,7 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
 	tx.del(tx.m.clientHoldKey(h.ShowId, h.ClientId, h.HoldId))
+	tx.seatsFreed(h.ShowId)
 	h.State = state
 	h.ClosedAtMs = tx.now
 	tx.put(tx.m.holdKey(h.HoldId), h)

@@ -19,7 +19,11 @@ const (
 	kindEvent      byte = 0x0A // a show's seat changes at one revision
 	kindEventAge   byte = 0x0B // seat changes by time, for pruning
 	kindEventFloor byte = 0x0C // the revision up to which changes are pruned
-	kindEnd        byte = 0x0D
+	kindQueueEntry byte = 0x0D // a waiting-queue entry by id
+	kindQueueLine  byte = 0x0E // a show's waiting entries in join order
+	kindQueueOwner byte = 0x0F // a client's waiting entry in a show
+	kindQueueStat  byte = 0x10 // a show's waiting count and seats asked for
+	kindEnd        byte = 0x11
 
 	groupPrefixLen = 5
 	metaLen        = 16
@@ -81,6 +85,23 @@ func (m *Machine) clientHoldPrefix(show, client string) []byte {
 func (m *Machine) clientHoldKey(show, client, hold string) []byte {
 	return m.key(kindClientHold, lenPrefixed(show), lenPrefixed(client), []byte(hold))
 }
+
+func (m *Machine) queueEntryKey(id string) []byte { return m.key(kindQueueEntry, []byte(id)) }
+func (m *Machine) queueLinePrefix(show string) []byte {
+	return m.key(kindQueueLine, lenPrefixed(show))
+}
+
+func (m *Machine) queueLineKey(show string, index uint64, pos uint32) []byte {
+	var p [4]byte
+	binary.BigEndian.PutUint32(p[:], pos)
+	return m.key(kindQueueLine, lenPrefixed(show), u64(index), p[:])
+}
+
+func (m *Machine) queueOwnerKey(show, client string) []byte {
+	return m.key(kindQueueOwner, lenPrefixed(show), lenPrefixed(client))
+}
+
+func (m *Machine) queueStatKey(show string) []byte { return m.key(kindQueueStat, []byte(show)) }
 
 func (m *Machine) seatPrefix(show string) []byte { return m.key(kindSeat, lenPrefixed(show)) }
 

@@ -246,6 +246,9 @@ func validateHoldSeats(c *ledgerpb.HoldCmd) *FieldError {
 	if c.Count != 0 || c.Category != "" {
 		return fieldErr("count", "name seat_ids or ask for a count (best available), not both")
 	}
+	if c.Wait {
+		return fieldErr("wait", "only a best-available hold (count) can wait in the queue")
+	}
 	if len(c.SeatIds) > SeatsPerHoldMax {
 		return fieldErr("seat_ids", "must name 1..%d seats", SeatsPerHoldMax)
 	}
@@ -314,6 +317,20 @@ func ValidateExtend(c *ledgerpb.ExtendCmd) *FieldError {
 	}
 	if c.TtlMs != 0 && (c.TtlMs < HoldTTLMinMs || c.TtlMs > HoldTTLMaxMs) {
 		return fieldErr("ttl_seconds", "must be in %d..%d seconds", HoldTTLMinMs/1000, HoldTTLMaxMs/1000)
+	}
+	return nil
+}
+
+// ValidateLeaveQueue checks a leave request's fields.
+func ValidateLeaveQueue(c *ledgerpb.LeaveQueueCmd) *FieldError {
+	if !ValidID(c.ShowId, ShowIDLenMax) {
+		return fieldErr("show_id", "must be 1..%d characters of [A-Za-z0-9._:-]", ShowIDLenMax)
+	}
+	if !ValidID(c.EntryId, HoldIDLenMax) {
+		return fieldErr("entry_id", "must be 1..%d characters of [A-Za-z0-9._:-]", HoldIDLenMax)
+	}
+	if c.QueueToken == "" || !ValidID(c.QueueToken, HoldTokenLenMax) {
+		return fieldErr("queue_token", "is required: the token the queue entry was issued with")
 	}
 	return nil
 }

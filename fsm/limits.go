@@ -17,6 +17,14 @@ const (
 	// HoldsPerClientPerShowMax bounds a client's live holds in one show,
 	// against scalping: past it a hold is refused with CODE_TOO_MANY_HOLDS.
 	HoldsPerClientPerShowMax = 8
+	// QueueLenMax bounds the waiters of one show's queue.
+	QueueLenMax = 10000
+	// QueueClaimWindowMs is how long an offered hold waits for its waiter
+	// to confirm it before it expires and the seats move on.
+	QueueClaimWindowMs = 2 * 60 * 1000
+	// QueueScanPerEntryMax bounds the waiters one log entry considers per
+	// show when it offers freed seats, so one entry never stalls apply.
+	QueueScanPerEntryMax = 1024
 	// HoldTokenLenMax bounds a hold token in requests (issued ones are 22).
 	HoldTokenLenMax = 64
 	// TokenKeyBytes is the size of a show's hold-token key.

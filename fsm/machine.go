@@ -196,7 +196,9 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 	tx.now = min(max(tx.now, cmd.ProposedAtMs, 0), ClockMaxMs)
 	batch := cmd.GetBatch()
 	if batch == nil {
-		return []*ledgerpb.Result{tx.applyOne(cmd, 0)}
+		r := tx.applyOne(cmd, 0)
+		tx.offerFreed()
+		return []*ledgerpb.Result{r}
 	}
 	assertf(len(batch.Commands) <= BatchCommandsMax, "batch of %d commands at index %d", len(batch.Commands), index)
 	results := make([]*ledgerpb.Result, len(batch.Commands))
@@ -204,6 +206,7 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 		assertf(c.GetBatch() == nil, "nested batch at index %d", index)
 		results[i] = tx.applyOne(c, i)
 	}
+	tx.offerFreed()
 	return results
 }
 
@@ -251,6 +254,9 @@ type txn struct {
 	index     uint64
 	now       int64
 	minExpiry int64
+	// freed names the shows whose seats the current entry freed, for the
+	// waiting queue's offers at the end of the entry (queue.go).
+	freed map[string]bool
 }
 
 // applyOne applies one client or leader command with exactly-once handling.
@@ -293,6 +299,8 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.extend(c.ClientId, op.Extend)
 	case *ledgerpb.Command_Refund:
 		r = tx.refund(c.ClientId, op.Refund)
+	case *ledgerpb.Command_LeaveQueue:
+		r = tx.leaveQueue(c.ClientId, op.LeaveQueue)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -319,6 +327,8 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateExtend(op.Extend)
 	case *ledgerpb.Command_Refund:
 		return ValidateRefund(op.Refund)
+	case *ledgerpb.Command_LeaveQueue:
+		return ValidateLeaveQueue(op.LeaveQueue)
 	}
 	return nil
 }

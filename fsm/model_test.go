@@ -135,6 +135,10 @@ type model struct {
 	holds    map[string]*modelHold
 	owner    map[string]string // show + "/" + seat -> hold id (HELD or CONFIRMED by state)
 	requests map[string]*modelRequest
+	// The waiting queue: each show's entries in join order (waiting or
+	// not), and the shows whose seats the current entry freed.
+	line  map[string][]*ledgerpb.QueueEntryRecord
+	freed map[string]bool
 }
 
 type modelShow struct {
@@ -157,7 +161,8 @@ type modelRequest struct {
 
 func newModel(group uint32) *model {
 	return &model{group: group, shows: map[string]*modelShow{}, holds: map[string]*modelHold{},
-		owner: map[string]string{}, requests: map[string]*modelRequest{}}
+		owner: map[string]string{}, requests: map[string]*modelRequest{}, line: map[string][]*ledgerpb.QueueEntryRecord{},
+		freed: map[string]bool{}}
 }
 
 func (md *model) apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
@@ -173,8 +178,93 @@ func (md *model) apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
 	for i, c := range cmds {
 		out[i] = md.applyOne(c, index, now, i)
 	}
+	md.offer(index, now)
 	md.applied, md.clock = index, now
 	return out
+}
+
+// offer is the reference of the queue's offers at the end of an entry:
+// for each show that had seats freed (sorted), each waiter in join order
+// that fits gets a best-available hold for the claim window.
+func (md *model) offer(index uint64, now int64) {
+	k := 0
+	for _, show := range slices.Sorted(maps.Keys(md.freed)) {
+		scanned := 0
+		for _, e := range md.line[show] {
+			if e.State != ledgerpb.QueueState_QUEUE_STATE_WAITING {
+				continue
+			}
+			if scanned++; scanned > QueueScanPerEntryMax {
+				break
+			}
+			seats := md.best(show, int(e.Count), e.Category, now)
+			if seats == nil {
+				continue
+			}
+			r := md.grant(e.ClientId, show, seats, QueueClaimWindowMs, index, now, offerPosBase+k)
+			k++
+			e.State, e.HoldId, e.OfferedAtMs = ledgerpb.QueueState_QUEUE_STATE_OFFERED, r.HoldId, now
+		}
+	}
+	md.freed = map[string]bool{}
+}
+
+// waiting returns show's waiting entries in line order.
+func (md *model) waiting(show string) []*ledgerpb.QueueEntryRecord {
+	var out []*ledgerpb.QueueEntryRecord
+	for _, e := range md.line[show] {
+		if e.State == ledgerpb.QueueState_QUEUE_STATE_WAITING {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// join is the reference of joining a show's queue.
+func (md *model) join(client string, c *ledgerpb.HoldCmd, index uint64, now int64, pos int) *ledgerpb.Result {
+	var ahead, position uint32
+	for _, e := range md.waiting(c.ShowId) {
+		position++
+		if e.ClientId == client {
+			return modelQueued(e.EntryId, position, ahead)
+		}
+		ahead += e.Count
+	}
+	if position >= QueueLenMax {
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_QUEUE_FULL}
+	}
+	e := &ledgerpb.QueueEntryRecord{EntryId: fmt.Sprintf("q%d-%d-%d", md.group, index, pos), ShowId: c.ShowId,
+		ClientId: client, Count: c.Count, Category: c.Category, JoinedAtMs: now,
+		State: ledgerpb.QueueState_QUEUE_STATE_WAITING, JoinIndex: index, JoinPos: uint32(pos)}
+	md.line[c.ShowId] = append(md.line[c.ShowId], e)
+	return modelQueued(e.EntryId, position+1, ahead)
+}
+
+func modelQueued(id string, position, ahead uint32) *ledgerpb.Result {
+	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_QUEUED, QueueEntryId: id, QueuePosition: position,
+		SeatsAhead: ahead, QueueToken: queueToken(nil, id)}
+}
+
+// leave is the reference of LeaveQueue.
+func (md *model) leave(client string, c *ledgerpb.LeaveQueueCmd) *ledgerpb.Result {
+	var e *ledgerpb.QueueEntryRecord
+	for _, x := range md.line[c.ShowId] {
+		if x.EntryId == c.EntryId {
+			e = x
+		}
+	}
+	switch {
+	case e == nil:
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_NOT_QUEUED}
+	case e.ClientId != client:
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_NOT_HOLD_OWNER}
+	case c.QueueToken != queueToken(nil, e.EntryId):
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_QUEUE_TOKEN_INVALID}
+	case e.State == ledgerpb.QueueState_QUEUE_STATE_OFFERED:
+		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_NOT_QUEUED}
+	}
+	e.State = ledgerpb.QueueState_QUEUE_STATE_LEFT
+	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, QueueEntryId: e.EntryId}
 }
 
 func (md *model) applyOne(c *ledgerpb.Command, index uint64, now int64, pos int) *ledgerpb.Result {
@@ -226,6 +316,8 @@ func (md *model) applyOne(c *ledgerpb.Command, index uint64, now int64, pos int)
 		r = md.extend(c.ClientId, c.GetExtend(), now)
 	case c.GetRefund() != nil:
 		r = md.refund(c.ClientId, c.GetRefund(), now)
+	case c.GetLeaveQueue() != nil:
+		r = md.leave(c.ClientId, c.GetLeaveQueue())
 	default:
 		panic(fmt.Sprintf("model: unexpected command %v", c))
 	}
@@ -299,6 +391,9 @@ func (md *model) validate(c *ledgerpb.Command) *ledgerpb.Result {
 		if len(h.SeatIds) > 0 && (h.Count != 0 || h.Category != "") {
 			return invalidField("count")
 		}
+		if len(h.SeatIds) > 0 && h.Wait {
+			return invalidField("wait")
+		}
 		if len(h.SeatIds) > 10 {
 			return invalidField("seat_ids")
 		}
@@ -333,6 +428,17 @@ func (md *model) validate(c *ledgerpb.Command) *ledgerpb.Result {
 		}
 		if e.TtlMs != 0 && (e.TtlMs < 1000 || e.TtlMs > 1_800_000) {
 			return invalidField("ttl_seconds")
+		}
+	case c.GetLeaveQueue() != nil:
+		lq := c.GetLeaveQueue()
+		if !modelValidID(lq.ShowId, 64) {
+			return invalidField("show_id")
+		}
+		if !modelValidID(lq.EntryId, 64) {
+			return invalidField("entry_id")
+		}
+		if !modelValidID(lq.QueueToken, 64) {
+			return invalidField("queue_token")
 		}
 	case c.GetRefund() != nil:
 		rf := c.GetRefund()
@@ -399,6 +505,9 @@ func (md *model) hold(client string, c *ledgerpb.HoldCmd, index uint64, now int6
 			return invalidField("category")
 		}
 		if seats = md.best(c.ShowId, int(c.Count), c.Category, now); seats == nil {
+			if c.Wait {
+				return md.join(client, c, index, now, pos)
+			}
 			return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SOLD_OUT}
 		}
 	}
@@ -440,19 +549,32 @@ func (md *model) hold(client string, c *ledgerpb.HoldCmd, index uint64, now int6
 		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SEATS_TAKEN, SeatIds: taken,
 			AlternativeSeatIds: md.alternatives(c.ShowId, seats, now)}
 	}
-	for _, h := range stale {
-		md.close(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED, now)
-	}
 	ttl := c.TtlMs
 	if ttl == 0 {
 		ttl = 300_000
 	}
-	rec := &ledgerpb.HoldRecord{HoldId: fmt.Sprintf("h%d-%d-%d", md.group, index, pos), ShowId: c.ShowId,
+	return md.grant(client, c.ShowId, seats, ttl, index, now, pos)
+}
+
+// grant holds free seats (closing holds expired by the clock that still
+// sit on them) for client.
+func (md *model) grant(client, showID string, seats []string, ttl int64, index uint64, now int64, pos int) *ledgerpb.Result {
+	show := md.shows[showID]
+	for _, s := range seats {
+		if id, ok := md.owner[showID+"/"+s]; ok {
+			h := md.holds[id]
+			if h.rec.State != ledgerpb.HoldState_HOLD_STATE_HELD || now < h.rec.ExpiresAtMs {
+				panic(fmt.Sprintf("model: grant of taken seat %s", s))
+			}
+			md.close(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED, now)
+		}
+	}
+	rec := &ledgerpb.HoldRecord{HoldId: fmt.Sprintf("h%d-%d-%d", md.group, index, pos), ShowId: showID,
 		SeatIds: slices.Clone(seats), ClientId: client, CreatedAtMs: now, ExpiresAtMs: now + ttl,
 		State: ledgerpb.HoldState_HOLD_STATE_HELD, Currency: show.currency, Revision: index}
 	for _, s := range seats {
 		rec.AmountMinor += show.price[s]
-		md.owner[c.ShowId+"/"+s] = rec.HoldId
+		md.owner[showID+"/"+s] = rec.HoldId
 	}
 	md.holds[rec.HoldId] = &modelHold{rec: rec}
 	r := modelHoldResult(rec)
@@ -590,6 +712,7 @@ func (md *model) close(h *modelHold, state ledgerpb.HoldState, now int64) {
 	for _, s := range h.rec.SeatIds {
 		delete(md.owner, h.rec.ShowId+"/"+s)
 	}
+	md.freed[h.rec.ShowId] = true
 	h.rec.State = state
 	h.rec.ClosedAtMs = now
 }
@@ -685,6 +808,7 @@ func (md *model) refund(client string, c *ledgerpb.RefundCmd, now int64) *ledger
 	for _, s := range h.rec.SeatIds {
 		delete(md.owner, h.rec.ShowId+"/"+s)
 	}
+	md.freed[h.rec.ShowId] = true
 	h.rec.State = ledgerpb.HoldState_HOLD_STATE_REFUNDED
 	h.rec.RefundedAtMs, h.rec.RefundReason = now, c.Reason
 	return modelHoldResult(h.rec)

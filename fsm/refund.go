@@ -30,6 +30,7 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 			tx.seatChanged(h.ShowId, s, ledgerpb.SeatState_FREE)
 		}
 	}
+	tx.seatsFreed(h.ShowId)
 	h.State = ledgerpb.HoldState_HOLD_STATE_REFUNDED
 	h.RefundedAtMs = tx.now
 	h.RefundReason = c.Reason

@@ -16,7 +16,9 @@
 //	seats <show> <seat>=<FREE|HELD|BOOKED>...   seat states via View.SeatMap
 //	seats <show> absent           SeatMap returns ErrNotFound
 //	counts <show> free=<n> held=<n> booked=<n>
-//	holdstate <hold> <HELD|CONFIRMED|EXPIRED|CANCELLED|absent>   via View.Hold
+//	holdstate <hold> <HELD|CONFIRMED|EXPIRED|CANCELLED|REFUNDED|absent>   via View.Hold
+//	queue <show> <entry> <WAITING|OFFERED|LEFT|absent> [pos=<n>] [ahead=<n>] [hold=<id>] [seats=<s,...>]
+//	                              a queue entry via View.QueueEntry
 //	clock <ms> | applied <n> | nextexpiry <ms|none>
 //
 // Commands (a lone '-' is the empty string or the empty list; {N*s} is s
@@ -26,7 +28,8 @@
 //	hold <client> <request> <show_id> <seat,...> [ttl=<ms>]
 //	confirm <client> <request> <show_id> <hold_id> pay=<ref>
 //	release <client> <request> <show_id> <hold_id>
-//	best <client> <request> <show_id> <count> [cat=<category>] [ttl=<ms>]
+//	best <client> <request> <show_id> <count> [cat=<category>] [ttl=<ms>] [wait=1]
+//	leave <client> <request> <show_id> <entry_id> [token=<t>]
 //	extend <client> <request> <show_id> <hold_id> [ttl=<ms>]
 //	refund <client> <request> <show_id> <hold_id> [reason=<text>]
 //	expire upto=<ms> [limit=<n>]
@@ -38,7 +41,8 @@
 // Expectations: "skipped" (the entry is at or below the applied index and
 // Apply returns nil) or a code without its CODE_ prefix followed by any of
 // hold= seats= expires= amount= currency= state= field= expired= revision=
-// applied_at= alt= (suggested seats) limit= maxexp= and the flag replayed. replayed is always checked: without the
+// applied_at= alt= (suggested seats) limit= maxexp= entry= pos= ahead= and
+// the flag replayed. replayed is always checked: without the
 // flag the result must not be a replay.
 package fsm
 
@@ -167,6 +171,8 @@ func (s *scenario) statement(f []string) {
 		s.checkCounts(f)
 	case "holdstate":
 		s.checkHoldState(f)
+	case "queue":
+		s.checkQueue(f)
 	case "nextexpiry":
 		s.checkNextExpiry(f)
 	default:
@@ -263,7 +269,7 @@ func parseCommand(f []string) (*ledgerpb.Command, error) {
 		}
 		return pos[i]
 	}
-	need := map[string]int{"show": 4, "hold": 5, "confirm": 5, "release": 5, "expire": 1, "best": 5, "extend": 5, "refund": 5}
+	need := map[string]int{"show": 4, "hold": 5, "confirm": 5, "release": 5, "expire": 1, "best": 5, "extend": 5, "refund": 5, "leave": 5}
 	if n, ok := need[f[0]]; !ok || len(pos) != n {
 		return nil, fmt.Errorf("bad command %q: want %d positional fields", strings.Join(f, " "), n)
 	}
@@ -292,7 +298,9 @@ func parseCommand(f []string) (*ledgerpb.Command, error) {
 		}
 		switch f[0] {
 		case "hold":
-			return cmdHold(arg(1), arg(2), arg(3), ttl, splitList(pos[4])...), nil
+			c := cmdHold(arg(1), arg(2), arg(3), ttl, splitList(pos[4])...)
+			c.GetHold().Wait = hasOption(f, "wait", "1")
+			return c, nil
 		case "extend":
 			return withToken(f, cmdExtend(arg(1), arg(2), arg(3), arg(4), ttl)), nil
 		}
@@ -301,7 +309,16 @@ func parseCommand(f []string) (*ledgerpb.Command, error) {
 			return nil, fmt.Errorf("best count: %v", err)
 		}
 		cat, _ := option(f, "cat")
-		return cmdBest(arg(1), arg(2), arg(3), ttl, uint32(n), cat), nil
+		c := cmdBest(arg(1), arg(2), arg(3), ttl, uint32(n), cat)
+		c.GetHold().Wait = hasOption(f, "wait", "1")
+		return c, nil
+	case "leave":
+		token := queueToken(nil, arg(4))
+		if t, ok := option(f, "token"); ok {
+			token = strings.TrimPrefix(t, "-")
+		}
+		return &ledgerpb.Command{ClientId: arg(1), RequestId: arg(2), Op: &ledgerpb.Command_LeaveQueue{
+			LeaveQueue: &ledgerpb.LeaveQueueCmd{ShowId: arg(3), EntryId: arg(4), QueueToken: token}}}, nil
 	case "confirm":
 		pay, _ := option(f, "pay")
 		if pay == "-" {
@@ -328,6 +345,12 @@ func parseCommand(f []string) (*ledgerpb.Command, error) {
 		}
 		return cmdExpire(upto, uint32(limit)), nil
 	}
+}
+
+// hasOption reports whether f holds key=value.
+func hasOption(f []string, key, value string) bool {
+	v, ok := option(f, key)
+	return ok && v == value
 }
 
 // withToken applies a token=<t> option to a command that acts on a hold.
@@ -398,7 +421,7 @@ func parseExpect(f []string) (*expect, error) {
 	e.code = ledgerpb.Code(c)
 	known := map[string]bool{"hold": true, "seats": true, "expires": true, "amount": true, "currency": true,
 		"state": true, "field": true, "expired": true, "revision": true, "applied_at": true,
-		"alt": true, "limit": true, "maxexp": true}
+		"alt": true, "limit": true, "maxexp": true, "entry": true, "pos": true, "ahead": true}
 	for _, x := range f[1:] {
 		if x == "replayed" {
 			e.replay = true
@@ -459,6 +482,12 @@ func (e *expect) check(r *ledgerpb.Result) string {
 			got = strconv.FormatUint(uint64(r.Limit), 10)
 		case "maxexp":
 			got = strconv.FormatInt(r.MaxExpiresAtMs, 10)
+		case "entry":
+			got = r.QueueEntryId
+		case "pos":
+			got = strconv.FormatUint(uint64(r.QueuePosition), 10)
+		case "ahead":
+			got = strconv.FormatUint(uint64(r.SeatsAhead), 10)
 		}
 		if got != v {
 			return fmt.Sprintf("%s = %q", k, got)
@@ -573,4 +602,55 @@ func (s *scenario) parseInt(v string) int64 {
 		s.fatalf("bad number %q", v)
 	}
 	return n
+}
+
+// checkQueue checks a queue entry as its owner reads it.
+func (s *scenario) checkQueue(f []string) {
+	pos := positional(f)
+	if len(pos) != 4 {
+		s.fatalf("queue needs a show, an entry and a state")
+	}
+	v := s.view()
+	defer v.Close()
+	q, err := v.QueueEntry(pos[1], pos[2], queueToken(nil, pos[2]))
+	if pos[3] == "absent" {
+		if !errors.Is(err, ErrNotFound) {
+			s.errorf("QueueEntry(%s) = %v, want ErrNotFound", pos[2], err)
+		}
+		return
+	}
+	if err != nil {
+		s.errorf("QueueEntry(%s): %v", pos[2], err)
+		return
+	}
+	if got := strings.TrimPrefix(q.Entry.State.String(), "QUEUE_STATE_"); got != pos[3] {
+		s.errorf("QueueEntry(%s).State = %s, want %s", pos[2], got, pos[3])
+	}
+	for _, o := range f {
+		k, want, ok := strings.Cut(o, "=")
+		if !ok {
+			continue
+		}
+		var got string
+		switch k {
+		case "pos":
+			got = strconv.Itoa(int(q.Position))
+		case "ahead":
+			got = strconv.Itoa(int(q.SeatsAhead))
+		case "hold":
+			got = q.Entry.HoldId
+			if q.Hold == nil || q.HoldToken != HoldToken(nil, want) {
+				s.errorf("QueueEntry(%s) offers no hold %s with its token", pos[2], want)
+			}
+		case "seats":
+			if q.Hold != nil {
+				got = strings.Join(q.Hold.SeatIds, ",")
+			}
+		default:
+			s.fatalf("queue: unknown option %s", k)
+		}
+		if got != want {
+			s.errorf("QueueEntry(%s).%s = %s, want %s", pos[2], k, got, want)
+		}
+	}
 }

@@ -789,8 +789,12 @@ type HoldRequest struct {
 	TtlSeconds uint32 `protobuf:"varint,5,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
 	// Best available instead of seat_ids: this many seats (1..10), chosen
 	// side by side nearest the centre, optionally of one category.
-	Count         uint32 `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
-	Category      string `protobuf:"bytes,7,opt,name=category,proto3" json:"category,omitempty"`
+	Count    uint32 `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
+	Category string `protobuf:"bytes,7,opt,name=category,proto3" json:"category,omitempty"`
+	// With count: when too few seats are free, wait in the show's queue:
+	// the answer is 429 QUEUED with the position, and freed seats are
+	// offered in queue order as a hold in this client's name.
+	Wait          bool `protobuf:"varint,8,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -872,6 +876,13 @@ func (x *HoldRequest) GetCategory() string {
 		return x.Category
 	}
 	return ""
+}
+
+func (x *HoldRequest) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
 }
 
 type HoldResponse struct {
@@ -2127,8 +2138,14 @@ type ErrorDetail struct {
 	// On a conflict: the best available seats of the same number.
 	SuggestedSeatIds []string `protobuf:"bytes,6,rep,name=suggested_seat_ids,json=suggestedSeatIds,proto3" json:"suggested_seat_ids,omitempty"`
 	// On a limit: its name and value.
-	Limit         string `protobuf:"bytes,7,opt,name=limit,proto3" json:"limit,omitempty"`
-	LimitValue    uint32 `protobuf:"varint,8,opt,name=limit_value,json=limitValue,proto3" json:"limit_value,omitempty"`
+	Limit      string `protobuf:"bytes,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	LimitValue uint32 `protobuf:"varint,8,opt,name=limit_value,json=limitValue,proto3" json:"limit_value,omitempty"`
+	// On QUEUED: the waiter's entry, position (1 = next), its secret, and
+	// the seats the waiters ahead asked for.
+	QueueEntryId  string `protobuf:"bytes,9,opt,name=queue_entry_id,json=queueEntryId,proto3" json:"queue_entry_id,omitempty"`
+	QueuePosition uint32 `protobuf:"varint,10,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
+	QueueToken    string `protobuf:"bytes,11,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
+	SeatsAhead    uint32 `protobuf:"varint,12,opt,name=seats_ahead,json=seatsAhead,proto3" json:"seats_ahead,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2219,6 +2236,414 @@ func (x *ErrorDetail) GetLimitValue() uint32 {
 	return 0
 }
 
+func (x *ErrorDetail) GetQueueEntryId() string {
+	if x != nil {
+		return x.QueueEntryId
+	}
+	return ""
+}
+
+func (x *ErrorDetail) GetQueuePosition() uint32 {
+	if x != nil {
+		return x.QueuePosition
+	}
+	return 0
+}
+
+func (x *ErrorDetail) GetQueueToken() string {
+	if x != nil {
+		return x.QueueToken
+	}
+	return ""
+}
+
+func (x *ErrorDetail) GetSeatsAhead() uint32 {
+	if x != nil {
+		return x.SeatsAhead
+	}
+	return 0
+}
+
+type GetQueueEntryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	EntryId       string                 `protobuf:"bytes,2,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	QueueToken    string                 `protobuf:"bytes,3,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetQueueEntryRequest) Reset() {
+	*x = GetQueueEntryRequest{}
+	mi := &file_booking_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetQueueEntryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetQueueEntryRequest) ProtoMessage() {}
+
+func (x *GetQueueEntryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetQueueEntryRequest.ProtoReflect.Descriptor instead.
+func (*GetQueueEntryRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetQueueEntryRequest) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *GetQueueEntryRequest) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *GetQueueEntryRequest) GetQueueToken() string {
+	if x != nil {
+		return x.QueueToken
+	}
+	return ""
+}
+
+// QueueEntry is a waiter's entry as its owner sees it.
+type QueueEntry struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	EntryId  string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	ShowId   string                 `protobuf:"bytes,2,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	ClientId string                 `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Count    uint32                 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	Category string                 `protobuf:"bytes,5,opt,name=category,proto3" json:"category,omitempty"`
+	// WAITING, OFFERED or LEFT (the enum lives in ledger.proto's terms).
+	State string `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
+	// While WAITING: 1-based place in line and seats asked for ahead.
+	Position   uint32                 `protobuf:"varint,7,opt,name=position,proto3" json:"position,omitempty"`
+	SeatsAhead uint32                 `protobuf:"varint,8,opt,name=seats_ahead,json=seatsAhead,proto3" json:"seats_ahead,omitempty"`
+	JoinedAt   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=joined_at,json=joinedAt,proto3" json:"joined_at,omitempty"`
+	// Once OFFERED: the hold held for the waiter, its token and state.
+	HoldId         string                 `protobuf:"bytes,10,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	HoldToken      string                 `protobuf:"bytes,11,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	HoldState      HoldState              `protobuf:"varint,12,opt,name=hold_state,json=holdState,proto3,enum=seatledger.v1.HoldState" json:"hold_state,omitempty"`
+	OfferExpiresAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=offer_expires_at,json=offerExpiresAt,proto3" json:"offer_expires_at,omitempty"`
+	SeatIds        []string               `protobuf:"bytes,14,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
+	Revision       uint64                 `protobuf:"varint,15,opt,name=revision,proto3" json:"revision,omitempty"`
+	AsOf           *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *QueueEntry) Reset() {
+	*x = QueueEntry{}
+	mi := &file_booking_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueEntry) ProtoMessage() {}
+
+func (x *QueueEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueEntry.ProtoReflect.Descriptor instead.
+func (*QueueEntry) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *QueueEntry) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *QueueEntry) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *QueueEntry) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *QueueEntry) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *QueueEntry) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *QueueEntry) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *QueueEntry) GetPosition() uint32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *QueueEntry) GetSeatsAhead() uint32 {
+	if x != nil {
+		return x.SeatsAhead
+	}
+	return 0
+}
+
+func (x *QueueEntry) GetJoinedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.JoinedAt
+	}
+	return nil
+}
+
+func (x *QueueEntry) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *QueueEntry) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
+func (x *QueueEntry) GetHoldState() HoldState {
+	if x != nil {
+		return x.HoldState
+	}
+	return HoldState_HOLD_STATE_UNSPECIFIED
+}
+
+func (x *QueueEntry) GetOfferExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OfferExpiresAt
+	}
+	return nil
+}
+
+func (x *QueueEntry) GetSeatIds() []string {
+	if x != nil {
+		return x.SeatIds
+	}
+	return nil
+}
+
+func (x *QueueEntry) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *QueueEntry) GetAsOf() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AsOf
+	}
+	return nil
+}
+
+type LeaveQueueRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	EntryId       string                 `protobuf:"bytes,2,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	QueueToken    string                 `protobuf:"bytes,3,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
+	ClientId      string                 `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	RequestId     string                 `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveQueueRequest) Reset() {
+	*x = LeaveQueueRequest{}
+	mi := &file_booking_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveQueueRequest) ProtoMessage() {}
+
+func (x *LeaveQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveQueueRequest.ProtoReflect.Descriptor instead.
+func (*LeaveQueueRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *LeaveQueueRequest) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *LeaveQueueRequest) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *LeaveQueueRequest) GetQueueToken() string {
+	if x != nil {
+		return x.QueueToken
+	}
+	return ""
+}
+
+func (x *LeaveQueueRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *LeaveQueueRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type LeaveQueueResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntryId       string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Revision      uint64                 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	AppliedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=applied_at,json=appliedAt,proto3" json:"applied_at,omitempty"`
+	Replayed      bool                   `protobuf:"varint,5,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveQueueResponse) Reset() {
+	*x = LeaveQueueResponse{}
+	mi := &file_booking_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveQueueResponse) ProtoMessage() {}
+
+func (x *LeaveQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveQueueResponse.ProtoReflect.Descriptor instead.
+func (*LeaveQueueResponse) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *LeaveQueueResponse) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *LeaveQueueResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *LeaveQueueResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *LeaveQueueResponse) GetAppliedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AppliedAt
+	}
+	return nil
+}
+
+func (x *LeaveQueueResponse) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
 var File_booking_proto protoreflect.FileDescriptor
 
 const file_booking_proto_rawDesc = "" +
@@ -2279,7 +2704,7 @@ const file_booking_proto_rawDesc = "" +
 	"\x05as_of\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12<\n" +
 	"\vconsistency\x18\n" +
 	" \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\x12\x1b\n" +
-	"\tserved_by\x18\v \x01(\tR\bservedBy\"\xd0\x01\n" +
+	"\tserved_by\x18\v \x01(\tR\bservedBy\"\xe4\x01\n" +
 	"\vHoldRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x1b\n" +
@@ -2289,7 +2714,8 @@ const file_booking_proto_rawDesc = "" +
 	"\vttl_seconds\x18\x05 \x01(\rR\n" +
 	"ttlSeconds\x12\x14\n" +
 	"\x05count\x18\x06 \x01(\rR\x05count\x12\x1a\n" +
-	"\bcategory\x18\a \x01(\tR\bcategory\"\xa9\x03\n" +
+	"\bcategory\x18\a \x01(\tR\bcategory\x12\x12\n" +
+	"\x04wait\x18\b \x01(\bR\x04wait\"\xa9\x03\n" +
 	"\fHoldResponse\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
 	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x19\n" +
@@ -2422,7 +2848,7 @@ const file_booking_proto_rawDesc = "" +
 	"applied_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x122\n" +
 	"\bsnapshot\x18\x04 \x01(\v2\x16.seatledger.v1.SeatMapR\bsnapshot\x123\n" +
 	"\achanges\x18\x05 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x12\x14\n" +
-	"\x05reset\x18\x06 \x01(\bR\x05reset\"\xc9\x02\n" +
+	"\x05reset\x18\x06 \x01(\bR\x05reset\"\xd8\x03\n" +
 	"\vErrorDetail\x12$\n" +
 	"\x0etaken_seat_ids\x18\x01 \x03(\tR\ftakenSeatIds\x127\n" +
 	"\n" +
@@ -2435,7 +2861,56 @@ const file_booking_proto_rawDesc = "" +
 	"\x12suggested_seat_ids\x18\x06 \x03(\tR\x10suggestedSeatIds\x12\x14\n" +
 	"\x05limit\x18\a \x01(\tR\x05limit\x12\x1f\n" +
 	"\vlimit_value\x18\b \x01(\rR\n" +
-	"limitValue*G\n" +
+	"limitValue\x12$\n" +
+	"\x0equeue_entry_id\x18\t \x01(\tR\fqueueEntryId\x12%\n" +
+	"\x0equeue_position\x18\n" +
+	" \x01(\rR\rqueuePosition\x12\x1f\n" +
+	"\vqueue_token\x18\v \x01(\tR\n" +
+	"queueToken\x12\x1f\n" +
+	"\vseats_ahead\x18\f \x01(\rR\n" +
+	"seatsAhead\"k\n" +
+	"\x14GetQueueEntryRequest\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
+	"\bentry_id\x18\x02 \x01(\tR\aentryId\x12\x1f\n" +
+	"\vqueue_token\x18\x03 \x01(\tR\n" +
+	"queueToken\"\xba\x04\n" +
+	"\n" +
+	"QueueEntry\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x17\n" +
+	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\rR\x05count\x12\x1a\n" +
+	"\bcategory\x18\x05 \x01(\tR\bcategory\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12\x1a\n" +
+	"\bposition\x18\a \x01(\rR\bposition\x12\x1f\n" +
+	"\vseats_ahead\x18\b \x01(\rR\n" +
+	"seatsAhead\x127\n" +
+	"\tjoined_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bjoinedAt\x12\x17\n" +
+	"\ahold_id\x18\n" +
+	" \x01(\tR\x06holdId\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\v \x01(\tR\tholdToken\x127\n" +
+	"\n" +
+	"hold_state\x18\f \x01(\x0e2\x18.seatledger.v1.HoldStateR\tholdState\x12D\n" +
+	"\x10offer_expires_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x0eofferExpiresAt\x12\x19\n" +
+	"\bseat_ids\x18\x0e \x03(\tR\aseatIds\x12\x1a\n" +
+	"\brevision\x18\x0f \x01(\x04R\brevision\x12/\n" +
+	"\x05as_of\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\"\xa4\x01\n" +
+	"\x11LeaveQueueRequest\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
+	"\bentry_id\x18\x02 \x01(\tR\aentryId\x12\x1f\n" +
+	"\vqueue_token\x18\x03 \x01(\tR\n" +
+	"queueToken\x12\x1b\n" +
+	"\tclient_id\x18\x04 \x01(\tR\bclientId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\xb8\x01\n" +
+	"\x12LeaveQueueResponse\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\x129\n" +
+	"\n" +
+	"applied_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x12\x1a\n" +
+	"\breplayed\x18\x05 \x01(\bR\breplayed*G\n" +
 	"\tSeatState\x12\x1a\n" +
 	"\x16SEAT_STATE_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04FREE\x10\x01\x12\b\n" +
@@ -2452,7 +2927,7 @@ const file_booking_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fLINEARIZABLE\x10\x01\x12\t\n" +
-	"\x05STALE\x10\x022\x8d\x05\n" +
+	"\x05STALE\x10\x022\xb1\x06\n" +
 	"\aBooking\x12Q\n" +
 	"\n" +
 	"CreateShow\x12 .seatledger.v1.CreateShowRequest\x1a!.seatledger.v1.CreateShowResponse\x12F\n" +
@@ -2464,7 +2939,10 @@ const file_booking_proto_rawDesc = "" +
 	"\aGetHold\x12\x1d.seatledger.v1.GetHoldRequest\x1a\x17.seatledger.v1.HoldInfo\x12E\n" +
 	"\x06Extend\x12\x1c.seatledger.v1.ExtendRequest\x1a\x1d.seatledger.v1.ExtendResponse\x12E\n" +
 	"\x06Refund\x12\x1c.seatledger.v1.RefundRequest\x1a\x1d.seatledger.v1.RefundResponse\x12A\n" +
-	"\x05Watch\x12\x1b.seatledger.v1.WatchRequest\x1a\x19.seatledger.v1.WatchEvent0\x01B1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"\x05Watch\x12\x1b.seatledger.v1.WatchRequest\x1a\x19.seatledger.v1.WatchEvent0\x01\x12O\n" +
+	"\rGetQueueEntry\x12#.seatledger.v1.GetQueueEntryRequest\x1a\x19.seatledger.v1.QueueEntry\x12Q\n" +
+	"\n" +
+	"LeaveQueue\x12 .seatledger.v1.LeaveQueueRequest\x1a!.seatledger.v1.LeaveQueueResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_booking_proto_rawDescOnce sync.Once
@@ -2479,7 +2957,7 @@ func file_booking_proto_rawDescGZIP() []byte {
 }
 
 var file_booking_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_booking_proto_goTypes = []any{
 	(SeatState)(0),                // 0: seatledger.v1.SeatState
 	(HoldState)(0),                // 1: seatledger.v1.HoldState
@@ -2508,67 +2986,80 @@ var file_booking_proto_goTypes = []any{
 	(*SeatChange)(nil),            // 24: seatledger.v1.SeatChange
 	(*WatchEvent)(nil),            // 25: seatledger.v1.WatchEvent
 	(*ErrorDetail)(nil),           // 26: seatledger.v1.ErrorDetail
-	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(*GetQueueEntryRequest)(nil),  // 27: seatledger.v1.GetQueueEntryRequest
+	(*QueueEntry)(nil),            // 28: seatledger.v1.QueueEntry
+	(*LeaveQueueRequest)(nil),     // 29: seatledger.v1.LeaveQueueRequest
+	(*LeaveQueueResponse)(nil),    // 30: seatledger.v1.LeaveQueueResponse
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
 }
 var file_booking_proto_depIdxs = []int32{
 	4,  // 0: seatledger.v1.Show.rows:type_name -> seatledger.v1.Row
 	5,  // 1: seatledger.v1.Show.categories:type_name -> seatledger.v1.Category
 	3,  // 2: seatledger.v1.CreateShowRequest.show:type_name -> seatledger.v1.Show
-	27, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
+	31, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 4: seatledger.v1.GetSeatMapRequest.consistency:type_name -> seatledger.v1.Consistency
 	0,  // 5: seatledger.v1.Seat.state:type_name -> seatledger.v1.SeatState
 	9,  // 6: seatledger.v1.SeatMap.seats:type_name -> seatledger.v1.Seat
 	5,  // 7: seatledger.v1.SeatMap.categories:type_name -> seatledger.v1.Category
-	27, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
+	31, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
 	2,  // 9: seatledger.v1.SeatMap.consistency:type_name -> seatledger.v1.Consistency
-	27, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
-	27, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
-	27, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	31, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
+	31, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: seatledger.v1.ConfirmResponse.state:type_name -> seatledger.v1.HoldState
-	27, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
+	31, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 15: seatledger.v1.ReleaseResponse.state:type_name -> seatledger.v1.HoldState
-	27, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
+	31, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 17: seatledger.v1.GetHoldRequest.consistency:type_name -> seatledger.v1.Consistency
 	1,  // 18: seatledger.v1.HoldInfo.state:type_name -> seatledger.v1.HoldState
-	27, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
-	27, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
-	27, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
-	27, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
-	27, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
-	27, // 24: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
-	27, // 25: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
-	27, // 26: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
+	31, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
+	31, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
+	31, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
+	31, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
+	31, // 24: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 25: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	31, // 26: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 27: seatledger.v1.RefundResponse.state:type_name -> seatledger.v1.HoldState
-	27, // 28: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
+	31, // 28: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
 	0,  // 29: seatledger.v1.SeatChange.state:type_name -> seatledger.v1.SeatState
-	27, // 30: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
+	31, // 30: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
 	10, // 31: seatledger.v1.WatchEvent.snapshot:type_name -> seatledger.v1.SeatMap
 	24, // 32: seatledger.v1.WatchEvent.changes:type_name -> seatledger.v1.SeatChange
 	1,  // 33: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
-	27, // 34: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
-	6,  // 35: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
-	8,  // 36: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
-	11, // 37: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
-	13, // 38: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
-	15, // 39: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
-	17, // 40: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
-	19, // 41: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
-	21, // 42: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
-	23, // 43: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
-	7,  // 44: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
-	10, // 45: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
-	12, // 46: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
-	14, // 47: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
-	16, // 48: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
-	18, // 49: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
-	20, // 50: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
-	22, // 51: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
-	25, // 52: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
-	44, // [44:53] is the sub-list for method output_type
-	35, // [35:44] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	31, // 34: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
+	31, // 35: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
+	1,  // 36: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
+	31, // 37: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
+	31, // 38: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
+	31, // 39: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
+	6,  // 40: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
+	8,  // 41: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
+	11, // 42: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
+	13, // 43: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
+	15, // 44: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
+	17, // 45: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
+	19, // 46: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
+	21, // 47: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
+	23, // 48: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
+	27, // 49: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
+	29, // 50: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
+	7,  // 51: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
+	10, // 52: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
+	12, // 53: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
+	14, // 54: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
+	16, // 55: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
+	18, // 56: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
+	20, // 57: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
+	22, // 58: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
+	25, // 59: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
+	28, // 60: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
+	30, // 61: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
+	51, // [51:62] is the sub-list for method output_type
+	40, // [40:51] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_booking_proto_init() }
@@ -2582,7 +3073,7 @@ func file_booking_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_booking_proto_rawDesc), len(file_booking_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   24,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

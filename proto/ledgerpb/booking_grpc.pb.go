@@ -22,15 +22,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Booking_CreateShow_FullMethodName = "/seatledger.v1.Booking/CreateShow"
-	Booking_GetSeatMap_FullMethodName = "/seatledger.v1.Booking/GetSeatMap"
-	Booking_Hold_FullMethodName       = "/seatledger.v1.Booking/Hold"
-	Booking_Confirm_FullMethodName    = "/seatledger.v1.Booking/Confirm"
-	Booking_Release_FullMethodName    = "/seatledger.v1.Booking/Release"
-	Booking_GetHold_FullMethodName    = "/seatledger.v1.Booking/GetHold"
-	Booking_Extend_FullMethodName     = "/seatledger.v1.Booking/Extend"
-	Booking_Refund_FullMethodName     = "/seatledger.v1.Booking/Refund"
-	Booking_Watch_FullMethodName      = "/seatledger.v1.Booking/Watch"
+	Booking_CreateShow_FullMethodName    = "/seatledger.v1.Booking/CreateShow"
+	Booking_GetSeatMap_FullMethodName    = "/seatledger.v1.Booking/GetSeatMap"
+	Booking_Hold_FullMethodName          = "/seatledger.v1.Booking/Hold"
+	Booking_Confirm_FullMethodName       = "/seatledger.v1.Booking/Confirm"
+	Booking_Release_FullMethodName       = "/seatledger.v1.Booking/Release"
+	Booking_GetHold_FullMethodName       = "/seatledger.v1.Booking/GetHold"
+	Booking_Extend_FullMethodName        = "/seatledger.v1.Booking/Extend"
+	Booking_Refund_FullMethodName        = "/seatledger.v1.Booking/Refund"
+	Booking_Watch_FullMethodName         = "/seatledger.v1.Booking/Watch"
+	Booking_GetQueueEntry_FullMethodName = "/seatledger.v1.Booking/GetQueueEntry"
+	Booking_LeaveQueue_FullMethodName    = "/seatledger.v1.Booking/LeaveQueue"
 )
 
 // BookingClient is the client API for Booking service.
@@ -56,6 +58,11 @@ type BookingClient interface {
 	// Watch streams a show's seat changes, each with the group's revision,
 	// resumable from a revision without gaps or duplicates.
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvent], error)
+	// GetQueueEntry returns a waiter's place in a show's queue, and the
+	// offered hold with its token once seats were offered.
+	GetQueueEntry(ctx context.Context, in *GetQueueEntryRequest, opts ...grpc.CallOption) (*QueueEntry, error)
+	// LeaveQueue takes a waiter out of the queue.
+	LeaveQueue(ctx context.Context, in *LeaveQueueRequest, opts ...grpc.CallOption) (*LeaveQueueResponse, error)
 }
 
 type bookingClient struct {
@@ -165,6 +172,26 @@ func (c *bookingClient) Watch(ctx context.Context, in *WatchRequest, opts ...grp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Booking_WatchClient = grpc.ServerStreamingClient[WatchEvent]
 
+func (c *bookingClient) GetQueueEntry(ctx context.Context, in *GetQueueEntryRequest, opts ...grpc.CallOption) (*QueueEntry, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueueEntry)
+	err := c.cc.Invoke(ctx, Booking_GetQueueEntry_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookingClient) LeaveQueue(ctx context.Context, in *LeaveQueueRequest, opts ...grpc.CallOption) (*LeaveQueueResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LeaveQueueResponse)
+	err := c.cc.Invoke(ctx, Booking_LeaveQueue_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BookingServer is the server API for Booking service.
 // All implementations must embed UnimplementedBookingServer
 // for forward compatibility.
@@ -188,6 +215,11 @@ type BookingServer interface {
 	// Watch streams a show's seat changes, each with the group's revision,
 	// resumable from a revision without gaps or duplicates.
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error
+	// GetQueueEntry returns a waiter's place in a show's queue, and the
+	// offered hold with its token once seats were offered.
+	GetQueueEntry(context.Context, *GetQueueEntryRequest) (*QueueEntry, error)
+	// LeaveQueue takes a waiter out of the queue.
+	LeaveQueue(context.Context, *LeaveQueueRequest) (*LeaveQueueResponse, error)
 	mustEmbedUnimplementedBookingServer()
 }
 
@@ -224,6 +256,12 @@ func (UnimplementedBookingServer) Refund(context.Context, *RefundRequest) (*Refu
 }
 func (UnimplementedBookingServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchEvent]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedBookingServer) GetQueueEntry(context.Context, *GetQueueEntryRequest) (*QueueEntry, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetQueueEntry not implemented")
+}
+func (UnimplementedBookingServer) LeaveQueue(context.Context, *LeaveQueueRequest) (*LeaveQueueResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LeaveQueue not implemented")
 }
 func (UnimplementedBookingServer) mustEmbedUnimplementedBookingServer() {}
 func (UnimplementedBookingServer) testEmbeddedByValue()                 {}
@@ -401,6 +439,42 @@ func _Booking_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Booking_WatchServer = grpc.ServerStreamingServer[WatchEvent]
 
+func _Booking_GetQueueEntry_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetQueueEntryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).GetQueueEntry(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_GetQueueEntry_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).GetQueueEntry(ctx, req.(*GetQueueEntryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Booking_LeaveQueue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LeaveQueueRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).LeaveQueue(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_LeaveQueue_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).LeaveQueue(ctx, req.(*LeaveQueueRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Booking_ServiceDesc is the grpc.ServiceDesc for Booking service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -439,6 +513,14 @@ var Booking_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Refund",
 			Handler:    _Booking_Refund_Handler,
+		},
+		{
+			MethodName: "GetQueueEntry",
+			Handler:    _Booking_GetQueueEntry_Handler,
+		},
+		{
+			MethodName: "LeaveQueue",
+			Handler:    _Booking_LeaveQueue_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

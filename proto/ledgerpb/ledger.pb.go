@@ -54,6 +54,15 @@ const (
 	Code_CODE_HOLD_TOKEN_INVALID Code = 15
 	// Refund of a hold that is not a confirmed booking.
 	Code_CODE_HOLD_NOT_CONFIRMED Code = 16
+	// Best available with wait: too few seats are free, the client waits in
+	// the show's queue (queue_entry_id, queue_position, queue_token).
+	Code_CODE_QUEUED Code = 17
+	// Leave: the entry is unknown, or no longer waiting (it was offered).
+	Code_CODE_NOT_QUEUED Code = 18
+	// The queue_token does not belong to the entry.
+	Code_CODE_QUEUE_TOKEN_INVALID Code = 19
+	// The show's queue holds QueueLenMax waiters already.
+	Code_CODE_QUEUE_FULL Code = 20
 )
 
 // Enum value maps for Code.
@@ -76,25 +85,33 @@ var (
 		14: "CODE_TOO_MANY_HOLDS",
 		15: "CODE_HOLD_TOKEN_INVALID",
 		16: "CODE_HOLD_NOT_CONFIRMED",
+		17: "CODE_QUEUED",
+		18: "CODE_NOT_QUEUED",
+		19: "CODE_QUEUE_TOKEN_INVALID",
+		20: "CODE_QUEUE_FULL",
 	}
 	Code_value = map[string]int32{
-		"CODE_UNSPECIFIED":        0,
-		"CODE_OK":                 1,
-		"CODE_INVALID_ARGUMENT":   2,
-		"CODE_SHOW_NOT_FOUND":     3,
-		"CODE_SHOW_EXISTS":        4,
-		"CODE_UNKNOWN_SEAT":       5,
-		"CODE_SEATS_TAKEN":        6,
-		"CODE_HOLD_NOT_FOUND":     7,
-		"CODE_HOLD_EXPIRED":       8,
-		"CODE_HOLD_CONFIRMED":     9,
-		"CODE_HOLD_CANCELLED":     10,
-		"CODE_NOT_HOLD_OWNER":     11,
-		"CODE_REQUEST_ID_REUSED":  12,
-		"CODE_SOLD_OUT":           13,
-		"CODE_TOO_MANY_HOLDS":     14,
-		"CODE_HOLD_TOKEN_INVALID": 15,
-		"CODE_HOLD_NOT_CONFIRMED": 16,
+		"CODE_UNSPECIFIED":         0,
+		"CODE_OK":                  1,
+		"CODE_INVALID_ARGUMENT":    2,
+		"CODE_SHOW_NOT_FOUND":      3,
+		"CODE_SHOW_EXISTS":         4,
+		"CODE_UNKNOWN_SEAT":        5,
+		"CODE_SEATS_TAKEN":         6,
+		"CODE_HOLD_NOT_FOUND":      7,
+		"CODE_HOLD_EXPIRED":        8,
+		"CODE_HOLD_CONFIRMED":      9,
+		"CODE_HOLD_CANCELLED":      10,
+		"CODE_NOT_HOLD_OWNER":      11,
+		"CODE_REQUEST_ID_REUSED":   12,
+		"CODE_SOLD_OUT":            13,
+		"CODE_TOO_MANY_HOLDS":      14,
+		"CODE_HOLD_TOKEN_INVALID":  15,
+		"CODE_HOLD_NOT_CONFIRMED":  16,
+		"CODE_QUEUED":              17,
+		"CODE_NOT_QUEUED":          18,
+		"CODE_QUEUE_TOKEN_INVALID": 19,
+		"CODE_QUEUE_FULL":          20,
 	}
 )
 
@@ -123,6 +140,63 @@ func (x Code) Number() protoreflect.EnumNumber {
 // Deprecated: Use Code.Descriptor instead.
 func (Code) EnumDescriptor() ([]byte, []int) {
 	return file_ledger_proto_rawDescGZIP(), []int{0}
+}
+
+// QueueState is where a waiting-queue entry stands.
+type QueueState int32
+
+const (
+	QueueState_QUEUE_STATE_UNSPECIFIED QueueState = 0
+	// In line for seats.
+	QueueState_QUEUE_STATE_WAITING QueueState = 1
+	// Freed seats were held for the waiter (hold_id): confirm them within
+	// the claim window, or they move on.
+	QueueState_QUEUE_STATE_OFFERED QueueState = 2
+	// The waiter left the queue.
+	QueueState_QUEUE_STATE_LEFT QueueState = 3
+)
+
+// Enum value maps for QueueState.
+var (
+	QueueState_name = map[int32]string{
+		0: "QUEUE_STATE_UNSPECIFIED",
+		1: "QUEUE_STATE_WAITING",
+		2: "QUEUE_STATE_OFFERED",
+		3: "QUEUE_STATE_LEFT",
+	}
+	QueueState_value = map[string]int32{
+		"QUEUE_STATE_UNSPECIFIED": 0,
+		"QUEUE_STATE_WAITING":     1,
+		"QUEUE_STATE_OFFERED":     2,
+		"QUEUE_STATE_LEFT":        3,
+	}
+)
+
+func (x QueueState) Enum() *QueueState {
+	p := new(QueueState)
+	*p = x
+	return p
+}
+
+func (x QueueState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (QueueState) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledger_proto_enumTypes[1].Descriptor()
+}
+
+func (QueueState) Type() protoreflect.EnumType {
+	return &file_ledger_proto_enumTypes[1]
+}
+
+func (x QueueState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use QueueState.Descriptor instead.
+func (QueueState) EnumDescriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{1}
 }
 
 type ForwardStatus int32
@@ -170,11 +244,11 @@ func (x ForwardStatus) String() string {
 }
 
 func (ForwardStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledger_proto_enumTypes[1].Descriptor()
+	return file_ledger_proto_enumTypes[2].Descriptor()
 }
 
 func (ForwardStatus) Type() protoreflect.EnumType {
-	return &file_ledger_proto_enumTypes[1]
+	return &file_ledger_proto_enumTypes[2]
 }
 
 func (x ForwardStatus) Number() protoreflect.EnumNumber {
@@ -183,7 +257,7 @@ func (x ForwardStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ForwardStatus.Descriptor instead.
 func (ForwardStatus) EnumDescriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{1}
+	return file_ledger_proto_rawDescGZIP(), []int{2}
 }
 
 type ReadKind int32
@@ -192,6 +266,7 @@ const (
 	ReadKind_READ_KIND_UNSPECIFIED ReadKind = 0
 	ReadKind_READ_KIND_SEAT_MAP    ReadKind = 1
 	ReadKind_READ_KIND_HOLD        ReadKind = 2
+	ReadKind_READ_KIND_QUEUE_ENTRY ReadKind = 3
 )
 
 // Enum value maps for ReadKind.
@@ -200,11 +275,13 @@ var (
 		0: "READ_KIND_UNSPECIFIED",
 		1: "READ_KIND_SEAT_MAP",
 		2: "READ_KIND_HOLD",
+		3: "READ_KIND_QUEUE_ENTRY",
 	}
 	ReadKind_value = map[string]int32{
 		"READ_KIND_UNSPECIFIED": 0,
 		"READ_KIND_SEAT_MAP":    1,
 		"READ_KIND_HOLD":        2,
+		"READ_KIND_QUEUE_ENTRY": 3,
 	}
 )
 
@@ -219,11 +296,11 @@ func (x ReadKind) String() string {
 }
 
 func (ReadKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledger_proto_enumTypes[2].Descriptor()
+	return file_ledger_proto_enumTypes[3].Descriptor()
 }
 
 func (ReadKind) Type() protoreflect.EnumType {
-	return &file_ledger_proto_enumTypes[2]
+	return &file_ledger_proto_enumTypes[3]
 }
 
 func (x ReadKind) Number() protoreflect.EnumNumber {
@@ -232,7 +309,7 @@ func (x ReadKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReadKind.Descriptor instead.
 func (ReadKind) EnumDescriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{2}
+	return file_ledger_proto_rawDescGZIP(), []int{3}
 }
 
 // Command is the one envelope for every raft log entry the FSM applies.
@@ -256,6 +333,7 @@ type Command struct {
 	//	*Command_Batch
 	//	*Command_Extend
 	//	*Command_Refund
+	//	*Command_LeaveQueue
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -391,6 +469,15 @@ func (x *Command) GetRefund() *RefundCmd {
 	return nil
 }
 
+func (x *Command) GetLeaveQueue() *LeaveQueueCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_LeaveQueue); ok {
+			return x.LeaveQueue
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -427,6 +514,10 @@ type Command_Refund struct {
 	Refund *RefundCmd `protobuf:"bytes,17,opt,name=refund,proto3,oneof"`
 }
 
+type Command_LeaveQueue struct {
+	LeaveQueue *LeaveQueueCmd `protobuf:"bytes,18,opt,name=leave_queue,json=leaveQueue,proto3,oneof"`
+}
+
 func (*Command_CreateShow) isCommand_Op() {}
 
 func (*Command_Hold) isCommand_Op() {}
@@ -442,6 +533,8 @@ func (*Command_Batch) isCommand_Op() {}
 func (*Command_Extend) isCommand_Op() {}
 
 func (*Command_Refund) isCommand_Op() {}
+
+func (*Command_LeaveQueue) isCommand_Op() {}
 
 // Batch is group commit: many client commands in one log entry. Batches do
 // not nest.
@@ -555,8 +648,11 @@ type HoldCmd struct {
 	TtlMs int64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
 	// Best available: hold this many seats chosen by the FSM (fsm/best.go),
 	// optionally only of one category. Exclusive with seat_ids.
-	Count         uint32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
-	Category      string `protobuf:"bytes,5,opt,name=category,proto3" json:"category,omitempty"`
+	Count    uint32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	Category string `protobuf:"bytes,5,opt,name=category,proto3" json:"category,omitempty"`
+	// With count: when too few seats are free, join the show's waiting queue
+	// (CODE_QUEUED) instead of CODE_SOLD_OUT.
+	Wait          bool `protobuf:"varint,6,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -624,6 +720,13 @@ func (x *HoldCmd) GetCategory() string {
 		return x.Category
 	}
 	return ""
+}
+
+func (x *HoldCmd) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
 }
 
 type ConfirmCmd struct {
@@ -825,6 +928,67 @@ func (x *ExtendCmd) GetTtlMs() int64 {
 	return 0
 }
 
+// LeaveQueueCmd takes a waiter out of a show's queue.
+type LeaveQueueCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	EntryId       string                 `protobuf:"bytes,2,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	QueueToken    string                 `protobuf:"bytes,3,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveQueueCmd) Reset() {
+	*x = LeaveQueueCmd{}
+	mi := &file_ledger_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveQueueCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveQueueCmd) ProtoMessage() {}
+
+func (x *LeaveQueueCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveQueueCmd.ProtoReflect.Descriptor instead.
+func (*LeaveQueueCmd) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *LeaveQueueCmd) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *LeaveQueueCmd) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *LeaveQueueCmd) GetQueueToken() string {
+	if x != nil {
+		return x.QueueToken
+	}
+	return ""
+}
+
 // RefundCmd cancels a confirmed booking: CONFIRMED -> REFUNDED, its seats
 // become FREE.
 type RefundCmd struct {
@@ -839,7 +1003,7 @@ type RefundCmd struct {
 
 func (x *RefundCmd) Reset() {
 	*x = RefundCmd{}
-	mi := &file_ledger_proto_msgTypes[7]
+	mi := &file_ledger_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -851,7 +1015,7 @@ func (x *RefundCmd) String() string {
 func (*RefundCmd) ProtoMessage() {}
 
 func (x *RefundCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[7]
+	mi := &file_ledger_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -864,7 +1028,7 @@ func (x *RefundCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundCmd.ProtoReflect.Descriptor instead.
 func (*RefundCmd) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{7}
+	return file_ledger_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RefundCmd) GetShowId() string {
@@ -907,7 +1071,7 @@ type ExpireCmd struct {
 
 func (x *ExpireCmd) Reset() {
 	*x = ExpireCmd{}
-	mi := &file_ledger_proto_msgTypes[8]
+	mi := &file_ledger_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1083,7 @@ func (x *ExpireCmd) String() string {
 func (*ExpireCmd) ProtoMessage() {}
 
 func (x *ExpireCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[8]
+	mi := &file_ledger_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1096,7 @@ func (x *ExpireCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpireCmd.ProtoReflect.Descriptor instead.
 func (*ExpireCmd) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{8}
+	return file_ledger_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExpireCmd) GetUptoMs() int64 {
@@ -982,13 +1146,20 @@ type Result struct {
 	Limit uint32 `protobuf:"varint,16,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Expiry cap of the hold (created_at + HoldLifetimeMaxMs).
 	MaxExpiresAtMs int64 `protobuf:"varint,17,opt,name=max_expires_at_ms,json=maxExpiresAtMs,proto3" json:"max_expires_at_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// On CODE_QUEUED: the waiter's entry, its 1-based position among the
+	// show's waiters, the secret to read or leave it, and how many seats the
+	// waiters ahead asked for.
+	QueueEntryId  string `protobuf:"bytes,18,opt,name=queue_entry_id,json=queueEntryId,proto3" json:"queue_entry_id,omitempty"`
+	QueuePosition uint32 `protobuf:"varint,19,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
+	QueueToken    string `protobuf:"bytes,20,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
+	SeatsAhead    uint32 `protobuf:"varint,21,opt,name=seats_ahead,json=seatsAhead,proto3" json:"seats_ahead,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledger_proto_msgTypes[9]
+	mi := &file_ledger_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1171,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[9]
+	mi := &file_ledger_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1184,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{9}
+	return file_ledger_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Result) GetCode() Code {
@@ -1135,6 +1306,34 @@ func (x *Result) GetMaxExpiresAtMs() int64 {
 	return 0
 }
 
+func (x *Result) GetQueueEntryId() string {
+	if x != nil {
+		return x.QueueEntryId
+	}
+	return ""
+}
+
+func (x *Result) GetQueuePosition() uint32 {
+	if x != nil {
+		return x.QueuePosition
+	}
+	return 0
+}
+
+func (x *Result) GetQueueToken() string {
+	if x != nil {
+		return x.QueueToken
+	}
+	return ""
+}
+
+func (x *Result) GetSeatsAhead() uint32 {
+	if x != nil {
+		return x.SeatsAhead
+	}
+	return 0
+}
+
 // SeatRecord is stored for every seat that is not FREE.
 type SeatRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1146,7 +1345,7 @@ type SeatRecord struct {
 
 func (x *SeatRecord) Reset() {
 	*x = SeatRecord{}
-	mi := &file_ledger_proto_msgTypes[10]
+	mi := &file_ledger_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1357,7 @@ func (x *SeatRecord) String() string {
 func (*SeatRecord) ProtoMessage() {}
 
 func (x *SeatRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[10]
+	mi := &file_ledger_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1370,7 @@ func (x *SeatRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatRecord.ProtoReflect.Descriptor instead.
 func (*SeatRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{10}
+	return file_ledger_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SeatRecord) GetHoldId() string {
@@ -1211,7 +1410,7 @@ type HoldRecord struct {
 
 func (x *HoldRecord) Reset() {
 	*x = HoldRecord{}
-	mi := &file_ledger_proto_msgTypes[11]
+	mi := &file_ledger_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1422,7 @@ func (x *HoldRecord) String() string {
 func (*HoldRecord) ProtoMessage() {}
 
 func (x *HoldRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[11]
+	mi := &file_ledger_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1435,7 @@ func (x *HoldRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRecord.ProtoReflect.Descriptor instead.
 func (*HoldRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{11}
+	return file_ledger_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HoldRecord) GetHoldId() string {
@@ -1337,6 +1536,133 @@ func (x *HoldRecord) GetRefundReason() string {
 	return ""
 }
 
+// QueueEntryRecord is one waiter of a show's queue.
+type QueueEntryRecord struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	EntryId    string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	ShowId     string                 `protobuf:"bytes,2,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	ClientId   string                 `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Count      uint32                 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	Category   string                 `protobuf:"bytes,5,opt,name=category,proto3" json:"category,omitempty"`
+	JoinedAtMs int64                  `protobuf:"varint,6,opt,name=joined_at_ms,json=joinedAtMs,proto3" json:"joined_at_ms,omitempty"`
+	State      QueueState             `protobuf:"varint,7,opt,name=state,proto3,enum=seatledger.v1.QueueState" json:"state,omitempty"`
+	// The offered hold, once OFFERED.
+	HoldId      string `protobuf:"bytes,8,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	OfferedAtMs int64  `protobuf:"varint,9,opt,name=offered_at_ms,json=offeredAtMs,proto3" json:"offered_at_ms,omitempty"`
+	// The join's raft index and position: the entry's place in line.
+	JoinIndex     uint64 `protobuf:"varint,10,opt,name=join_index,json=joinIndex,proto3" json:"join_index,omitempty"`
+	JoinPos       uint32 `protobuf:"varint,11,opt,name=join_pos,json=joinPos,proto3" json:"join_pos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueEntryRecord) Reset() {
+	*x = QueueEntryRecord{}
+	mi := &file_ledger_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueEntryRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueEntryRecord) ProtoMessage() {}
+
+func (x *QueueEntryRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueEntryRecord.ProtoReflect.Descriptor instead.
+func (*QueueEntryRecord) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *QueueEntryRecord) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *QueueEntryRecord) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *QueueEntryRecord) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *QueueEntryRecord) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *QueueEntryRecord) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *QueueEntryRecord) GetJoinedAtMs() int64 {
+	if x != nil {
+		return x.JoinedAtMs
+	}
+	return 0
+}
+
+func (x *QueueEntryRecord) GetState() QueueState {
+	if x != nil {
+		return x.State
+	}
+	return QueueState_QUEUE_STATE_UNSPECIFIED
+}
+
+func (x *QueueEntryRecord) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *QueueEntryRecord) GetOfferedAtMs() int64 {
+	if x != nil {
+		return x.OfferedAtMs
+	}
+	return 0
+}
+
+func (x *QueueEntryRecord) GetJoinIndex() uint64 {
+	if x != nil {
+		return x.JoinIndex
+	}
+	return 0
+}
+
+func (x *QueueEntryRecord) GetJoinPos() uint32 {
+	if x != nil {
+		return x.JoinPos
+	}
+	return 0
+}
+
 // SeatEventRecord is the change log of one show at one raft index: every
 // seat whose state changed, in the order the entry changed them. Watchers
 // resume from a revision by reading the records after it.
@@ -1350,7 +1676,7 @@ type SeatEventRecord struct {
 
 func (x *SeatEventRecord) Reset() {
 	*x = SeatEventRecord{}
-	mi := &file_ledger_proto_msgTypes[12]
+	mi := &file_ledger_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1688,7 @@ func (x *SeatEventRecord) String() string {
 func (*SeatEventRecord) ProtoMessage() {}
 
 func (x *SeatEventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[12]
+	mi := &file_ledger_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1701,7 @@ func (x *SeatEventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatEventRecord.ProtoReflect.Descriptor instead.
 func (*SeatEventRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{12}
+	return file_ledger_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SeatEventRecord) GetAppliedAtMs() int64 {
@@ -1404,7 +1730,7 @@ type RequestRecord struct {
 
 func (x *RequestRecord) Reset() {
 	*x = RequestRecord{}
-	mi := &file_ledger_proto_msgTypes[13]
+	mi := &file_ledger_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1742,7 @@ func (x *RequestRecord) String() string {
 func (*RequestRecord) ProtoMessage() {}
 
 func (x *RequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[13]
+	mi := &file_ledger_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1755,7 @@ func (x *RequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
 func (*RequestRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{13}
+	return file_ledger_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RequestRecord) GetPayloadHash() []byte {
@@ -1465,7 +1791,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1803,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1816,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{14}
+	return file_ledger_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ProposeRequest) GetGroupId() uint32 {
@@ -1526,7 +1852,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_ledger_proto_msgTypes[15]
+	mi := &file_ledger_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1538,7 +1864,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[15]
+	mi := &file_ledger_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1551,7 +1877,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{15}
+	return file_ledger_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProposeResponse) GetStatus() ForwardStatus {
@@ -1589,13 +1915,15 @@ type ReadRequest struct {
 	ShowId        string                 `protobuf:"bytes,3,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
 	HoldId        string                 `protobuf:"bytes,4,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
 	Hops          uint32                 `protobuf:"varint,5,opt,name=hops,proto3" json:"hops,omitempty"`
+	EntryId       string                 `protobuf:"bytes,6,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	QueueToken    string                 `protobuf:"bytes,7,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_ledger_proto_msgTypes[16]
+	mi := &file_ledger_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +1935,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[16]
+	mi := &file_ledger_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +1948,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{16}
+	return file_ledger_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadRequest) GetGroupId() uint32 {
@@ -1658,6 +1986,20 @@ func (x *ReadRequest) GetHops() uint32 {
 	return 0
 }
 
+func (x *ReadRequest) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *ReadRequest) GetQueueToken() string {
+	if x != nil {
+		return x.QueueToken
+	}
+	return ""
+}
+
 type ReadResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Status   ForwardStatus          `protobuf:"varint,1,opt,name=status,proto3,enum=seatledger.v1.ForwardStatus" json:"status,omitempty"`
@@ -1665,15 +2007,17 @@ type ReadResponse struct {
 	LeaderId string                 `protobuf:"bytes,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
 	SeatMap  *SeatMap               `protobuf:"bytes,4,opt,name=seat_map,json=seatMap,proto3" json:"seat_map,omitempty"`
 	Hold     *HoldInfo              `protobuf:"bytes,5,opt,name=hold,proto3" json:"hold,omitempty"`
-	// CODE_OK, or CODE_SHOW_NOT_FOUND / CODE_HOLD_NOT_FOUND.
-	Code          Code `protobuf:"varint,6,opt,name=code,proto3,enum=seatledger.v1.Code" json:"code,omitempty"`
+	// CODE_OK, or CODE_SHOW_NOT_FOUND / CODE_HOLD_NOT_FOUND /
+	// CODE_NOT_QUEUED / CODE_QUEUE_TOKEN_INVALID.
+	Code          Code        `protobuf:"varint,6,opt,name=code,proto3,enum=seatledger.v1.Code" json:"code,omitempty"`
+	QueueEntry    *QueueEntry `protobuf:"bytes,7,opt,name=queue_entry,json=queueEntry,proto3" json:"queue_entry,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_ledger_proto_msgTypes[17]
+	mi := &file_ledger_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +2029,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[17]
+	mi := &file_ledger_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +2042,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{17}
+	return file_ledger_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadResponse) GetStatus() ForwardStatus {
@@ -1743,11 +2087,18 @@ func (x *ReadResponse) GetCode() Code {
 	return Code_CODE_UNSPECIFIED
 }
 
+func (x *ReadResponse) GetQueueEntry() *QueueEntry {
+	if x != nil {
+		return x.QueueEntry
+	}
+	return nil
+}
+
 var File_ledger_proto protoreflect.FileDescriptor
 
 const file_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\fledger.proto\x12\rseatledger.v1\x1a\rbooking.proto\"\x98\x04\n" +
+	"\fledger.proto\x12\rseatledger.v1\x1a\rbooking.proto\"\xd9\x04\n" +
 	"\aCommand\x12$\n" +
 	"\x0eproposed_at_ms\x18\x01 \x01(\x03R\fproposedAtMs\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
@@ -1762,19 +2113,22 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06expire\x18\x0e \x01(\v2\x18.seatledger.v1.ExpireCmdH\x00R\x06expire\x12,\n" +
 	"\x05batch\x18\x0f \x01(\v2\x14.seatledger.v1.BatchH\x00R\x05batch\x122\n" +
 	"\x06extend\x18\x10 \x01(\v2\x18.seatledger.v1.ExtendCmdH\x00R\x06extend\x122\n" +
-	"\x06refund\x18\x11 \x01(\v2\x18.seatledger.v1.RefundCmdH\x00R\x06refundB\x04\n" +
+	"\x06refund\x18\x11 \x01(\v2\x18.seatledger.v1.RefundCmdH\x00R\x06refund\x12?\n" +
+	"\vleave_queue\x18\x12 \x01(\v2\x1c.seatledger.v1.LeaveQueueCmdH\x00R\n" +
+	"leaveQueueB\x04\n" +
 	"\x02op\";\n" +
 	"\x05Batch\x122\n" +
 	"\bcommands\x18\x01 \x03(\v2\x16.seatledger.v1.CommandR\bcommands\"U\n" +
 	"\rCreateShowCmd\x12'\n" +
 	"\x04show\x18\x01 \x01(\v2\x13.seatledger.v1.ShowR\x04show\x12\x1b\n" +
-	"\ttoken_key\x18\x02 \x01(\fR\btokenKey\"\x86\x01\n" +
+	"\ttoken_key\x18\x02 \x01(\fR\btokenKey\"\x9a\x01\n" +
 	"\aHoldCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\rR\x05count\x12\x1a\n" +
-	"\bcategory\x18\x05 \x01(\tR\bcategory\"~\n" +
+	"\bcategory\x18\x05 \x01(\tR\bcategory\x12\x12\n" +
+	"\x04wait\x18\x06 \x01(\bR\x04wait\"~\n" +
 	"\n" +
 	"ConfirmCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
@@ -1794,7 +2148,12 @@ const file_ledger_proto_rawDesc = "" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
 	"\n" +
 	"hold_token\x18\x03 \x01(\tR\tholdToken\x12\x15\n" +
-	"\x06ttl_ms\x18\x04 \x01(\x03R\x05ttlMs\"t\n" +
+	"\x06ttl_ms\x18\x04 \x01(\x03R\x05ttlMs\"d\n" +
+	"\rLeaveQueueCmd\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
+	"\bentry_id\x18\x02 \x01(\tR\aentryId\x12\x1f\n" +
+	"\vqueue_token\x18\x03 \x01(\tR\n" +
+	"queueToken\"t\n" +
 	"\tRefundCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
@@ -1803,7 +2162,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\":\n" +
 	"\tExpireCmd\x12\x17\n" +
 	"\aupto_ms\x18\x01 \x01(\x03R\x06uptoMs\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xb9\x04\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xc8\x05\n" +
 	"\x06Result\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
@@ -1824,7 +2183,13 @@ const file_ledger_proto_rawDesc = "" +
 	"hold_token\x18\x0e \x01(\tR\tholdToken\x120\n" +
 	"\x14alternative_seat_ids\x18\x0f \x03(\tR\x12alternativeSeatIds\x12\x14\n" +
 	"\x05limit\x18\x10 \x01(\rR\x05limit\x12)\n" +
-	"\x11max_expires_at_ms\x18\x11 \x01(\x03R\x0emaxExpiresAtMs\"U\n" +
+	"\x11max_expires_at_ms\x18\x11 \x01(\x03R\x0emaxExpiresAtMs\x12$\n" +
+	"\x0equeue_entry_id\x18\x12 \x01(\tR\fqueueEntryId\x12%\n" +
+	"\x0equeue_position\x18\x13 \x01(\rR\rqueuePosition\x12\x1f\n" +
+	"\vqueue_token\x18\x14 \x01(\tR\n" +
+	"queueToken\x12\x1f\n" +
+	"\vseats_ahead\x18\x15 \x01(\rR\n" +
+	"seatsAhead\"U\n" +
 	"\n" +
 	"SeatRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12.\n" +
@@ -1847,7 +2212,22 @@ const file_ledger_proto_rawDesc = "" +
 	"closedAtMs\x12\x1a\n" +
 	"\brevision\x18\f \x01(\x04R\brevision\x12$\n" +
 	"\x0erefunded_at_ms\x18\r \x01(\x03R\frefundedAtMs\x12#\n" +
-	"\rrefund_reason\x18\x0e \x01(\tR\frefundReason\"j\n" +
+	"\rrefund_reason\x18\x0e \x01(\tR\frefundReason\"\xdf\x02\n" +
+	"\x10QueueEntryRecord\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x17\n" +
+	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\rR\x05count\x12\x1a\n" +
+	"\bcategory\x18\x05 \x01(\tR\bcategory\x12 \n" +
+	"\fjoined_at_ms\x18\x06 \x01(\x03R\n" +
+	"joinedAtMs\x12/\n" +
+	"\x05state\x18\a \x01(\x0e2\x19.seatledger.v1.QueueStateR\x05state\x12\x17\n" +
+	"\ahold_id\x18\b \x01(\tR\x06holdId\x12\"\n" +
+	"\roffered_at_ms\x18\t \x01(\x03R\vofferedAtMs\x12\x1d\n" +
+	"\n" +
+	"join_index\x18\n" +
+	" \x01(\x04R\tjoinIndex\x12\x19\n" +
+	"\bjoin_pos\x18\v \x01(\rR\ajoinPos\"j\n" +
 	"\x0fSeatEventRecord\x12\"\n" +
 	"\rapplied_at_ms\x18\x01 \x01(\x03R\vappliedAtMs\x123\n" +
 	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\"\x85\x01\n" +
@@ -1863,20 +2243,25 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x12-\n" +
-	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"\x9b\x01\n" +
+	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"\xd7\x01\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.seatledger.v1.ReadKindR\x04kind\x12\x17\n" +
 	"\ashow_id\x18\x03 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x04 \x01(\tR\x06holdId\x12\x12\n" +
-	"\x04hops\x18\x05 \x01(\rR\x04hops\"\x84\x02\n" +
+	"\x04hops\x18\x05 \x01(\rR\x04hops\x12\x19\n" +
+	"\bentry_id\x18\x06 \x01(\tR\aentryId\x12\x1f\n" +
+	"\vqueue_token\x18\a \x01(\tR\n" +
+	"queueToken\"\xc0\x02\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x121\n" +
 	"\bseat_map\x18\x04 \x01(\v2\x16.seatledger.v1.SeatMapR\aseatMap\x12+\n" +
 	"\x04hold\x18\x05 \x01(\v2\x17.seatledger.v1.HoldInfoR\x04hold\x12'\n" +
-	"\x04code\x18\x06 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code*\x9d\x03\n" +
+	"\x04code\x18\x06 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code\x12:\n" +
+	"\vqueue_entry\x18\a \x01(\v2\x19.seatledger.v1.QueueEntryR\n" +
+	"queueEntry*\xf6\x03\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -1895,18 +2280,29 @@ const file_ledger_proto_rawDesc = "" +
 	"\rCODE_SOLD_OUT\x10\r\x12\x17\n" +
 	"\x13CODE_TOO_MANY_HOLDS\x10\x0e\x12\x1b\n" +
 	"\x17CODE_HOLD_TOKEN_INVALID\x10\x0f\x12\x1b\n" +
-	"\x17CODE_HOLD_NOT_CONFIRMED\x10\x10*\xc5\x01\n" +
+	"\x17CODE_HOLD_NOT_CONFIRMED\x10\x10\x12\x0f\n" +
+	"\vCODE_QUEUED\x10\x11\x12\x13\n" +
+	"\x0fCODE_NOT_QUEUED\x10\x12\x12\x1c\n" +
+	"\x18CODE_QUEUE_TOKEN_INVALID\x10\x13\x12\x13\n" +
+	"\x0fCODE_QUEUE_FULL\x10\x14*q\n" +
+	"\n" +
+	"QueueState\x12\x1b\n" +
+	"\x17QUEUE_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13QUEUE_STATE_WAITING\x10\x01\x12\x17\n" +
+	"\x13QUEUE_STATE_OFFERED\x10\x02\x12\x14\n" +
+	"\x10QUEUE_STATE_LEFT\x10\x03*\xc5\x01\n" +
 	"\rForwardStatus\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11FORWARD_STATUS_OK\x10\x01\x12\x1d\n" +
 	"\x19FORWARD_STATUS_NOT_LEADER\x10\x02\x12\"\n" +
 	"\x1eFORWARD_STATUS_OUTCOME_UNKNOWN\x10\x03\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNAVAILABLE\x10\x04\x12\x1a\n" +
-	"\x16FORWARD_STATUS_INVALID\x10\x05*Q\n" +
+	"\x16FORWARD_STATUS_INVALID\x10\x05*l\n" +
 	"\bReadKind\x12\x19\n" +
 	"\x15READ_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12READ_KIND_SEAT_MAP\x10\x01\x12\x12\n" +
-	"\x0eREAD_KIND_HOLD\x10\x022\x91\x01\n" +
+	"\x0eREAD_KIND_HOLD\x10\x02\x12\x19\n" +
+	"\x15READ_KIND_QUEUE_ENTRY\x10\x032\x91\x01\n" +
 	"\x04Peer\x12H\n" +
 	"\aPropose\x12\x1d.seatledger.v1.ProposeRequest\x1a\x1e.seatledger.v1.ProposeResponse\x12?\n" +
 	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
@@ -1923,71 +2319,78 @@ func file_ledger_proto_rawDescGZIP() []byte {
 	return file_ledger_proto_rawDescData
 }
 
-var file_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_ledger_proto_goTypes = []any{
-	(Code)(0),               // 0: seatledger.v1.Code
-	(ForwardStatus)(0),      // 1: seatledger.v1.ForwardStatus
-	(ReadKind)(0),           // 2: seatledger.v1.ReadKind
-	(*Command)(nil),         // 3: seatledger.v1.Command
-	(*Batch)(nil),           // 4: seatledger.v1.Batch
-	(*CreateShowCmd)(nil),   // 5: seatledger.v1.CreateShowCmd
-	(*HoldCmd)(nil),         // 6: seatledger.v1.HoldCmd
-	(*ConfirmCmd)(nil),      // 7: seatledger.v1.ConfirmCmd
-	(*ReleaseCmd)(nil),      // 8: seatledger.v1.ReleaseCmd
-	(*ExtendCmd)(nil),       // 9: seatledger.v1.ExtendCmd
-	(*RefundCmd)(nil),       // 10: seatledger.v1.RefundCmd
-	(*ExpireCmd)(nil),       // 11: seatledger.v1.ExpireCmd
-	(*Result)(nil),          // 12: seatledger.v1.Result
-	(*SeatRecord)(nil),      // 13: seatledger.v1.SeatRecord
-	(*HoldRecord)(nil),      // 14: seatledger.v1.HoldRecord
-	(*SeatEventRecord)(nil), // 15: seatledger.v1.SeatEventRecord
-	(*RequestRecord)(nil),   // 16: seatledger.v1.RequestRecord
-	(*ProposeRequest)(nil),  // 17: seatledger.v1.ProposeRequest
-	(*ProposeResponse)(nil), // 18: seatledger.v1.ProposeResponse
-	(*ReadRequest)(nil),     // 19: seatledger.v1.ReadRequest
-	(*ReadResponse)(nil),    // 20: seatledger.v1.ReadResponse
-	(*Show)(nil),            // 21: seatledger.v1.Show
-	(HoldState)(0),          // 22: seatledger.v1.HoldState
-	(SeatState)(0),          // 23: seatledger.v1.SeatState
-	(*SeatChange)(nil),      // 24: seatledger.v1.SeatChange
-	(*SeatMap)(nil),         // 25: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),        // 26: seatledger.v1.HoldInfo
+	(Code)(0),                // 0: seatledger.v1.Code
+	(QueueState)(0),          // 1: seatledger.v1.QueueState
+	(ForwardStatus)(0),       // 2: seatledger.v1.ForwardStatus
+	(ReadKind)(0),            // 3: seatledger.v1.ReadKind
+	(*Command)(nil),          // 4: seatledger.v1.Command
+	(*Batch)(nil),            // 5: seatledger.v1.Batch
+	(*CreateShowCmd)(nil),    // 6: seatledger.v1.CreateShowCmd
+	(*HoldCmd)(nil),          // 7: seatledger.v1.HoldCmd
+	(*ConfirmCmd)(nil),       // 8: seatledger.v1.ConfirmCmd
+	(*ReleaseCmd)(nil),       // 9: seatledger.v1.ReleaseCmd
+	(*ExtendCmd)(nil),        // 10: seatledger.v1.ExtendCmd
+	(*LeaveQueueCmd)(nil),    // 11: seatledger.v1.LeaveQueueCmd
+	(*RefundCmd)(nil),        // 12: seatledger.v1.RefundCmd
+	(*ExpireCmd)(nil),        // 13: seatledger.v1.ExpireCmd
+	(*Result)(nil),           // 14: seatledger.v1.Result
+	(*SeatRecord)(nil),       // 15: seatledger.v1.SeatRecord
+	(*HoldRecord)(nil),       // 16: seatledger.v1.HoldRecord
+	(*QueueEntryRecord)(nil), // 17: seatledger.v1.QueueEntryRecord
+	(*SeatEventRecord)(nil),  // 18: seatledger.v1.SeatEventRecord
+	(*RequestRecord)(nil),    // 19: seatledger.v1.RequestRecord
+	(*ProposeRequest)(nil),   // 20: seatledger.v1.ProposeRequest
+	(*ProposeResponse)(nil),  // 21: seatledger.v1.ProposeResponse
+	(*ReadRequest)(nil),      // 22: seatledger.v1.ReadRequest
+	(*ReadResponse)(nil),     // 23: seatledger.v1.ReadResponse
+	(*Show)(nil),             // 24: seatledger.v1.Show
+	(HoldState)(0),           // 25: seatledger.v1.HoldState
+	(SeatState)(0),           // 26: seatledger.v1.SeatState
+	(*SeatChange)(nil),       // 27: seatledger.v1.SeatChange
+	(*SeatMap)(nil),          // 28: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),         // 29: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),       // 30: seatledger.v1.QueueEntry
 }
 var file_ledger_proto_depIdxs = []int32{
-	5,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
-	6,  // 1: seatledger.v1.Command.hold:type_name -> seatledger.v1.HoldCmd
-	7,  // 2: seatledger.v1.Command.confirm:type_name -> seatledger.v1.ConfirmCmd
-	8,  // 3: seatledger.v1.Command.release:type_name -> seatledger.v1.ReleaseCmd
-	11, // 4: seatledger.v1.Command.expire:type_name -> seatledger.v1.ExpireCmd
-	4,  // 5: seatledger.v1.Command.batch:type_name -> seatledger.v1.Batch
-	9,  // 6: seatledger.v1.Command.extend:type_name -> seatledger.v1.ExtendCmd
-	10, // 7: seatledger.v1.Command.refund:type_name -> seatledger.v1.RefundCmd
-	3,  // 8: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	21, // 9: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
-	0,  // 10: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	22, // 11: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	23, // 12: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	22, // 13: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
-	24, // 14: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	12, // 15: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	3,  // 16: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	1,  // 17: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	12, // 18: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	2,  // 19: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	1,  // 20: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	25, // 21: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	26, // 22: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 23: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	17, // 24: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	19, // 25: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	18, // 26: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	20, // 27: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	26, // [26:28] is the sub-list for method output_type
-	24, // [24:26] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
+	7,  // 1: seatledger.v1.Command.hold:type_name -> seatledger.v1.HoldCmd
+	8,  // 2: seatledger.v1.Command.confirm:type_name -> seatledger.v1.ConfirmCmd
+	9,  // 3: seatledger.v1.Command.release:type_name -> seatledger.v1.ReleaseCmd
+	13, // 4: seatledger.v1.Command.expire:type_name -> seatledger.v1.ExpireCmd
+	5,  // 5: seatledger.v1.Command.batch:type_name -> seatledger.v1.Batch
+	10, // 6: seatledger.v1.Command.extend:type_name -> seatledger.v1.ExtendCmd
+	12, // 7: seatledger.v1.Command.refund:type_name -> seatledger.v1.RefundCmd
+	11, // 8: seatledger.v1.Command.leave_queue:type_name -> seatledger.v1.LeaveQueueCmd
+	4,  // 9: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
+	24, // 10: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	0,  // 11: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
+	25, // 12: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	26, // 13: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	25, // 14: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	1,  // 15: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
+	27, // 16: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	14, // 17: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 18: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 19: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	14, // 20: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	3,  // 21: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	2,  // 22: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	28, // 23: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	29, // 24: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 25: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	30, // 26: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	20, // 27: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	22, // 28: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	21, // 29: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	23, // 30: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	29, // [29:31] is the sub-list for method output_type
+	27, // [27:29] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -2005,14 +2408,15 @@ func file_ledger_proto_init() {
 		(*Command_Batch)(nil),
 		(*Command_Extend)(nil),
 		(*Command_Refund)(nil),
+		(*Command_LeaveQueue)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledger_proto_rawDesc), len(file_ledger_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   18,
+			NumEnums:      4,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
