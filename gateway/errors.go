@@ -54,6 +54,10 @@ var reasons = map[string]rule{
 	"HOLD_NOT_CONFIRMED":  {codes.FailedPrecondition, http.StatusConflict},
 	"SOLD_OUT":            {codes.FailedPrecondition, http.StatusConflict},
 	"TOO_MANY_HOLDS":      {codes.ResourceExhausted, http.StatusTooManyRequests},
+	"QUEUED":              {codes.ResourceExhausted, http.StatusTooManyRequests},
+	"QUEUE_FULL":          {codes.ResourceExhausted, http.StatusTooManyRequests},
+	"NOT_QUEUED":          {codes.NotFound, http.StatusNotFound},
+	"QUEUE_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden},
 	"REQUEST_ID_REUSED":   {codes.AlreadyExists, http.StatusConflict},
 	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound},
 	"FAILED_PRECONDITION": {codes.FailedPrecondition, http.StatusPreconditionFailed},
@@ -67,21 +71,25 @@ var reasons = map[string]rule{
 
 // codeReasons names each FSM result code.
 var codeReasons = map[ledgerpb.Code]string{
-	ledgerpb.Code_CODE_INVALID_ARGUMENT:   "INVALID_ARGUMENT",
-	ledgerpb.Code_CODE_SHOW_NOT_FOUND:     "SHOW_NOT_FOUND",
-	ledgerpb.Code_CODE_SHOW_EXISTS:        "SHOW_EXISTS",
-	ledgerpb.Code_CODE_UNKNOWN_SEAT:       "UNKNOWN_SEAT",
-	ledgerpb.Code_CODE_SEATS_TAKEN:        "SEATS_TAKEN",
-	ledgerpb.Code_CODE_HOLD_NOT_FOUND:     "HOLD_NOT_FOUND",
-	ledgerpb.Code_CODE_HOLD_EXPIRED:       "HOLD_EXPIRED",
-	ledgerpb.Code_CODE_HOLD_CONFIRMED:     "HOLD_CONFIRMED",
-	ledgerpb.Code_CODE_HOLD_CANCELLED:     "HOLD_CANCELLED",
-	ledgerpb.Code_CODE_NOT_HOLD_OWNER:     "NOT_HOLD_OWNER",
-	ledgerpb.Code_CODE_REQUEST_ID_REUSED:  "REQUEST_ID_REUSED",
-	ledgerpb.Code_CODE_SOLD_OUT:           "SOLD_OUT",
-	ledgerpb.Code_CODE_TOO_MANY_HOLDS:     "TOO_MANY_HOLDS",
-	ledgerpb.Code_CODE_HOLD_TOKEN_INVALID: "HOLD_TOKEN_INVALID",
-	ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED: "HOLD_NOT_CONFIRMED",
+	ledgerpb.Code_CODE_INVALID_ARGUMENT:    "INVALID_ARGUMENT",
+	ledgerpb.Code_CODE_SHOW_NOT_FOUND:      "SHOW_NOT_FOUND",
+	ledgerpb.Code_CODE_SHOW_EXISTS:         "SHOW_EXISTS",
+	ledgerpb.Code_CODE_UNKNOWN_SEAT:        "UNKNOWN_SEAT",
+	ledgerpb.Code_CODE_SEATS_TAKEN:         "SEATS_TAKEN",
+	ledgerpb.Code_CODE_HOLD_NOT_FOUND:      "HOLD_NOT_FOUND",
+	ledgerpb.Code_CODE_HOLD_EXPIRED:        "HOLD_EXPIRED",
+	ledgerpb.Code_CODE_HOLD_CONFIRMED:      "HOLD_CONFIRMED",
+	ledgerpb.Code_CODE_HOLD_CANCELLED:      "HOLD_CANCELLED",
+	ledgerpb.Code_CODE_NOT_HOLD_OWNER:      "NOT_HOLD_OWNER",
+	ledgerpb.Code_CODE_REQUEST_ID_REUSED:   "REQUEST_ID_REUSED",
+	ledgerpb.Code_CODE_SOLD_OUT:            "SOLD_OUT",
+	ledgerpb.Code_CODE_TOO_MANY_HOLDS:      "TOO_MANY_HOLDS",
+	ledgerpb.Code_CODE_HOLD_TOKEN_INVALID:  "HOLD_TOKEN_INVALID",
+	ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED:  "HOLD_NOT_CONFIRMED",
+	ledgerpb.Code_CODE_QUEUED:              "QUEUED",
+	ledgerpb.Code_CODE_QUEUE_FULL:          "QUEUE_FULL",
+	ledgerpb.Code_CODE_NOT_QUEUED:          "NOT_QUEUED",
+	ledgerpb.Code_CODE_QUEUE_TOKEN_INVALID: "QUEUE_TOKEN_INVALID",
 }
 
 // newStatus builds a status with an ErrorInfo for reason plus details.
@@ -150,6 +158,12 @@ func resultError(res *ledgerpb.Result, o op) error {
 	case ledgerpb.Code_CODE_SEATS_TAKEN:
 		return newStatus("SEATS_TAKEN", res.Message, &ledgerpb.ErrorDetail{TakenSeatIds: res.SeatIds,
 			SuggestedSeatIds: res.AlternativeSeatIds, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
+	case ledgerpb.Code_CODE_QUEUED:
+		// Not an error of the caller's: the request waits. 429 carries the
+		// place in line and the secret to follow it.
+		return newStatus("QUEUED", res.Message, &ledgerpb.ErrorDetail{QueueEntryId: res.QueueEntryId,
+			QueuePosition: res.QueuePosition, QueueToken: res.QueueToken, SeatsAhead: res.SeatsAhead,
+			Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
 	case ledgerpb.Code_CODE_TOO_MANY_HOLDS:
 		return newStatus("TOO_MANY_HOLDS", res.Message, &ledgerpb.ErrorDetail{Limit: "holds_per_client_per_show",
 			LimitValue: res.Limit, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
@@ -177,6 +191,10 @@ func routeError(err error) error {
 		return newStatus("SHOW_NOT_FOUND", "show not found")
 	case errors.Is(err, shard.ErrHoldNotFound):
 		return newStatus("HOLD_NOT_FOUND", "hold not found")
+	case errors.Is(err, shard.ErrNotQueued):
+		return newStatus("NOT_QUEUED", "no such queue entry")
+	case errors.Is(err, shard.ErrQueueToken):
+		return newStatus("QUEUE_TOKEN_INVALID", "queue_token is not the token of the entry")
 	case errors.Is(err, raftnode.ErrOutcomeUnknown):
 		return newStatus("OUTCOME_UNKNOWN", "the outcome is unknown: retry with the same request_id", retry)
 	case errors.Is(err, raftnode.ErrNotLeader):

@@ -119,7 +119,7 @@ func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb
 		return nil, fieldError(fe)
 	}
 	hc := &ledgerpb.HoldCmd{ShowId: req.ShowId, SeatIds: req.SeatIds, TtlMs: int64(req.TtlSeconds) * 1000,
-		Count: req.Count, Category: req.Category}
+		Count: req.Count, Category: req.Category, Wait: req.Wait}
 	if fe := fsm.ValidateHold(hc); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -209,6 +209,39 @@ func (s *Server) Refund(ctx context.Context, req *ledgerpb.RefundRequest) (*ledg
 	}
 	return &ledgerpb.RefundResponse{HoldId: res.HoldId, State: res.HoldState, SeatIds: res.SeatIds,
 		AmountMinor: res.AmountMinor, Currency: res.Currency, Revision: res.Revision,
+		AppliedAt: ms(res.AppliedAtMs), Replayed: res.Replayed}, nil
+}
+
+// GetQueueEntry returns a waiter's entry: its place in line, or the hold
+// offered to it with the hold's token.
+func (s *Server) GetQueueEntry(ctx context.Context, req *ledgerpb.GetQueueEntryRequest) (*ledgerpb.QueueEntry, error) {
+	if fe := fsm.ValidateLeaveQueue(&ledgerpb.LeaveQueueCmd{ShowId: req.ShowId, EntryId: req.EntryId, QueueToken: req.QueueToken}); fe != nil {
+		return nil, fieldError(fe)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	e, err := s.router.QueueEntry(ctx, req.ShowId, req.EntryId, req.QueueToken)
+	if err != nil {
+		return nil, routeError(err)
+	}
+	return e, nil
+}
+
+// LeaveQueue takes a waiter out of a show's queue.
+func (s *Server) LeaveQueue(ctx context.Context, req *ledgerpb.LeaveQueueRequest) (*ledgerpb.LeaveQueueResponse, error) {
+	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	lc := &ledgerpb.LeaveQueueCmd{ShowId: req.ShowId, EntryId: req.EntryId, QueueToken: req.QueueToken}
+	if fe := fsm.ValidateLeaveQueue(lc); fe != nil {
+		return nil, fieldError(fe)
+	}
+	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_LeaveQueue{LeaveQueue: lc}}
+	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerpb.LeaveQueueResponse{EntryId: res.QueueEntryId, State: "LEFT", Revision: res.Revision,
 		AppliedAt: ms(res.AppliedAtMs), Replayed: res.Replayed}, nil
 }
 

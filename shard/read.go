@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -33,6 +34,16 @@ func (r *Router) Hold(ctx context.Context, showID, holdID string, c ledgerpb.Con
 	return resp.Hold, nil
 }
 
+// QueueEntry reads a waiter's queue entry for the holder of its token.
+func (r *Router) QueueEntry(ctx context.Context, showID, entryID, token string) (*ledgerpb.QueueEntry, error) {
+	resp, err := r.read(ctx, &ledgerpb.ReadRequest{Kind: ledgerpb.ReadKind_READ_KIND_QUEUE_ENTRY, ShowId: showID,
+		EntryId: entryID, QueueToken: token}, ledgerpb.Consistency_LINEARIZABLE)
+	if err != nil {
+		return nil, err
+	}
+	return resp.QueueEntry, nil
+}
+
 func (r *Router) read(ctx context.Context, req *ledgerpb.ReadRequest, c ledgerpb.Consistency) (*ledgerpb.ReadResponse, error) {
 	req.GroupId = r.smap.GroupFor(req.ShowId)
 	stale := c == ledgerpb.Consistency_STALE
@@ -58,6 +69,10 @@ func readErr(resp *ledgerpb.ReadResponse) error {
 		return ErrShowNotFound
 	case ledgerpb.Code_CODE_HOLD_NOT_FOUND:
 		return ErrHoldNotFound
+	case ledgerpb.Code_CODE_NOT_QUEUED:
+		return ErrNotQueued
+	case ledgerpb.Code_CODE_QUEUE_TOKEN_INVALID:
+		return ErrQueueToken
 	}
 	return nil
 }
@@ -129,6 +144,19 @@ func (r *Router) readLocal(ctx context.Context, g *raftnode.Group, req *ledgerpb
 			return nil, err
 		}
 		resp.Hold = holdInfo(h, v)
+	case ledgerpb.ReadKind_READ_KIND_QUEUE_ENTRY:
+		q, err := v.QueueEntry(req.ShowId, req.EntryId, req.QueueToken)
+		switch {
+		case errors.Is(err, fsm.ErrNotFound):
+			resp.Code = ledgerpb.Code_CODE_NOT_QUEUED
+			return resp, nil
+		case errors.Is(err, fsm.ErrBadToken):
+			resp.Code = ledgerpb.Code_CODE_QUEUE_TOKEN_INVALID
+			return resp, nil
+		case err != nil:
+			return nil, err
+		}
+		resp.QueueEntry = queueEntry(q, v)
 	default:
 		return nil, fmt.Errorf("shard: unknown read kind %v", req.Kind)
 	}
@@ -160,4 +188,20 @@ func refundedAt(h *ledgerpb.HoldRecord) *timestamppb.Timestamp {
 		return nil
 	}
 	return timestamppb.New(time.UnixMilli(h.RefundedAtMs))
+}
+
+// queueEntry is a waiter's entry as its owner sees it.
+func queueEntry(q *fsm.QueueView, v *fsm.View) *ledgerpb.QueueEntry {
+	e := q.Entry
+	out := &ledgerpb.QueueEntry{
+		EntryId: e.EntryId, ShowId: e.ShowId, ClientId: e.ClientId, Count: e.Count, Category: e.Category,
+		State:    strings.TrimPrefix(e.State.String(), "QUEUE_STATE_"),
+		Position: q.Position, SeatsAhead: q.SeatsAhead, JoinedAt: timestamppb.New(time.UnixMilli(e.JoinedAtMs)),
+		Revision: v.Applied(), AsOf: timestamppb.New(time.UnixMilli(v.Clock())),
+	}
+	if h := q.Hold; h != nil {
+		out.HoldId, out.HoldToken, out.HoldState, out.SeatIds = h.HoldId, q.HoldToken, h.State, h.SeatIds
+		out.OfferExpiresAt = timestamppb.New(time.UnixMilli(h.ExpiresAtMs))
+	}
+	return out
 }

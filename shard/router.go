@@ -245,8 +245,11 @@ func forwardStatus(err error) ledgerpb.ForwardStatus {
 	}
 }
 
-// ErrShowNotFound and ErrHoldNotFound are returned by reads.
+// Errors of reads: an unknown show, hold or queue entry, or a queue entry
+// read with another entry's token.
 var (
 	ErrShowNotFound = fmt.Errorf("shard: show %w", fsm.ErrNotFound)
 	ErrHoldNotFound = fmt.Errorf("shard: hold %w", fsm.ErrNotFound)
+	ErrNotQueued    = fmt.Errorf("shard: queue entry %w", fsm.ErrNotFound)
+	ErrQueueToken   = fmt.Errorf("shard: queue entry: %w", fsm.ErrBadToken)
 )
