@@ -55,6 +55,7 @@ var reasons = map[string]rule{
 	"SOLD_OUT":            {codes.FailedPrecondition, http.StatusConflict},
 	"TOO_MANY_HOLDS":      {codes.ResourceExhausted, http.StatusTooManyRequests},
 	"QUEUED":              {codes.ResourceExhausted, http.StatusTooManyRequests},
+	"RATE_LIMITED":        {codes.ResourceExhausted, http.StatusTooManyRequests},
 	"QUEUE_FULL":          {codes.ResourceExhausted, http.StatusTooManyRequests},
 	"NOT_QUEUED":          {codes.NotFound, http.StatusNotFound},
 	"QUEUE_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden},
@@ -115,6 +116,14 @@ func fieldError(fe *fsm.FieldError) error {
 	return newStatus("INVALID_ARGUMENT", fe.Field+": "+fe.Message, &errdetails.BadRequest{
 		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: fe.Field, Description: fe.Message}},
 	})
+}
+
+// rateLimitedError refuses a client over its write rate; RetryInfo (and
+// Retry-After over HTTP) says when a token is back.
+func rateLimitedError(client string, wait time.Duration) error {
+	return newStatus("RATE_LIMITED", "client "+client+" sends writes faster than this node admits: retry later",
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)},
+		&ledgerpb.ErrorDetail{Limit: "client_writes_per_second"})
 }
 
 // notLeaderError tells the caller to go to the leader, naming it if known.

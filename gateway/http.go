@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -77,11 +79,22 @@ func writeError(ctx context.Context, _ *runtime.ServeMux, m runtime.Marshaler, w
 		code, body = http.StatusInternalServerError, []byte(`{"code":13,"message":"failed to encode the error"}`)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if code == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
+	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(s)))
 	}
 	w.WriteHeader(code)
 	w.Write(body)
+}
+
+// retryAfterSeconds is a status's RetryInfo delay rounded up to whole
+// seconds (HTTP's unit), or the default hint.
+func retryAfterSeconds(s *status.Status) int {
+	for _, d := range s.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
+			return max(1, int(math.Ceil(ri.RetryDelay.AsDuration().Seconds())))
+		}
+	}
+	return int(retryAfter.Seconds())
 }
 
 // healthz reports the node and what it knows of each group's leader.

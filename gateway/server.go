@@ -28,6 +28,8 @@ type Server struct {
 	ledgerpb.UnimplementedBookingServer
 	router  *shard.Router
 	timeout time.Duration
+	// admit limits each client's writes on this node (admission.go).
+	admit *limiter
 	// unsafeIgnoreRequestID gives every call a fresh request_id, so client
 	// retries apply again (harness self-tests only; set before serving).
 	unsafeIgnoreRequestID bool
@@ -38,16 +40,26 @@ type Server struct {
 // fresh request_id. Only for proving the fault harness catches it.
 func (s *Server) UnsafeIgnoreRequestID() { s.unsafeIgnoreRequestID = true }
 
-// NewServer serves the Booking API through router.
+// NewServer serves the Booking API through router, with the default
+// per-client admission limit.
 func NewServer(router *shard.Router) *Server {
-	return &Server{router: router, timeout: requestTimeoutDefault}
+	return &Server{router: router, timeout: requestTimeoutDefault,
+		admit: newLimiter(Admission{Rate: ClientRateDefault, Burst: ClientBurstDefault})}
 }
+
+// SetAdmission replaces the per-client write limit; call before serving.
+func (s *Server) SetAdmission(a Admission) { s.admit = newLimiter(a) }
 
 func ms(t int64) *timestamppb.Timestamp { return timestamppb.New(time.UnixMilli(t)) }
 
 // propose sends a client command to its show's group and returns the FSM's
 // result, or the status for a rejection or routing failure.
 func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Command, o op) (*ledgerpb.Result, error) {
+	if _, create := cmd.Op.(*ledgerpb.Command_CreateShow); !create {
+		if ok, wait := s.admit.allow(cmd.ClientId, time.Now()); !ok {
+			return nil, rateLimitedError(cmd.ClientId, wait)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if s.unsafeIgnoreRequestID {

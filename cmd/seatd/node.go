@@ -34,6 +34,8 @@ type nodeConfig struct {
 	Broken string
 	// ClockHook serves /debug/unsafe/clock to skew this node's clock.
 	ClockHook bool
+	// Admission is the per-client write limit; nil means the default.
+	Admission *gateway.Admission
 }
 
 // node is a running seatd node: raft groups, router, gRPC and HTTP servers.
@@ -98,6 +100,9 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	}
 	router := shard.NewRouter(rn, smap)
 	srv := gateway.NewServer(router)
+	if cfg.Admission != nil {
+		srv.SetAdmission(*cfg.Admission)
+	}
 	applyBrokenServing(cfg.Broken, router, srv)
 	n = &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}
 	if cfg.HTTPLn != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/seatledger/seatledger/gateway"
 	"github.com/seatledger/seatledger/raftnode"
 	"github.com/seatledger/seatledger/shard"
 )
@@ -28,6 +29,8 @@ func runServe(args []string) error {
 	maxBatch := fs.Int("max-batch", 0, "client commands per raft entry (group commit); 1 turns batching off (default 1024)")
 	heartbeat := fs.Duration("heartbeat-timeout", 0, "raft heartbeat timeout (default 1s; heartbeats go out at a tenth of it)")
 	election := fs.Duration("election-timeout", 0, "raft election timeout (default 1s)")
+	clientRate := fs.Float64("client-rate", gateway.ClientRateDefault, "writes per second each client_id may send to this node (429 RATE_LIMITED past it); 0 turns the limit off")
+	clientBurst := fs.Float64("client-burst", gateway.ClientBurstDefault, "writes a client may send at once before --client-rate applies")
 	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
 	unsafeHooks := fs.Bool("unsafe-test-hooks", false, "test only: serve POST /debug/unsafe/clock?offset_ms=N on --http to skew this node's clock")
 	broken := fs.String("unsafe-broken", "", "test only: run a deliberately WRONG server ("+strings.Join(brokenModes, ", ")+") to prove the fault harness catches it")
@@ -50,13 +53,17 @@ func runServe(args []string) error {
 	if err := validBroken(*broken); err != nil {
 		return err
 	}
+	if *clientRate < 0 || *clientBurst < 0 {
+		return fmt.Errorf("--client-rate and --client-burst must not be negative")
+	}
 	var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
 	if *jsonLogs {
 		handler = slog.NewJSONHandler(os.Stderr, nil)
 	}
 	logger := slog.New(handler).With("node", *id)
 	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Groups: uint32(*groups), Replicas: *replicas,
-		Logger: logger, RaftLog: os.Stderr, Broken: *broken, ClockHook: *unsafeHooks}
+		Logger: logger, RaftLog: os.Stderr, Broken: *broken, ClockHook: *unsafeHooks,
+		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
 	if *broken != "" || *unsafeHooks {
 		logger.Warn("UNSAFE test options are on: this node is not fit for real bookings", "broken", *broken, "test_hooks", *unsafeHooks)

@@ -1,0 +1,67 @@
+// This file proves admission control: a client's bucket admits its burst,
+// then refuses with the time until the next token, refills at the rate, and
+// never touches another client's bucket; a refusal reads over HTTP as 429
+// RATE_LIMITED with a Retry-After header rounded up to whole seconds.
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLimiterBucket(t *testing.T) {
+	l := newLimiter(Admission{Rate: 10, Burst: 3})
+	t0 := time.Unix(1000, 0)
+	for i := range 3 {
+		if ok, _ := l.allow("flood", t0); !ok {
+			t.Fatalf("allow(flood) #%d at t0 = refused, want admitted within the burst of 3", i+1)
+		}
+	}
+	ok, wait := l.allow("flood", t0)
+	if ok || wait != 100*time.Millisecond {
+		t.Fatalf("allow(flood) #4 at t0 = %v, wait %v, want refused with wait 100ms", ok, wait)
+	}
+	if ok, _ := l.allow("calm", t0); !ok {
+		t.Fatalf("allow(calm) at t0 = refused, want admitted: buckets are per client")
+	}
+	if ok, _ := l.allow("flood", t0.Add(100*time.Millisecond)); !ok {
+		t.Fatalf("allow(flood) 100ms later = refused, want one token refilled at 10/s")
+	}
+	if ok, _ := l.allow("flood", t0.Add(100*time.Millisecond)); ok {
+		t.Fatalf("allow(flood) again at once = admitted, want refused")
+	}
+	// An idle client refills to the burst, not beyond.
+	t1 := t0.Add(time.Hour)
+	for i := range 3 {
+		if ok, _ := l.allow("flood", t1); !ok {
+			t.Fatalf("allow(flood) #%d after an hour = refused, want the full burst", i+1)
+		}
+	}
+	if ok, _ := l.allow("flood", t1); ok {
+		t.Fatalf("allow(flood) #4 after an hour = admitted, want the bucket capped at its burst")
+	}
+}
+
+func TestLimiterOff(t *testing.T) {
+	l := newLimiter(Admission{Rate: 0})
+	for range 1000 {
+		if ok, _ := l.allow("c", time.Unix(0, 0)); !ok {
+			t.Fatal("allow with rate 0 = refused, want the limit off")
+		}
+	}
+}
+
+func TestRateLimitedOverHTTP(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeError(context.Background(), nil, jsonMarshaler, rec, httptest.NewRequest("POST", "/v1/shows/s/holds", nil),
+		rateLimitedError("flood", 1500*time.Millisecond))
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "2" ||
+		!strings.Contains(rec.Body.String(), "RATE_LIMITED") {
+		t.Fatalf("RATE_LIMITED over HTTP = %d Retry-After %q %s, want 429, Retry-After 2 and the reason",
+			rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+}
