@@ -32,5 +32,6 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now
 	tx.put(tx.m.holdKey(h.HoldId), h)
+	must(tx.b.Set(tx.m.bookingKey(h.ClientId, tx.index, h.HoldId), nil, nil), "write booking index")
 	return holdResult(h)
 }

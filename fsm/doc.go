@@ -69,4 +69,5 @@
 //	0x0E len(show) show join_index(u64) join_pos(u32)   entry_id: the line (waiting only)
 //	0x0F len(show) show len(client) client               entry_id: a client's waiting entry
 //	0x10 show_id                          waiting(u32) seats(u32): the line's totals
+//	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
 package fsm

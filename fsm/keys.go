@@ -23,7 +23,8 @@ const (
 	kindQueueLine  byte = 0x0E // a show's waiting entries in join order
 	kindQueueOwner byte = 0x0F // a client's waiting entry in a show
 	kindQueueStat  byte = 0x10 // a show's waiting count and seats asked for
-	kindEnd        byte = 0x11
+	kindBooking    byte = 0x11 // a client's bookings by confirm index
+	kindEnd        byte = 0x12
 
 	groupPrefixLen = 5
 	metaLen        = 16
@@ -102,6 +103,11 @@ func (m *Machine) queueOwnerKey(show, client string) []byte {
 }
 
 func (m *Machine) queueStatKey(show string) []byte { return m.key(kindQueueStat, []byte(show)) }
+
+func (m *Machine) bookingPrefix(client string) []byte { return m.key(kindBooking, lenPrefixed(client)) }
+func (m *Machine) bookingKey(client string, index uint64, hold string) []byte {
+	return m.key(kindBooking, lenPrefixed(client), u64(index), []byte(hold))
+}
 
 func (m *Machine) seatPrefix(show string) []byte { return m.key(kindSeat, lenPrefixed(show)) }
 

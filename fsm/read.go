@@ -299,3 +299,61 @@ func prefixEnd(p []byte) []byte {
 	}
 	return nil
 }
+
+// ClientBookings returns up to limit of client's bookings in this group,
+// the most recently confirmed first, and whether there were more.
+func (v *View) ClientBookings(client string, limit int) ([]*ledgerpb.HoldRecord, bool, error) {
+	p := v.m.bookingPrefix(client)
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, false, err
+	}
+	defer it.Close()
+	var out []*ledgerpb.HoldRecord
+	for ok := it.Last(); ok; ok = it.Prev() {
+		if len(out) == limit {
+			return out, true, it.Error()
+		}
+		k := it.Key()
+		h, err := v.Hold(string(k[len(p)+8:]))
+		if err != nil {
+			return nil, false, fmt.Errorf("fsm: booking index names hold %s: %w", k[len(p)+8:], err)
+		}
+		out = append(out, h)
+	}
+	return out, false, it.Error()
+}
+
+// HoldForOwner returns a hold for the holder of its token, with its seats
+// as the show's layout describes them (row, number, category, price).
+func (v *View) HoldForOwner(showID, holdID, token string) (*ledgerpb.HoldRecord, []*ledgerpb.Seat, error) {
+	h, err := v.Hold(holdID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.ShowId != showID {
+		return nil, nil, ErrNotFound
+	}
+	key, err := v.showTokenKey(showID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if HoldToken(key, holdID) != token {
+		return nil, nil, ErrBadToken
+	}
+	l, err := v.layout(showID)
+	if err != nil {
+		return nil, nil, err
+	}
+	seats := make([]*ledgerpb.Seat, 0, len(h.SeatIds))
+	for _, id := range h.SeatIds {
+		n, ok := l.seatIndex(id)
+		if !ok {
+			return nil, nil, fmt.Errorf("fsm: hold %s names unknown seat %s", holdID, id)
+		}
+		row, num := l.seat(int(n))
+		seats = append(seats, &ledgerpb.Seat{SeatId: id, Row: row.Name, Number: uint32(num),
+			Category: row.Category, PriceMinor: l.price(row)})
+	}
+	return h, seats, nil
+}

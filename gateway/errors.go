@@ -202,6 +202,8 @@ func routeError(err error) error {
 		return newStatus("HOLD_NOT_FOUND", "hold not found")
 	case errors.Is(err, shard.ErrNotQueued):
 		return newStatus("NOT_QUEUED", "no such queue entry")
+	case errors.Is(err, shard.ErrHoldToken):
+		return newStatus("HOLD_TOKEN_INVALID", "hold_token is not the token of the hold")
 	case errors.Is(err, shard.ErrQueueToken):
 		return newStatus("QUEUE_TOKEN_INVALID", "queue_token is not the token of the entry")
 	case errors.Is(err, raftnode.ErrOutcomeUnknown):

@@ -66,6 +66,7 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (htt
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", http.MaxBytesHandler(gw, httpBodyBytesMax))
 	mux.HandleFunc("GET /healthz", healthz(router))
+	mux.HandleFunc("GET /v1/shows/{show_id}/bookings/{hold_id}/tickets/{seat_id}/qr.png", ticketQR(srv))
 	return mux, nil
 }
 

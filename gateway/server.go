@@ -5,6 +5,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,6 +31,8 @@ type Server struct {
 	timeout time.Duration
 	// admit limits each client's writes on this node (admission.go).
 	admit *limiter
+	// ticketKey signs ticket codes (tickets.go).
+	ticketKey ed25519.PrivateKey
 	// unsafeIgnoreRequestID gives every call a fresh request_id, so client
 	// retries apply again (harness self-tests only; set before serving).
 	unsafeIgnoreRequestID bool
@@ -44,7 +47,8 @@ func (s *Server) UnsafeIgnoreRequestID() { s.unsafeIgnoreRequestID = true }
 // per-client admission limit.
 func NewServer(router *shard.Router) *Server {
 	return &Server{router: router, timeout: requestTimeoutDefault,
-		admit: newLimiter(Admission{Rate: ClientRateDefault, Burst: ClientBurstDefault})}
+		admit:     newLimiter(Admission{Rate: ClientRateDefault, Burst: ClientBurstDefault}),
+		ticketKey: NewTicketKey()}
 }
 
 // SetAdmission replaces the per-client write limit; call before serving.

@@ -44,8 +44,31 @@ func (r *Router) QueueEntry(ctx context.Context, showID, entryID, token string) 
 	return resp.QueueEntry, nil
 }
 
+// ClientBookings lists a client's bookings in every group, up to limit per
+// group. Each group is read linearizably, one after the other (a booking is
+// rare next to a hold, and the list is not on the booking path).
+func (r *Router) ClientBookings(ctx context.Context, client string, limit uint32) ([]*ledgerpb.HoldInfo, bool, error) {
+	var out []*ledgerpb.HoldInfo
+	truncated := false
+	for g := range r.smap.Groups {
+		resp, err := r.readGroup(ctx, &ledgerpb.ReadRequest{GroupId: g, Kind: ledgerpb.ReadKind_READ_KIND_CLIENT_BOOKINGS,
+			ClientId: client, Limit: limit}, ledgerpb.Consistency_LINEARIZABLE)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, resp.Bookings...)
+		truncated = truncated || resp.More
+	}
+	return out, truncated, nil
+}
+
 func (r *Router) read(ctx context.Context, req *ledgerpb.ReadRequest, c ledgerpb.Consistency) (*ledgerpb.ReadResponse, error) {
 	req.GroupId = r.smap.GroupFor(req.ShowId)
+	return r.readGroup(ctx, req, c)
+}
+
+// readGroup reads from req.GroupId.
+func (r *Router) readGroup(ctx context.Context, req *ledgerpb.ReadRequest, c ledgerpb.Consistency) (*ledgerpb.ReadResponse, error) {
 	stale := c == ledgerpb.Consistency_STALE
 	for backoff := retryBackoffMin; ; backoff = min(2*backoff, retryBackoffMax) {
 		resp, err := r.readOnce(ctx, req, stale)
@@ -73,6 +96,8 @@ func readErr(resp *ledgerpb.ReadResponse) error {
 		return ErrNotQueued
 	case ledgerpb.Code_CODE_QUEUE_TOKEN_INVALID:
 		return ErrQueueToken
+	case ledgerpb.Code_CODE_HOLD_TOKEN_INVALID:
+		return ErrHoldToken
 	}
 	return nil
 }
@@ -135,6 +160,9 @@ func (r *Router) readLocal(ctx context.Context, g *raftnode.Group, req *ledgerpb
 		sm.ServedBy = r.node.ID()
 		resp.SeatMap = sm
 	case ledgerpb.ReadKind_READ_KIND_HOLD:
+		if req.HoldToken != "" {
+			return r.ownedHold(v, req, resp)
+		}
 		h, err := v.Hold(req.HoldId)
 		if errors.Is(err, fsm.ErrNotFound) || (err == nil && h.ShowId != req.ShowId) {
 			resp.Code = ledgerpb.Code_CODE_HOLD_NOT_FOUND
@@ -157,6 +185,15 @@ func (r *Router) readLocal(ctx context.Context, g *raftnode.Group, req *ledgerpb
 			return nil, err
 		}
 		resp.QueueEntry = queueEntry(q, v)
+	case ledgerpb.ReadKind_READ_KIND_CLIENT_BOOKINGS:
+		hs, more, err := v.ClientBookings(req.ClientId, int(req.Limit))
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			resp.Bookings = append(resp.Bookings, holdInfo(h, v))
+		}
+		resp.More = more
 	default:
 		return nil, fmt.Errorf("shard: unknown read kind %v", req.Kind)
 	}
@@ -179,7 +216,17 @@ func holdInfo(h *ledgerpb.HoldRecord, v *fsm.View) *ledgerpb.HoldInfo {
 		CreatedAt:    timestamppb.New(time.UnixMilli(h.CreatedAtMs)),
 		MaxExpiresAt: timestamppb.New(time.UnixMilli(h.CreatedAtMs + fsm.HoldLifetimeMaxMs)),
 		RefundedAt:   refundedAt(h),
+		ClosedAt:     closedAt(h),
 	}
+}
+
+// closedAt is when a hold was confirmed, released or expired; nil while
+// it is held.
+func closedAt(h *ledgerpb.HoldRecord) *timestamppb.Timestamp {
+	if h.ClosedAtMs == 0 {
+		return nil
+	}
+	return timestamppb.New(time.UnixMilli(h.ClosedAtMs))
 }
 
 // refundedAt is a booking's refund time, nil unless it was refunded.
@@ -188,6 +235,33 @@ func refundedAt(h *ledgerpb.HoldRecord) *timestamppb.Timestamp {
 		return nil
 	}
 	return timestamppb.New(time.UnixMilli(h.RefundedAtMs))
+}
+
+// ownedHold answers a hold read that presents the hold's token.
+func (r *Router) ownedHold(v *fsm.View, req *ledgerpb.ReadRequest, resp *ledgerpb.ReadResponse) (*ledgerpb.ReadResponse, error) {
+	h, seats, err := v.HoldForOwner(req.ShowId, req.HoldId, req.HoldToken)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		resp.Code = ledgerpb.Code_CODE_HOLD_NOT_FOUND
+		return resp, nil
+	case errors.Is(err, fsm.ErrBadToken):
+		resp.Code = ledgerpb.Code_CODE_HOLD_TOKEN_INVALID
+		return resp, nil
+	case err != nil:
+		return nil, err
+	}
+	resp.Hold, resp.Seats = holdInfo(h, v), seats
+	return resp, nil
+}
+
+// OwnedHold reads a hold with its seats for the holder of its token.
+func (r *Router) OwnedHold(ctx context.Context, showID, holdID, token string) (*ledgerpb.HoldInfo, []*ledgerpb.Seat, error) {
+	resp, err := r.read(ctx, &ledgerpb.ReadRequest{Kind: ledgerpb.ReadKind_READ_KIND_HOLD, ShowId: showID, HoldId: holdID,
+		HoldToken: token}, ledgerpb.Consistency_LINEARIZABLE)
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp.Hold, resp.Seats, nil
 }
 
 // queueEntry is a waiter's entry as its owner sees it.

@@ -252,4 +252,5 @@ var (
 	ErrHoldNotFound = fmt.Errorf("shard: hold %w", fsm.ErrNotFound)
 	ErrNotQueued    = fmt.Errorf("shard: queue entry %w", fsm.ErrNotFound)
 	ErrQueueToken   = fmt.Errorf("shard: queue entry: %w", fsm.ErrBadToken)
+	ErrHoldToken    = fmt.Errorf("shard: hold: %w", fsm.ErrBadToken)
 )

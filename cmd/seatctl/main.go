@@ -122,6 +122,7 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 		newHoldCmd(a),
 		newConfirmCmd(a),
 		newReleaseCmd(a),
+		newTicketCmd(a),
 	)
 	return root
 }

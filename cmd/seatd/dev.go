@@ -112,10 +112,16 @@ func startDevCluster(dataDir, httpAddr, grpcAddr string, groups uint32, logger *
 	if verbose {
 		raftLog = os.Stderr
 	}
+	// One ticket key for the three nodes, kept with their data.
+	key, err := loadTicketKey(filepath.Join(dataDir, ticketKeyFile), true)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
 	cl := &devCluster{}
 	for i, p := range peers {
 		cfg := nodeConfig{ID: p.ID, DataDir: filepath.Join(dataDir, p.ID), Peers: peers, Groups: groups, Replicas: devNodes,
-			RaftLn: raftLns[i], GRPCLn: grpcLns[i], Logger: logger, RaftLog: raftLog}
+			RaftLn: raftLns[i], GRPCLn: grpcLns[i], Logger: logger, RaftLog: raftLog, TicketKey: key}
 		if i == 0 {
 			cfg.HTTPLn = httpLn
 		}

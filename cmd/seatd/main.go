@@ -16,6 +16,8 @@ Usage:
   seatd serve --id ID --raft ADDR --grpc ADDR [--http ADDR] --data-dir DIR
               --peers ID=RAFT/GRPC,... [--groups N] [--replicas N]
               one node of a multi-process cluster
+  seatd keygen FILE
+              write a new ticket key (give every node the same --ticket-key)
 
 Run "seatd dev -h" or "seatd serve -h" for the flags.
 `
@@ -31,6 +33,8 @@ func main() {
 		err = runDev(os.Args[2:])
 	case "serve":
 		err = runServe(os.Args[2:])
+	case "keygen":
+		err = runKeygen(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

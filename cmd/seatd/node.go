@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +37,8 @@ type nodeConfig struct {
 	ClockHook bool
 	// Admission is the per-client write limit; nil means the default.
 	Admission *gateway.Admission
+	// TicketKey signs ticket codes; nil draws one for this run only.
+	TicketKey ed25519.PrivateKey
 }
 
 // node is a running seatd node: raft groups, router, gRPC and HTTP servers.
@@ -102,6 +105,9 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	srv := gateway.NewServer(router)
 	if cfg.Admission != nil {
 		srv.SetAdmission(*cfg.Admission)
+	}
+	if cfg.TicketKey != nil {
+		srv.SetTicketKey(cfg.TicketKey)
 	}
 	applyBrokenServing(cfg.Broken, router, srv)
 	n = &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}

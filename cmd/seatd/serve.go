@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -30,6 +31,7 @@ func runServe(args []string) error {
 	heartbeat := fs.Duration("heartbeat-timeout", 0, "raft heartbeat timeout (default 1s; heartbeats go out at a tenth of it)")
 	election := fs.Duration("election-timeout", 0, "raft election timeout (default 1s)")
 	clientRate := fs.Float64("client-rate", gateway.ClientRateDefault, "writes per second each client_id may send to this node (429 RATE_LIMITED past it); 0 turns the limit off")
+	ticketKey := fs.String("ticket-key", "", "file with the cluster's ticket signing key (seatd keygen); default DATA_DIR/ticket.key, created if missing")
 	clientBurst := fs.Float64("client-burst", gateway.ClientBurstDefault, "writes a client may send at once before --client-rate applies")
 	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
 	unsafeHooks := fs.Bool("unsafe-test-hooks", false, "test only: serve POST /debug/unsafe/clock?offset_ms=N on --http to skew this node's clock")
@@ -65,6 +67,14 @@ func runServe(args []string) error {
 		Logger: logger, RaftLog: os.Stderr, Broken: *broken, ClockHook: *unsafeHooks,
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
+	keyPath := *ticketKey
+	if keyPath == "" {
+		keyPath = filepath.Join(*dataDir, ticketKeyFile)
+		logger.Info("signing tickets with this node's own key: give every node the same --ticket-key so one public key verifies all tickets", "key", keyPath)
+	}
+	if cfg.TicketKey, err = loadTicketKey(keyPath, *ticketKey == ""); err != nil {
+		return err
+	}
 	if *broken != "" || *unsafeHooks {
 		logger.Warn("UNSAFE test options are on: this node is not fit for real bookings", "broken", *broken, "test_hooks", *unsafeHooks)
 	}

@@ -1424,21 +1424,23 @@ func (x *GetHoldRequest) GetConsistency() Consistency {
 }
 
 type HoldInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HoldId        string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
-	ShowId        string                 `protobuf:"bytes,2,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
-	SeatIds       []string               `protobuf:"bytes,3,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
-	ClientId      string                 `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	State         HoldState              `protobuf:"varint,5,opt,name=state,proto3,enum=seatledger.v1.HoldState" json:"state,omitempty"`
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	PaymentRef    string                 `protobuf:"bytes,7,opt,name=payment_ref,json=paymentRef,proto3" json:"payment_ref,omitempty"`
-	AmountMinor   int64                  `protobuf:"varint,8,opt,name=amount_minor,json=amountMinor,proto3" json:"amount_minor,omitempty"`
-	Currency      string                 `protobuf:"bytes,9,opt,name=currency,proto3" json:"currency,omitempty"`
-	Revision      uint64                 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
-	AsOf          *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	MaxExpiresAt  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=max_expires_at,json=maxExpiresAt,proto3" json:"max_expires_at,omitempty"`
-	RefundedAt    *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=refunded_at,json=refundedAt,proto3" json:"refunded_at,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	HoldId       string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	ShowId       string                 `protobuf:"bytes,2,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	SeatIds      []string               `protobuf:"bytes,3,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
+	ClientId     string                 `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	State        HoldState              `protobuf:"varint,5,opt,name=state,proto3,enum=seatledger.v1.HoldState" json:"state,omitempty"`
+	ExpiresAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	PaymentRef   string                 `protobuf:"bytes,7,opt,name=payment_ref,json=paymentRef,proto3" json:"payment_ref,omitempty"`
+	AmountMinor  int64                  `protobuf:"varint,8,opt,name=amount_minor,json=amountMinor,proto3" json:"amount_minor,omitempty"`
+	Currency     string                 `protobuf:"bytes,9,opt,name=currency,proto3" json:"currency,omitempty"`
+	Revision     uint64                 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
+	AsOf         *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	CreatedAt    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	MaxExpiresAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=max_expires_at,json=maxExpiresAt,proto3" json:"max_expires_at,omitempty"`
+	RefundedAt   *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=refunded_at,json=refundedAt,proto3" json:"refunded_at,omitempty"`
+	// When the hold was confirmed, released or expired (unset while HELD).
+	ClosedAt      *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1567,6 +1569,13 @@ func (x *HoldInfo) GetMaxExpiresAt() *timestamppb.Timestamp {
 func (x *HoldInfo) GetRefundedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.RefundedAt
+	}
+	return nil
+}
+
+func (x *HoldInfo) GetClosedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ClosedAt
 	}
 	return nil
 }
@@ -2644,6 +2653,423 @@ func (x *LeaveQueueResponse) GetReplayed() bool {
 	return false
 }
 
+type GetBookingRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ShowId string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	HoldId string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	// The hold's token: tickets are the booking's secret.
+	HoldToken     string `protobuf:"bytes,3,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBookingRequest) Reset() {
+	*x = GetBookingRequest{}
+	mi := &file_booking_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBookingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBookingRequest) ProtoMessage() {}
+
+func (x *GetBookingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBookingRequest.ProtoReflect.Descriptor instead.
+func (*GetBookingRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetBookingRequest) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *GetBookingRequest) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *GetBookingRequest) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
+// Ticket is one seat of a booking.
+type Ticket struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "<hold_id>/<seat_id>".
+	TicketId   string `protobuf:"bytes,1,opt,name=ticket_id,json=ticketId,proto3" json:"ticket_id,omitempty"`
+	SeatId     string `protobuf:"bytes,2,opt,name=seat_id,json=seatId,proto3" json:"seat_id,omitempty"`
+	Row        string `protobuf:"bytes,3,opt,name=row,proto3" json:"row,omitempty"`
+	Number     uint32 `protobuf:"varint,4,opt,name=number,proto3" json:"number,omitempty"`
+	Category   string `protobuf:"bytes,5,opt,name=category,proto3" json:"category,omitempty"`
+	PriceMinor int64  `protobuf:"varint,6,opt,name=price_minor,json=priceMinor,proto3" json:"price_minor,omitempty"`
+	// SLT1.<payload>.<signature>, both unpadded base64url; the payload is
+	// "show_id|hold_id|seat_id|confirmed_at_ms" and the signature Ed25519
+	// over it with the cluster's ticket key (GetTicketKey). Empty once the
+	// booking is refunded.
+	Code string `protobuf:"bytes,7,opt,name=code,proto3" json:"code,omitempty"`
+	// Where to fetch the code as a QR PNG (HTTP only).
+	QrUrl         string `protobuf:"bytes,8,opt,name=qr_url,json=qrUrl,proto3" json:"qr_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ticket) Reset() {
+	*x = Ticket{}
+	mi := &file_booking_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ticket) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ticket) ProtoMessage() {}
+
+func (x *Ticket) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ticket.ProtoReflect.Descriptor instead.
+func (*Ticket) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Ticket) GetTicketId() string {
+	if x != nil {
+		return x.TicketId
+	}
+	return ""
+}
+
+func (x *Ticket) GetSeatId() string {
+	if x != nil {
+		return x.SeatId
+	}
+	return ""
+}
+
+func (x *Ticket) GetRow() string {
+	if x != nil {
+		return x.Row
+	}
+	return ""
+}
+
+func (x *Ticket) GetNumber() uint32 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *Ticket) GetCategory() string {
+	if x != nil {
+		return x.Category
+	}
+	return ""
+}
+
+func (x *Ticket) GetPriceMinor() int64 {
+	if x != nil {
+		return x.PriceMinor
+	}
+	return 0
+}
+
+func (x *Ticket) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Ticket) GetQrUrl() string {
+	if x != nil {
+		return x.QrUrl
+	}
+	return ""
+}
+
+type BookingDetail struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Booking       *HoldInfo              `protobuf:"bytes,1,opt,name=booking,proto3" json:"booking,omitempty"`
+	Tickets       []*Ticket              `protobuf:"bytes,2,rep,name=tickets,proto3" json:"tickets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BookingDetail) Reset() {
+	*x = BookingDetail{}
+	mi := &file_booking_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BookingDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BookingDetail) ProtoMessage() {}
+
+func (x *BookingDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BookingDetail.ProtoReflect.Descriptor instead.
+func (*BookingDetail) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *BookingDetail) GetBooking() *HoldInfo {
+	if x != nil {
+		return x.Booking
+	}
+	return nil
+}
+
+func (x *BookingDetail) GetTickets() []*Ticket {
+	if x != nil {
+		return x.Tickets
+	}
+	return nil
+}
+
+type ListBookingsRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// At most this many per raft group (default 100, at most 1000).
+	PageSize      uint32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBookingsRequest) Reset() {
+	*x = ListBookingsRequest{}
+	mi := &file_booking_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBookingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBookingsRequest) ProtoMessage() {}
+
+func (x *ListBookingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBookingsRequest.ProtoReflect.Descriptor instead.
+func (*ListBookingsRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListBookingsRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ListBookingsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type ListBookingsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's confirmed and refunded bookings, newest group index first
+	// within each group; no tokens or ticket codes.
+	Bookings []*HoldInfo `protobuf:"bytes,1,rep,name=bookings,proto3" json:"bookings,omitempty"`
+	// True when some group had more than page_size.
+	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBookingsResponse) Reset() {
+	*x = ListBookingsResponse{}
+	mi := &file_booking_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBookingsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBookingsResponse) ProtoMessage() {}
+
+func (x *ListBookingsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBookingsResponse.ProtoReflect.Descriptor instead.
+func (*ListBookingsResponse) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListBookingsResponse) GetBookings() []*HoldInfo {
+	if x != nil {
+		return x.Bookings
+	}
+	return nil
+}
+
+func (x *ListBookingsResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+type GetTicketKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTicketKeyRequest) Reset() {
+	*x = GetTicketKeyRequest{}
+	mi := &file_booking_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTicketKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTicketKeyRequest) ProtoMessage() {}
+
+func (x *GetTicketKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTicketKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetTicketKeyRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{33}
+}
+
+type TicketKey struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Algorithm string                 `protobuf:"bytes,1,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	// The Ed25519 public key, unpadded base64url.
+	PublicKey     string `protobuf:"bytes,2,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TicketKey) Reset() {
+	*x = TicketKey{}
+	mi := &file_booking_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TicketKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TicketKey) ProtoMessage() {}
+
+func (x *TicketKey) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TicketKey.ProtoReflect.Descriptor instead.
+func (*TicketKey) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *TicketKey) GetAlgorithm() string {
+	if x != nil {
+		return x.Algorithm
+	}
+	return ""
+}
+
+func (x *TicketKey) GetPublicKey() string {
+	if x != nil {
+		return x.PublicKey
+	}
+	return ""
+}
+
 var File_booking_proto protoreflect.FileDescriptor
 
 const file_booking_proto_rawDesc = "" +
@@ -2774,7 +3200,7 @@ const file_booking_proto_rawDesc = "" +
 	"\x0eGetHoldRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12<\n" +
-	"\vconsistency\x18\x03 \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\"\xc6\x04\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\"\xff\x04\n" +
 	"\bHoldInfo\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
 	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x19\n" +
@@ -2794,7 +3220,8 @@ const file_booking_proto_rawDesc = "" +
 	"created_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12@\n" +
 	"\x0emax_expires_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\fmaxExpiresAt\x12;\n" +
 	"\vrefunded_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"refundedAt\"\xbd\x01\n" +
+	"refundedAt\x127\n" +
+	"\tclosed_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\bclosedAt\"\xbd\x01\n" +
 	"\rExtendRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
@@ -2910,7 +3337,36 @@ const file_booking_proto_rawDesc = "" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x129\n" +
 	"\n" +
 	"applied_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x12\x1a\n" +
-	"\breplayed\x18\x05 \x01(\bR\breplayed*G\n" +
+	"\breplayed\x18\x05 \x01(\bR\breplayed\"d\n" +
+	"\x11GetBookingRequest\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
+	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x03 \x01(\tR\tholdToken\"\xd0\x01\n" +
+	"\x06Ticket\x12\x1b\n" +
+	"\tticket_id\x18\x01 \x01(\tR\bticketId\x12\x17\n" +
+	"\aseat_id\x18\x02 \x01(\tR\x06seatId\x12\x10\n" +
+	"\x03row\x18\x03 \x01(\tR\x03row\x12\x16\n" +
+	"\x06number\x18\x04 \x01(\rR\x06number\x12\x1a\n" +
+	"\bcategory\x18\x05 \x01(\tR\bcategory\x12\x1f\n" +
+	"\vprice_minor\x18\x06 \x01(\x03R\n" +
+	"priceMinor\x12\x12\n" +
+	"\x04code\x18\a \x01(\tR\x04code\x12\x15\n" +
+	"\x06qr_url\x18\b \x01(\tR\x05qrUrl\"s\n" +
+	"\rBookingDetail\x121\n" +
+	"\abooking\x18\x01 \x01(\v2\x17.seatledger.v1.HoldInfoR\abooking\x12/\n" +
+	"\atickets\x18\x02 \x03(\v2\x15.seatledger.v1.TicketR\atickets\"O\n" +
+	"\x13ListBookingsRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\rR\bpageSize\"i\n" +
+	"\x14ListBookingsResponse\x123\n" +
+	"\bbookings\x18\x01 \x03(\v2\x17.seatledger.v1.HoldInfoR\bbookings\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\x15\n" +
+	"\x13GetTicketKeyRequest\"H\n" +
+	"\tTicketKey\x12\x1c\n" +
+	"\talgorithm\x18\x01 \x01(\tR\talgorithm\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x02 \x01(\tR\tpublicKey*G\n" +
 	"\tSeatState\x12\x1a\n" +
 	"\x16SEAT_STATE_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04FREE\x10\x01\x12\b\n" +
@@ -2927,7 +3383,7 @@ const file_booking_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fLINEARIZABLE\x10\x01\x12\t\n" +
-	"\x05STALE\x10\x022\xb1\x06\n" +
+	"\x05STALE\x10\x022\xa6\b\n" +
 	"\aBooking\x12Q\n" +
 	"\n" +
 	"CreateShow\x12 .seatledger.v1.CreateShowRequest\x1a!.seatledger.v1.CreateShowResponse\x12F\n" +
@@ -2942,7 +3398,11 @@ const file_booking_proto_rawDesc = "" +
 	"\x05Watch\x12\x1b.seatledger.v1.WatchRequest\x1a\x19.seatledger.v1.WatchEvent0\x01\x12O\n" +
 	"\rGetQueueEntry\x12#.seatledger.v1.GetQueueEntryRequest\x1a\x19.seatledger.v1.QueueEntry\x12Q\n" +
 	"\n" +
-	"LeaveQueue\x12 .seatledger.v1.LeaveQueueRequest\x1a!.seatledger.v1.LeaveQueueResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"LeaveQueue\x12 .seatledger.v1.LeaveQueueRequest\x1a!.seatledger.v1.LeaveQueueResponse\x12L\n" +
+	"\n" +
+	"GetBooking\x12 .seatledger.v1.GetBookingRequest\x1a\x1c.seatledger.v1.BookingDetail\x12W\n" +
+	"\fListBookings\x12\".seatledger.v1.ListBookingsRequest\x1a#.seatledger.v1.ListBookingsResponse\x12L\n" +
+	"\fGetTicketKey\x12\".seatledger.v1.GetTicketKeyRequest\x1a\x18.seatledger.v1.TicketKeyB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_booking_proto_rawDescOnce sync.Once
@@ -2957,7 +3417,7 @@ func file_booking_proto_rawDescGZIP() []byte {
 }
 
 var file_booking_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_booking_proto_goTypes = []any{
 	(SeatState)(0),                // 0: seatledger.v1.SeatState
 	(HoldState)(0),                // 1: seatledger.v1.HoldState
@@ -2990,76 +3450,93 @@ var file_booking_proto_goTypes = []any{
 	(*QueueEntry)(nil),            // 28: seatledger.v1.QueueEntry
 	(*LeaveQueueRequest)(nil),     // 29: seatledger.v1.LeaveQueueRequest
 	(*LeaveQueueResponse)(nil),    // 30: seatledger.v1.LeaveQueueResponse
-	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
+	(*GetBookingRequest)(nil),     // 31: seatledger.v1.GetBookingRequest
+	(*Ticket)(nil),                // 32: seatledger.v1.Ticket
+	(*BookingDetail)(nil),         // 33: seatledger.v1.BookingDetail
+	(*ListBookingsRequest)(nil),   // 34: seatledger.v1.ListBookingsRequest
+	(*ListBookingsResponse)(nil),  // 35: seatledger.v1.ListBookingsResponse
+	(*GetTicketKeyRequest)(nil),   // 36: seatledger.v1.GetTicketKeyRequest
+	(*TicketKey)(nil),             // 37: seatledger.v1.TicketKey
+	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
 }
 var file_booking_proto_depIdxs = []int32{
 	4,  // 0: seatledger.v1.Show.rows:type_name -> seatledger.v1.Row
 	5,  // 1: seatledger.v1.Show.categories:type_name -> seatledger.v1.Category
 	3,  // 2: seatledger.v1.CreateShowRequest.show:type_name -> seatledger.v1.Show
-	31, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
+	38, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 4: seatledger.v1.GetSeatMapRequest.consistency:type_name -> seatledger.v1.Consistency
 	0,  // 5: seatledger.v1.Seat.state:type_name -> seatledger.v1.SeatState
 	9,  // 6: seatledger.v1.SeatMap.seats:type_name -> seatledger.v1.Seat
 	5,  // 7: seatledger.v1.SeatMap.categories:type_name -> seatledger.v1.Category
-	31, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
+	38, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
 	2,  // 9: seatledger.v1.SeatMap.consistency:type_name -> seatledger.v1.Consistency
-	31, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
-	31, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
-	31, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	38, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
+	38, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: seatledger.v1.ConfirmResponse.state:type_name -> seatledger.v1.HoldState
-	31, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
+	38, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 15: seatledger.v1.ReleaseResponse.state:type_name -> seatledger.v1.HoldState
-	31, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
+	38, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 17: seatledger.v1.GetHoldRequest.consistency:type_name -> seatledger.v1.Consistency
 	1,  // 18: seatledger.v1.HoldInfo.state:type_name -> seatledger.v1.HoldState
-	31, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
-	31, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
-	31, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
-	31, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
-	31, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
-	31, // 24: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
-	31, // 25: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
-	31, // 26: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
-	1,  // 27: seatledger.v1.RefundResponse.state:type_name -> seatledger.v1.HoldState
-	31, // 28: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
-	0,  // 29: seatledger.v1.SeatChange.state:type_name -> seatledger.v1.SeatState
-	31, // 30: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
-	10, // 31: seatledger.v1.WatchEvent.snapshot:type_name -> seatledger.v1.SeatMap
-	24, // 32: seatledger.v1.WatchEvent.changes:type_name -> seatledger.v1.SeatChange
-	1,  // 33: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
-	31, // 34: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
-	31, // 35: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
-	1,  // 36: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
-	31, // 37: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
-	31, // 38: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
-	31, // 39: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
-	6,  // 40: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
-	8,  // 41: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
-	11, // 42: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
-	13, // 43: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
-	15, // 44: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
-	17, // 45: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
-	19, // 46: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
-	21, // 47: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
-	23, // 48: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
-	27, // 49: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
-	29, // 50: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
-	7,  // 51: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
-	10, // 52: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
-	12, // 53: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
-	14, // 54: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
-	16, // 55: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
-	18, // 56: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
-	20, // 57: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
-	22, // 58: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
-	25, // 59: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
-	28, // 60: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
-	30, // 61: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
-	51, // [51:62] is the sub-list for method output_type
-	40, // [40:51] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	38, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
+	38, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
+	38, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
+	38, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
+	38, // 24: seatledger.v1.HoldInfo.closed_at:type_name -> google.protobuf.Timestamp
+	38, // 25: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 26: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	38, // 27: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
+	1,  // 28: seatledger.v1.RefundResponse.state:type_name -> seatledger.v1.HoldState
+	38, // 29: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
+	0,  // 30: seatledger.v1.SeatChange.state:type_name -> seatledger.v1.SeatState
+	38, // 31: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
+	10, // 32: seatledger.v1.WatchEvent.snapshot:type_name -> seatledger.v1.SeatMap
+	24, // 33: seatledger.v1.WatchEvent.changes:type_name -> seatledger.v1.SeatChange
+	1,  // 34: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
+	38, // 35: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
+	38, // 36: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
+	1,  // 37: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
+	38, // 38: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
+	38, // 39: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
+	38, // 40: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
+	18, // 41: seatledger.v1.BookingDetail.booking:type_name -> seatledger.v1.HoldInfo
+	32, // 42: seatledger.v1.BookingDetail.tickets:type_name -> seatledger.v1.Ticket
+	18, // 43: seatledger.v1.ListBookingsResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	6,  // 44: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
+	8,  // 45: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
+	11, // 46: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
+	13, // 47: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
+	15, // 48: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
+	17, // 49: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
+	19, // 50: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
+	21, // 51: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
+	23, // 52: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
+	27, // 53: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
+	29, // 54: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
+	31, // 55: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
+	34, // 56: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
+	36, // 57: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
+	7,  // 58: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
+	10, // 59: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
+	12, // 60: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
+	14, // 61: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
+	16, // 62: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
+	18, // 63: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
+	20, // 64: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
+	22, // 65: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
+	25, // 66: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
+	28, // 67: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
+	30, // 68: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
+	33, // 69: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
+	35, // 70: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
+	37, // 71: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
+	58, // [58:72] is the sub-list for method output_type
+	44, // [44:58] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_booking_proto_init() }
@@ -3073,7 +3550,7 @@ func file_booking_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_booking_proto_rawDesc), len(file_booking_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   28,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,9 @@ const (
 	Booking_Watch_FullMethodName         = "/seatledger.v1.Booking/Watch"
 	Booking_GetQueueEntry_FullMethodName = "/seatledger.v1.Booking/GetQueueEntry"
 	Booking_LeaveQueue_FullMethodName    = "/seatledger.v1.Booking/LeaveQueue"
+	Booking_GetBooking_FullMethodName    = "/seatledger.v1.Booking/GetBooking"
+	Booking_ListBookings_FullMethodName  = "/seatledger.v1.Booking/ListBookings"
+	Booking_GetTicketKey_FullMethodName  = "/seatledger.v1.Booking/GetTicketKey"
 )
 
 // BookingClient is the client API for Booking service.
@@ -63,6 +66,13 @@ type BookingClient interface {
 	GetQueueEntry(ctx context.Context, in *GetQueueEntryRequest, opts ...grpc.CallOption) (*QueueEntry, error)
 	// LeaveQueue takes a waiter out of the queue.
 	LeaveQueue(ctx context.Context, in *LeaveQueueRequest, opts ...grpc.CallOption) (*LeaveQueueResponse, error)
+	// GetBooking returns a confirmed (or refunded) booking with one ticket
+	// per seat, each carrying a code signed by the cluster's ticket key.
+	GetBooking(ctx context.Context, in *GetBookingRequest, opts ...grpc.CallOption) (*BookingDetail, error)
+	// ListBookings lists a client's bookings across every show.
+	ListBookings(ctx context.Context, in *ListBookingsRequest, opts ...grpc.CallOption) (*ListBookingsResponse, error)
+	// GetTicketKey returns the public key that verifies ticket codes.
+	GetTicketKey(ctx context.Context, in *GetTicketKeyRequest, opts ...grpc.CallOption) (*TicketKey, error)
 }
 
 type bookingClient struct {
@@ -192,6 +202,36 @@ func (c *bookingClient) LeaveQueue(ctx context.Context, in *LeaveQueueRequest, o
 	return out, nil
 }
 
+func (c *bookingClient) GetBooking(ctx context.Context, in *GetBookingRequest, opts ...grpc.CallOption) (*BookingDetail, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BookingDetail)
+	err := c.cc.Invoke(ctx, Booking_GetBooking_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookingClient) ListBookings(ctx context.Context, in *ListBookingsRequest, opts ...grpc.CallOption) (*ListBookingsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBookingsResponse)
+	err := c.cc.Invoke(ctx, Booking_ListBookings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookingClient) GetTicketKey(ctx context.Context, in *GetTicketKeyRequest, opts ...grpc.CallOption) (*TicketKey, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TicketKey)
+	err := c.cc.Invoke(ctx, Booking_GetTicketKey_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BookingServer is the server API for Booking service.
 // All implementations must embed UnimplementedBookingServer
 // for forward compatibility.
@@ -220,6 +260,13 @@ type BookingServer interface {
 	GetQueueEntry(context.Context, *GetQueueEntryRequest) (*QueueEntry, error)
 	// LeaveQueue takes a waiter out of the queue.
 	LeaveQueue(context.Context, *LeaveQueueRequest) (*LeaveQueueResponse, error)
+	// GetBooking returns a confirmed (or refunded) booking with one ticket
+	// per seat, each carrying a code signed by the cluster's ticket key.
+	GetBooking(context.Context, *GetBookingRequest) (*BookingDetail, error)
+	// ListBookings lists a client's bookings across every show.
+	ListBookings(context.Context, *ListBookingsRequest) (*ListBookingsResponse, error)
+	// GetTicketKey returns the public key that verifies ticket codes.
+	GetTicketKey(context.Context, *GetTicketKeyRequest) (*TicketKey, error)
 	mustEmbedUnimplementedBookingServer()
 }
 
@@ -262,6 +309,15 @@ func (UnimplementedBookingServer) GetQueueEntry(context.Context, *GetQueueEntryR
 }
 func (UnimplementedBookingServer) LeaveQueue(context.Context, *LeaveQueueRequest) (*LeaveQueueResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LeaveQueue not implemented")
+}
+func (UnimplementedBookingServer) GetBooking(context.Context, *GetBookingRequest) (*BookingDetail, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBooking not implemented")
+}
+func (UnimplementedBookingServer) ListBookings(context.Context, *ListBookingsRequest) (*ListBookingsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBookings not implemented")
+}
+func (UnimplementedBookingServer) GetTicketKey(context.Context, *GetTicketKeyRequest) (*TicketKey, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTicketKey not implemented")
 }
 func (UnimplementedBookingServer) mustEmbedUnimplementedBookingServer() {}
 func (UnimplementedBookingServer) testEmbeddedByValue()                 {}
@@ -475,6 +531,60 @@ func _Booking_LeaveQueue_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Booking_GetBooking_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBookingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).GetBooking(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_GetBooking_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).GetBooking(ctx, req.(*GetBookingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Booking_ListBookings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBookingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).ListBookings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_ListBookings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).ListBookings(ctx, req.(*ListBookingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Booking_GetTicketKey_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTicketKeyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).GetTicketKey(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_GetTicketKey_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).GetTicketKey(ctx, req.(*GetTicketKeyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Booking_ServiceDesc is the grpc.ServiceDesc for Booking service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -521,6 +631,18 @@ var Booking_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "LeaveQueue",
 			Handler:    _Booking_LeaveQueue_Handler,
+		},
+		{
+			MethodName: "GetBooking",
+			Handler:    _Booking_GetBooking_Handler,
+		},
+		{
+			MethodName: "ListBookings",
+			Handler:    _Booking_ListBookings_Handler,
+		},
+		{
+			MethodName: "GetTicketKey",
+			Handler:    _Booking_GetTicketKey_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -267,6 +267,8 @@ const (
 	ReadKind_READ_KIND_SEAT_MAP    ReadKind = 1
 	ReadKind_READ_KIND_HOLD        ReadKind = 2
 	ReadKind_READ_KIND_QUEUE_ENTRY ReadKind = 3
+	// A client's bookings in one group (group_id, client_id).
+	ReadKind_READ_KIND_CLIENT_BOOKINGS ReadKind = 4
 )
 
 // Enum value maps for ReadKind.
@@ -276,12 +278,14 @@ var (
 		1: "READ_KIND_SEAT_MAP",
 		2: "READ_KIND_HOLD",
 		3: "READ_KIND_QUEUE_ENTRY",
+		4: "READ_KIND_CLIENT_BOOKINGS",
 	}
 	ReadKind_value = map[string]int32{
-		"READ_KIND_UNSPECIFIED": 0,
-		"READ_KIND_SEAT_MAP":    1,
-		"READ_KIND_HOLD":        2,
-		"READ_KIND_QUEUE_ENTRY": 3,
+		"READ_KIND_UNSPECIFIED":     0,
+		"READ_KIND_SEAT_MAP":        1,
+		"READ_KIND_HOLD":            2,
+		"READ_KIND_QUEUE_ENTRY":     3,
+		"READ_KIND_CLIENT_BOOKINGS": 4,
 	}
 )
 
@@ -1909,14 +1913,20 @@ func (x *ProposeResponse) GetResult() *Result {
 }
 
 type ReadRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	GroupId       uint32                 `protobuf:"varint,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
-	Kind          ReadKind               `protobuf:"varint,2,opt,name=kind,proto3,enum=seatledger.v1.ReadKind" json:"kind,omitempty"`
-	ShowId        string                 `protobuf:"bytes,3,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
-	HoldId        string                 `protobuf:"bytes,4,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
-	Hops          uint32                 `protobuf:"varint,5,opt,name=hops,proto3" json:"hops,omitempty"`
-	EntryId       string                 `protobuf:"bytes,6,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
-	QueueToken    string                 `protobuf:"bytes,7,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	GroupId    uint32                 `protobuf:"varint,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Kind       ReadKind               `protobuf:"varint,2,opt,name=kind,proto3,enum=seatledger.v1.ReadKind" json:"kind,omitempty"`
+	ShowId     string                 `protobuf:"bytes,3,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	HoldId     string                 `protobuf:"bytes,4,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	Hops       uint32                 `protobuf:"varint,5,opt,name=hops,proto3" json:"hops,omitempty"`
+	EntryId    string                 `protobuf:"bytes,6,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	QueueToken string                 `protobuf:"bytes,7,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
+	ClientId   string                 `protobuf:"bytes,8,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Bookings: at most this many, after this hold id (paging).
+	Limit uint32 `protobuf:"varint,9,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Hold: when set, the hold's token must match (CODE_HOLD_TOKEN_INVALID),
+	// and the response carries the hold's seats with their layout details.
+	HoldToken     string `protobuf:"bytes,10,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2000,6 +2010,27 @@ func (x *ReadRequest) GetQueueToken() string {
 	return ""
 }
 
+func (x *ReadRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ReadRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ReadRequest) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
 type ReadResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Status   ForwardStatus          `protobuf:"varint,1,opt,name=status,proto3,enum=seatledger.v1.ForwardStatus" json:"status,omitempty"`
@@ -2009,8 +2040,13 @@ type ReadResponse struct {
 	Hold     *HoldInfo              `protobuf:"bytes,5,opt,name=hold,proto3" json:"hold,omitempty"`
 	// CODE_OK, or CODE_SHOW_NOT_FOUND / CODE_HOLD_NOT_FOUND /
 	// CODE_NOT_QUEUED / CODE_QUEUE_TOKEN_INVALID.
-	Code          Code        `protobuf:"varint,6,opt,name=code,proto3,enum=seatledger.v1.Code" json:"code,omitempty"`
-	QueueEntry    *QueueEntry `protobuf:"bytes,7,opt,name=queue_entry,json=queueEntry,proto3" json:"queue_entry,omitempty"`
+	Code       Code        `protobuf:"varint,6,opt,name=code,proto3,enum=seatledger.v1.Code" json:"code,omitempty"`
+	QueueEntry *QueueEntry `protobuf:"bytes,7,opt,name=queue_entry,json=queueEntry,proto3" json:"queue_entry,omitempty"`
+	Bookings   []*HoldInfo `protobuf:"bytes,8,rep,name=bookings,proto3" json:"bookings,omitempty"`
+	// Bookings: the group has more than the limit.
+	More bool `protobuf:"varint,9,opt,name=more,proto3" json:"more,omitempty"`
+	// Hold with a token: its seats as the layout describes them.
+	Seats         []*Seat `protobuf:"bytes,10,rep,name=seats,proto3" json:"seats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2090,6 +2126,27 @@ func (x *ReadResponse) GetCode() Code {
 func (x *ReadResponse) GetQueueEntry() *QueueEntry {
 	if x != nil {
 		return x.QueueEntry
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetBookings() []*HoldInfo {
+	if x != nil {
+		return x.Bookings
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *ReadResponse) GetSeats() []*Seat {
+	if x != nil {
+		return x.Seats
 	}
 	return nil
 }
@@ -2243,7 +2300,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x12-\n" +
-	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"\xd7\x01\n" +
+	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"\xa9\x02\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.seatledger.v1.ReadKindR\x04kind\x12\x17\n" +
@@ -2252,7 +2309,12 @@ const file_ledger_proto_rawDesc = "" +
 	"\x04hops\x18\x05 \x01(\rR\x04hops\x12\x19\n" +
 	"\bentry_id\x18\x06 \x01(\tR\aentryId\x12\x1f\n" +
 	"\vqueue_token\x18\a \x01(\tR\n" +
-	"queueToken\"\xc0\x02\n" +
+	"queueToken\x12\x1b\n" +
+	"\tclient_id\x18\b \x01(\tR\bclientId\x12\x14\n" +
+	"\x05limit\x18\t \x01(\rR\x05limit\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\n" +
+	" \x01(\tR\tholdToken\"\xb4\x03\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -2261,7 +2323,11 @@ const file_ledger_proto_rawDesc = "" +
 	"\x04hold\x18\x05 \x01(\v2\x17.seatledger.v1.HoldInfoR\x04hold\x12'\n" +
 	"\x04code\x18\x06 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code\x12:\n" +
 	"\vqueue_entry\x18\a \x01(\v2\x19.seatledger.v1.QueueEntryR\n" +
-	"queueEntry*\xf6\x03\n" +
+	"queueEntry\x123\n" +
+	"\bbookings\x18\b \x03(\v2\x17.seatledger.v1.HoldInfoR\bbookings\x12\x12\n" +
+	"\x04more\x18\t \x01(\bR\x04more\x12)\n" +
+	"\x05seats\x18\n" +
+	" \x03(\v2\x13.seatledger.v1.SeatR\x05seats*\xf6\x03\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -2297,12 +2363,13 @@ const file_ledger_proto_rawDesc = "" +
 	"\x19FORWARD_STATUS_NOT_LEADER\x10\x02\x12\"\n" +
 	"\x1eFORWARD_STATUS_OUTCOME_UNKNOWN\x10\x03\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNAVAILABLE\x10\x04\x12\x1a\n" +
-	"\x16FORWARD_STATUS_INVALID\x10\x05*l\n" +
+	"\x16FORWARD_STATUS_INVALID\x10\x05*\x8b\x01\n" +
 	"\bReadKind\x12\x19\n" +
 	"\x15READ_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12READ_KIND_SEAT_MAP\x10\x01\x12\x12\n" +
 	"\x0eREAD_KIND_HOLD\x10\x02\x12\x19\n" +
-	"\x15READ_KIND_QUEUE_ENTRY\x10\x032\x91\x01\n" +
+	"\x15READ_KIND_QUEUE_ENTRY\x10\x03\x12\x1d\n" +
+	"\x19READ_KIND_CLIENT_BOOKINGS\x10\x042\x91\x01\n" +
 	"\x04Peer\x12H\n" +
 	"\aPropose\x12\x1d.seatledger.v1.ProposeRequest\x1a\x1e.seatledger.v1.ProposeResponse\x12?\n" +
 	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
@@ -2353,6 +2420,7 @@ var file_ledger_proto_goTypes = []any{
 	(*SeatMap)(nil),          // 28: seatledger.v1.SeatMap
 	(*HoldInfo)(nil),         // 29: seatledger.v1.HoldInfo
 	(*QueueEntry)(nil),       // 30: seatledger.v1.QueueEntry
+	(*Seat)(nil),             // 31: seatledger.v1.Seat
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -2382,15 +2450,17 @@ var file_ledger_proto_depIdxs = []int32{
 	29, // 24: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
 	0,  // 25: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
 	30, // 26: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	20, // 27: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	22, // 28: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	21, // 29: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	23, // 30: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	29, // [29:31] is the sub-list for method output_type
-	27, // [27:29] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	29, // 27: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	31, // 28: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	20, // 29: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	22, // 30: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	21, // 31: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	23, // 32: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	31, // [31:33] is the sub-list for method output_type
+	29, // [29:31] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
