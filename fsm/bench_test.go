@@ -67,7 +67,8 @@ func (a *benchApplier) next() *ledgerpb.Command {
 		a.m.Apply(a.index, at(int64(a.index), cmdShow("admin", fmt.Sprintf("show-%d", a.show), testShow(fmt.Sprintf("s%d", a.show), benchRows, "std:1000:EUR"))))
 	}
 	a.seat++
-	return cmdHold("c1", fmt.Sprintf("r%d-%d", a.show, a.seat), fmt.Sprintf("s%d", a.show), 0, benchSeat(a.seat-1))
+	// A fan per seat: a client holds at most HoldsPerClientPerShowMax live holds.
+	return cmdHold(fmt.Sprintf("c%d", a.seat), fmt.Sprintf("r%d-%d", a.show, a.seat), fmt.Sprintf("s%d", a.show), 0, benchSeat(a.seat-1))
 }
 
 func (a *benchApplier) apply(cmd *ledgerpb.Command, want int) {
@@ -111,7 +112,7 @@ func BenchmarkSeatMap(b *testing.B) {
 			for i := range seats {
 				seats[i] = fmt.Sprintf("%s%d", row, h*10+i+1)
 			}
-			mustApply(b, m, uint64(2+2*r+h), at(1000, cmdHold("c1", fmt.Sprintf("r%d-%d", r, h), "s1", 0, seats...)), 1)
+			mustApply(b, m, uint64(2+2*r+h), at(1000, cmdHold(fmt.Sprintf("c%d-%d", r, h), fmt.Sprintf("r%d-%d", r, h), "s1", 0, seats...)), 1)
 		}
 	}
 	b.ReportAllocs()
