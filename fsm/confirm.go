@@ -27,7 +27,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_BOOKED)
 	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
-	tx.del(tx.m.clientHoldKey(h.ShowId, h.ClientId, h.HoldId))
+	tx.untrackHold(h)
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now

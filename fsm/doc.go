@@ -64,7 +64,7 @@
 //	0x06 len(client) client request       ledgerpb.RequestRecord
 //	0x07 applied_at(u64) len(client) client request   empty: retention index
 //	0x08 show_id                          raw bytes: the show's hold-token key
-//	0x09 len(show) show len(client) client hold_id   empty: the client's live holds
+//	0x09 len(show) show len(client) client   ledgerpb.ClientHoldsRecord: the client's live holds
 //	0x0D entry_id                         ledgerpb.QueueEntryRecord
 //	0x0E len(show) show join_index(u64) join_pos(u32)   entry_id: the line (waiting only)
 //	0x0F len(show) show len(client) client               entry_id: a client's waiting entry

@@ -28,6 +28,7 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 		must(tx.b.Set(tx.m.expiryKey(at, h.HoldId), nil, nil), "write expiry index")
 		h.ExpiresAtMs = at
 		tx.put(tx.m.holdKey(h.HoldId), h)
+		tx.retrackHold(h)
 	}
 	return holdResult(h)
 }

@@ -78,13 +78,9 @@ func (m *Machine) holdKey(id string) []byte { return m.key(kindHold, []byte(id))
 
 func (m *Machine) showTokenKey(id string) []byte { return m.key(kindShowKey, []byte(id)) }
 
-// clientHoldPrefix and clientHoldKey index a client's live holds in a show.
-func (m *Machine) clientHoldPrefix(show, client string) []byte {
+// clientHoldsKey holds a client's live holds in a show (ClientHoldsRecord).
+func (m *Machine) clientHoldsKey(show, client string) []byte {
 	return m.key(kindClientHold, lenPrefixed(show), lenPrefixed(client))
-}
-
-func (m *Machine) clientHoldKey(show, client, hold string) []byte {
-	return m.key(kindClientHold, lenPrefixed(show), lenPrefixed(client), []byte(hold))
 }
 
 func (m *Machine) queueEntryKey(id string) []byte { return m.key(kindQueueEntry, []byte(id)) }

@@ -414,6 +414,7 @@ func (tx *txn) layout(id string) *layout {
 		return nil
 	}
 	l := newLayout(s)
+	l.tokenKey = tx.readTokenKey(id)
 	tx.m.layouts.put(id, l)
 	return l
 }

@@ -134,6 +134,9 @@ func (v *View) layout(showID string) (*layout, error) {
 		return nil, fmt.Errorf("fsm: decode show %s: %w", showID, err)
 	}
 	l := newLayout(show)
+	if l.tokenKey, err = v.showTokenKey(showID); err != nil {
+		return nil, err
+	}
 	v.m.layouts.put(showID, l)
 	return l, nil
 }

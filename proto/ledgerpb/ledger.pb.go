@@ -1667,6 +1667,104 @@ func (x *QueueEntryRecord) GetJoinPos() uint32 {
 	return 0
 }
 
+// ClientHoldsRecord lists a client's live holds in one show with their
+// expiries: one record, so the per-client limit costs one read per hold.
+type ClientHoldsRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Holds         []*ClientHold          `protobuf:"bytes,1,rep,name=holds,proto3" json:"holds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClientHoldsRecord) Reset() {
+	*x = ClientHoldsRecord{}
+	mi := &file_ledger_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientHoldsRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientHoldsRecord) ProtoMessage() {}
+
+func (x *ClientHoldsRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientHoldsRecord.ProtoReflect.Descriptor instead.
+func (*ClientHoldsRecord) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ClientHoldsRecord) GetHolds() []*ClientHold {
+	if x != nil {
+		return x.Holds
+	}
+	return nil
+}
+
+type ClientHold struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HoldId        string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	ExpiresAtMs   int64                  `protobuf:"varint,2,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClientHold) Reset() {
+	*x = ClientHold{}
+	mi := &file_ledger_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientHold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientHold) ProtoMessage() {}
+
+func (x *ClientHold) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientHold.ProtoReflect.Descriptor instead.
+func (*ClientHold) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ClientHold) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *ClientHold) GetExpiresAtMs() int64 {
+	if x != nil {
+		return x.ExpiresAtMs
+	}
+	return 0
+}
+
 // SeatEventRecord is the change log of one show at one raft index: every
 // seat whose state changed, in the order the entry changed them. Watchers
 // resume from a revision by reading the records after it.
@@ -1680,7 +1778,7 @@ type SeatEventRecord struct {
 
 func (x *SeatEventRecord) Reset() {
 	*x = SeatEventRecord{}
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1790,7 @@ func (x *SeatEventRecord) String() string {
 func (*SeatEventRecord) ProtoMessage() {}
 
 func (x *SeatEventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1803,7 @@ func (x *SeatEventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatEventRecord.ProtoReflect.Descriptor instead.
 func (*SeatEventRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{14}
+	return file_ledger_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SeatEventRecord) GetAppliedAtMs() int64 {
@@ -1734,7 +1832,7 @@ type RequestRecord struct {
 
 func (x *RequestRecord) Reset() {
 	*x = RequestRecord{}
-	mi := &file_ledger_proto_msgTypes[15]
+	mi := &file_ledger_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1844,7 @@ func (x *RequestRecord) String() string {
 func (*RequestRecord) ProtoMessage() {}
 
 func (x *RequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[15]
+	mi := &file_ledger_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1857,7 @@ func (x *RequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
 func (*RequestRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{15}
+	return file_ledger_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RequestRecord) GetPayloadHash() []byte {
@@ -1795,7 +1893,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_ledger_proto_msgTypes[16]
+	mi := &file_ledger_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1905,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[16]
+	mi := &file_ledger_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1918,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{16}
+	return file_ledger_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ProposeRequest) GetGroupId() uint32 {
@@ -1856,7 +1954,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_ledger_proto_msgTypes[17]
+	mi := &file_ledger_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +1966,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[17]
+	mi := &file_ledger_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +1979,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{17}
+	return file_ledger_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ProposeResponse) GetStatus() ForwardStatus {
@@ -1933,7 +2031,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_ledger_proto_msgTypes[18]
+	mi := &file_ledger_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2043,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[18]
+	mi := &file_ledger_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2056,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{18}
+	return file_ledger_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadRequest) GetGroupId() uint32 {
@@ -2053,7 +2151,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_ledger_proto_msgTypes[19]
+	mi := &file_ledger_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2065,7 +2163,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[19]
+	mi := &file_ledger_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2078,7 +2176,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{19}
+	return file_ledger_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReadResponse) GetStatus() ForwardStatus {
@@ -2284,7 +2382,13 @@ const file_ledger_proto_rawDesc = "" +
 	"\n" +
 	"join_index\x18\n" +
 	" \x01(\x04R\tjoinIndex\x12\x19\n" +
-	"\bjoin_pos\x18\v \x01(\rR\ajoinPos\"j\n" +
+	"\bjoin_pos\x18\v \x01(\rR\ajoinPos\"D\n" +
+	"\x11ClientHoldsRecord\x12/\n" +
+	"\x05holds\x18\x01 \x03(\v2\x19.seatledger.v1.ClientHoldR\x05holds\"I\n" +
+	"\n" +
+	"ClientHold\x12\x17\n" +
+	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\"\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"j\n" +
 	"\x0fSeatEventRecord\x12\"\n" +
 	"\rapplied_at_ms\x18\x01 \x01(\x03R\vappliedAtMs\x123\n" +
 	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\"\x85\x01\n" +
@@ -2387,40 +2491,42 @@ func file_ledger_proto_rawDescGZIP() []byte {
 }
 
 var file_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_ledger_proto_goTypes = []any{
-	(Code)(0),                // 0: seatledger.v1.Code
-	(QueueState)(0),          // 1: seatledger.v1.QueueState
-	(ForwardStatus)(0),       // 2: seatledger.v1.ForwardStatus
-	(ReadKind)(0),            // 3: seatledger.v1.ReadKind
-	(*Command)(nil),          // 4: seatledger.v1.Command
-	(*Batch)(nil),            // 5: seatledger.v1.Batch
-	(*CreateShowCmd)(nil),    // 6: seatledger.v1.CreateShowCmd
-	(*HoldCmd)(nil),          // 7: seatledger.v1.HoldCmd
-	(*ConfirmCmd)(nil),       // 8: seatledger.v1.ConfirmCmd
-	(*ReleaseCmd)(nil),       // 9: seatledger.v1.ReleaseCmd
-	(*ExtendCmd)(nil),        // 10: seatledger.v1.ExtendCmd
-	(*LeaveQueueCmd)(nil),    // 11: seatledger.v1.LeaveQueueCmd
-	(*RefundCmd)(nil),        // 12: seatledger.v1.RefundCmd
-	(*ExpireCmd)(nil),        // 13: seatledger.v1.ExpireCmd
-	(*Result)(nil),           // 14: seatledger.v1.Result
-	(*SeatRecord)(nil),       // 15: seatledger.v1.SeatRecord
-	(*HoldRecord)(nil),       // 16: seatledger.v1.HoldRecord
-	(*QueueEntryRecord)(nil), // 17: seatledger.v1.QueueEntryRecord
-	(*SeatEventRecord)(nil),  // 18: seatledger.v1.SeatEventRecord
-	(*RequestRecord)(nil),    // 19: seatledger.v1.RequestRecord
-	(*ProposeRequest)(nil),   // 20: seatledger.v1.ProposeRequest
-	(*ProposeResponse)(nil),  // 21: seatledger.v1.ProposeResponse
-	(*ReadRequest)(nil),      // 22: seatledger.v1.ReadRequest
-	(*ReadResponse)(nil),     // 23: seatledger.v1.ReadResponse
-	(*Show)(nil),             // 24: seatledger.v1.Show
-	(HoldState)(0),           // 25: seatledger.v1.HoldState
-	(SeatState)(0),           // 26: seatledger.v1.SeatState
-	(*SeatChange)(nil),       // 27: seatledger.v1.SeatChange
-	(*SeatMap)(nil),          // 28: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),         // 29: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),       // 30: seatledger.v1.QueueEntry
-	(*Seat)(nil),             // 31: seatledger.v1.Seat
+	(Code)(0),                 // 0: seatledger.v1.Code
+	(QueueState)(0),           // 1: seatledger.v1.QueueState
+	(ForwardStatus)(0),        // 2: seatledger.v1.ForwardStatus
+	(ReadKind)(0),             // 3: seatledger.v1.ReadKind
+	(*Command)(nil),           // 4: seatledger.v1.Command
+	(*Batch)(nil),             // 5: seatledger.v1.Batch
+	(*CreateShowCmd)(nil),     // 6: seatledger.v1.CreateShowCmd
+	(*HoldCmd)(nil),           // 7: seatledger.v1.HoldCmd
+	(*ConfirmCmd)(nil),        // 8: seatledger.v1.ConfirmCmd
+	(*ReleaseCmd)(nil),        // 9: seatledger.v1.ReleaseCmd
+	(*ExtendCmd)(nil),         // 10: seatledger.v1.ExtendCmd
+	(*LeaveQueueCmd)(nil),     // 11: seatledger.v1.LeaveQueueCmd
+	(*RefundCmd)(nil),         // 12: seatledger.v1.RefundCmd
+	(*ExpireCmd)(nil),         // 13: seatledger.v1.ExpireCmd
+	(*Result)(nil),            // 14: seatledger.v1.Result
+	(*SeatRecord)(nil),        // 15: seatledger.v1.SeatRecord
+	(*HoldRecord)(nil),        // 16: seatledger.v1.HoldRecord
+	(*QueueEntryRecord)(nil),  // 17: seatledger.v1.QueueEntryRecord
+	(*ClientHoldsRecord)(nil), // 18: seatledger.v1.ClientHoldsRecord
+	(*ClientHold)(nil),        // 19: seatledger.v1.ClientHold
+	(*SeatEventRecord)(nil),   // 20: seatledger.v1.SeatEventRecord
+	(*RequestRecord)(nil),     // 21: seatledger.v1.RequestRecord
+	(*ProposeRequest)(nil),    // 22: seatledger.v1.ProposeRequest
+	(*ProposeResponse)(nil),   // 23: seatledger.v1.ProposeResponse
+	(*ReadRequest)(nil),       // 24: seatledger.v1.ReadRequest
+	(*ReadResponse)(nil),      // 25: seatledger.v1.ReadResponse
+	(*Show)(nil),              // 26: seatledger.v1.Show
+	(HoldState)(0),            // 27: seatledger.v1.HoldState
+	(SeatState)(0),            // 28: seatledger.v1.SeatState
+	(*SeatChange)(nil),        // 29: seatledger.v1.SeatChange
+	(*SeatMap)(nil),           // 30: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),          // 31: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),        // 32: seatledger.v1.QueueEntry
+	(*Seat)(nil),              // 33: seatledger.v1.Seat
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -2433,34 +2539,35 @@ var file_ledger_proto_depIdxs = []int32{
 	12, // 7: seatledger.v1.Command.refund:type_name -> seatledger.v1.RefundCmd
 	11, // 8: seatledger.v1.Command.leave_queue:type_name -> seatledger.v1.LeaveQueueCmd
 	4,  // 9: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	24, // 10: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	26, // 10: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
 	0,  // 11: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	25, // 12: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	26, // 13: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	25, // 14: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	27, // 12: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	28, // 13: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	27, // 14: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
 	1,  // 15: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
-	27, // 16: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	14, // 17: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	4,  // 18: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	2,  // 19: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	14, // 20: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	3,  // 21: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	2,  // 22: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	28, // 23: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	29, // 24: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 25: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	30, // 26: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	29, // 27: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	31, // 28: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	20, // 29: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	22, // 30: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	21, // 31: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	23, // 32: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	31, // [31:33] is the sub-list for method output_type
-	29, // [29:31] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	19, // 16: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
+	29, // 17: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	14, // 18: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 19: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 20: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	14, // 21: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	3,  // 22: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	2,  // 23: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	30, // 24: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	31, // 25: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 26: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	32, // 27: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	31, // 28: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	33, // 29: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	22, // 30: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	24, // 31: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	23, // 32: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	25, // 33: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	32, // [32:34] is the sub-list for method output_type
+	30, // [30:32] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -2486,7 +2593,7 @@ func file_ledger_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledger_proto_rawDesc), len(file_ledger_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
