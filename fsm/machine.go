@@ -196,7 +196,9 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 	tx.now = min(max(tx.now, cmd.ProposedAtMs, 0), ClockMaxMs)
 	batch := cmd.GetBatch()
 	if batch == nil {
-		return []*ledgerpb.Result{tx.applyOne(cmd, 0)}
+		results := []*ledgerpb.Result{tx.applyOne(cmd, 0)}
+		tx.flushEvents() // the entry's seat changes, one record per show
+		return results
 	}
 	assertf(len(batch.Commands) <= BatchCommandsMax, "batch of %d commands at index %d", len(batch.Commands), index)
 	results := make([]*ledgerpb.Result, len(batch.Commands))
@@ -204,6 +206,7 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 		assertf(c.GetBatch() == nil, "nested batch at index %d", index)
 		results[i] = tx.applyOne(c, i)
 	}
+	tx.flushEvents()
 	return results
 }
 
@@ -244,13 +247,16 @@ func EncodeCommand(cmd *ledgerpb.Command) ([]byte, error) {
 }
 
 // txn is the state of applying entries to one batch: the index and clock of
-// the entry being applied, and the earliest expiry of the holds it created.
+// the entry being applied, the earliest expiry of the holds it created, and
+// the seat changes of the entry being applied by show (events.go; empty
+// between entries).
 type txn struct {
 	m         *Machine
 	b         *pebble.Batch
 	index     uint64
 	now       int64
 	minExpiry int64
+	events    map[string][]*ledgerpb.SeatChange
 }
 
 // applyOne applies one client or leader command with exactly-once handling.

@@ -1,9 +1,9 @@
 // This file proves the FSM's documented semantics (doc.go) command by
 // command: each script under testdata/scenarios drives one Machine on a real
 // Pebble database and states the Result every entry must return and the
-// state (seat map, hold states, clock, applied index, expiry index) that must
-// follow. One script per area: create_show, hold, confirm, release, expire,
-// exactly_once, clock, batch.
+// state (seat map, hold states, clock, applied index, expiry index, change
+// log) that must follow. One script per area: create_show, hold, confirm,
+// release, expire, exactly_once, clock, batch, events.
 //
 // Script format, one statement per line; '#' starts a comment:
 //
@@ -18,6 +18,10 @@
 //	counts <show> free=<n> held=<n> booked=<n>
 //	holdstate <hold> <HELD|CONFIRMED|EXPIRED|CANCELLED|absent>   via View.Hold
 //	clock <ms> | applied <n> | nextexpiry <ms|none>
+//	events <show> [after=<n>] <rev>:<seat>=<STATE>,...  ...   every change record
+//	                              after n (default 0) via View.SeatEvents
+//	events <show> [after=<n>] none | pruned   no record, or ErrEventsPruned
+//	eventfloor <n>                View.EventFloor
 //
 // Commands (a lone '-' is the empty string or the empty list; {N*s} is s
 // repeated N times; at=<ms> stamps that one command's proposed_at_ms):
@@ -162,6 +166,10 @@ func (s *scenario) statement(f []string) {
 		s.checkHoldState(f)
 	case "nextexpiry":
 		s.checkNextExpiry(f)
+	case "events":
+		s.checkEvents(f) // events_test.go
+	case "eventfloor":
+		s.checkEventFloor(f)
 	default:
 		cmd, want := s.parseEntry(f)
 		cmd.ProposedAtMs = s.at
