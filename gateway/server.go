@@ -31,6 +31,12 @@ type Server struct {
 	// retries apply again (harness self-tests only; set before serving).
 	unsafeIgnoreRequestID bool
 	unsafeSeq             atomic.Uint64
+
+	// watches admits and drains Watch streams (watch.go); the limits are
+	// set once before serving (tests lower them).
+	watches        watchers
+	watchersMax    int
+	watchKeepalive time.Duration
 }
 
 // UnsafeIgnoreRequestID breaks exactly-once on purpose: each call gets a
@@ -39,7 +45,7 @@ func (s *Server) UnsafeIgnoreRequestID() { s.unsafeIgnoreRequestID = true }
 
 // NewServer serves the Booking API through router.
 func NewServer(router *shard.Router) *Server {
-	return &Server{router: router, timeout: requestTimeoutDefault}
+	return &Server{router: router, timeout: requestTimeoutDefault, watchersMax: WatchersMaxDefault, watchKeepalive: watchKeepalive}
 }
 
 func ms(t int64) *timestamppb.Timestamp { return timestamppb.New(time.UnixMilli(t)) }
