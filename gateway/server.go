@@ -32,11 +32,11 @@ type Server struct {
 	unsafeIgnoreRequestID bool
 	unsafeSeq             atomic.Uint64
 
-	// watches admits and drains Watch streams (watch.go); the limits are
-	// set once before serving (tests lower them).
+	// watches admits and drains Watch streams (watch.go). Its limits are
+	// atomic so that tests may lower them while serving.
 	watches        watchers
-	watchersMax    int
-	watchKeepalive time.Duration
+	watchersMax    atomic.Int64
+	watchKeepalive atomic.Int64 // nanoseconds
 }
 
 // UnsafeIgnoreRequestID breaks exactly-once on purpose: each call gets a
@@ -45,7 +45,10 @@ func (s *Server) UnsafeIgnoreRequestID() { s.unsafeIgnoreRequestID = true }
 
 // NewServer serves the Booking API through router.
 func NewServer(router *shard.Router) *Server {
-	return &Server{router: router, timeout: requestTimeoutDefault, watchersMax: WatchersMaxDefault, watchKeepalive: watchKeepalive}
+	s := &Server{router: router, timeout: requestTimeoutDefault}
+	s.watchersMax.Store(WatchersMaxDefault)
+	s.watchKeepalive.Store(int64(watchKeepalive))
+	return s
 }
 
 func ms(t int64) *timestamppb.Timestamp { return timestamppb.New(time.UnixMilli(t)) }

@@ -78,6 +78,13 @@ func (w *watchers) admit(ctx context.Context, max int) (context.Context, func(),
 	}, nil
 }
 
+// count is the number of watches admitted and not yet released.
+func (w *watchers) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.mu.cancel)
+}
+
 // drain ends every watch and refuses new ones.
 func (w *watchers) drain() {
 	w.mu.Lock()
@@ -100,7 +107,7 @@ func (s *Server) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingSe
 	if !fsm.ValidID(req.ShowId, fsm.ShowIDLenMax) {
 		return fieldError(&fsm.FieldError{Field: "show_id", Message: "is not a show id"})
 	}
-	ctx, release, err := s.watches.admit(stream.Context(), s.watchersMax)
+	ctx, release, err := s.watches.admit(stream.Context(), int(s.watchersMax.Load()))
 	if err != nil {
 		return watchError(stream.Context(), err)
 	}
@@ -137,7 +144,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, r, fieldError(fe))
 		return
 	}
-	ctx, release, err := s.watches.admit(r.Context(), s.watchersMax)
+	ctx, release, err := s.watches.admit(r.Context(), int(s.watchersMax.Load()))
 	if err != nil {
 		writeHTTPError(w, r, watchError(r.Context(), err))
 		return
@@ -145,7 +152,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: s.watchKeepalive}
+	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: time.Duration(s.watchKeepalive.Load())}
 	err = s.router.Watch(ctx, show, from, false, sink)
 	sink.close()
 	if !sink.opened {
