@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -23,12 +24,46 @@ import (
 // seatChanged records that a seat of show changed to state in the entry
 // being applied. Every write of a seat record calls it, so the per-show
 // change log that Watch serves misses nothing.
+//
+// It is on the hold path, so it appends the change already encoded (as
+// SeatEventRecord field 2, exactly as proto.Marshal would) instead of
+// allocating a message per seat.
 func (tx *txn) seatChanged(show, seat string, state ledgerpb.SeatState) {
-	assertf(state != ledgerpb.SeatState_SEAT_STATE_UNSPECIFIED, "seat %s of show %s changed to no state", seat, show)
+	assertf(state != ledgerpb.SeatState_SEAT_STATE_UNSPECIFIED && seat != "", "seat %q of show %s changed to state %v", seat, show, state)
 	if tx.events == nil {
-		tx.events = map[string][]*ledgerpb.SeatChange{}
+		tx.events = map[string][]byte{}
 	}
-	tx.events[show] = append(tx.events[show], &ledgerpb.SeatChange{SeatId: seat, State: state})
+	tx.events[show] = appendSeatChange(tx.events[show], seat, state)
+}
+
+// Field numbers of SeatEventRecord and SeatChange, for the encoder below.
+const (
+	eventAppliedAtField protowire.Number = 1
+	eventChangesField   protowire.Number = 2
+	changeSeatField     protowire.Number = 1
+	changeStateField    protowire.Number = 2
+)
+
+// appendSeatChange appends one SeatChange as a SeatEventRecord.changes field.
+func appendSeatChange(b []byte, seat string, state ledgerpb.SeatState) []byte {
+	size := protowire.SizeTag(changeSeatField) + protowire.SizeBytes(len(seat)) +
+		protowire.SizeTag(changeStateField) + protowire.SizeVarint(uint64(state))
+	b = protowire.AppendTag(b, eventChangesField, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	b = protowire.AppendTag(b, changeSeatField, protowire.BytesType)
+	b = protowire.AppendString(b, seat)
+	b = protowire.AppendTag(b, changeStateField, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(state))
+}
+
+// encodeEventRecord is a SeatEventRecord with the encoded changes.
+func encodeEventRecord(appliedAt int64, changes []byte) []byte {
+	b := make([]byte, 0, protowire.SizeTag(eventAppliedAtField)+protowire.SizeVarint(uint64(appliedAt))+len(changes))
+	if appliedAt != 0 { // proto3: a zero scalar is not written
+		b = protowire.AppendTag(b, eventAppliedAtField, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(appliedAt))
+	}
+	return append(b, changes...)
 }
 
 // flushEvents writes the changes of the entry just applied: one record per
@@ -43,9 +78,9 @@ func (tx *txn) flushEvents() {
 	for _, show := range slices.Sorted(maps.Keys(tx.events)) {
 		changes := tx.events[show]
 		assertf(len(changes) > 0, "empty change list of show %s at index %d", show, tx.index)
-		key := tx.m.eventKey(show, tx.index)
-		assertf(!tx.exists(key), "change record of show %s at index %d written twice", show, tx.index)
-		tx.put(key, &ledgerpb.SeatEventRecord{AppliedAtMs: tx.now, Changes: changes})
+		// The key is new: it holds the entry's index, which applyEntry
+		// asserts is above every index applied before.
+		must(tx.b.Set(tx.m.eventKey(show, tx.index), encodeEventRecord(tx.now, changes), nil), "write change record")
 		must(tx.b.Set(tx.m.eventAgeKey(tx.now, tx.index, show), nil, nil), "write change record age")
 	}
 	clear(tx.events)

@@ -256,7 +256,7 @@ type txn struct {
 	index     uint64
 	now       int64
 	minExpiry int64
-	events    map[string][]*ledgerpb.SeatChange
+	events    map[string][]byte
 }
 
 // applyOne applies one client or leader command with exactly-once handling.
