@@ -71,9 +71,9 @@ func readSSE(body io.Reader, out func(sseEvent) error) error {
 // watcher is an SSE client that follows one show through reconnects, as a
 // browser's EventSource would, rebuilding the seat states from the events.
 type watcher struct {
-	t    *testing.T
-	c    *testCluster
-	show string
+	t     *testing.T
+	nodes []string // base URL of each node's HTTP API
+	show  string
 
 	mu struct {
 		sync.Mutex
@@ -92,10 +92,10 @@ type watcher struct {
 	done    chan struct{}
 }
 
-// startWatcher follows show, first through node first.
-func startWatcher(t *testing.T, c *testCluster, show string, first int) *watcher {
+// startWatcher follows show, first through nodes[first] (base URLs).
+func startWatcher(t *testing.T, nodes []string, show string, first int) *watcher {
 	ctx, cancel := context.WithCancel(t.Context())
-	w := &watcher{t: t, c: c, show: show, changed: make(chan struct{}, 1), offline: make(chan struct{}),
+	w := &watcher{t: t, nodes: nodes, show: show, changed: make(chan struct{}, 1), offline: make(chan struct{}),
 		cancel: cancel, done: make(chan struct{})}
 	w.mu.changes = map[uint64][]string{}
 	go w.run(ctx, first)
@@ -117,8 +117,8 @@ func (w *watcher) run(ctx context.Context, node int) {
 		if ctx.Err() != nil {
 			return
 		}
-		w.t.Logf("watch via %s ended: %v; reconnecting", w.c.peers[node].ID, err)
-		node = (node + 1) % clusterNodes
+		w.t.Logf("watch via %s ended: %v; reconnecting", w.nodes[node], err)
+		node = (node + 1) % len(w.nodes)
 		select {
 		case <-ctx.Done():
 		case <-w.offline:
@@ -132,7 +132,7 @@ func (w *watcher) run(ctx context.Context, node int) {
 
 // follow reads one connection's events.
 func (w *watcher) follow(ctx context.Context, node int) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+w.c.httpAddr[node]+"/v1/shows/"+w.show+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", w.nodes[node]+"/v1/shows/"+w.show+"/events", nil)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,11 @@ func TestWatchSSEAcrossLeaderKill(t *testing.T) {
 	const show = "watch-1"
 	c.createShow(0, show)
 	leader := c.leaderOf(show)
-	w := startWatcher(t, c, show, leader)
+	var urls []string
+	for _, a := range c.httpAddr {
+		urls = append(urls, "http://"+a)
+	}
+	w := startWatcher(t, urls, show, leader)
 	w.waitRevision(1)
 
 	// Each write is one event with its own changes.
@@ -279,21 +283,7 @@ func TestWatchSSEAcrossLeaderKill(t *testing.T) {
 
 	// The rebuilt states equal a linearizable read; nothing wrote since.
 	sm := c.seatMap(others[0], show, ledgerpb.Consistency_LINEARIZABLE)
-	w.stop()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, p := range w.mu.problems {
-		t.Errorf("watcher: %s", p)
-	}
-	want := map[string]ledgerpb.SeatState{}
-	for _, s := range sm.Seats {
-		want[s.SeatId] = s.State
-	}
-	for seat, st := range want {
-		if got := w.mu.seats[seat]; got != st {
-			t.Errorf("seat %s rebuilt from the events = %v, linearizable seat map at revision %d = %v", seat, got, sm.Revision, st)
-		}
-	}
+	seen, servedBy := w.finish(sm)
 	// Exactly the revisions at which the replicated change log has a record
 	// of the show, each once.
 	v, err := c.group(others[0], c.smap.GroupFor(show)).Machine().View()
@@ -305,21 +295,46 @@ func TestWatchSSEAcrossLeaderKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("SeatEvents(%s, after %d): %v", show, w.mu.first, err)
 	}
-	var logged, seen []uint64
+	var logged []uint64
 	for _, r := range recs {
 		logged = append(logged, r.Revision)
 	}
-	for rev := range w.mu.changes {
-		seen = append(seen, rev)
-	}
-	if slices.Sort(seen); !slices.Equal(seen, logged) {
+	if !slices.Equal(seen, logged) {
 		t.Errorf("watcher saw changes at revisions %v, the change log has %v", seen, logged)
 	}
 	if sm.Held+sm.Booked < 4+writersN*writeSeatsN {
 		t.Errorf("seat map has %d held and %d booked seats, want at least %d: the writes did not all land", sm.Held, sm.Booked, 4+writersN*writeSeatsN)
 	}
-	if len(w.mu.servedBy) < 2 || w.mu.servedBy[0] != c.peers[leader].ID || w.mu.servedBy[len(w.mu.servedBy)-1] == c.peers[leader].ID {
-		t.Errorf("watch served by %v, want first the killed leader %s, last another node", w.mu.servedBy, c.peers[leader].ID)
+	if len(servedBy) < 2 || servedBy[0] != c.peers[leader].ID || servedBy[len(servedBy)-1] == c.peers[leader].ID {
+		t.Errorf("watch served by %v, want first the killed leader %s, last another node", servedBy, c.peers[leader].ID)
 	}
-	t.Logf("watcher: %d change events up to revision %d, served by %v", len(w.mu.changes), w.mu.last, w.mu.servedBy)
+}
+
+// finish stops the watcher, reports its problems, and compares the seat
+// states it rebuilt with sm, read after the last event it waited for. It
+// returns the revisions of the change events in order, and the node that
+// served each connection.
+func (w *watcher) finish(sm *ledgerpb.SeatMap) ([]uint64, []string) {
+	w.t.Helper()
+	w.stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.mu.problems {
+		w.t.Errorf("watcher: %s", p)
+	}
+	for _, s := range sm.Seats {
+		if got := w.mu.seats[s.SeatId]; got != s.State {
+			w.t.Errorf("seat %s rebuilt from the events = %v, linearizable seat map at revision %d = %v", s.SeatId, got, sm.Revision, s.State)
+		}
+	}
+	if len(w.mu.seats) != len(sm.Seats) {
+		w.t.Errorf("watcher knows %d seats, the seat map has %d", len(w.mu.seats), len(sm.Seats))
+	}
+	var seen []uint64
+	for rev := range w.mu.changes {
+		seen = append(seen, rev)
+	}
+	slices.Sort(seen)
+	w.t.Logf("watcher: %d change events up to revision %d, served by %v", len(seen), w.mu.last, w.mu.servedBy)
+	return seen, slices.Clone(w.mu.servedBy)
 }
