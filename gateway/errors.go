@@ -54,6 +54,10 @@ var reasons = map[string]rule{
 	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound},
 	"FAILED_PRECONDITION": {codes.FailedPrecondition, http.StatusPreconditionFailed},
 	"TOO_MANY_WATCHERS":   {codes.ResourceExhausted, http.StatusTooManyRequests},
+	"SOLD_OUT":            {codes.FailedPrecondition, http.StatusConflict},
+	"TOO_MANY_HOLDS":      {codes.ResourceExhausted, http.StatusTooManyRequests},
+	"HOLD_TOKEN_INVALID":  {codes.PermissionDenied, http.StatusForbidden},
+	"HOLD_NOT_CONFIRMED":  {codes.FailedPrecondition, http.StatusConflict},
 	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable},
 	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable},
 	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable},
@@ -75,6 +79,12 @@ var codeReasons = map[ledgerpb.Code]string{
 	ledgerpb.Code_CODE_HOLD_CANCELLED:    "HOLD_CANCELLED",
 	ledgerpb.Code_CODE_NOT_HOLD_OWNER:    "NOT_HOLD_OWNER",
 	ledgerpb.Code_CODE_REQUEST_ID_REUSED: "REQUEST_ID_REUSED",
+	// Codes of commands being built on main (best available, per-client
+	// limits, hold tokens, refund), mapped so the table stays complete.
+	ledgerpb.Code_CODE_SOLD_OUT:           "SOLD_OUT",
+	ledgerpb.Code_CODE_TOO_MANY_HOLDS:     "TOO_MANY_HOLDS",
+	ledgerpb.Code_CODE_HOLD_TOKEN_INVALID: "HOLD_TOKEN_INVALID",
+	ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED: "HOLD_NOT_CONFIRMED",
 }
 
 // newStatus builds a status with an ErrorInfo for reason plus details.
