@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -82,6 +83,10 @@ func (tx *txn) flushEvents() {
 		// asserts is above every index applied before.
 		must(tx.b.Set(tx.m.eventKey(show, tx.index), encodeEventRecord(tx.now, changes), nil), "write change record")
 		must(tx.b.Set(tx.m.eventAgeKey(tx.now, tx.index, show), nil, nil), "write change record age")
+		if tx.touched == nil {
+			tx.touched = map[string]uint64{}
+		}
+		tx.touched[show] = tx.index
 	}
 	clear(tx.events)
 }
@@ -125,6 +130,65 @@ func (tx *txn) eventFloor() uint64 {
 	defer closer.Close()
 	assertf(len(v) == 8, "change log floor of %d bytes", len(v))
 	return binary.BigEndian.Uint64(v)
+}
+
+// changeIndexShowsMax bounds the shows changeIndex remembers; past it, it
+// starts over (and readers read until it knows their show again).
+const changeIndexShowsMax = 1 << 16
+
+// changeIndex remembers, in memory, the last index at which each show's
+// change log grew, so that a watcher woken by an entry of another show skips
+// opening a snapshot. Like the layout cache it is not state: forgetting
+// only costs reads.
+//
+// commit notes a batch's shows before it publishes the batch's index, and a
+// reader loads the applied index before it asks; so a reader that sees an
+// index also sees every change up to it, and may skip to that index when
+// its show did not change. Restore resets it before publishing its index.
+type changeIndex struct {
+	mu struct {
+		sync.Mutex
+		base uint64            // changes at or below base are not known
+		last map[string]uint64 // show -> last index with a change record
+	}
+}
+
+func (c *changeIndex) reset(base uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.base, c.mu.last = base, nil
+}
+
+// note records the shows a batch committed up to index changed.
+func (c *changeIndex) note(index uint64, shows map[string]uint64) {
+	if len(shows) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.mu.last)+len(shows) > changeIndexShowsMax {
+		c.mu.base, c.mu.last = index, nil
+		return // every change up to index is now "not known"
+	}
+	if c.mu.last == nil {
+		c.mu.last = make(map[string]uint64, len(shows))
+	}
+	for show, at := range shows {
+		c.mu.last[show] = at
+	}
+}
+
+// ShowChangedAfter reports whether show's change log may have a record
+// after pos. False means it has none up to the applied index loaded before
+// the call, so a watcher at pos may move on to that index without reading.
+func (m *Machine) ShowChangedAfter(show string, pos uint64) bool {
+	c := &m.changes
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pos < c.mu.base {
+		return true
+	}
+	return c.mu.last[show] > pos
 }
 
 // ---- keys ----

@@ -168,6 +168,16 @@ func checkEventLog(m *Machine, shows []string) error {
 				return fmt.Errorf("show %s seat %s: change log ends at %s, stored state %s (floor %d)", show, seat, got, st, floor)
 			}
 		}
+		// A watcher may skip reading when the in-memory index says no
+		// change: then there must be none.
+		for _, pos := range []uint64{0, floor, v.Applied() / 2, v.Applied() - min(v.Applied(), 3), v.Applied()} {
+			if pos < floor || m.ShowChangedAfter(show, pos) {
+				continue
+			}
+			if evs, _ := v.SeatEvents(show, pos, 1); len(evs) > 0 {
+				return fmt.Errorf("ShowChangedAfter(%s, %d) = false, but the log has a record at %d", show, pos, evs[0].Revision)
+			}
+		}
 		if floor > 0 {
 			if _, err := v.SeatEvents(show, floor-1, 1); !errors.Is(err, ErrEventsPruned) {
 				return fmt.Errorf("SeatEvents(%s, after %d) below the floor %d = %v, want ErrEventsPruned", show, floor-1, floor, err)
@@ -352,4 +362,37 @@ func TestEventRecordEncoding(t *testing.T) {
 			t.Fatalf("encodeEventRecord(%v) = %x, proto.Marshal = %x", rec, got, want)
 		}
 	}
+}
+
+// TestShowChangedAfter: the in-memory index of changes answers "no change"
+// only when it knows, and knows nothing from before a restart or a restore.
+func TestShowChangedAfter(t *testing.T) {
+	db := newTestDB(t)
+	m := newTestMachine(t, db, 1)
+	check := func(m *Machine, show string, pos uint64, want bool) {
+		t.Helper()
+		if got := m.ShowChangedAfter(show, pos); got != want {
+			t.Errorf("ShowChangedAfter(%s, %d) at applied %d = %v, want %v", show, pos, m.Applied(), got, want)
+		}
+	}
+	mustApply(t, m, 1, at(1000, cmdShow("admin", "r1", testShow("s1", "A:4:std", "std:100:EUR"))), 1)
+	check(m, "s1", 0, false) // a show's creation changes no seat
+	mustApply(t, m, 2, at(1000, cmdHold("c1", "r1", "s1", 0, "A1")), 1)
+	mustApply(t, m, 3, at(1000, cmdShow("admin", "r2", testShow("s2", "A:4:std", "std:100:EUR"))), 1)
+	check(m, "s1", 1, true)
+	check(m, "s1", 2, false)
+	check(m, "s2", 0, false)
+	// A restarted machine knows nothing before its applied index.
+	again := newTestMachine(t, db, 1)
+	check(again, "s1", 1, true)
+	check(again, "s2", 2, true)
+	check(again, "s2", 3, false)
+	// Nor does a restored one.
+	dst := newTestMachine(t, newTestDB(t), 1)
+	check(dst, "s1", 0, false)
+	if err := dst.Restore(bytes.NewReader(snapshotBytes(t, m))); err != nil {
+		t.Fatal(err)
+	}
+	check(dst, "s1", 0, true)
+	check(dst, "s1", 3, false)
 }

@@ -35,6 +35,8 @@ type Machine struct {
 	// hold expiry from below (cache.go). Neither changes any result.
 	layouts layoutCache
 	expiry  expiryBound
+	// changes remembers which shows' change logs grew lately (events.go).
+	changes changeIndex
 }
 
 // Unsafe switches off safety checks so that the fault harness can prove it
@@ -115,6 +117,7 @@ func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	}
 	m.applied.Store(applied)
 	m.clock.Store(clock)
+	m.changes.reset(applied)
 	return m, nil
 }
 
@@ -217,6 +220,7 @@ func (m *Machine) commit(tx *txn) {
 	// No fsync: the raft log is durable and replays entries above the
 	// persisted applied index after a crash (see Snapshot for compaction).
 	must(tx.b.Commit(pebble.NoSync), "commit batch")
+	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
 	m.applied.Store(tx.index)
 	m.clock.Store(tx.now)
 	// Only after the commit: see expiryBound.
@@ -257,6 +261,7 @@ type txn struct {
 	now       int64
 	minExpiry int64
 	events    map[string][]byte
+	touched   map[string]uint64 // show -> last index its change log grew
 }
 
 // applyOne applies one client or leader command with exactly-once handling.

@@ -110,6 +110,13 @@ func (r *Router) watchLocal(ctx context.Context, g *raftnode.Group, show string,
 		if err := g.WaitApplied(ctx, pos+1); err != nil {
 			return err
 		}
+		// Most entries are other shows': skip them without a snapshot.
+		// The index first (see fsm.Machine.ShowChangedAfter).
+		applied := g.Machine().Applied()
+		if !g.Machine().ShowChangedAfter(show, pos) {
+			events, pos = nil, applied
+			continue
+		}
 		if events, pos, err = r.readChanges(g, show, pos); err != nil {
 			return err
 		}
