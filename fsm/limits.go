@@ -70,6 +70,12 @@ const (
 	// A retry later than that is applied as a new request.
 	RequestRetentionMs = 24 * 60 * 60 * 1000
 
+	// EventRetentionMs is the change log horizon: a show's seat changes
+	// are kept for at least this long by the log clock, so a watcher that
+	// lost its stream resumes from its last revision within it; from an
+	// older revision it starts again from a seat map (reset).
+	EventRetentionMs = 15 * 60 * 1000
+
 	// ClockMaxMs caps the log clock (9999-12-31T23:59:59.999Z), so that
 	// clock + HoldTTLMaxMs never overflows.
 	ClockMaxMs = 253402300799999

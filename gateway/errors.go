@@ -62,6 +62,7 @@ var reasons = map[string]rule{
 	"REQUEST_ID_REUSED":   {codes.AlreadyExists, http.StatusConflict},
 	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound},
 	"FAILED_PRECONDITION": {codes.FailedPrecondition, http.StatusPreconditionFailed},
+	"TOO_MANY_WATCHERS":   {codes.ResourceExhausted, http.StatusTooManyRequests},
 	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable},
 	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable},
 	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable},
@@ -216,9 +217,29 @@ func routeError(err error) error {
 		return newStatus("DEADLINE_EXCEEDED", err.Error())
 	case errors.Is(err, context.Canceled):
 		return newStatus("CANCELED", err.Error())
-	default:
-		return newStatus("INTERNAL", err.Error())
 	}
+	if s, ok := status.FromError(err); ok {
+		// A forwarded watch's status, made by another node's gateway
+		// from this same table.
+		return s.Err()
+	}
+	return newStatus("INTERNAL", err.Error())
+}
+
+// watchError is the status a watch ends with; ctx is the watch's, whose
+// cause says whether the node's shutdown ended it.
+func watchError(ctx context.Context, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errTooManyWatchers):
+		return newStatus("TOO_MANY_WATCHERS", "this node serves as many watches as it may: retry later or at another node",
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
+	case errors.Is(err, errDraining) || errors.Is(context.Cause(ctx), errDraining):
+		return newStatus("UNAVAILABLE", "the node is shutting down: resume from your last revision at another node",
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
+	}
+	return routeError(err)
 }
 
 // httpStatus picks the HTTP status of a gRPC status by its reason.

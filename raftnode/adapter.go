@@ -9,15 +9,18 @@ import (
 )
 
 // adapter implements raft.BatchingFSM over an fsm.Machine; fsm itself does
-// not import raft.
+// not import raft. After every apply or restore it wakes the group's
+// watchers (applied.go).
 type adapter struct {
-	m *fsm.Machine
+	m       *fsm.Machine
+	applied *appliedSignal
 }
 
 var _ raft.BatchingFSM = (*adapter)(nil)
 
 // Apply applies one committed command entry.
 func (a *adapter) Apply(l *raft.Log) any {
+	defer a.applied.publish()
 	return a.m.ApplyEntry(l.Index, l.Data)
 }
 
@@ -37,6 +40,7 @@ func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
 	for j, res := range a.m.ApplyEntries(entries) {
 		out[at[j]] = res
 	}
+	a.applied.publish()
 	return out
 }
 
@@ -52,6 +56,7 @@ func (a *adapter) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the group's state with a snapshot from the leader.
 func (a *adapter) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	defer a.applied.publish() // the applied index jumped
 	return a.m.Restore(rc)
 }
 

@@ -46,6 +46,7 @@ type node struct {
 	cfg    nodeConfig
 	raft   *raftnode.Node
 	router *shard.Router
+	srv    *gateway.Server
 	grpc   *grpc.Server
 	http   *http.Server
 	done   chan struct{} // closed when the servers have returned
@@ -110,7 +111,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		srv.SetTicketKey(cfg.TicketKey)
 	}
 	applyBrokenServing(cfg.Broken, router, srv)
-	n = &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}
+	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}
 	if cfg.HTTPLn != nil {
 		h, err := gateway.NewHTTPHandler(context.Background(), srv, router)
 		if err != nil {
@@ -154,6 +155,9 @@ const shutdownGrace = 5 * time.Second
 func (n *node) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	// Watch streams never end by themselves: end them first, or both
+	// servers would wait the whole grace period for them.
+	n.srv.DrainWatches()
 	if n.http != nil {
 		n.http.Shutdown(ctx)
 	}
