@@ -130,7 +130,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		h.AmountMinor += l.price(row)
 		key := tx.m.seatKey(c.ShowId, n)
 		assertf(tx.m.unsafe.SkipSeatCheck || !tx.exists(key), "S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
-		tx.put(key, &ledgerpb.SeatRecord{HoldId: h.HoldId, State: ledgerpb.SeatState_HELD})
+		tx.put(key, &ledgerpb.SeatRecord{HoldId: h.HoldId, State: ledgerpb.SeatState_HELD, ExpiresAtMs: h.ExpiresAtMs})
 		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
 	assertf(tx.holdRecord(h.HoldId) == nil, "hold id %s reused", h.HoldId)
@@ -213,6 +213,8 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 		h := tx.holdRecord(rec.HoldId)
 		assertf(h != nil && h.ShowId == show && containsSeat(h.SeatIds, ids[i]),
 			"S1: seat %s of show %s points at hold %s that does not own it", ids[i], show, rec.HoldId)
+		assertf(rec.State != ledgerpb.SeatState_HELD || rec.ExpiresAtMs == 0 || rec.ExpiresAtMs == h.ExpiresAtMs,
+			"seat %s of show %s says hold %s expires at %d, the hold says %d", ids[i], show, rec.HoldId, rec.ExpiresAtMs, h.ExpiresAtMs)
 		if rec.State == ledgerpb.SeatState_HELD && h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs {
 			if !seen[h.HoldId] {
 				seen[h.HoldId] = true

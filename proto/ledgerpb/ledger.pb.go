@@ -1340,9 +1340,13 @@ func (x *Result) GetSeatsAhead() uint32 {
 
 // SeatRecord is stored for every seat that is not FREE.
 type SeatRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HoldId        string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
-	State         SeatState              `protobuf:"varint,2,opt,name=state,proto3,enum=seatledger.v1.SeatState" json:"state,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	HoldId string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	State  SeatState              `protobuf:"varint,2,opt,name=state,proto3,enum=seatledger.v1.SeatState" json:"state,omitempty"`
+	// While HELD: the hold's expiry, kept equal to it by hold and extend, so
+	// that seat maps and best-available scans need not load every hold to
+	// tell a seat of an expired hold from a held one. 0 once BOOKED.
+	ExpiresAtMs   int64 `protobuf:"varint,3,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1389,6 +1393,13 @@ func (x *SeatRecord) GetState() SeatState {
 		return x.State
 	}
 	return SeatState_SEAT_STATE_UNSPECIFIED
+}
+
+func (x *SeatRecord) GetExpiresAtMs() int64 {
+	if x != nil {
+		return x.ExpiresAtMs
+	}
+	return 0
 }
 
 // HoldRecord is a hold and, once confirmed, its booking.
@@ -2344,11 +2355,12 @@ const file_ledger_proto_rawDesc = "" +
 	"\vqueue_token\x18\x14 \x01(\tR\n" +
 	"queueToken\x12\x1f\n" +
 	"\vseats_ahead\x18\x15 \x01(\rR\n" +
-	"seatsAhead\"U\n" +
+	"seatsAhead\"y\n" +
 	"\n" +
 	"SeatRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12.\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xd7\x03\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\x12\"\n" +
+	"\rexpires_at_ms\x18\x03 \x01(\x03R\vexpiresAtMs\"\xd7\x03\n" +
 	"\n" +
 	"HoldRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
