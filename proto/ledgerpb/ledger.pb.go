@@ -54,6 +54,18 @@ const (
 	Code_CODE_HOLD_TOKEN_INVALID Code = 15
 	// Refund of a hold that is not a confirmed booking.
 	Code_CODE_HOLD_NOT_CONFIRMED Code = 16
+	// Catalog (catalog.proto): an id that names nothing in the catalog.
+	Code_CODE_CITY_NOT_FOUND   Code = 30
+	Code_CODE_CINEMA_NOT_FOUND Code = 31
+	Code_CODE_SCREEN_NOT_FOUND Code = 32
+	Code_CODE_MOVIE_NOT_FOUND  Code = 33
+	// Catalog: the id is taken by a different record (the same record again
+	// is OK). SHOW_LISTED: the show is listed with another screen, movie or
+	// start time.
+	Code_CODE_CITY_EXISTS   Code = 34
+	Code_CODE_CINEMA_EXISTS Code = 35
+	Code_CODE_MOVIE_EXISTS  Code = 36
+	Code_CODE_SHOW_LISTED   Code = 37
 )
 
 // Enum value maps for Code.
@@ -76,6 +88,14 @@ var (
 		14: "CODE_TOO_MANY_HOLDS",
 		15: "CODE_HOLD_TOKEN_INVALID",
 		16: "CODE_HOLD_NOT_CONFIRMED",
+		30: "CODE_CITY_NOT_FOUND",
+		31: "CODE_CINEMA_NOT_FOUND",
+		32: "CODE_SCREEN_NOT_FOUND",
+		33: "CODE_MOVIE_NOT_FOUND",
+		34: "CODE_CITY_EXISTS",
+		35: "CODE_CINEMA_EXISTS",
+		36: "CODE_MOVIE_EXISTS",
+		37: "CODE_SHOW_LISTED",
 	}
 	Code_value = map[string]int32{
 		"CODE_UNSPECIFIED":        0,
@@ -95,6 +115,14 @@ var (
 		"CODE_TOO_MANY_HOLDS":     14,
 		"CODE_HOLD_TOKEN_INVALID": 15,
 		"CODE_HOLD_NOT_CONFIRMED": 16,
+		"CODE_CITY_NOT_FOUND":     30,
+		"CODE_CINEMA_NOT_FOUND":   31,
+		"CODE_SCREEN_NOT_FOUND":   32,
+		"CODE_MOVIE_NOT_FOUND":    33,
+		"CODE_CITY_EXISTS":        34,
+		"CODE_CINEMA_EXISTS":      35,
+		"CODE_MOVIE_EXISTS":       36,
+		"CODE_SHOW_LISTED":        37,
 	}
 )
 
@@ -192,19 +220,27 @@ const (
 	ReadKind_READ_KIND_UNSPECIFIED ReadKind = 0
 	ReadKind_READ_KIND_SEAT_MAP    ReadKind = 1
 	ReadKind_READ_KIND_HOLD        ReadKind = 2
+	// Catalog reads (ReadRequest.catalog_query) of the catalog group.
+	ReadKind_READ_KIND_CATALOG ReadKind = 10
+	// Seat counts of ReadRequest.show_ids, all of the request's group.
+	ReadKind_READ_KIND_SEAT_COUNTS ReadKind = 11
 )
 
 // Enum value maps for ReadKind.
 var (
 	ReadKind_name = map[int32]string{
-		0: "READ_KIND_UNSPECIFIED",
-		1: "READ_KIND_SEAT_MAP",
-		2: "READ_KIND_HOLD",
+		0:  "READ_KIND_UNSPECIFIED",
+		1:  "READ_KIND_SEAT_MAP",
+		2:  "READ_KIND_HOLD",
+		10: "READ_KIND_CATALOG",
+		11: "READ_KIND_SEAT_COUNTS",
 	}
 	ReadKind_value = map[string]int32{
 		"READ_KIND_UNSPECIFIED": 0,
 		"READ_KIND_SEAT_MAP":    1,
 		"READ_KIND_HOLD":        2,
+		"READ_KIND_CATALOG":     10,
+		"READ_KIND_SEAT_COUNTS": 11,
 	}
 )
 
@@ -256,6 +292,7 @@ type Command struct {
 	//	*Command_Batch
 	//	*Command_Extend
 	//	*Command_Refund
+	//	*Command_Catalog
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -391,6 +428,15 @@ func (x *Command) GetRefund() *RefundCmd {
 	return nil
 }
 
+func (x *Command) GetCatalog() *CatalogCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Catalog); ok {
+			return x.Catalog
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -427,6 +473,11 @@ type Command_Refund struct {
 	Refund *RefundCmd `protobuf:"bytes,17,opt,name=refund,proto3,oneof"`
 }
 
+type Command_Catalog struct {
+	// The catalog (catalog.proto), applied only by the catalog group.
+	Catalog *CatalogCmd `protobuf:"bytes,30,opt,name=catalog,proto3,oneof"`
+}
+
 func (*Command_CreateShow) isCommand_Op() {}
 
 func (*Command_Hold) isCommand_Op() {}
@@ -442,6 +493,8 @@ func (*Command_Batch) isCommand_Op() {}
 func (*Command_Extend) isCommand_Op() {}
 
 func (*Command_Refund) isCommand_Op() {}
+
+func (*Command_Catalog) isCommand_Op() {}
 
 // Batch is group commit: many client commands in one log entry. Batches do
 // not nest.
@@ -1583,12 +1636,20 @@ func (x *ProposeResponse) GetResult() *Result {
 }
 
 type ReadRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	GroupId       uint32                 `protobuf:"varint,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
-	Kind          ReadKind               `protobuf:"varint,2,opt,name=kind,proto3,enum=seatledger.v1.ReadKind" json:"kind,omitempty"`
-	ShowId        string                 `protobuf:"bytes,3,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
-	HoldId        string                 `protobuf:"bytes,4,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
-	Hops          uint32                 `protobuf:"varint,5,opt,name=hops,proto3" json:"hops,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	GroupId uint32                 `protobuf:"varint,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Kind    ReadKind               `protobuf:"varint,2,opt,name=kind,proto3,enum=seatledger.v1.ReadKind" json:"kind,omitempty"`
+	ShowId  string                 `protobuf:"bytes,3,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	HoldId  string                 `protobuf:"bytes,4,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	Hops    uint32                 `protobuf:"varint,5,opt,name=hops,proto3" json:"hops,omitempty"`
+	// READ_KIND_SEAT_COUNTS: the shows to count.
+	ShowIds []string `protobuf:"bytes,20,rep,name=show_ids,json=showIds,proto3" json:"show_ids,omitempty"`
+	// READ_KIND_CATALOG: what to read.
+	CatalogQuery *CatalogQuery `protobuf:"bytes,21,opt,name=catalog_query,json=catalogQuery,proto3" json:"catalog_query,omitempty"`
+	// READ_KIND_CATALOG and READ_KIND_SEAT_COUNTS are served by any replica
+	// within the browse staleness bound, unless this asks for the leader's
+	// linearizable view (the admin's schedule path does).
+	Linearizable  bool `protobuf:"varint,22,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1658,6 +1719,27 @@ func (x *ReadRequest) GetHops() uint32 {
 	return 0
 }
 
+func (x *ReadRequest) GetShowIds() []string {
+	if x != nil {
+		return x.ShowIds
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetCatalogQuery() *CatalogQuery {
+	if x != nil {
+		return x.CatalogQuery
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetLinearizable() bool {
+	if x != nil {
+		return x.Linearizable
+	}
+	return false
+}
+
 type ReadResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Status   ForwardStatus          `protobuf:"varint,1,opt,name=status,proto3,enum=seatledger.v1.ForwardStatus" json:"status,omitempty"`
@@ -1666,7 +1748,9 @@ type ReadResponse struct {
 	SeatMap  *SeatMap               `protobuf:"bytes,4,opt,name=seat_map,json=seatMap,proto3" json:"seat_map,omitempty"`
 	Hold     *HoldInfo              `protobuf:"bytes,5,opt,name=hold,proto3" json:"hold,omitempty"`
 	// CODE_OK, or CODE_SHOW_NOT_FOUND / CODE_HOLD_NOT_FOUND.
-	Code          Code `protobuf:"varint,6,opt,name=code,proto3,enum=seatledger.v1.Code" json:"code,omitempty"`
+	Code          Code             `protobuf:"varint,6,opt,name=code,proto3,enum=seatledger.v1.Code" json:"code,omitempty"`
+	SeatCounts    []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
+	Catalog       *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1743,11 +1827,25 @@ func (x *ReadResponse) GetCode() Code {
 	return Code_CODE_UNSPECIFIED
 }
 
+func (x *ReadResponse) GetSeatCounts() []*ShowSeatCount {
+	if x != nil {
+		return x.SeatCounts
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetCatalog() *CatalogAnswer {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
 var File_ledger_proto protoreflect.FileDescriptor
 
 const file_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\fledger.proto\x12\rseatledger.v1\x1a\rbooking.proto\"\x98\x04\n" +
+	"\fledger.proto\x12\rseatledger.v1\x1a\rbooking.proto\x1a\rcatalog.proto\"\xcf\x04\n" +
 	"\aCommand\x12$\n" +
 	"\x0eproposed_at_ms\x18\x01 \x01(\x03R\fproposedAtMs\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
@@ -1762,7 +1860,8 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06expire\x18\x0e \x01(\v2\x18.seatledger.v1.ExpireCmdH\x00R\x06expire\x12,\n" +
 	"\x05batch\x18\x0f \x01(\v2\x14.seatledger.v1.BatchH\x00R\x05batch\x122\n" +
 	"\x06extend\x18\x10 \x01(\v2\x18.seatledger.v1.ExtendCmdH\x00R\x06extend\x122\n" +
-	"\x06refund\x18\x11 \x01(\v2\x18.seatledger.v1.RefundCmdH\x00R\x06refundB\x04\n" +
+	"\x06refund\x18\x11 \x01(\v2\x18.seatledger.v1.RefundCmdH\x00R\x06refund\x125\n" +
+	"\acatalog\x18\x1e \x01(\v2\x19.seatledger.v1.CatalogCmdH\x00R\acatalogB\x04\n" +
 	"\x02op\";\n" +
 	"\x05Batch\x122\n" +
 	"\bcommands\x18\x01 \x03(\v2\x16.seatledger.v1.CommandR\bcommands\"U\n" +
@@ -1863,20 +1962,26 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x12-\n" +
-	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"\x9b\x01\n" +
+	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"\x9c\x02\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.seatledger.v1.ReadKindR\x04kind\x12\x17\n" +
 	"\ashow_id\x18\x03 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x04 \x01(\tR\x06holdId\x12\x12\n" +
-	"\x04hops\x18\x05 \x01(\rR\x04hops\"\x84\x02\n" +
+	"\x04hops\x18\x05 \x01(\rR\x04hops\x12\x19\n" +
+	"\bshow_ids\x18\x14 \x03(\tR\ashowIds\x12@\n" +
+	"\rcatalog_query\x18\x15 \x01(\v2\x1b.seatledger.v1.CatalogQueryR\fcatalogQuery\x12\"\n" +
+	"\flinearizable\x18\x16 \x01(\bR\flinearizable\"\xfb\x02\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x121\n" +
 	"\bseat_map\x18\x04 \x01(\v2\x16.seatledger.v1.SeatMapR\aseatMap\x12+\n" +
 	"\x04hold\x18\x05 \x01(\v2\x17.seatledger.v1.HoldInfoR\x04hold\x12'\n" +
-	"\x04code\x18\x06 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code*\x9d\x03\n" +
+	"\x04code\x18\x06 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code\x12=\n" +
+	"\vseat_counts\x18\x14 \x03(\v2\x1c.seatledger.v1.ShowSeatCountR\n" +
+	"seatCounts\x126\n" +
+	"\acatalog\x18\x15 \x01(\v2\x1c.seatledger.v1.CatalogAnswerR\acatalog*\xe1\x04\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -1895,18 +2000,29 @@ const file_ledger_proto_rawDesc = "" +
 	"\rCODE_SOLD_OUT\x10\r\x12\x17\n" +
 	"\x13CODE_TOO_MANY_HOLDS\x10\x0e\x12\x1b\n" +
 	"\x17CODE_HOLD_TOKEN_INVALID\x10\x0f\x12\x1b\n" +
-	"\x17CODE_HOLD_NOT_CONFIRMED\x10\x10*\xc5\x01\n" +
+	"\x17CODE_HOLD_NOT_CONFIRMED\x10\x10\x12\x17\n" +
+	"\x13CODE_CITY_NOT_FOUND\x10\x1e\x12\x19\n" +
+	"\x15CODE_CINEMA_NOT_FOUND\x10\x1f\x12\x19\n" +
+	"\x15CODE_SCREEN_NOT_FOUND\x10 \x12\x18\n" +
+	"\x14CODE_MOVIE_NOT_FOUND\x10!\x12\x14\n" +
+	"\x10CODE_CITY_EXISTS\x10\"\x12\x16\n" +
+	"\x12CODE_CINEMA_EXISTS\x10#\x12\x15\n" +
+	"\x11CODE_MOVIE_EXISTS\x10$\x12\x14\n" +
+	"\x10CODE_SHOW_LISTED\x10%*\xc5\x01\n" +
 	"\rForwardStatus\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11FORWARD_STATUS_OK\x10\x01\x12\x1d\n" +
 	"\x19FORWARD_STATUS_NOT_LEADER\x10\x02\x12\"\n" +
 	"\x1eFORWARD_STATUS_OUTCOME_UNKNOWN\x10\x03\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNAVAILABLE\x10\x04\x12\x1a\n" +
-	"\x16FORWARD_STATUS_INVALID\x10\x05*Q\n" +
+	"\x16FORWARD_STATUS_INVALID\x10\x05*\x83\x01\n" +
 	"\bReadKind\x12\x19\n" +
 	"\x15READ_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12READ_KIND_SEAT_MAP\x10\x01\x12\x12\n" +
-	"\x0eREAD_KIND_HOLD\x10\x022\x91\x01\n" +
+	"\x0eREAD_KIND_HOLD\x10\x02\x12\x15\n" +
+	"\x11READ_KIND_CATALOG\x10\n" +
+	"\x12\x19\n" +
+	"\x15READ_KIND_SEAT_COUNTS\x10\v2\x91\x01\n" +
 	"\x04Peer\x12H\n" +
 	"\aPropose\x12\x1d.seatledger.v1.ProposeRequest\x1a\x1e.seatledger.v1.ProposeResponse\x12?\n" +
 	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
@@ -1947,12 +2063,16 @@ var file_ledger_proto_goTypes = []any{
 	(*ProposeResponse)(nil), // 18: seatledger.v1.ProposeResponse
 	(*ReadRequest)(nil),     // 19: seatledger.v1.ReadRequest
 	(*ReadResponse)(nil),    // 20: seatledger.v1.ReadResponse
-	(*Show)(nil),            // 21: seatledger.v1.Show
-	(HoldState)(0),          // 22: seatledger.v1.HoldState
-	(SeatState)(0),          // 23: seatledger.v1.SeatState
-	(*SeatChange)(nil),      // 24: seatledger.v1.SeatChange
-	(*SeatMap)(nil),         // 25: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),        // 26: seatledger.v1.HoldInfo
+	(*CatalogCmd)(nil),      // 21: seatledger.v1.CatalogCmd
+	(*Show)(nil),            // 22: seatledger.v1.Show
+	(HoldState)(0),          // 23: seatledger.v1.HoldState
+	(SeatState)(0),          // 24: seatledger.v1.SeatState
+	(*SeatChange)(nil),      // 25: seatledger.v1.SeatChange
+	(*CatalogQuery)(nil),    // 26: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),         // 27: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),        // 28: seatledger.v1.HoldInfo
+	(*ShowSeatCount)(nil),   // 29: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),   // 30: seatledger.v1.CatalogAnswer
 }
 var file_ledger_proto_depIdxs = []int32{
 	5,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -1963,31 +2083,35 @@ var file_ledger_proto_depIdxs = []int32{
 	4,  // 5: seatledger.v1.Command.batch:type_name -> seatledger.v1.Batch
 	9,  // 6: seatledger.v1.Command.extend:type_name -> seatledger.v1.ExtendCmd
 	10, // 7: seatledger.v1.Command.refund:type_name -> seatledger.v1.RefundCmd
-	3,  // 8: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	21, // 9: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
-	0,  // 10: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	22, // 11: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	23, // 12: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	22, // 13: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
-	24, // 14: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	12, // 15: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	3,  // 16: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	1,  // 17: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	12, // 18: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	2,  // 19: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	1,  // 20: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	25, // 21: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	26, // 22: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 23: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	17, // 24: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	19, // 25: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	18, // 26: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	20, // 27: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	26, // [26:28] is the sub-list for method output_type
-	24, // [24:26] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	21, // 8: seatledger.v1.Command.catalog:type_name -> seatledger.v1.CatalogCmd
+	3,  // 9: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
+	22, // 10: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	0,  // 11: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
+	23, // 12: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	24, // 13: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	23, // 14: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	25, // 15: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	12, // 16: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	3,  // 17: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	1,  // 18: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	12, // 19: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	2,  // 20: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	26, // 21: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	1,  // 22: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	27, // 23: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	28, // 24: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 25: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	29, // 26: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	30, // 27: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	17, // 28: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	19, // 29: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	18, // 30: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	20, // 31: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	30, // [30:32] is the sub-list for method output_type
+	28, // [28:30] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -1996,6 +2120,7 @@ func file_ledger_proto_init() {
 		return
 	}
 	file_booking_proto_init()
+	file_catalog_proto_init()
 	file_ledger_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_CreateShow)(nil),
 		(*Command_Hold)(nil),
@@ -2005,6 +2130,7 @@ func file_ledger_proto_init() {
 		(*Command_Batch)(nil),
 		(*Command_Extend)(nil),
 		(*Command_Refund)(nil),
+		(*Command_Catalog)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
