@@ -293,6 +293,8 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.extend(c.ClientId, op.Extend)
 	case *ledgerpb.Command_Refund:
 		r = tx.refund(c.ClientId, op.Refund)
+	case *ledgerpb.Command_Catalog:
+		r = tx.catalog(op.Catalog)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -319,6 +321,8 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateExtend(op.Extend)
 	case *ledgerpb.Command_Refund:
 		return ValidateRefund(op.Refund)
+	case *ledgerpb.Command_Catalog:
+		return ValidateCatalog(op.Catalog)
 	}
 	return nil
 }
