@@ -190,7 +190,10 @@ func (v *View) scan(prefix, lo, hi, after []byte, size int, fn func(suffix, val 
 	if hi != nil {
 		opts.UpperBound = append(slices.Clip(prefix), hi...)
 	}
-	size = min(max(size, 1), PageSizeMax)
+	if size <= 0 {
+		size = PageSizeDefault
+	}
+	size = min(size, PageSizeMax)
 	it, err := v.snap.NewIter(opts)
 	if err != nil {
 		return nil, err

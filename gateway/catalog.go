@@ -180,9 +180,16 @@ func listShowCmd(req *ledgerpb.ScheduleShowRequest) (*ledgerpb.ListShowCmd, erro
 	if req.StartsAt == nil || !req.StartsAt.IsValid() {
 		return nil, fieldError(&fsm.FieldError{Field: "starts_at", Message: "is required (RFC 3339)"})
 	}
+	// The ids a show id derives from come first: a bad one is named, not
+	// the show id it would have made.
+	for _, f := range []struct{ name, id string }{{"cinema_id", req.CinemaId}, {"screen_id", req.ScreenId}} {
+		if fe := fsm.ValidateCatalogID(f.name, f.id); fe != nil {
+			return nil, fieldError(fe)
+		}
+	}
 	ls := &ledgerpb.ListShowCmd{ShowId: req.ShowId, CinemaId: req.CinemaId, ScreenId: req.ScreenId,
 		MovieId: req.MovieId, StartsAtMs: req.StartsAt.AsTime().UnixMilli()}
-	if ls.ShowId == "" && fsm.ValidID(ls.CinemaId, fsm.CatalogIDLenMax) && fsm.ValidID(ls.ScreenId, fsm.CatalogIDLenMax) {
+	if ls.ShowId == "" {
 		ls.ShowId = strings.Join([]string{ls.CinemaId, ls.ScreenId, req.StartsAt.AsTime().UTC().Format("20060102T1504Z")}, ".")
 		if len(ls.ShowId) > fsm.ShowIDLenMax {
 			sum := sha256.Sum256([]byte(ls.ShowId))

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seatledger/seatledger/shard"
 )
 
 // catalogCity is the test city's zone: dates are read there.
@@ -303,4 +305,39 @@ func httpSeatCount(t *testing.T, base, show string) int {
 	r := httpCall(t, "GET", base+"/v1/shows/"+show+"/seats", "").wantStatus(t, "GET seats of "+show, http.StatusOK)
 	seats, _ := r.body["seats"].([]any)
 	return len(seats)
+}
+
+// TestCatalogStalenessBound: a node cut off from every other replica keeps
+// answering browse reads from its own replica only while its last contact
+// with a leader is within the stated bound; every answer's as_of is within
+// it, and once the bound has passed the node answers 503, never older data.
+func TestCatalogStalenessBound(t *testing.T) {
+	c := startCluster(t, true)
+	base := "http://" + c.httpAddr[0]
+	httpCall(t, "POST", base+"/v1/cities", `{"city":{"city_id":"lon","name":"London"}}`).wantStatus(t, "POST /v1/cities", http.StatusOK)
+	wantList(t, base+"/v1/cities", "cities", "city_id", []string{"lon"})
+	c.kill(1)
+	c.kill(2)
+	deadline := time.Now().Add(clusterWaitMax)
+	for served := 0; ; served++ {
+		start := time.Now()
+		r := httpCallOnce(t, "GET", base+"/v1/cities", "")
+		if r.code == http.StatusServiceUnavailable {
+			t.Logf("n1 alone served %d browse reads, then 503", served)
+			return
+		}
+		r.wantStatus(t, "GET /v1/cities on n1 alone", http.StatusOK)
+		fresh, _ := r.body["freshness"].(map[string]any)
+		asOf, err := time.Parse(time.RFC3339Nano, fmt.Sprint(fresh["as_of"]))
+		if err != nil {
+			t.Fatalf("GET /v1/cities = %s: freshness.as_of: %v", r.raw, err)
+		}
+		if oldest := start.Add(-shard.BrowseStalenessMax - time.Millisecond); asOf.Before(oldest) {
+			t.Fatalf("GET /v1/cities at %v on n1 alone served as_of %v, older than the %v bound", start, asOf, shard.BrowseStalenessMax)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n1 alone still serves browse reads %v after losing its peers, want 503 once %v have passed", clusterWaitMax, shard.BrowseStalenessMax)
+		}
+		time.Sleep(pollInterval)
+	}
 }
