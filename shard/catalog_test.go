@@ -73,7 +73,9 @@ func TestCatalogQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokyo := func(d, h int) int64 { return time.Date(2026, 5, d, h, 0, 0, 0, time.FixedZone("JST", 9*3600)).UnixMilli() }
+	tokyo := func(d, h int) int64 {
+		return time.Date(2026, 5, d, h, 0, 0, 0, time.FixedZone("JST", 9*3600)).UnixMilli()
+	}
 	cmds := []*ledgerpb.CatalogCmd{
 		{Op: &ledgerpb.CatalogCmd_CreateCity{CreateCity: &ledgerpb.CreateCityCmd{City: &ledgerpb.City{CityId: "tyo", Name: "Tokyo", TimeZone: "Asia/Tokyo"}}}},
 		{Op: &ledgerpb.CatalogCmd_CreateCinema{CreateCinema: &ledgerpb.CreateCinemaCmd{Cinema: &ledgerpb.Cinema{CinemaId: "toho", CityId: "tyo", Name: "Toho Shinjuku",
