@@ -167,9 +167,9 @@ func (c *Catalog) ScheduleShow(ctx context.Context, req *ledgerpb.ScheduleShowRe
 	if err := resultError(res, opOther); err != nil {
 		return nil, err
 	}
-	listing := showListing(&ledgerpb.ListingRecord{ShowId: ls.ShowId, MovieId: movie.MovieId, MovieTitle: movie.Title,
+	listing := c.withSeats(ctx, []*ledgerpb.ListingRecord{{ShowId: ls.ShowId, MovieId: movie.MovieId, MovieTitle: movie.Title,
 		CinemaId: cinema.CinemaId, CinemaName: cinema.Name, ScreenId: screen.ScreenId, ScreenName: screen.Name,
-		CityId: cinema.CityId, StartsAtMs: ls.StartsAtMs, TotalSeats: screen.SeatCount}, nil)
+		CityId: cinema.CityId, StartsAtMs: ls.StartsAtMs, TotalSeats: screen.SeatCount}})[0]
 	return &ledgerpb.ScheduleShowResponse{Show: listing, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)}, nil
 }
 
