@@ -102,7 +102,10 @@ func (c *Catalog) proposeCatalog(ctx context.Context, client, request, kind stri
 		client = "admin"
 	}
 	if request == "" {
-		request = derivedID(kind, op)
+		var err error
+		if request, err = derivedID(kind, op); err != nil {
+			return nil, err
+		}
 	}
 	if fe := fsm.ValidateIdentity(client, request); fe != nil {
 		return nil, fieldError(fe)
@@ -119,13 +122,13 @@ func (c *Catalog) proposeCatalog(ctx context.Context, client, request, kind stri
 
 // derivedID is prefix plus a hash of msg: the same payload always gets the
 // same request id.
-func derivedID(prefix string, msg proto.Message) string {
+func derivedID(prefix string, msg proto.Message) (string, error) {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
 	if err != nil {
-		panic(fmt.Sprintf("gateway: marshal %T: %v", msg, err)) // a valid message always marshals
+		return "", newStatus("INTERNAL", fmt.Sprintf("encode %T: %v", msg, err))
 	}
 	sum := sha256.Sum256(b)
-	return prefix + ":" + hex.EncodeToString(sum[:8])
+	return prefix + ":" + hex.EncodeToString(sum[:8]), nil
 }
 
 // ScheduleShow creates a show from a screen's layout and lists it:
@@ -158,7 +161,11 @@ func (c *Catalog) ScheduleShow(ctx context.Context, req *ledgerpb.ScheduleShowRe
 	if err := c.ensureShow(ctx, show); err != nil {
 		return nil, err
 	}
-	cmd := &ledgerpb.Command{ClientId: catalogClient, RequestId: derivedID("list-show:"+ls.ShowId, ls),
+	request, err := derivedID("list-show:"+ls.ShowId, ls)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &ledgerpb.Command{ClientId: catalogClient, RequestId: request,
 		Op: &ledgerpb.Command_Catalog{Catalog: &ledgerpb.CatalogCmd{Op: &ledgerpb.CatalogCmd_ListShow{ListShow: ls}}}}
 	res, err := c.router.ProposeCatalog(ctx, cmd)
 	if err != nil {
@@ -247,7 +254,11 @@ func (c *Catalog) ensureShow(ctx context.Context, show *ledgerpb.Show) error {
 	key := make([]byte, fsm.TokenKeyBytes)
 	rand.Read(key)
 	// The token key is not part of the payload hash: a retry replays.
-	cmd := &ledgerpb.Command{ClientId: catalogClient, RequestId: derivedID("schedule-show:"+show.ShowId, show),
+	request, err := derivedID("schedule-show:"+show.ShowId, show)
+	if err != nil {
+		return err
+	}
+	cmd := &ledgerpb.Command{ClientId: catalogClient, RequestId: request,
 		Op: &ledgerpb.Command_CreateShow{CreateShow: &ledgerpb.CreateShowCmd{Show: show, TokenKey: key}}}
 	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
