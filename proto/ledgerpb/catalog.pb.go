@@ -539,9 +539,10 @@ type Freshness struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The catalog group's applied index the answer was read at.
 	Revision uint64 `protobuf:"varint,1,opt,name=revision,proto3" json:"revision,omitempty"`
-	// When the serving replica last heard from its leader (the time of the
-	// answer, if it leads): every catalog change committed before then,
-	// less at most max_staleness, is in the answer.
+	// When the serving replica last heard from its group's leader (the time
+	// of the answer, if it leads): the answer reflects the catalog as that
+	// leader had committed it then. The server keeps now - as_of within
+	// max_staleness, or does not answer from that replica.
 	AsOf *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
 	// The bound the server enforces on now - as_of.
 	MaxStaleness  *durationpb.Duration `protobuf:"bytes,3,opt,name=max_staleness,json=maxStaleness,proto3" json:"max_staleness,omitempty"`
