@@ -74,6 +74,26 @@
 //	0x10 show_id                          waiting(u32) seats(u32): the line's totals
 //	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
 //
+// The catalog (catalog.go), written only in the catalog group; its records
+// never change once written, and a browse page is one walk of an index:
+//
+//	0x20 city_id                          ledgerpb.City
+//	0x21 cinema_id                        ledgerpb.Cinema (screens with layouts)
+//	0x22 movie_id                         ledgerpb.Movie
+//	0x23 show_id                          ledgerpb.ListingRecord (a listed show)
+//	0x24 len(city) city cinema_id         empty: the city's cinemas
+//	0x25 len(cinema) cinema starts_at(u64) show_id   empty: the cinema's shows by time
+//	0x26 len(city) city starts_at(u64) show_id       empty: the city's shows by time
+//	0x27 starts_at(u64) show_id           empty: every listed show by time
+//	0x28 len(city) city movie_id          u64: latest start of the movie's shows in the city
+//	0x29 len(city) city len(movie) movie cinema_id   u64: latest start of the movie at the cinema
+//
+// Catalog rejections, after 1 and 2 above: CreateCinema CODE_CITY_NOT_FOUND;
+// ListShow CODE_CINEMA_NOT_FOUND, CODE_SCREEN_NOT_FOUND, CODE_MOVIE_NOT_FOUND;
+// then CODE_CITY_EXISTS / CODE_CINEMA_EXISTS / CODE_MOVIE_EXISTS /
+// CODE_SHOW_LISTED when the id holds a different record (the same record
+// again is CODE_OK and writes nothing).
+//
 // # Change log
 //
 // Every seat write reports the seat's new state; at the end of each raft

@@ -311,6 +311,8 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.refund(c.ClientId, op.Refund)
 	case *ledgerpb.Command_LeaveQueue:
 		r = tx.leaveQueue(c.ClientId, op.LeaveQueue)
+	case *ledgerpb.Command_Catalog:
+		r = tx.catalog(op.Catalog)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -339,6 +341,8 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateRefund(op.Refund)
 	case *ledgerpb.Command_LeaveQueue:
 		return ValidateLeaveQueue(op.LeaveQueue)
+	case *ledgerpb.Command_Catalog:
+		return ValidateCatalog(op.Catalog)
 	}
 	return nil
 }

@@ -69,6 +69,15 @@ var reasons = map[string]rule{
 	"DEADLINE_EXCEEDED":   {codes.DeadlineExceeded, http.StatusGatewayTimeout},
 	"CANCELED":            {codes.Canceled, 499},
 	"INTERNAL":            {codes.Internal, http.StatusInternalServerError},
+	// Catalog (catalog.go, browse.go).
+	"CITY_NOT_FOUND":   {codes.NotFound, http.StatusNotFound},
+	"CINEMA_NOT_FOUND": {codes.NotFound, http.StatusNotFound},
+	"SCREEN_NOT_FOUND": {codes.NotFound, http.StatusNotFound},
+	"MOVIE_NOT_FOUND":  {codes.NotFound, http.StatusNotFound},
+	"CITY_EXISTS":      {codes.AlreadyExists, http.StatusConflict},
+	"CINEMA_EXISTS":    {codes.AlreadyExists, http.StatusConflict},
+	"MOVIE_EXISTS":     {codes.AlreadyExists, http.StatusConflict},
+	"SHOW_LISTED":      {codes.AlreadyExists, http.StatusConflict},
 }
 
 // codeReasons names each FSM result code.
@@ -92,6 +101,14 @@ var codeReasons = map[ledgerpb.Code]string{
 	ledgerpb.Code_CODE_QUEUE_FULL:          "QUEUE_FULL",
 	ledgerpb.Code_CODE_NOT_QUEUED:          "NOT_QUEUED",
 	ledgerpb.Code_CODE_QUEUE_TOKEN_INVALID: "QUEUE_TOKEN_INVALID",
+	ledgerpb.Code_CODE_CITY_NOT_FOUND:      "CITY_NOT_FOUND",
+	ledgerpb.Code_CODE_CINEMA_NOT_FOUND:    "CINEMA_NOT_FOUND",
+	ledgerpb.Code_CODE_SCREEN_NOT_FOUND:    "SCREEN_NOT_FOUND",
+	ledgerpb.Code_CODE_MOVIE_NOT_FOUND:     "MOVIE_NOT_FOUND",
+	ledgerpb.Code_CODE_CITY_EXISTS:         "CITY_EXISTS",
+	ledgerpb.Code_CODE_CINEMA_EXISTS:       "CINEMA_EXISTS",
+	ledgerpb.Code_CODE_MOVIE_EXISTS:        "MOVIE_EXISTS",
+	ledgerpb.Code_CODE_SHOW_LISTED:         "SHOW_LISTED",
 }
 
 // newStatus builds a status with an ErrorInfo for reason plus details.
@@ -207,6 +224,14 @@ func routeError(err error) error {
 		return newStatus("HOLD_TOKEN_INVALID", "hold_token is not the token of the hold")
 	case errors.Is(err, shard.ErrQueueToken):
 		return newStatus("QUEUE_TOKEN_INVALID", "queue_token is not the token of the entry")
+	case errors.Is(err, shard.ErrCityNotFound):
+		return newStatus("CITY_NOT_FOUND", "city not found")
+	case errors.Is(err, shard.ErrCinemaNotFound):
+		return newStatus("CINEMA_NOT_FOUND", "cinema not found")
+	case errors.Is(err, shard.ErrMovieNotFound):
+		return newStatus("MOVIE_NOT_FOUND", "movie not found")
+	case errors.Is(err, shard.ErrNotListed):
+		return newStatus("SHOW_NOT_FOUND", "show not listed in the catalog")
 	case errors.Is(err, raftnode.ErrOutcomeUnknown):
 		return newStatus("OUTCOME_UNKNOWN", "the outcome is unknown: retry with the same request_id", retry)
 	case errors.Is(err, raftnode.ErrNotLeader):

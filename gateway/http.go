@@ -43,9 +43,11 @@ func NewGRPCServer(srv *Server, router *shard.Router) *grpc.Server {
 	ledgerpb.RegisterBookingServer(g, srv)
 	ledgerpb.RegisterPeerServer(g, router.PeerServer())
 	ledgerpb.RegisterAdminServer(g, NewAdmin(router))
+	ledgerpb.RegisterCatalogServer(g, NewCatalog(router))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("seatledger.v1.Booking", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("seatledger.v1.Catalog", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(g, hs)
 	reflection.Register(g)
 	return g
@@ -69,6 +71,9 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (htt
 		return nil, err
 	}
 	if err := ledgerpb.RegisterAdminHandlerServer(ctx, gw, NewAdmin(router)); err != nil {
+		return nil, err
+	}
+	if err := ledgerpb.RegisterCatalogHandlerServer(ctx, gw, NewCatalog(router)); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
