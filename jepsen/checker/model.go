@@ -511,7 +511,7 @@ func (sm *showModel) soldOut(w *state, o *mop) string {
 		}
 	}
 	if free >= o.count {
-		return sm.whyf("SOLD_OUT for %d seats%s although at least %d were certainly free", o.count, categoryWords(o.category), free)
+		return sm.whyf("SOLD_OUT for a party of %d%s although at least %d such seats were certainly free", o.count, categoryWords(o.category), free)
 	}
 	return ""
 }
