@@ -81,6 +81,9 @@ type holdCell struct {
 	ref        int32 // hConfirmed: the payment ref, or refAny
 	mayRef     int32 // mayConfirm: the ref, or refAny
 	lo, hi     int64 // expires_at bounds, inclusive
+	// mayExt (replay only) is the longest TTL of the info extends that may
+	// still apply: a later exact expiry stays open by that much above.
+	mayExt int64
 }
 
 func (h holdCell) hashAt(i int) uint64 {
@@ -90,7 +93,7 @@ func (h holdCell) hashAt(i int) uint64 {
 	b := uint64(h.st) | boolBit(h.mayConfirm, 9) | boolBit(h.mayCancel, 10) | boolBit(h.mayRefund, 11)
 	x := mix(uint64(i)<<32 ^ b ^ uint64(uint32(h.ref))<<12)
 	x = mix(x ^ uint64(h.lo) ^ uint64(uint32(h.mayRef))<<40)
-	return mix(x ^ uint64(h.hi))
+	return mix(x ^ uint64(h.hi) ^ uint64(h.mayExt)<<20)
 }
 
 type seatCell struct {

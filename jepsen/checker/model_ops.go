@@ -85,9 +85,19 @@ func (sm *showModel) extend(w *state, o *mop) string {
 	if why := sm.extendFits(w, o, h); why != "" {
 		return why
 	}
-	h.lo, h.hi = o.exp, o.exp
-	w.holds = w.holds.set(int(i), h)
+	w.holds = w.holds.set(int(i), sm.exactly(h, o.slot, o.exp))
 	return ""
+}
+
+// exactly returns hold cell h with its expiry known to be e there: in the
+// revision replay, an info extend that may apply later still may move it
+// (by up to mayExt).
+func (sm *showModel) exactly(h holdCell, i int32, e int64) holdCell {
+	h.lo, h.hi = e, e
+	if h.mayExt > 0 {
+		h.hi = max(e, min(e+h.mayExt, sm.lifetimeCap(i)))
+	}
+	return h
 }
 
 // extendFits checks an extend's reported expiry e against the hold's
@@ -255,8 +265,7 @@ func (sm *showModel) getHold(w *state, o *mop) string {
 		if o.exp < h.lo || o.exp > h.hi {
 			return sm.whyf("GetHold reads expires_at %d for hold %s, which expires in [%d, %d]", o.exp, sm.slots[i].id, h.lo, h.hi)
 		}
-		h.lo, h.hi = o.exp, o.exp
-		w.holds = w.holds.set(int(i), h)
+		w.holds = w.holds.set(int(i), sm.exactly(h, i, o.exp))
 	}
 	return ""
 }
@@ -414,7 +423,7 @@ func (sm *showModel) mayApply(w *state, o *mop) {
 		h := w.holds.get(int(o.slot))
 		lo := h.lo // it may not have happened: only the upper bound moves
 		h = sm.extended(h, o)
-		h.lo = lo
+		h.lo, h.mayExt = lo, max(h.mayExt, o.ttl)
 		w.holds = w.holds.set(int(o.slot), h)
 	case history.KindRefund:
 		// Whatever the hold's state now: the confirm it needs may come later.
