@@ -36,11 +36,15 @@ func Check(h *history.History, opt Options) *Report {
 			owner[l.OutHoldID] = l.Show
 		}
 	}
+	layouts := map[string]*history.Layout{}
+	for i := range h.Layouts {
+		layouts[h.Layouts[i].Show] = &h.Layouts[i]
+	}
 	names, ops := byShow(lops)
 	models := make([]*showModel, len(names))
 	hints := map[*showModel]int64{}
 	for i, name := range names {
-		models[i] = buildShow(name, ops[name], owner, h.Final, rep)
+		models[i] = buildShow(name, ops[name], owner, h.Final, layouts[name], rep)
 		checkRealTime(name, ops[name], rep)
 		r := models[i].replay(ops[name], rep)
 		if r.unknown != "" {
@@ -51,13 +55,13 @@ func Check(h *history.History, opt Options) *Report {
 		checkS1History(so, rep)
 		checkS3Reads(so, rep)
 		if h.Final != nil {
-			checkFinal(so, h, rep)
+			checkFinal(so, h, layouts[name], rep)
 		}
 	}
 	if h.Final != nil {
 		for _, name := range finalOnlyShows(h.Final, ops) {
 			so := newShowOps(name, nil)
-			checkFinal(so, h, rep)
+			checkFinal(so, h, layouts[name], rep)
 		}
 		checkDigests(h.Final, rep)
 	} else {

@@ -335,7 +335,11 @@ func TestVisualizationAndJSON(t *testing.T) {
 }
 
 func TestHistoryRoundTrip(t *testing.T) {
-	h := cleanHistory()
+	h := withLayout(cleanHistory(), "A1=vip A2=vip A3=std")
+	appendOp(h, holdBest(3, 80, 90, "h3", 8, 1500, 5000, "std", "A3"))
+	appendOp(h, extendOp(3, 91, 92, "h3", 6000, history.OK, "", 7500, 9, 1500))
+	h.Final.Seats[show1]["A3"] = "HELD"
+	h.Final.Holds["h3"] = history.FinalHold{Show: show1, Seats: []string{"A3"}, State: "HOLD_STATE_HELD", ExpiresAtMs: 7500}
 	var b strings.Builder
 	if err := h.Write(&b); err != nil {
 		t.Fatal(err)
@@ -343,6 +347,12 @@ func TestHistoryRoundTrip(t *testing.T) {
 	back, err := history.Read(strings.NewReader(b.String()))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(back.Layouts) != 1 || back.Layouts[0].Seats["A3"] != "std" {
+		t.Errorf("Read(Write(h)).Layouts = %+v, want show %s's layout", back.Layouts, show1)
+	}
+	if op := back.Ops[len(back.Ops)-2]; op.Count != 1 || op.Category != "std" || len(op.OutSeats) != 1 {
+		t.Errorf("Read(Write(h)) best-available hold = %+v, want count 1, category std, one seat granted", op)
 	}
 	wantValid(t, check(t, back))
 }

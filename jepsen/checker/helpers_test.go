@@ -157,3 +157,56 @@ func appendOp(h *history.History, op history.Op) {
 	op.RequestID = fmt.Sprintf("r%d", op.ID)
 	h.Ops = append(h.Ops, op)
 }
+
+// holdBest is an acknowledged best-available hold of len(granted) seats of
+// category ("" = any).
+func holdBest(p int, call, ret int64, id string, rev uint64, at, ttl int64, category string, granted ...string) history.Op {
+	return history.Op{Process: p, Kind: history.KindHold, Show: show1, Call: call, Return: ret, Count: len(granted),
+		Category: category, TTLms: ttl, Outcome: history.OK, OutHoldID: id, OutSeats: granted, ExpiresAtMs: at + ttl,
+		Revision: rev, AppliedAtMs: at}
+}
+
+// soldOut is a best-available hold of count seats answered SOLD_OUT.
+func soldOut(p int, call, ret int64, rev uint64, at int64, count int, category string) history.Op {
+	return history.Op{Process: p, Kind: history.KindHold, Show: show1, Call: call, Return: ret, Count: count,
+		Category: category, TTLms: 5000, Outcome: history.Fail, Reason: "SOLD_OUT", Revision: rev, AppliedAtMs: at}
+}
+
+// holdBestInfo is a best-available hold whose outcome is unknown.
+func holdBestInfo(p int, call, ttl int64, count int, category string) history.Op {
+	return history.Op{Process: p, Kind: history.KindHold, Show: show1, Call: call, Count: count, Category: category,
+		TTLms: ttl, Outcome: history.Info, Reason: "OUTCOME_UNKNOWN"}
+}
+
+// extendOp extends hold id by ttl; exp is the expiry an OK answer reports.
+func extendOp(p int, call, ret int64, id string, ttl int64, outcome history.Outcome, reason string, exp int64, rev uint64, at int64) history.Op {
+	op := history.Op{Process: p, Kind: history.KindExtend, Show: show1, Call: call, Return: ret, HoldID: id, TTLms: ttl,
+		Outcome: outcome, Reason: reason, Revision: rev, AppliedAtMs: at}
+	if outcome == history.OK {
+		op.ExpiresAtMs = exp
+	}
+	return op
+}
+
+func refundOp(p int, call, ret int64, id string, outcome history.Outcome, reason string, rev uint64, at int64) history.Op {
+	op := history.Op{Process: p, Kind: history.KindRefund, Show: show1, Call: call, Return: ret, HoldID: id,
+		Outcome: outcome, Reason: reason, Revision: rev, AppliedAtMs: at}
+	if outcome == history.OK {
+		op.HoldState = "HOLD_STATE_REFUNDED"
+	}
+	return op
+}
+
+// withLayout gives show1 a layout, as "A1=vip A2=vip B1=std".
+func withLayout(h *history.History, seats string) *history.History {
+	m := map[string]string{}
+	for _, f := range strings.Fields(seats) {
+		k, v, _ := strings.Cut(f, "=")
+		m[k] = v
+	}
+	h.Layouts = []history.Layout{{Show: show1, Seats: m}}
+	return h
+}
+
+// layout6 is a small show: three vip seats in row A, three std in row B.
+const layout6 = "A1=vip A2=vip A3=vip B1=std B2=std B3=std"

@@ -42,8 +42,10 @@ func (p point) String() string {
 func opPoint(l *lop) point { return point{l.AppliedAtMs, l.Revision} }
 
 // life is an acknowledged hold's certain life: it held its seats from its
-// own point until at least end, the earliest point its release or expiry
-// could have happened (forever once confirmed).
+// own point until at least end, the earliest point its release, refund or
+// expiry could have happened (forever once confirmed, unless a refund was
+// sent). Its expiry is the latest an acknowledged extend reported: an
+// extend only succeeds on a live hold, so the life runs on unbroken.
 type life struct {
 	l     *lop
 	seats []string
@@ -55,7 +57,7 @@ type life struct {
 type showOps struct {
 	name   string
 	ops    []*lop
-	byHold map[string][]*lop // confirm, release, gethold ops by hold id
+	byHold map[string][]*lop // confirm, release, gethold, extend, refund ops by hold id
 	lives  []*life
 	clocks clockIndex
 }
@@ -73,7 +75,7 @@ func newShowOps(name string, ops []*lop) *showOps {
 			continue
 		}
 		seen[l.OutHoldID] = true
-		so.lives = append(so.lives, &life{l: l, seats: l.Seats, start: opPoint(l), end: so.lifeEnd(l)})
+		so.lives = append(so.lives, &life{l: l, seats: l.GrantedSeats(), start: opPoint(l), end: so.lifeEnd(l)})
 	}
 	return so
 }
@@ -82,16 +84,16 @@ func newShowOps(name string, ops []*lop) *showOps {
 func (so *showOps) lifeEnd(l *lop) point {
 	exp := l.ExpiresAtMs
 	if exp == 0 {
-		ttl := l.TTLms
-		if ttl <= 0 {
-			ttl = holdTTLDefaultMs
-		}
-		exp = l.AppliedAtMs + ttl
+		exp = l.AppliedAtMs + ttlOf(l.TTLms)
 	}
 	confirmed := false
 	for _, o := range so.byHold[l.OutHoldID] {
-		if o.Kind == history.KindConfirm && o.Outcome == history.OK {
+		switch {
+		case o.Outcome != history.OK:
+		case o.Kind == history.KindConfirm:
 			confirmed = true
+		case o.Kind == history.KindExtend:
+			exp = max(exp, o.ExpiresAtMs)
 		}
 	}
 	end := point{clock: exp}
@@ -99,14 +101,16 @@ func (so *showOps) lifeEnd(l *lop) point {
 		end = forever
 	}
 	for _, o := range so.byHold[l.OutHoldID] {
-		if o.Kind != history.KindRelease {
+		if o.Kind != history.KindRelease && o.Kind != history.KindRefund {
 			continue
 		}
+		// An info release cannot end a confirmed hold; a refund (which needs
+		// the confirm) may end one, confirmed or not (the confirm may be info).
 		var p point
 		switch {
 		case o.Outcome == history.OK && o.AppliedAtMs != 0:
 			p = opPoint(o)
-		case o.Outcome == history.OK || (o.Outcome == history.Info && !confirmed):
+		case o.Outcome == history.OK || (o.Outcome == history.Info && (!confirmed || o.Kind == history.KindRefund)):
 			// Sent after the hold returned, so in a later entry, at a clock
 			// no earlier than any op's that returned before it was sent.
 			p = point{max(l.AppliedAtMs, so.clocks.before(o.Call)), max(l.Revision+1, so.clocks.revBefore(o.Call)+1)}
@@ -191,7 +195,7 @@ func checkS3Reads(so *showOps, rep *reporter) {
 					continue
 				}
 				st := normHoldState(r.HoldState)
-				gone := (r.Outcome == history.OK && (st == "EXPIRED" || st == "CANCELLED")) ||
+				gone := (r.Outcome == history.OK && (st == "EXPIRED" || st == "CANCELLED" || st == "REFUNDED")) ||
 					(r.Outcome == history.Fail && normReason(r.Reason) == "HOLD_NOT_FOUND")
 				if gone {
 					rep.violation(CheckS3, so.name, []int{lf.l.ID, r.ID},
@@ -218,15 +222,23 @@ func answerOrState(l *lop) string {
 }
 
 // checkFinal runs the checks on the final reads for one show: S1 (no seat
-// in two live or confirmed holds), S2 (confirms kept, bookings explained)
-// and S4 (no phantom seats).
-func checkFinal(so *showOps, h *history.History, rep *reporter) {
+// in two live or confirmed holds), S2 (confirms kept unless refunded,
+// bookings explained) and S4 (no phantom seats). layout is the show's, nil
+// if unknown.
+func checkFinal(so *showOps, h *history.History, layout *history.Layout, rep *reporter) {
 	f := h.Final
 	checkS1Final(so.name, f, rep)
 	seats := f.Seats[so.name]
 	holdSeats := map[string][]string{}
 	for _, lf := range so.lives {
 		holdSeats[lf.l.OutHoldID] = lf.seats
+	}
+	// refunds: hold id -> the strongest refund sent for it (OK over info).
+	refunds := map[string]history.Outcome{}
+	for _, l := range so.ops {
+		if l.Kind == history.KindRefund && l.Outcome != history.Fail && refunds[l.HoldID] != history.OK {
+			refunds[l.HoldID] = l.Outcome
+		}
 	}
 	for _, l := range so.ops {
 		if l.Kind != history.KindConfirm || l.Outcome != history.OK {
@@ -237,8 +249,17 @@ func checkFinal(so *showOps, h *history.History, rep *reporter) {
 			rep.warnf("the final reads lack hold %s, confirmed by op %d", l.HoldID, l.ID)
 			continue
 		}
+		st := normHoldState(fh.State)
 		switch {
-		case normHoldState(fh.State) != "CONFIRMED":
+		case st == "REFUNDED" && refunds[l.HoldID] != "":
+			continue // refunded on request: its seats may have been sold again
+		case st == "CONFIRMED" && refunds[l.HoldID] == history.OK:
+			rep.violation(CheckS2, so.name, []int{l.ID}, "booking %s (confirmed by op %d) was refunded, yet it is CONFIRMED in the final reads", l.HoldID, l.ID)
+			continue
+		case st == "REFUNDED":
+			rep.violation(CheckS2, so.name, []int{l.ID}, "hold %s, confirmed by op %d, is REFUNDED in the final reads, but no refund of it was sent", l.HoldID, l.ID)
+			continue
+		case st != "CONFIRMED":
 			rep.violation(CheckS2, so.name, []int{l.ID}, "hold %s, confirmed by op %d, is %s in the final reads", l.HoldID, l.ID, fh.State)
 			continue
 		case fh.PaymentRef != "" && l.PaymentRef != "" && fh.PaymentRef != l.PaymentRef:
@@ -255,7 +276,7 @@ func checkFinal(so *showOps, h *history.History, rep *reporter) {
 			}
 		}
 	}
-	checkFinalSeats(so, h, rep)
+	checkFinalSeats(so, h, layout, rep)
 }
 
 // checkS1Final reports a seat that two final holds own at once.
@@ -286,11 +307,15 @@ func checkS1Final(show string, f *history.Final, rep *reporter) {
 }
 
 // checkFinalSeats checks every final HELD or BOOKED seat: some hold of the
-// history asked for it (S4), and a BOOKED one has a confirm behind it (S2).
-func checkFinalSeats(so *showOps, h *history.History, rep *reporter) {
+// history asked for it or was granted it (S4), and a BOOKED one has a
+// confirm behind it (S2). A best-available hold whose answer never came may
+// have taken any seat of its category (of the show, without a layout).
+func checkFinalSeats(so *showOps, h *history.History, layout *history.Layout, rep *reporter) {
 	asked := map[string]bool{}
+	anySeat := false               // an info best-available hold without a layout: any seat
 	confirmed := map[string]bool{} // seats of holds some OK or info confirm named
 	holdSeats := map[string][]string{}
+	resolved := answeredRequests(h)
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if op.Show != so.name || op.Kind != history.KindHold || (op.Outcome != history.OK && op.Outcome != history.Info) {
@@ -300,7 +325,20 @@ func checkFinalSeats(so *showOps, h *history.History, rep *reporter) {
 			asked[s] = true
 		}
 		if op.OutHoldID != "" {
-			holdSeats[op.OutHoldID] = op.Seats
+			holdSeats[op.OutHoldID] = op.GrantedSeats()
+			for _, s := range op.OutSeats {
+				asked[s] = true
+			}
+		}
+		if op.Outcome == history.Info && op.Count > 0 && !resolved[requestKey{op.ClientID, op.RequestID}] {
+			if layout == nil {
+				anySeat = true
+			}
+			for s, cat := range layoutSeats(layout) {
+				if op.Category == "" || cat == op.Category {
+					asked[s] = true
+				}
+			}
 		}
 	}
 	for id, fh := range h.Final.Holds {
@@ -327,7 +365,7 @@ func checkFinalSeats(so *showOps, h *history.History, rep *reporter) {
 		if st != seatHeld && st != seatBooked {
 			continue
 		}
-		if !asked[s] {
+		if !asked[s] && !anySeat {
 			rep.violation(CheckS4, so.name, nil, "seat %s is %s in the final reads, but no hold of the history asked for it", s, seats[s])
 			continue
 		}
@@ -335,6 +373,29 @@ func checkFinalSeats(so *showOps, h *history.History, rep *reporter) {
 			rep.violation(CheckS2, so.name, nil, "seat %s is BOOKED in the final reads, but no confirm of the history names a hold of it", s)
 		}
 	}
+}
+
+// requestKey is the exactly-once identity of a request.
+type requestKey struct{ client, request string }
+
+// answeredRequests are the requests some op of h got the state machine's
+// answer to.
+func answeredRequests(h *history.History) map[requestKey]bool {
+	out := map[requestKey]bool{}
+	for i := range h.Ops {
+		if op := &h.Ops[i]; op.ClientID != "" && answered(op) {
+			out[requestKey{op.ClientID, op.RequestID}] = true
+		}
+	}
+	return out
+}
+
+// layoutSeats is a layout's seats, none for nil.
+func layoutSeats(l *history.Layout) map[string]string {
+	if l == nil {
+		return nil
+	}
+	return l.Seats
 }
 
 // checkDigests checks S6: every replica of a group reports the same digest.

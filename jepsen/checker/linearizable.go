@@ -261,7 +261,11 @@ func (sm *showModel) describeOp(o *mop) string {
 	l := o.l
 	switch o.kind {
 	case history.KindHold:
-		fmt.Fprintf(&b, "hold(%s, ttl %dms)", strings.Join(l.Seats, " "), o.ttl)
+		if o.count > 0 {
+			fmt.Fprintf(&b, "hold(best %d%s, ttl %dms)", o.count, categoryWords(o.category), o.ttl)
+		} else {
+			fmt.Fprintf(&b, "hold(%s, ttl %dms)", strings.Join(l.Seats, " "), o.ttl)
+		}
 	case history.KindConfirm:
 		fmt.Fprintf(&b, "confirm(%s, %q)", l.HoldID, l.PaymentRef)
 	case history.KindRelease:
@@ -270,6 +274,10 @@ func (sm *showModel) describeOp(o *mop) string {
 		b.WriteString("read()")
 	case history.KindGetHold:
 		fmt.Fprintf(&b, "gethold(%s)", l.HoldID)
+	case history.KindExtend:
+		fmt.Fprintf(&b, "extend(%s, ttl %dms)", l.HoldID, o.ttl)
+	case history.KindRefund:
+		fmt.Fprintf(&b, "refund(%s)", l.HoldID)
 	}
 	b.WriteString(" → ")
 	switch o.outcome {
@@ -289,6 +297,11 @@ func (sm *showModel) describeOp(o *mop) string {
 		switch o.kind {
 		case history.KindHold:
 			fmt.Fprintf(&b, " %s exp %d", l.OutHoldID, l.ExpiresAtMs)
+			if o.count > 0 {
+				fmt.Fprintf(&b, " seats %s", strings.Join(l.OutSeats, " "))
+			}
+		case history.KindExtend:
+			fmt.Fprintf(&b, " exp %d", l.ExpiresAtMs)
 		case history.KindGetHold:
 			fmt.Fprintf(&b, " %s", o.state)
 		case history.KindRead:
@@ -329,7 +342,7 @@ func (sm *showModel) describeState(s *state) string {
 		switch {
 		case h.st == hNone:
 			continue
-		case h.st == hCancelled || (h.st == hHeld && h.hi <= s.clock && !h.mayConfirm):
+		case h.st == hCancelled || h.st == hRefunded || (h.st == hHeld && h.hi <= s.clock && !h.mayConfirm):
 			ended++
 			continue
 		}
@@ -344,8 +357,11 @@ func (sm *showModel) describeState(s *state) string {
 		default:
 			st = fmt.Sprintf("HELD until [%d, %d]", h.lo, h.hi)
 		}
-		if h.mayConfirm || h.mayCancel {
+		if h.mayConfirm || h.mayCancel || h.mayRefund {
 			st += "?"
+		}
+		if sm.slots[i].wild {
+			st += fmt.Sprintf(" (best %d%s, seats unknown)", sm.slots[i].count, categoryWords(sm.slots[i].category))
 		}
 		var seats []string
 		for _, x := range sm.slots[i].seats {

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/seatledger/seatledger/jepsen/history"
 )
@@ -23,6 +24,28 @@ import (
 // another hold took at c means expires_at <= c. When an observation has two
 // explanations nothing is narrowed.
 //
+// Extend: an acknowledged extend reports the new expiry, which becomes the
+// exact bound. An info extend, where porcupine applies it, moves the bounds
+// to [max(lo, clock when it was called + TTL), hi + TTL] (it applied while
+// the hold was live, so before hi), both capped at creation + the lifetime
+// cap when the creation is known: again independent of where it is
+// linearized.
+//
+// Refund: a booking refunded frees its seats like a release; the hold stays
+// REFUNDED for good.
+//
+// Best available: an acknowledged best-available hold is a hold of the
+// seats it was granted, which must number count, be of the category asked
+// for, and be free where it is linearized. A SOLD_OUT answer needs fewer
+// than count seats of the category free: it is refused when at least count
+// of them certainly were (not possibly held or booked by any hold). An info
+// best-available hold is a wildcard: its seats are unknown, so it may
+// explain any seat of its category being HELD while it may be live, and
+// count seats fewer being free for SOLD_OUT, but it never certainly holds a
+// seat (a hold of that seat by another op stays possible). That loses
+// precision, never soundness; the runner re-sends such holds after healing
+// to learn their seats, so wildcards are rare.
+//
 // The bounds of an info hold deliberately do not depend on where porcupine
 // linearizes it: then linearizing it before or after an op it commutes with
 // reaches the same state, and porcupine's cache of (linearized ops, state)
@@ -33,8 +56,10 @@ import (
 //
 // May flags exist for the revision replay (ordering.go), which cannot place
 // info ops: from the earliest revision an info op could have applied at, its
-// effect is possible but not certain. Porcupine places info ops itself and
-// never sets them.
+// effect is possible but not certain (an info extend widens hi instead).
+// Porcupine places info ops itself and never sets them. mayRefund is set
+// whatever the hold's state then, as the confirm it needs may come later; it
+// only counts once the hold is, or may be, confirmed.
 
 // Hold states in the model. An expired hold is hHeld with a passed expiry.
 const (
@@ -42,6 +67,7 @@ const (
 	hHeld
 	hConfirmed
 	hCancelled
+	hRefunded
 )
 
 // refAny is a payment ref the model does not know (one of several).
@@ -51,19 +77,23 @@ type holdCell struct {
 	st         uint8
 	mayConfirm bool
 	mayCancel  bool
+	mayRefund  bool
 	ref        int32 // hConfirmed: the payment ref, or refAny
 	mayRef     int32 // mayConfirm: the ref, or refAny
 	lo, hi     int64 // expires_at bounds, inclusive
+	// mayExt (replay only) is the longest TTL of the info extends that may
+	// still apply: a later exact expiry stays open by that much above.
+	mayExt int64
 }
 
 func (h holdCell) hashAt(i int) uint64 {
 	if h == (holdCell{}) {
 		return 0
 	}
-	b := uint64(h.st) | boolBit(h.mayConfirm, 9) | boolBit(h.mayCancel, 10)
+	b := uint64(h.st) | boolBit(h.mayConfirm, 9) | boolBit(h.mayCancel, 10) | boolBit(h.mayRefund, 11)
 	x := mix(uint64(i)<<32 ^ b ^ uint64(uint32(h.ref))<<12)
 	x = mix(x ^ uint64(h.lo) ^ uint64(uint32(h.mayRef))<<40)
-	return mix(x ^ uint64(h.hi))
+	return mix(x ^ uint64(h.hi) ^ uint64(h.mayExt)<<20)
 }
 
 type seatCell struct {
@@ -144,6 +174,10 @@ func (sm *showModel) step(s *state, o *mop, replay bool) (*state, string) {
 		why = sm.read(&w, o)
 	case history.KindGetHold:
 		why = sm.getHold(&w, o)
+	case history.KindExtend:
+		why = sm.extend(&w, o)
+	case history.KindRefund:
+		why = sm.refund(&w, o)
 	}
 	if why != "" {
 		return nil, why
@@ -209,20 +243,23 @@ const (
 	exExpired
 	exMayConfirm
 	exMayCancel
+	exMayRefund
 )
 
 // holdExpl returns how hold i may be in the wanted condition at o's clock:
-// want is one of seatFree (expired or cancelled), seatHeld (live),
-// seatBooked (confirmed with ref, or any ref if ref == refAny).
+// want is one of seatFree (expired, cancelled or refunded), seatHeld
+// (live), seatBooked (confirmed with ref, or any ref if ref == refAny).
 func holdExpl(w *state, o *mop, i int32, want uint8, ref int32) int {
 	h := w.holds.get(int(i))
 	c, known := at(w, o)
 	ex := 0
 	switch {
-	case h.st == hCancelled && want == seatFree:
+	case (h.st == hCancelled || h.st == hRefunded) && want == seatFree:
 		ex |= exTrue
 	case h.st == hConfirmed && want == seatBooked && (ref == refAny || h.ref == refAny || h.ref == ref):
 		ex |= exTrue
+	case h.st == hConfirmed && want == seatFree && h.mayRefund:
+		ex |= exMayRefund
 	case h.st == hHeld:
 		switch want {
 		case seatFree:
@@ -231,6 +268,9 @@ func holdExpl(w *state, o *mop, i int32, want uint8, ref int32) int {
 			}
 			if h.mayCancel {
 				ex |= exMayCancel
+			}
+			if h.mayConfirm && h.mayRefund {
+				ex |= exMayRefund
 			}
 		case seatHeld:
 			if h.hi > c {
@@ -269,21 +309,27 @@ func (sm *showModel) narrow(w *state, o *mop, i int32, ex int) bool {
 			w.clock = max(w.clock, h.lo) // it expired by a clock >= lo
 		}
 	case exMayConfirm:
+		// mayRefund stays: a refund may still come after the confirm.
 		h.st, h.ref = hConfirmed, h.mayRef
 		h.mayConfirm, h.mayCancel = false, false
 	case exMayCancel:
 		w.holds = w.holds.set(int(i), h)
-		sm.cancel(w, i)
+		sm.finish(w, i, hCancelled)
+		return true
+	case exMayRefund:
+		w.holds = w.holds.set(int(i), h)
+		sm.finish(w, i, hRefunded)
 		return true
 	}
 	w.holds = w.holds.set(int(i), h)
 	return true
 }
 
-// cancel ends hold i: its seats become free.
-func (sm *showModel) cancel(w *state, i int32) {
+// finish ends hold i in state st (hCancelled or hRefunded): its seats
+// become free.
+func (sm *showModel) finish(w *state, i int32, st uint8) {
 	h := w.holds.get(int(i))
-	h.st, h.mayConfirm, h.mayCancel = hCancelled, false, false
+	h.st, h.mayConfirm, h.mayCancel, h.mayRefund = st, false, false, false
 	w.holds = w.holds.set(int(i), h)
 	for _, x := range sm.slots[i].seats {
 		if c := w.seats.get(int(x)); c.owner == i+1 {
@@ -298,14 +344,14 @@ func (sm *showModel) cancel(w *state, i int32) {
 func (sm *showModel) seat(w *state, o *mop, x int32, want uint8) string {
 	c := w.seats.get(int(x))
 	if c.owner == 0 {
-		if want == seatFree || (want == seatHeld && c.may) {
+		if want == seatFree || (want == seatHeld && (c.may || sm.wildHeld(w, o, x))) {
 			return ""
 		}
 		return sm.whyf("seat %s is %s, not %s", sm.seats[x], "FREE", seatNames[want])
 	}
 	i := c.owner - 1
 	ex := holdExpl(w, o, i, want, refAny)
-	if want == seatHeld && c.may && holdExpl(w, o, i, seatFree, refAny) != 0 {
+	if want == seatHeld && (c.may || sm.wildHeld(w, o, x)) && holdExpl(w, o, i, seatFree, refAny) != 0 {
 		ex |= exTrue // an info hold may have taken it once free
 	}
 	if sm.narrow(w, o, i, ex) {
@@ -326,6 +372,8 @@ func (sm *showModel) seatState(w *state, o *mop, i int32) string {
 		return "BOOKED"
 	case h.st == hCancelled:
 		return "FREE (released)"
+	case h.st == hRefunded:
+		return "FREE (refunded)"
 	case h.hi <= c && h.lo == h.hi:
 		return fmt.Sprintf("FREE (expired at %d)", h.hi)
 	case h.hi <= c:
@@ -351,11 +399,17 @@ func (sm *showModel) take(w *state, o *mop, i int32, seats []int32) string {
 
 func (sm *showModel) hold(w *state, o *mop) string {
 	c, _ := at(w, o)
-	if o.outcome == history.Fail { // SEATS_TAKEN
+	switch {
+	case o.outcome == history.Fail && o.reason == "SOLD_OUT":
+		return sm.soldOut(w, o)
+	case o.outcome == history.Fail:
 		return sm.seatsTaken(w, o)
 	}
 	if w.holds.get(int(o.slot)).st != hNone {
 		return sm.whyf("hold %s is made twice", sm.slots[o.slot].id)
+	}
+	if why := sm.grantFits(o); why != "" {
+		return why
 	}
 	if why := sm.take(w, o, o.slot, o.seats); why != "" {
 		return "hold granted although " + why
@@ -369,16 +423,116 @@ func (sm *showModel) hold(w *state, o *mop) string {
 	return ""
 }
 
+// grantFits checks what a best-available grant must be whatever the state:
+// count distinct seats of the show, of the category asked for.
+func (sm *showModel) grantFits(o *mop) string {
+	if o.count == 0 {
+		return ""
+	}
+	if len(o.seats) != o.count {
+		return sm.whyf("best available asked for %d seats and was granted %d", o.count, len(o.seats))
+	}
+	for k, x := range o.seats {
+		switch {
+		case slices.Contains(o.seats[:k], x):
+			return sm.whyf("best available granted seat %s twice", sm.seats[x])
+		case sm.layout && sm.seatCat[x] == "":
+			return sm.whyf("best available granted seat %s, which the show does not have", sm.seats[x])
+		case sm.layout && o.category != "" && sm.seatCat[x] != o.category:
+			return sm.whyf("best available of category %s granted seat %s of category %s", o.category, sm.seats[x], sm.seatCat[x])
+		}
+	}
+	return ""
+}
+
+// takenExpl returns how seat x may be held or booked at o's clock by a hold
+// the state knows of (wildcards aside).
+func (sm *showModel) takenExpl(w *state, o *mop, x int32) (ex int) {
+	c := w.seats.get(int(x))
+	if c.may {
+		ex |= exTrue
+	}
+	if c.owner != 0 {
+		ex |= holdExpl(w, o, c.owner-1, seatHeld, refAny) | holdExpl(w, o, c.owner-1, seatBooked, refAny)
+	}
+	return ex
+}
+
+// wildHeld reports whether an info best-available hold may hold seat x at
+// o's clock.
+func (sm *showModel) wildHeld(w *state, o *mop, x int32) bool {
+	c, _ := at(w, o)
+	for _, i := range sm.wildSlots {
+		h := w.holds.get(int(i))
+		if h.st == hHeld && h.hi > c && sm.inCategory(x, sm.slots[i].category) {
+			return true
+		}
+	}
+	return false
+}
+
+// wildCount is how many seats of category the info best-available holds
+// that may be live at o's clock may hold.
+func (sm *showModel) wildCount(w *state, o *mop, category string) int {
+	c, _ := at(w, o)
+	n := 0
+	for _, i := range sm.wildSlots {
+		h, sl := w.holds.get(int(i)), &sm.slots[i]
+		if h.st == hHeld && h.hi > c && (sl.category == "" || category == "" || sl.category == category) {
+			n += sl.count
+		}
+	}
+	return n
+}
+
+// inCategory reports whether seat x is a seat of the show in category (""
+// = any). Without a layout, every seat that certainly exists may be of any
+// category.
+func (sm *showModel) inCategory(x int32, category string) bool {
+	if !sm.layout {
+		return sm.real[x]
+	}
+	return sm.seatCat[x] != "" && (category == "" || sm.seatCat[x] == category)
+}
+
+// soldOut checks a SOLD_OUT answer: fewer than count seats of the category
+// were free. Seats that may be held or booked, and those an info
+// best-available hold may hold, are counted as taken; nothing is narrowed.
+// Without a layout a category cannot be judged, and without one only the
+// seats known to exist are counted, which can only make fewer free.
+func (sm *showModel) soldOut(w *state, o *mop) string {
+	if o.count == 0 {
+		return "SOLD_OUT answers a hold of named seats"
+	}
+	if o.category != "" && !sm.layout {
+		return ""
+	}
+	free := -sm.wildCount(w, o, o.category)
+	for x := range sm.seats {
+		if sm.inCategory(int32(x), o.category) && sm.takenExpl(w, o, int32(x)) == 0 {
+			free++
+		}
+	}
+	if free >= o.count {
+		return sm.whyf("SOLD_OUT for a party of %d%s although at least %d such seats were certainly free", o.count, categoryWords(o.category), free)
+	}
+	return ""
+}
+
+func categoryWords(category string) string {
+	if category == "" {
+		return ""
+	}
+	return " of category " + category
+}
+
 // seatsTaken checks a SEATS_TAKEN rejection: every seat it names was held
 // or booked (or, if it names none, some seat asked for was).
 func (sm *showModel) seatsTaken(w *state, o *mop) string {
-	taken := func(x int32) (ex int) {
-		c := w.seats.get(int(x))
-		if c.may {
+	taken := func(x int32) int {
+		ex := sm.takenExpl(w, o, x)
+		if sm.wildHeld(w, o, x) {
 			ex |= exTrue
-		}
-		if c.owner != 0 {
-			ex |= holdExpl(w, o, c.owner-1, seatHeld, refAny) | holdExpl(w, o, c.owner-1, seatBooked, refAny)
 		}
 		return ex
 	}

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/seatledger/seatledger/jepsen/history"
@@ -169,6 +170,12 @@ func compareAnswers(first, again *history.Op, rep *reporter) {
 	case first.OutHoldID != again.OutHoldID:
 		rep.violation("S4", again.Show, ops, "request %s/%s returned hold %s on op %d but hold %s when re-sent on op %d",
 			again.ClientID, again.RequestID, first.OutHoldID, first.ID, again.OutHoldID, again.ID)
+	case first.Outcome == history.OK && !slices.Equal(first.OutSeats, again.OutSeats):
+		rep.violation("S4", again.Show, ops, "request %s/%s was granted seats %v on op %d but %v when re-sent on op %d",
+			again.ClientID, again.RequestID, first.OutSeats, first.ID, again.OutSeats, again.ID)
+	case first.Outcome == history.OK && again.Kind == history.KindExtend && first.ExpiresAtMs != again.ExpiresAtMs:
+		rep.violation("S4", again.Show, ops, "extend %s/%s set expiry %d on op %d but %d when re-sent on op %d",
+			again.ClientID, again.RequestID, first.ExpiresAtMs, first.ID, again.ExpiresAtMs, again.ID)
 	case again.Outcome == history.OK && !again.Replayed:
 		rep.violation("S4", again.Show, ops, "request %s/%s of op %d was applied again when re-sent on op %d (replayed=false)",
 			again.ClientID, again.RequestID, first.ID, again.ID)
@@ -214,9 +221,7 @@ func checkRequestIDs(ops []*lop, rep *reporter) {
 	}
 }
 
-func mutating(k history.Kind) bool {
-	return k == history.KindHold || k == history.KindConfirm || k == history.KindRelease
-}
+func mutating(k history.Kind) bool { return k.Mutating() }
 
 // byShow partitions logical ops by show, shows in name order.
 func byShow(ops []*lop) ([]string, map[string][]*lop) {

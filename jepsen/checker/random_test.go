@@ -3,14 +3,20 @@ package checker
 // This test proves on generated histories that the checker accepts what a
 // correct server produces and rejects single wrong answers. A small
 // sequential simulator of the seat semantics (independent of model.go)
-// applies ops at hidden linearization points; each op gets a random
-// call/return interval around its point, some ops become info (applied or
-// not), some are re-sent. Every such history must pass every check. Then one
-// output at a time is mutated, but only where the mutation is certainly
-// illegal, and the check meant to catch it must report a violation.
+// applies ops at hidden linearization points: holds of named seats and
+// best available (some of a category; the simulator grants any free seats,
+// not the best ones), confirm, release, extend, refund, reads, and the
+// per-client limit on live holds. Each op gets a random call/return
+// interval around its point, some ops become info (applied now, later or
+// never), some are re-sent. Every such history must pass every check. Then
+// one output at a time is mutated, or one wrong answer inserted, but only
+// where the result is certainly illegal, and the check meant to catch it
+// must report a violation.
 
 import (
+	"flag"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"strings"
@@ -23,9 +29,13 @@ type simHold struct {
 	id, client string
 	seats      []string
 	exp        int64
-	state      string // HELD, CONFIRMED, CANCELLED
+	state      string // HELD, CONFIRMED, CANCELLED, REFUNDED
 	ref        string
 }
+
+// simHoldsMax is the simulator's per-client limit on live holds: lower
+// than the server's so that small histories reach it.
+const simHoldsMax = 3
 
 type simSeat struct{ state, hold string }
 
@@ -36,12 +46,18 @@ type sim struct {
 	owner map[string]string // seat -> the hold that last took it
 	holds map[string]*simHold
 	seats []string
+	cat   map[string]string // seat -> category: the first third vip, the rest std
 }
 
 func newSim(nseats int) *sim {
-	s := &sim{clock: 1000, rev: 1, owner: map[string]string{}, holds: map[string]*simHold{}}
+	s := &sim{clock: 1000, rev: 1, owner: map[string]string{}, holds: map[string]*simHold{}, cat: map[string]string{}}
 	for i := 1; i <= nseats; i++ {
-		s.seats = append(s.seats, fmt.Sprintf("A%d", i))
+		x := fmt.Sprintf("A%d", i)
+		s.seats = append(s.seats, x)
+		s.cat[x] = "std"
+		if i <= nseats/3 {
+			s.cat[x] = "vip"
+		}
 	}
 	return s
 }
@@ -67,21 +83,64 @@ func (s *sim) snapshot() map[string]simSeat {
 	return m
 }
 
-func (s *sim) hold(client string, seats []string, ttl int64) (id string, taken []string, exp int64) {
+// hold takes the named seats, answering TOO_MANY_HOLDS or SEATS_TAKEN
+// (with the taken seats) in the server's order.
+func (s *sim) hold(client string, seats []string, ttl int64) (id string, taken []string, exp int64, why string) {
+	if s.live(client) >= simHoldsMax {
+		return "", nil, 0, "TOO_MANY_HOLDS"
+	}
 	for _, x := range seats {
 		if s.seat(x).state != "FREE" {
 			taken = append(taken, x)
 		}
 	}
 	if len(taken) > 0 {
-		return "", taken, 0
+		return "", taken, 0, "SEATS_TAKEN"
 	}
-	id = fmt.Sprintf("h1-%d-%d", s.rev, len(s.holds))
+	id, exp = s.grant(client, seats, ttl)
+	return id, nil, exp, ""
+}
+
+// best takes count free seats of category ("" = any), any of them: the
+// checker does not judge the choice.
+func (s *sim) best(r *rand.Rand, client string, count int, category string, ttl int64) (id string, seats []string, exp int64, why string) {
+	var free []string
+	for _, x := range s.seats {
+		if s.seat(x).state == "FREE" && (category == "" || s.cat[x] == category) {
+			free = append(free, x)
+		}
+	}
+	switch {
+	case len(free) < count:
+		return "", nil, 0, "SOLD_OUT"
+	case s.live(client) >= simHoldsMax:
+		return "", nil, 0, "TOO_MANY_HOLDS"
+	}
+	for _, i := range r.Perm(len(free))[:count] {
+		seats = append(seats, free[i])
+	}
+	id, exp = s.grant(client, seats, ttl)
+	return id, seats, exp, ""
+}
+
+func (s *sim) grant(client string, seats []string, ttl int64) (string, int64) {
+	id := fmt.Sprintf("h1-%d-%d", s.rev, len(s.holds))
 	s.holds[id] = &simHold{id: id, client: client, seats: seats, exp: s.clock + ttl, state: "HELD"}
 	for _, x := range seats {
 		s.owner[x] = id
 	}
-	return id, nil, s.clock + ttl
+	return id, s.clock + ttl
+}
+
+// live counts client's live holds.
+func (s *sim) live(client string) int {
+	n := 0
+	for _, h := range s.holds {
+		if h.client == client && h.state == "HELD" && s.clock < h.exp {
+			n++
+		}
+	}
+	return n
 }
 
 // closed returns the rejection confirm and release share, "" if live.
@@ -107,7 +166,7 @@ func (s *sim) confirm(client, id, ref string) string {
 		return why
 	case h.state == "CONFIRMED" && h.ref == ref:
 		return ""
-	case h.state == "CONFIRMED":
+	case h.state == "CONFIRMED" || h.state == "REFUNDED":
 		return "HOLD_CONFIRMED"
 	case h.state == "CANCELLED":
 		return "HOLD_CANCELLED"
@@ -121,10 +180,38 @@ func (s *sim) release(client, id string) string {
 	switch {
 	case why != "":
 		return why
-	case h.state == "CONFIRMED":
+	case h.state == "CONFIRMED" || h.state == "REFUNDED":
 		return "HOLD_CONFIRMED"
 	}
 	h.state = "CANCELLED"
+	return ""
+}
+
+// extend moves a live hold's expiry to max(old, clock + ttl).
+func (s *sim) extend(client, id string, ttl int64) (int64, string) {
+	h, why := s.closed(client, id)
+	switch {
+	case why != "":
+		return 0, why
+	case h.state == "CONFIRMED" || h.state == "REFUNDED":
+		return 0, "HOLD_CONFIRMED"
+	case h.state == "CANCELLED":
+		return 0, "HOLD_CANCELLED"
+	}
+	h.exp = max(h.exp, s.clock+ttl)
+	return h.exp, ""
+}
+
+// refund turns a booking into a refunded one; its seats read FREE.
+func (s *sim) refund(client, id string) string {
+	h, why := s.closed(client, id)
+	switch {
+	case why != "":
+		return why
+	case h.state == "HELD" || h.state == "CANCELLED":
+		return "HOLD_NOT_CONFIRMED"
+	}
+	h.state = "REFUNDED"
 	return ""
 }
 
@@ -147,7 +234,8 @@ type gen struct {
 	h        *history.History
 	truth    map[int]map[string]simSeat
 	lastRet  []int64
-	known    []knownHold // acknowledged holds, for confirms and releases
+	known    []knownHold // acknowledged holds, for confirms, releases and extends
+	booked   []knownHold // acknowledged confirms' holds, for refunds
 	batch    bool        // the last entry was a client write: the next may share it
 	batchRet int64       // when the op that opened the last entry returned
 	slots    int         // slots so far
@@ -217,11 +305,15 @@ func (g *gen) slot(t int64) {
 	switch n := g.r.Intn(100); {
 	case n < 35:
 		g.hold(&op)
-	case n < 50:
-		g.confirmRelease(&op, history.KindConfirm)
-	case n < 60:
-		g.confirmRelease(&op, history.KindRelease)
-	case n < 85:
+	case n < 48:
+		g.act(&op, history.KindConfirm)
+	case n < 55:
+		g.act(&op, history.KindRelease)
+	case n < 63:
+		g.act(&op, history.KindExtend)
+	case n < 70:
+		g.act(&op, history.KindRefund)
+	case n < 88:
 		g.read(&op)
 	default:
 		g.getHold(&op)
@@ -300,11 +392,15 @@ func (g *gen) stamp(op *history.Op, reason string) {
 
 func (g *gen) hold(op *history.Op) {
 	op.Kind = history.KindHold
+	op.TTLms = 500 + g.r.Int63n(2500)
+	if g.r.Intn(5) < 2 {
+		g.holdBest(op)
+		return
+	}
 	perm := g.r.Perm(len(g.s.seats))[:1+g.r.Intn(3)]
 	for _, i := range perm {
 		op.Seats = append(op.Seats, g.s.seats[i])
 	}
-	op.TTLms = 500 + g.r.Int63n(2500)
 	switch g.fate(op) {
 	case applyNever:
 		return
@@ -313,24 +409,50 @@ func (g *gen) hold(op *history.Op) {
 		g.later(func() { g.s.hold(client, seats, ttl) })
 		return
 	}
-	id, taken, exp := g.s.hold(op.ClientID, op.Seats, op.TTLms)
+	id, taken, exp, why := g.s.hold(op.ClientID, op.Seats, op.TTLms)
 	if op.Outcome == history.Info {
 		return
 	}
-	if id == "" {
-		g.stamp(op, "SEATS_TAKEN")
+	g.stamp(op, why)
+	if why != "" {
 		op.Taken = taken
 		return
 	}
-	g.stamp(op, "")
 	op.OutHoldID, op.ExpiresAtMs, op.HoldState = id, exp, "HOLD_STATE_HELD"
 	g.known = append(g.known, knownHold{id: id, process: op.Process, ret: op.Return})
 }
 
+// holdBest asks for 1 or 2 best available seats, of a category or not.
+func (g *gen) holdBest(op *history.Op) {
+	op.Count, op.Category = 1+g.r.Intn(2), []string{"", "vip", "std"}[g.r.Intn(3)]
+	switch g.fate(op) {
+	case applyNever:
+		return
+	case applyLater:
+		client, count, category, ttl := op.ClientID, op.Count, op.Category, op.TTLms
+		g.later(func() { g.s.best(g.r, client, count, category, ttl) })
+		return
+	}
+	id, seats, exp, why := g.s.best(g.r, op.ClientID, op.Count, op.Category, op.TTLms)
+	if op.Outcome == history.Info {
+		return
+	}
+	g.stamp(op, why)
+	if why == "" {
+		op.OutHoldID, op.OutSeats, op.ExpiresAtMs, op.HoldState = id, seats, exp, "HOLD_STATE_HELD"
+		g.known = append(g.known, knownHold{id: id, process: op.Process, ret: op.Return})
+	}
+}
+
 // pick returns a hold the process learned of before call; mostly its own.
-func (g *gen) pick(p int, call int64) (knownHold, bool) {
+// A refund picks mostly among the bookings.
+func (g *gen) pick(p int, call int64, kind history.Kind) (knownHold, bool) {
 	var own, other []knownHold
-	for _, k := range g.known {
+	from := g.known
+	if kind == history.KindRefund && g.r.Intn(4) != 0 {
+		from = g.booked
+	}
+	for _, k := range from {
 		switch {
 		case k.ret >= call:
 		case k.process == p:
@@ -348,40 +470,53 @@ func (g *gen) pick(p int, call int64) (knownHold, bool) {
 	return own[len(own)-1-g.r.Intn(min(len(own), 3))], true
 }
 
-func (g *gen) confirmRelease(op *history.Op, kind history.Kind) {
-	k, ok := g.pick(op.Process, op.Call)
+// act confirms, releases, extends or refunds a hold the process knows.
+func (g *gen) act(op *history.Op, kind history.Kind) {
+	k, ok := g.pick(op.Process, op.Call, kind)
 	if !ok {
 		g.read(op)
 		return
 	}
 	op.Kind, op.HoldID = kind, k.id
-	if kind == history.KindConfirm {
+	switch kind {
+	case history.KindConfirm:
 		op.PaymentRef = fmt.Sprintf("pay-%d", g.r.Intn(2))
+	case history.KindExtend:
+		op.TTLms = 500 + g.r.Int63n(2500)
 	}
 	switch g.fate(op) {
 	case applyNever:
 		return
 	case applyLater:
-		client, id, ref := op.ClientID, op.HoldID, op.PaymentRef
-		g.later(func() {
-			if kind == history.KindConfirm {
-				g.s.confirm(client, id, ref)
-			} else {
-				g.s.release(client, id)
-			}
-		})
+		o := *op
+		g.later(func() { g.apply(&o) })
 		return
 	}
-	var why string
-	if kind == history.KindConfirm {
-		why = g.s.confirm(op.ClientID, op.HoldID, op.PaymentRef)
-	} else {
-		why = g.s.release(op.ClientID, op.HoldID)
-	}
+	exp, why := g.apply(op)
 	g.stamp(op, why)
-	if op.Outcome == history.OK {
-		op.HoldState, _, _ = g.s.getHold(op.HoldID)
+	if op.Outcome != history.OK {
+		return
 	}
+	op.HoldState, _, _ = g.s.getHold(op.HoldID)
+	switch kind {
+	case history.KindExtend:
+		op.HoldState, op.ExpiresAtMs = "", exp
+	case history.KindConfirm:
+		g.booked = append(g.booked, knownHold{id: op.HoldID, process: op.Process, ret: op.Return})
+	}
+}
+
+// apply runs a confirm, release, extend or refund on the simulator.
+func (g *gen) apply(op *history.Op) (exp int64, why string) {
+	switch op.Kind {
+	case history.KindConfirm:
+		return 0, g.s.confirm(op.ClientID, op.HoldID, op.PaymentRef)
+	case history.KindRelease:
+		return 0, g.s.release(op.ClientID, op.HoldID)
+	case history.KindExtend:
+		return g.s.extend(op.ClientID, op.HoldID, op.TTLms)
+	}
+	return 0, g.s.refund(op.ClientID, op.HoldID)
 }
 
 func (g *gen) read(op *history.Op) {
@@ -399,7 +534,7 @@ func (g *gen) read(op *history.Op) {
 }
 
 func (g *gen) getHold(op *history.Op) {
-	k, ok := g.pick(op.Process, op.Call)
+	k, ok := g.pick(op.Process, op.Call, history.KindGetHold)
 	if !ok {
 		g.read(op)
 		return
@@ -435,6 +570,7 @@ func (g *gen) final() {
 	f := &history.Final{Seats: map[string]map[string]string{show1: {}}, Holds: map[string]history.FinalHold{},
 		Digests: map[uint32]map[string]string{1: {"n1": "x", "n2": "x", "n3": "x"}}, Applied: map[uint32]uint64{1: g.s.rev},
 		ReadAtMs: g.s.clock}
+	g.h.Layouts = []history.Layout{{Show: show1, Seats: g.s.cat}}
 	for _, x := range g.s.seats {
 		f.Seats[show1][x] = g.s.seat(x).state
 	}
@@ -446,8 +582,13 @@ func (g *gen) final() {
 	g.h.Final = f
 }
 
+// randomSeeds is how many histories TestRandomHistories generates; raise it
+// (go test -run TestRandomHistories -args -random-seeds=2000) to hunt for
+// false alarms after changing the model.
+var randomSeeds = flag.Int("random-seeds", 40, "histories TestRandomHistories generates")
+
 func TestRandomHistories(t *testing.T) {
-	const seeds = 40
+	seeds := int64(*randomSeeds)
 	applied := map[string]int{}
 	for seed := int64(1); seed <= seeds; seed++ {
 		h, truth := generate(seed, genSmall)
@@ -482,9 +623,10 @@ func TestRandomHistories(t *testing.T) {
 }
 
 func cloneHistory(h *history.History) *history.History {
-	c := &history.History{Seed: h.Seed, Ops: make([]history.Op, len(h.Ops)), Faults: h.Faults}
+	c := &history.History{Seed: h.Seed, Ops: make([]history.Op, len(h.Ops)), Faults: h.Faults, Layouts: h.Layouts}
 	for i, op := range h.Ops {
 		op.Seats = slices.Clone(op.Seats)
+		op.OutSeats = slices.Clone(op.OutSeats)
 		if op.SeatStates != nil {
 			m := map[string]string{}
 			for k, v := range op.SeatStates {
@@ -499,6 +641,11 @@ func cloneHistory(h *history.History) *history.History {
 	for k, v := range h.Final.Holds {
 		f.Holds[k] = v
 	}
+	f.Seats = map[string]map[string]string{}
+	for show, seats := range h.Final.Seats {
+		f.Seats[show] = maps.Clone(seats)
+	}
+	f.Applied = maps.Clone(h.Final.Applied)
 	c.Final = &f
 	return c
 }
@@ -520,12 +667,68 @@ var mutations = []mutation{
 	{"stale read revision", []string{CheckOrdering}, mutStaleRevision},
 	{"resend answered with another hold", []string{CheckS4}, mutResend},
 	{"confirmed hold lost at the end", []string{CheckS2}, mutLostConfirm},
+	{"best available granted a held seat", []string{CheckLinearizable, CheckS1}, mutBestHeldSeat},
+	{"sold out while seats were free", []string{CheckLinearizable}, mutSoldOutFree},
+	{"refunded seat granted before the refund", []string{CheckLinearizable, CheckS1}, mutRefundLate},
+	{"booking refunded without a refund", []string{CheckS2}, mutLostNoRefund},
+	{"read misses a hold kept by its extension", []string{CheckLinearizable, CheckS3}, mutReadExtended},
+	{"unconfirmed hold refunded", []string{CheckLinearizable}, mutRefundUnconfirmed},
+	{"extend reports a wrong expiry", []string{CheckLinearizable}, mutExtendWrong},
 }
 
 // namedBy reports whether any op of kind names hold id.
 func namedBy(h *history.History, id string, kind history.Kind) bool {
 	for _, op := range h.Ops {
 		if op.Kind == kind && op.HoldID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// mayEnd reports whether a release or refund names hold id: the checker
+// may count it as ended as early as such an op was sent.
+func mayEnd(h *history.History, id string) bool {
+	return namedBy(h, id, history.KindRelease) || namedBy(h, id, history.KindRefund)
+}
+
+// infoNamed reports whether an info op of kind names hold id: whether it
+// took effect, and when, the checker cannot know.
+func infoNamed(h *history.History, id string, kind history.Kind) bool {
+	for _, op := range h.Ops {
+		if op.Kind == kind && op.HoldID == id && op.Outcome == history.Info {
+			return true
+		}
+	}
+	return false
+}
+
+// calledAfter reports whether an answered op of revision rev was called
+// after t: an op inserted at rev+1 (doubled) that returns at t would then
+// come after it in real time but before it in the log.
+func calledAfter(h *history.History, rev uint64, t int64) bool {
+	for _, op := range h.Ops {
+		if op.Revision == rev && op.Outcome != history.Info && op.Call > t {
+			return true
+		}
+	}
+	return false
+}
+
+// doubleRevisions makes room for an op between any two revisions.
+func doubleRevisions(h *history.History) {
+	for i := range h.Ops {
+		h.Ops[i].Revision *= 2
+	}
+	for g := range h.Final.Applied {
+		h.Final.Applied[g] *= 2
+	}
+}
+
+// resent reports whether some op re-sends op id.
+func resent(h *history.History, id int) bool {
+	for _, op := range h.Ops {
+		if op.Resend && op.Of == id {
 			return true
 		}
 	}
@@ -553,7 +756,7 @@ func mutReadFree(h *history.History, truth map[int]map[string]simSeat) bool {
 		for _, x := range sortedSeats(r.SeatStates) {
 			st := truth[r.ID][x]
 			hop := holdOp(h, st.hold)
-			if st.state != "HELD" || hop == nil || namedBy(h, st.hold, history.KindRelease) || r.Revision < hop.Revision {
+			if st.state != "HELD" || hop == nil || mayEnd(h, st.hold) || infoNamed(h, st.hold, history.KindExtend) || r.Revision < hop.Revision {
 				continue
 			}
 			r.SeatStates[x] = "FREE"
@@ -569,7 +772,7 @@ func mutReadBooked(h *history.History, truth map[int]map[string]simSeat) bool {
 	seatsOf := map[string][]string{}
 	for _, op := range h.Ops {
 		if op.Kind == history.KindHold && op.OutHoldID != "" {
-			seatsOf[op.OutHoldID] = op.Seats
+			seatsOf[op.OutHoldID] = op.GrantedSeats()
 		}
 	}
 	for i := range h.Ops {
@@ -611,18 +814,18 @@ func heldByInfo(h *history.History, x string) bool {
 func mutHoldOverBooking(h *history.History, truth map[int]map[string]simSeat) bool {
 	for i := range h.Ops {
 		k := &h.Ops[i]
-		if k.Kind != history.KindHold || k.Outcome != history.OK || k.Resend {
+		if k.Kind != history.KindHold || k.Outcome != history.OK || k.Resend || k.Count > 0 {
 			continue
 		}
 		for _, c := range h.Ops {
-			if c.Kind != history.KindConfirm || c.Outcome != history.OK || c.Return >= k.Call {
+			if c.Kind != history.KindConfirm || c.Outcome != history.OK || c.Return >= k.Call || namedBy(h, c.HoldID, history.KindRefund) {
 				continue
 			}
 			b := holdOp(h, c.HoldID)
 			if b == nil {
 				continue
 			}
-			for _, x := range b.Seats {
+			for _, x := range b.GrantedSeats() {
 				if !slices.Contains(k.Seats, x) && truth[k.ID][x].state == "BOOKED" {
 					k.Seats = append(k.Seats, x)
 					return true
@@ -644,7 +847,7 @@ func mutTakenGranted(h *history.History, truth map[int]map[string]simSeat) bool 
 		for _, x := range k.Seats {
 			st := truth[k.ID][x]
 			hop := holdOp(h, st.hold)
-			if st.state != "HELD" || hop == nil || namedBy(h, st.hold, history.KindRelease) {
+			if st.state != "HELD" || hop == nil || mayEnd(h, st.hold) || infoNamed(h, st.hold, history.KindExtend) {
 				continue
 			}
 			k.Outcome, k.Reason, k.Taken = history.OK, "", nil
@@ -655,11 +858,14 @@ func mutTakenGranted(h *history.History, truth map[int]map[string]simSeat) bool 
 	return false
 }
 
-// A confirm answered HOLD_EXPIRED turned into a success.
+// A confirm answered HOLD_EXPIRED turned into a success, where no info
+// extend may have kept the hold live and no info confirm may have confirmed
+// it already (with the same payment ref a confirm succeeds again).
 func mutConfirmExpired(h *history.History, _ map[int]map[string]simSeat) bool {
 	for i := range h.Ops {
 		c := &h.Ops[i]
-		if c.Kind == history.KindConfirm && c.Reason == "HOLD_EXPIRED" && !c.Resend {
+		if c.Kind == history.KindConfirm && c.Reason == "HOLD_EXPIRED" && !c.Resend &&
+			!infoNamed(h, c.HoldID, history.KindExtend) && !infoNamed(h, c.HoldID, history.KindConfirm) {
 			c.Outcome, c.Reason, c.HoldState = history.OK, "", "HOLD_STATE_CONFIRMED"
 			return true
 		}
@@ -728,4 +934,191 @@ func sortedSeats(m map[string]string) []string {
 		return 0
 	})
 	return out
+}
+
+// A best-available grant that swaps one of its seats for a seat of its
+// category then HELD by an acknowledged hold nothing could have ended.
+func mutBestHeldSeat(h *history.History, truth map[int]map[string]simSeat) bool {
+	cat := h.Layouts[0].Seats
+	for i := range h.Ops {
+		k := &h.Ops[i]
+		if k.Kind != history.KindHold || k.Outcome != history.OK || k.Count == 0 || k.Resend {
+			continue
+		}
+		for _, x := range sortedSeats(cat) {
+			st := truth[k.ID][x]
+			if st.state != "HELD" || st.hold == k.OutHoldID || holdOp(h, st.hold) == nil || slices.Contains(k.OutSeats, x) ||
+				(k.Category != "" && cat[x] != k.Category) || mayEnd(h, st.hold) || infoNamed(h, st.hold, history.KindExtend) {
+				continue
+			}
+			k.OutSeats[0] = x
+			return true
+		}
+	}
+	return false
+}
+
+// A SOLD_OUT answer inserted right after a read (between its revision and
+// the next) that saw enough seats of the category free, none of which an
+// info hold may have taken in between.
+func mutSoldOutFree(h *history.History, _ map[int]map[string]simSeat) bool {
+	cat := h.Layouts[0].Seats
+	infoSeats := map[string]bool{}
+	wild := map[string]int{} // category -> seats info best-available holds may hold
+	for _, op := range h.Ops {
+		if op.Kind == history.KindHold && op.Outcome == history.Info {
+			wild[op.Category] += op.Count
+			for _, x := range op.Seats {
+				infoSeats[x] = true
+			}
+		}
+	}
+	for i := range h.Ops {
+		r := h.Ops[i]
+		if r.Kind != history.KindRead || r.Outcome != history.OK || calledAfter(h, r.Revision, r.Return) {
+			continue
+		}
+		for _, category := range []string{"", "vip", "std"} {
+			free := 0
+			for x, st := range r.SeatStates {
+				if st == "FREE" && !infoSeats[x] && (category == "" || cat[x] == category) {
+					free++
+				}
+			}
+			for c, n := range wild {
+				if c == "" || category == "" || c == category {
+					free -= n
+				}
+			}
+			if free < 1 {
+				continue
+			}
+			doubleRevisions(h)
+			h.Ops = append(h.Ops, history.Op{ID: len(h.Ops), Process: 99, Node: "n1", Kind: history.KindHold, Show: show1,
+				ClientID: "c99", RequestID: "mut", Call: r.Call, Return: r.Return, Count: free, Category: category, TTLms: 1000,
+				Outcome: history.Fail, Reason: "SOLD_OUT", Revision: 2*r.Revision + 1, AppliedAtMs: r.AppliedAtMs})
+			return true
+		}
+	}
+	return false
+}
+
+// A booking's refund moved to just after a hold that was granted one of the
+// booking's seats once it was refunded; no other refund of it may have
+// applied before that hold, and an acknowledged confirm made it (S1 knows
+// only those as bookings).
+func mutRefundLate(h *history.History, _ map[int]map[string]simSeat) bool {
+	for i := range h.Ops {
+		f := &h.Ops[i]
+		confirmed := slices.ContainsFunc(h.Ops, func(c history.Op) bool {
+			return c.Kind == history.KindConfirm && c.HoldID == f.HoldID && c.Outcome == history.OK
+		})
+		if f.Kind != history.KindRefund || f.Outcome != history.OK || f.Resend || resent(h, f.ID) || !confirmed {
+			continue
+		}
+		b := holdOp(h, f.HoldID)
+		if b == nil {
+			continue
+		}
+		for _, k := range h.Ops {
+			if k.Kind != history.KindHold || k.Outcome != history.OK || k.Revision <= f.Revision ||
+				calledAfter(h, k.Revision, k.Return) || !overlap(k.GrantedSeats(), b.GrantedSeats()) || refundedBy(h, f, k.Revision) {
+				continue
+			}
+			doubleRevisions(h)
+			f.Revision, f.AppliedAtMs, f.Call, f.Return = 2*k.Revision+1, k.AppliedAtMs, k.Call, k.Return
+			return true
+		}
+	}
+	return false
+}
+
+// refundedBy reports whether a refund other than f of f's hold may have
+// applied by revision rev.
+func refundedBy(h *history.History, f *history.Op, rev uint64) bool {
+	return slices.ContainsFunc(h.Ops, func(o history.Op) bool {
+		return o.Kind == history.KindRefund && o.HoldID == f.HoldID && o.ID != f.ID &&
+			(o.Outcome == history.Info || o.Outcome == history.OK && o.Revision <= rev)
+	})
+}
+
+func overlap(a, b []string) bool {
+	return slices.ContainsFunc(a, func(x string) bool { return slices.Contains(b, x) })
+}
+
+// A booking no refund named that ends REFUNDED, its seats free.
+func mutLostNoRefund(h *history.History, _ map[int]map[string]simSeat) bool {
+	for _, op := range h.Ops {
+		fh, ok := h.Final.Holds[op.HoldID]
+		if op.Kind != history.KindConfirm || op.Outcome != history.OK || !ok || fh.State != "HOLD_STATE_CONFIRMED" || namedBy(h, op.HoldID, history.KindRefund) {
+			continue
+		}
+		fh.State = "HOLD_STATE_REFUNDED"
+		h.Final.Holds[op.HoldID] = fh
+		for _, x := range fh.Seats {
+			h.Final.Seats[show1][x] = "FREE"
+		}
+		return true
+	}
+	return false
+}
+
+// A seat read FREE after its hold's first expiry but before the expiry an
+// acknowledged extend gave it.
+func mutReadExtended(h *history.History, truth map[int]map[string]simSeat) bool {
+	for i := range h.Ops {
+		r := &h.Ops[i]
+		if r.Kind != history.KindRead || r.Outcome != history.OK {
+			continue
+		}
+		for _, x := range sortedSeats(r.SeatStates) {
+			st := truth[r.ID][x]
+			hop := holdOp(h, st.hold)
+			if st.state != "HELD" || hop == nil || r.AppliedAtMs < hop.ExpiresAtMs || mayEnd(h, st.hold) || infoNamed(h, st.hold, history.KindExtend) {
+				continue
+			}
+			r.SeatStates[x] = "FREE"
+			return true
+		}
+	}
+	return false
+}
+
+// A refund answered HOLD_NOT_CONFIRMED turned into a success, where no
+// confirm of the hold could have come first.
+func mutRefundUnconfirmed(h *history.History, _ map[int]map[string]simSeat) bool {
+	for i := range h.Ops {
+		f := &h.Ops[i]
+		if f.Kind != history.KindRefund || f.Reason != "HOLD_NOT_CONFIRMED" || f.Resend {
+			continue
+		}
+		confirmable := slices.ContainsFunc(h.Ops, func(c history.Op) bool {
+			return c.Kind == history.KindConfirm && c.HoldID == f.HoldID && c.Outcome != history.Fail && c.Call < f.Return
+		})
+		if confirmable {
+			continue
+		}
+		f.Outcome, f.Reason, f.HoldState = history.OK, "", "HOLD_STATE_REFUNDED"
+		return true
+	}
+	return false
+}
+
+// An acknowledged extend reporting an expiry 1 ms off, where the hold's
+// expiry before it is certain.
+func mutExtendWrong(h *history.History, _ map[int]map[string]simSeat) bool {
+	for i := range h.Ops {
+		e := &h.Ops[i]
+		if e.Kind != history.KindExtend || e.Outcome != history.OK || e.Resend || infoNamed(h, e.HoldID, history.KindExtend) {
+			continue
+		}
+		shared := slices.ContainsFunc(h.Ops, func(o history.Op) bool {
+			return o.Kind == history.KindExtend && o.HoldID == e.HoldID && o.ID != e.ID && o.Revision == e.Revision
+		})
+		if !shared {
+			e.ExpiresAtMs++
+			return true
+		}
+	}
+	return false
 }

@@ -199,4 +199,5 @@ func (r *Report) WriteText(w io.Writer) error {
 }
 
 // kinds lists the op kinds in summary order.
-var kinds = []history.Kind{history.KindHold, history.KindConfirm, history.KindRelease, history.KindRead, history.KindGetHold}
+var kinds = []history.Kind{history.KindHold, history.KindConfirm, history.KindRelease, history.KindExtend,
+	history.KindRefund, history.KindRead, history.KindGetHold}

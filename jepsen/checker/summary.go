@@ -16,6 +16,11 @@ type Summary struct {
 	Info    int `json:"info"` // ops with an indeterminate outcome
 	// Outcomes counts ops by kind and outcome.
 	Outcomes map[history.Kind]map[history.Outcome]int `json:"outcomes"`
+	// BestAvailable counts the holds among Outcomes[hold] that asked for a
+	// count of seats instead of naming them, by outcome; Category those of
+	// them that asked for a category.
+	BestAvailable map[history.Outcome]int `json:"best_available,omitempty"`
+	Category      map[history.Outcome]int `json:"category,omitempty"`
 	// Reasons counts Fail and Info ops by reason.
 	Reasons map[string]int `json:"reasons,omitempty"`
 	// Faults counts nemesis actions by kind.
@@ -36,6 +41,7 @@ type Latency struct {
 
 func summarize(h *history.History) Summary {
 	s := Summary{Ops: len(h.Ops), Outcomes: map[history.Kind]map[history.Outcome]int{},
+		BestAvailable: map[history.Outcome]int{}, Category: map[history.Outcome]int{},
 		Reasons: map[string]int{}, Faults: map[string]int{}, Latency: map[history.Kind]Latency{}}
 	shows := map[string]bool{}
 	lat := map[history.Kind][]int64{}
@@ -47,6 +53,12 @@ func summarize(h *history.History) Summary {
 			s.Outcomes[op.Kind] = map[history.Outcome]int{}
 		}
 		s.Outcomes[op.Kind][op.Outcome]++
+		if op.Kind == history.KindHold && op.Count > 0 {
+			s.BestAvailable[op.Outcome]++
+			if op.Category != "" {
+				s.Category[op.Outcome]++
+			}
+		}
 		if op.Resend {
 			s.Resends++
 		}
@@ -103,6 +115,11 @@ func (s *Summary) writeText(b *strings.Builder) {
 			fmt.Fprintf(b, " latency ms p50 %.1f p90 %.1f p99 %.1f max %.1f", l.P50Ms, l.P90Ms, l.P99Ms, l.MaxMs)
 		}
 		b.WriteString("\n")
+		if k == history.KindHold && len(s.BestAvailable) > 0 {
+			fmt.Fprintf(b, "   of them best available: ok %d fail %d info %d; with a category: ok %d fail %d info %d\n",
+				s.BestAvailable[history.OK], s.BestAvailable[history.Fail], s.BestAvailable[history.Info],
+				s.Category[history.OK], s.Category[history.Fail], s.Category[history.Info])
+		}
 	}
 	if len(s.Reasons) > 0 {
 		fmt.Fprintf(b, "  reasons: %s\n", countList(s.Reasons))

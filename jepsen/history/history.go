@@ -18,12 +18,24 @@ type Kind string
 
 // The operations the workload issues.
 const (
-	KindHold    Kind = "hold"    // Hold(show, seats, ttl)
+	KindHold    Kind = "hold"    // Hold(show, seats, ttl) or Hold(show, count, category, ttl): best available
 	KindConfirm Kind = "confirm" // Confirm(show, hold, payment_ref)
 	KindRelease Kind = "release" // Release(show, hold)
 	KindRead    Kind = "read"    // GetSeatMap(show, LINEARIZABLE)
 	KindGetHold Kind = "gethold" // GetHold(show, hold, LINEARIZABLE)
+	KindExtend  Kind = "extend"  // Extend(show, hold, ttl)
+	KindRefund  Kind = "refund"  // Refund(show, hold, reason)
 )
+
+// Mutating reports whether ops of kind k change state (and carry a
+// client_id and request_id).
+func (k Kind) Mutating() bool {
+	switch k {
+	case KindHold, KindConfirm, KindRelease, KindExtend, KindRefund:
+		return true
+	}
+	return false
+}
 
 // Outcome says whether an operation took effect.
 type Outcome string
@@ -53,9 +65,14 @@ type Op struct {
 	ClientID  string   `json:"client_id,omitempty"`
 	RequestID string   `json:"request_id,omitempty"`
 	Seats     []string `json:"seats,omitempty"` // hold: the seats asked for
-	TTLms     int64    `json:"ttl_ms,omitempty"`
-	HoldID    string   `json:"hold_id,omitempty"` // confirm, release, gethold
-	// HoldToken is the token presented with a confirm or release.
+	// Count and Category: a best-available hold asks for Count seats (of
+	// Category, or of any when empty) instead of naming Seats.
+	Count    int    `json:"count,omitempty"`
+	Category string `json:"category,omitempty"`
+	TTLms    int64  `json:"ttl_ms,omitempty"`  // hold, extend
+	HoldID   string `json:"hold_id,omitempty"` // confirm, release, gethold, extend, refund
+	// HoldToken is the token presented with a confirm, release, extend or
+	// refund.
 	HoldToken  string `json:"hold_token,omitempty"`
 	PaymentRef string `json:"payment_ref,omitempty"`
 	// Resend is true when this op re-sent an earlier op's request
@@ -68,12 +85,17 @@ type Op struct {
 	Outcome Outcome `json:"outcome"`
 	// Reason is the error's ErrorInfo reason for Fail/Info ("SEATS_TAKEN",
 	// "HOLD_EXPIRED", "HOLD_GONE", "UNAVAILABLE", ...), empty for OK.
-	Reason      string `json:"reason,omitempty"`
-	Error       string `json:"error,omitempty"`
-	OutHoldID   string `json:"out_hold_id,omitempty"`   // hold: the new hold
-	OutToken    string `json:"out_token,omitempty"`     // hold: its token
-	ExpiresAtMs int64  `json:"expires_at_ms,omitempty"` // hold, gethold
-	HoldState   string `json:"hold_state,omitempty"`    // confirm, release, gethold: HOLD_STATE_*
+	Reason    string `json:"reason,omitempty"`
+	Error     string `json:"error,omitempty"`
+	OutHoldID string `json:"out_hold_id,omitempty"` // hold: the new hold
+	OutToken  string `json:"out_token,omitempty"`   // hold: its token
+	// OutSeats is the seats a best-available hold was granted (a hold of
+	// named seats is granted Seats).
+	OutSeats []string `json:"out_seats,omitempty"`
+	// ExpiresAtMs: a hold's or GetHold's expires_at, or the one an extend
+	// set.
+	ExpiresAtMs int64  `json:"expires_at_ms,omitempty"`
+	HoldState   string `json:"hold_state,omitempty"` // confirm, release, refund, gethold: HOLD_STATE_*
 	// Taken is the seats reported taken with SEATS_TAKEN.
 	Taken []string `json:"taken,omitempty"`
 	// Revision is the group's raft index the result was applied at (writes)
@@ -85,6 +107,23 @@ type Op struct {
 	// SeatStates is a read's result: seat id -> FREE, HELD or BOOKED, for
 	// every seat of the show.
 	SeatStates map[string]string `json:"seat_states,omitempty"`
+}
+
+// GrantedSeats is the seats an acknowledged hold took: the ones it named,
+// or for best available the ones the answer listed.
+func (op *Op) GrantedSeats() []string {
+	if op.Count > 0 {
+		return op.OutSeats
+	}
+	return op.Seats
+}
+
+// Layout is a show's seats and their categories, as the runner created the
+// show: the checkers need it to judge best-available holds (SOLD_OUT, a
+// category) and which seats one of unknown outcome may have taken.
+type Layout struct {
+	Show  string            `json:"show"`
+	Seats map[string]string `json:"seats"` // seat id -> category
 }
 
 // Final is what the runner read after healing the cluster and waiting for
@@ -120,27 +159,36 @@ type Fault struct {
 
 // History is a whole run.
 type History struct {
-	Seed   int64   `json:"seed"`
-	Ops    []Op    `json:"-"`
-	Faults []Fault `json:"-"`
-	Final  *Final  `json:"-"`
+	Seed int64 `json:"seed"`
+	// Layouts of the shows, when the runner recorded them; a show without
+	// one is checked without categories.
+	Layouts []Layout `json:"-"`
+	Ops     []Op     `json:"-"`
+	Faults  []Fault  `json:"-"`
+	Final   *Final   `json:"-"`
 }
 
 // record is one JSON line of the file.
 type record struct {
-	Op    *Op    `json:"op,omitempty"`
-	Fault *Fault `json:"fault,omitempty"`
-	Final *Final `json:"final,omitempty"`
-	Seed  *int64 `json:"seed,omitempty"`
+	Op     *Op     `json:"op,omitempty"`
+	Fault  *Fault  `json:"fault,omitempty"`
+	Final  *Final  `json:"final,omitempty"`
+	Seed   *int64  `json:"seed,omitempty"`
+	Layout *Layout `json:"layout,omitempty"`
 }
 
-// Write stores h as JSON lines: the seed, the ops in ID order, the faults,
-// then the final reads.
+// Write stores h as JSON lines: the seed, the show layouts, the ops in ID
+// order, the faults, then the final reads.
 func (h *History) Write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	if err := enc.Encode(record{Seed: &h.Seed}); err != nil {
 		return err
+	}
+	for i := range h.Layouts {
+		if err := enc.Encode(record{Layout: &h.Layouts[i]}); err != nil {
+			return err
+		}
 	}
 	for i := range h.Ops {
 		if err := enc.Encode(record{Op: &h.Ops[i]}); err != nil {
@@ -182,6 +230,8 @@ func Read(r io.Reader) (*History, error) {
 			h.Faults = append(h.Faults, *rec.Fault)
 		case rec.Final != nil:
 			h.Final = rec.Final
+		case rec.Layout != nil:
+			h.Layouts = append(h.Layouts, *rec.Layout)
 		default:
 			return nil, fmt.Errorf("history: record %d is empty", line)
 		}

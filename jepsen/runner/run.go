@@ -80,11 +80,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Clients; i++ {
-		c := &client{id: i, process: i, seed: cfg.Seed, rec: rec, nodeIDs: tc.ids(),
-			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))}
-		for _, conn := range tc.conns {
-			c.booking = append(c.booking, ledgerpb.NewBookingClient(conn))
-		}
+		c := newClient(i, &cfg, tc, rec)
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(runCtx) }()
 	}
@@ -106,9 +102,13 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	}
 	wg.Wait()
 	nem.heal(ctx)
+	if n := resolveInfoHolds(ctx, rec, newClient(cfg.Clients, &cfg, tc, rec)); n > 0 {
+		fmt.Fprintf(log, "jepsen: healed; re-sent %d best-available hold(s) of unknown outcome to learn their seats\n", n)
+	}
 	fmt.Fprintf(log, "jepsen: healed; waiting for replicas to converge\n")
 
-	h := &history.History{Seed: cfg.Seed, Ops: rec.mu.ops, Faults: rec.mu.faults}
+	h := &history.History{Seed: cfg.Seed, Layouts: showLayouts(cfg.Seed, showCount(cfg.Duration)),
+		Ops: rec.mu.ops, Faults: rec.mu.faults}
 	final, err := finalRead(ctx, tc, setup, h, len(nem.dead))
 	if err != nil {
 		// Still write the history: it is the evidence.
@@ -126,6 +126,16 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 		return res, werr
 	}
 	return res, err
+}
+
+// newClient is client i of the run, with a connection to every node.
+func newClient(i int, cfg *Config, tc *testCluster, rec *recorder) *client {
+	c := &client{id: i, process: i, seed: cfg.Seed, rec: rec, nodeIDs: tc.ids(),
+		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))}
+	for _, conn := range tc.conns {
+		c.booking = append(c.booking, ledgerpb.NewBookingClient(conn))
+	}
+	return c
 }
 
 // finalRead waits until the holds of the run have expired and every group's

@@ -20,15 +20,18 @@ import (
 )
 
 // The workload: shows rotate so that each is busy for a short window, every
-// hold's TTL is short so holds expire during the run, and each client picks
-// among the shows that are busy now.
+// hold's TTL (and every extend's) is short so holds expire during the run,
+// and each client picks among the shows that are busy now. A show's first
+// row is "vip", the others "std": the small vip category sells out, which
+// best-available holds asking for it then meet as SOLD_OUT.
 const (
 	showRows       = 3
 	showRowSeats   = 10
+	vipRows        = 1
 	activeShows    = 3
 	showWindow     = 6 * time.Second
 	holdTTLMinS    = 1 // the API's TTLs are whole seconds
-	holdTTLMaxS    = 4
+	holdTTLMaxS    = 4 // also bounds an extend's TTL: the final reads wait it out
 	seatsPerHold   = 3 // at most
 	attemptTimeout = 500 * time.Millisecond
 	// opDeadline bounds one operation with its retries; after it an
@@ -95,12 +98,35 @@ func showsAt(seed int64, t time.Duration) []string {
 func showCount(d time.Duration) int { return (int(d/showWindow) + 2) * activeShows }
 
 func testShow(id string) *ledgerpb.Show {
-	s := &ledgerpb.Show{ShowId: id, Title: "jepsen " + id,
-		Categories: []*ledgerpb.Category{{Name: "std", PriceMinor: 900, Currency: "EUR"}}}
+	s := &ledgerpb.Show{ShowId: id, Title: "jepsen " + id, Categories: []*ledgerpb.Category{
+		{Name: "vip", PriceMinor: 1500, Currency: "EUR"}, {Name: "std", PriceMinor: 900, Currency: "EUR"}}}
 	for r := 0; r < showRows; r++ {
-		s.Rows = append(s.Rows, &ledgerpb.Row{Name: string(rune('A' + r)), Seats: showRowSeats, Category: "std"})
+		s.Rows = append(s.Rows, &ledgerpb.Row{Name: string(rune('A' + r)), Seats: showRowSeats, Category: rowCategory(r)})
 	}
 	return s
+}
+
+func rowCategory(r int) string {
+	if r < vipRows {
+		return "vip"
+	}
+	return "std"
+}
+
+// showLayouts are the layouts of a run's n shows, for the history.
+func showLayouts(seed int64, n int) []history.Layout {
+	out := make([]history.Layout, n)
+	for i := range out {
+		show := testShow(showName(seed, i))
+		l := history.Layout{Show: show.ShowId, Seats: map[string]string{}}
+		for _, row := range show.Rows {
+			for k := 1; k <= int(row.Seats); k++ {
+				l.Seats[fmt.Sprintf("%s%d", row.Name, k)] = row.Category
+			}
+		}
+		out[i] = l
+	}
+	return out
 }
 
 func seatIDs() []string {
@@ -123,8 +149,10 @@ type client struct {
 	booking []ledgerpb.BookingClient // one per node, through the client proxies
 	nodeIDs []string
 	reqSeq  int
-	// holds this client may confirm or release
+	// holds this client may confirm, release or extend
 	holds []ownHold
+	// bookings this client may refund
+	bookings []ownHold
 	// last is the last definite write, for resends
 	last *history.Op
 }
@@ -151,14 +179,21 @@ func (c *client) run(ctx context.Context) {
 			op = c.holdOp(show)
 		case p < 42 && len(c.holds) > 0:
 			h := c.pickHold()
-			op = history.Op{Kind: history.KindConfirm, Show: h.show, HoldID: h.id, HoldToken: h.token, PaymentRef: fmt.Sprintf("pay-%d-%d", c.id, c.reqSeq+1)}
-		case p < 60 && len(c.holds) > 0:
+			op = history.Op{Kind: history.KindConfirm, Show: h.show, HoldID: h.id, HoldToken: c.token(h), PaymentRef: fmt.Sprintf("pay-%d-%d", c.id, c.reqSeq+1)}
+		case p < 54 && len(c.holds) > 0:
 			h := c.pickHold()
-			op = history.Op{Kind: history.KindRelease, Show: h.show, HoldID: h.id, HoldToken: h.token}
-		case p < 65 && len(c.holds) > 0:
+			op = history.Op{Kind: history.KindRelease, Show: h.show, HoldID: h.id, HoldToken: c.token(h)}
+		case p < 62 && len(c.holds) > 0:
+			// Short TTLs: an extend often decides whether the hold expires.
+			h := c.pickHold()
+			op = history.Op{Kind: history.KindExtend, Show: h.show, HoldID: h.id, HoldToken: c.token(h), TTLms: c.ttl()}
+		case p < 65 && len(c.bookings) > 0:
+			h := c.pickBooking()
+			op = history.Op{Kind: history.KindRefund, Show: h.show, HoldID: h.id, HoldToken: c.token(h)}
+		case p < 70 && len(c.holds) > 0:
 			h := c.pickHold()
 			op = history.Op{Kind: history.KindGetHold, Show: h.show, HoldID: h.id}
-		case p < 70 && c.last != nil:
+		case p < 75 && c.last != nil:
 			op = *c.last
 			op.Resend, op.Of = true, c.last.ID
 		default:
@@ -170,33 +205,64 @@ func (c *client) run(ctx context.Context) {
 	}
 }
 
+// holdOp is a hold of named seats or, two times in five, of the best
+// available ones: of any category, or (half of those) of vip or std.
 func (c *client) holdOp(show string) history.Op {
-	seats := seatIDs()
 	n := 1 + c.rng.IntN(seatsPerHold)
+	op := history.Op{Kind: history.KindHold, Show: show, TTLms: c.ttl()}
+	if c.rng.IntN(5) < 2 {
+		op.Count = n
+		if c.rng.IntN(2) == 0 {
+			op.Category = rowCategory(c.rng.IntN(2) * vipRows) // vip or std
+		}
+		return op
+	}
 	// Adjacent seats in one row, as people book.
+	seats := seatIDs()
 	row := c.rng.IntN(showRows)
 	first := c.rng.IntN(showRowSeats - n + 1)
-	return history.Op{Kind: history.KindHold, Show: show, Seats: seats[row*showRowSeats+first : row*showRowSeats+first+n],
-		TTLms: int64(holdTTLMinS+c.rng.IntN(holdTTLMaxS-holdTTLMinS+1)) * 1000}
+	op.Seats = seats[row*showRowSeats+first : row*showRowSeats+first+n]
+	return op
+}
+
+// ttl is a hold's or an extend's TTL.
+func (c *client) ttl() int64 {
+	return int64(holdTTLMinS+c.rng.IntN(holdTTLMaxS-holdTTLMinS+1)) * 1000
+}
+
+// token is the hold's token, or now and then a wrong one: the server must
+// answer HOLD_TOKEN_INVALID and change nothing.
+func (c *client) token(h ownHold) string {
+	if c.rng.IntN(25) == 0 {
+		return "jepsenWrongToken000000"
+	}
+	return h.token
 }
 
 func (c *client) pickHold() ownHold {
-	// Forget holds of shows no longer busy: they have expired by now.
-	busy := map[string]bool{}
-	for _, s := range showsAt(c.seed, time.Duration(c.rec.now())) {
-		busy[s] = true
-	}
-	kept := c.holds[:0]
-	for _, h := range c.holds {
-		if busy[h.show] {
-			kept = append(kept, h)
-		}
-	}
-	c.holds = kept
+	c.holds = c.busyOnly(c.holds)
 	if len(c.holds) == 0 {
 		return ownHold{}
 	}
 	return c.holds[c.rng.IntN(len(c.holds))]
+}
+
+func (c *client) pickBooking() ownHold {
+	c.bookings = c.busyOnly(c.bookings)
+	if len(c.bookings) == 0 {
+		return ownHold{}
+	}
+	return c.bookings[c.rng.IntN(len(c.bookings))]
+}
+
+// busyOnly forgets holds of shows no longer busy: they have expired by now,
+// and the checker's histories stay per show short.
+func (c *client) busyOnly(hs []ownHold) []ownHold {
+	busy := map[string]bool{}
+	for _, s := range showsAt(c.seed, time.Duration(c.rec.now())) {
+		busy[s] = true
+	}
+	return slices.DeleteFunc(hs, func(h ownHold) bool { return !busy[h.show] })
 }
 
 // do runs one operation with retries and records it.
@@ -255,9 +321,7 @@ func (c *client) do(ctx context.Context, op history.Op) {
 	c.after(op)
 }
 
-func isWrite(k history.Kind) bool {
-	return k == history.KindHold || k == history.KindConfirm || k == history.KindRelease
-}
+func isWrite(k history.Kind) bool { return k.Mutating() }
 
 // after updates the client's own state from an operation's outcome.
 func (c *client) after(op history.Op) {
@@ -270,13 +334,64 @@ func (c *client) after(op history.Op) {
 		o := op
 		c.last = &o
 	}
-	if op.Kind == history.KindHold && op.Outcome == history.OK && !op.Resend {
+	if op.Outcome != history.OK || op.Resend {
+		return
+	}
+	own := func(hs []ownHold) (ownHold, bool) {
+		i := slices.IndexFunc(hs, func(h ownHold) bool { return h.id == op.HoldID })
+		if i < 0 {
+			return ownHold{}, false
+		}
+		return hs[i], true
+	}
+	forget := func(hs []ownHold) []ownHold {
+		return slices.DeleteFunc(hs, func(h ownHold) bool { return h.id == op.HoldID })
+	}
+	switch op.Kind {
+	case history.KindHold:
 		c.holds = append(c.holds, ownHold{show: op.Show, id: op.OutHoldID, token: op.OutToken})
+	case history.KindConfirm:
+		if h, ok := own(c.holds); ok {
+			if _, dup := own(c.bookings); !dup {
+				c.bookings = append(c.bookings, h)
+			}
+		}
 	}
-	// A finished hold is mostly forgotten; sometimes kept, to act on again.
-	if (op.Kind == history.KindConfirm || op.Kind == history.KindRelease) && op.Outcome == history.OK && c.rng.IntN(4) != 0 {
-		c.holds = slices.DeleteFunc(c.holds, func(h ownHold) bool { return h.id == op.HoldID })
+	// A finished hold or booking is mostly forgotten; sometimes kept, to act
+	// on again (a confirm, release or refund again answers OK).
+	if c.rng.IntN(4) == 0 {
+		return
 	}
+	switch op.Kind {
+	case history.KindConfirm, history.KindRelease:
+		c.holds = forget(c.holds)
+	case history.KindRefund:
+		c.bookings = forget(c.bookings)
+	}
+}
+
+// resolveInfoHolds re-sends, after healing, every best-available hold whose
+// outcome stayed unknown, with its client_id and request_id, as a client
+// would retry until it gets an answer. The answer (the original replayed,
+// or a first application now) names the seats the hold took: without it
+// the checker only knows the hold may have taken any seats of its category,
+// which blurs every check of that show. c sends them; it returns how many
+// it sent.
+func resolveInfoHolds(ctx context.Context, rec *recorder, c *client) int {
+	rec.mu.Lock()
+	var todo []history.Op
+	for _, op := range rec.mu.ops {
+		if op.Kind == history.KindHold && op.Count > 0 && op.Outcome == history.Info {
+			todo = append(todo, op)
+		}
+	}
+	rec.mu.Unlock()
+	for _, op := range todo {
+		c.process = op.Process // the same request: one logical op
+		c.do(ctx, history.Op{Kind: op.Kind, Show: op.Show, ClientID: op.ClientID, RequestID: op.RequestID,
+			Count: op.Count, Category: op.Category, TTLms: op.TTLms, Resend: true, Of: op.ID})
+	}
+	return len(todo)
 }
 
 // attempt sends op once to one node and fills in its outputs. A non-nil
@@ -288,11 +403,14 @@ func (c *client) attempt(ctx context.Context, b ledgerpb.BookingClient, op *hist
 	case history.KindHold:
 		var r *ledgerpb.HoldResponse
 		r, err = b.Hold(ctx, &ledgerpb.HoldRequest{ShowId: op.Show, SeatIds: op.Seats, ClientId: op.ClientID,
-			RequestId: op.RequestID, TtlSeconds: uint32(op.TTLms / 1000)})
+			RequestId: op.RequestID, TtlSeconds: uint32(op.TTLms / 1000), Count: uint32(op.Count), Category: op.Category})
 		if err == nil {
 			op.OutHoldID, op.ExpiresAtMs, op.Revision, op.AppliedAtMs, op.Replayed =
 				r.HoldId, r.ExpiresAt.AsTime().UnixMilli(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
 			op.OutToken = r.HoldToken
+			if op.Count > 0 {
+				op.OutSeats = r.SeatIds
+			}
 		}
 	case history.KindConfirm:
 		var r *ledgerpb.ConfirmResponse
@@ -304,6 +422,20 @@ func (c *client) attempt(ctx context.Context, b ledgerpb.BookingClient, op *hist
 	case history.KindRelease:
 		var r *ledgerpb.ReleaseResponse
 		r, err = b.Release(ctx, &ledgerpb.ReleaseRequest{ShowId: op.Show, HoldId: op.HoldID, ClientId: op.ClientID, RequestId: op.RequestID, HoldToken: op.HoldToken})
+		if err == nil {
+			op.HoldState, op.Revision, op.AppliedAtMs, op.Replayed = r.State.String(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
+		}
+	case history.KindExtend:
+		var r *ledgerpb.ExtendResponse
+		r, err = b.Extend(ctx, &ledgerpb.ExtendRequest{ShowId: op.Show, HoldId: op.HoldID, HoldToken: op.HoldToken,
+			ClientId: op.ClientID, RequestId: op.RequestID, TtlSeconds: uint32(op.TTLms / 1000)})
+		if err == nil {
+			op.ExpiresAtMs, op.Revision, op.AppliedAtMs, op.Replayed = r.ExpiresAt.AsTime().UnixMilli(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
+		}
+	case history.KindRefund:
+		var r *ledgerpb.RefundResponse
+		r, err = b.Refund(ctx, &ledgerpb.RefundRequest{ShowId: op.Show, HoldId: op.HoldID, HoldToken: op.HoldToken,
+			ClientId: op.ClientID, RequestId: op.RequestID, Reason: "jepsen"})
 		if err == nil {
 			op.HoldState, op.Revision, op.AppliedAtMs, op.Replayed = r.State.String(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
 		}
