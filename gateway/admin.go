@@ -18,11 +18,11 @@ import (
 var Version = "dev"
 
 // Admin implements ledgerpb.AdminServer over this node's replicas.
-//
-// TODO(issue 6): admin calls require an admin credential.
+// Every call requires the admin credential (auth.go).
 type Admin struct {
 	ledgerpb.UnimplementedAdminServer
 	router *shard.Router
+	auth   *Auth
 }
 
 // NewAdmin serves the Admin API for router's node.
@@ -30,6 +30,9 @@ func NewAdmin(router *shard.Router) *Admin { return &Admin{router: router} }
 
 // Status reports this node's peers and the groups it hosts.
 func (a *Admin) Status(ctx context.Context, req *ledgerpb.StatusRequest) (*ledgerpb.StatusResponse, error) {
+	if err := a.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	n := a.router.Node()
 	resp := &ledgerpb.StatusResponse{NodeId: n.ID(), Version: Version}
 	for _, p := range n.Peers() {
@@ -72,6 +75,9 @@ func (a *Admin) groupStatus(id uint32, digest bool) (*ledgerpb.GroupStatus, erro
 // TransferLeader hands a group's leadership to another replica. It must be
 // called on the node that leads the group.
 func (a *Admin) TransferLeader(ctx context.Context, req *ledgerpb.TransferLeaderRequest) (*ledgerpb.TransferLeaderResponse, error) {
+	if err := a.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	g, err := a.router.Node().Group(req.Group)
 	if err != nil {
 		return nil, fieldError(&fsm.FieldError{Field: "group", Message: fmt.Sprintf("this node hosts no group %d", req.Group)})
@@ -97,6 +103,9 @@ func (a *Admin) TransferLeader(ctx context.Context, req *ledgerpb.TransferLeader
 
 // HostGroup starts an empty replica of a group on this node.
 func (a *Admin) HostGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*ledgerpb.MembershipResponse, error) {
+	if err := a.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	if err := a.router.Node().HostGroup(req.Group); err != nil {
 		return nil, membershipError(err)
 	}
@@ -105,6 +114,9 @@ func (a *Admin) HostGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*led
 
 // DropGroup stops and deletes this node's replica of a group.
 func (a *Admin) DropGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*ledgerpb.MembershipResponse, error) {
+	if err := a.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	if err := a.router.Node().DropGroup(req.Group, req.Force); err != nil {
 		return nil, membershipError(err)
 	}
@@ -113,11 +125,17 @@ func (a *Admin) DropGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*led
 
 // AddVoter adds a node to a group; this node must lead it.
 func (a *Admin) AddVoter(ctx context.Context, req *ledgerpb.VoterRequest) (*ledgerpb.MembershipResponse, error) {
+	if err := a.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	return a.changeVoters(req, func(g *raftnode.Group) error { return g.AddVoter(ctx, req.Node) })
 }
 
 // RemoveVoter removes a node from a group; this node must lead it.
 func (a *Admin) RemoveVoter(ctx context.Context, req *ledgerpb.VoterRequest) (*ledgerpb.MembershipResponse, error) {
+	if err := a.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	return a.changeVoters(req, func(g *raftnode.Group) error { return g.RemoveVoter(ctx, req.Node) })
 }
 

@@ -23,7 +23,9 @@ import (
 // TODO(issue 6): admin calls require an admin credential.
 type Catalog struct {
 	ledgerpb.UnimplementedCatalogServer
-	router  *shard.Router
+	router *shard.Router
+	// auth guards the create and schedule calls; browsing is open.
+	auth    *Auth
 	timeout time.Duration
 	// now is the gateway's clock: browse listings start "from now on"
 	// here. Tests may set it before serving.
@@ -43,6 +45,9 @@ func NewCatalog(router *shard.Router) *Catalog {
 
 // CreateCity adds a city.
 func (c *Catalog) CreateCity(ctx context.Context, req *ledgerpb.CreateCityRequest) (*ledgerpb.CreateCityResponse, error) {
+	if err := c.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	if fe := fsm.ValidateCity(req.City); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -63,6 +68,9 @@ func (c *Catalog) CreateCity(ctx context.Context, req *ledgerpb.CreateCityReques
 
 // CreateCinema adds a cinema with its screens.
 func (c *Catalog) CreateCinema(ctx context.Context, req *ledgerpb.CreateCinemaRequest) (*ledgerpb.CreateCinemaResponse, error) {
+	if err := c.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	if fe := fsm.ValidateCinema(req.Cinema); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -83,6 +91,9 @@ func (c *Catalog) CreateCinema(ctx context.Context, req *ledgerpb.CreateCinemaRe
 
 // CreateMovie adds a movie.
 func (c *Catalog) CreateMovie(ctx context.Context, req *ledgerpb.CreateMovieRequest) (*ledgerpb.CreateMovieResponse, error) {
+	if err := c.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	if fe := fsm.ValidateMovie(req.Movie); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -147,6 +158,9 @@ func derivedID(prefix string, msg proto.Message) (string, error) {
 // means the catalog never lists a show that does not exist; a half-done
 // schedule leaves a bookable show nobody can browse to, until the retry.
 func (c *Catalog) ScheduleShow(ctx context.Context, req *ledgerpb.ScheduleShowRequest) (*ledgerpb.ScheduleShowResponse, error) {
+	if err := c.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	ls, err := listShowCmd(req)
 	if err != nil {
 		return nil, err

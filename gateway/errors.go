@@ -63,6 +63,8 @@ var reasons = map[string]rule{
 	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound},
 	"FAILED_PRECONDITION": {codes.FailedPrecondition, http.StatusPreconditionFailed},
 	"TOO_MANY_WATCHERS":   {codes.ResourceExhausted, http.StatusTooManyRequests},
+	"UNAUTHENTICATED":     {codes.Unauthenticated, http.StatusUnauthorized},
+	"ADMIN_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden},
 	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable},
 	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable},
 	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable},

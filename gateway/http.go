@@ -37,13 +37,14 @@ const (
 // Peer service, health and reflection.
 func NewGRPCServer(srv *Server, router *shard.Router) *grpc.Server {
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(grpcMessageBytesMax),
+		grpc.ChainUnaryInterceptor(srv.auth.peerAuthUnary), grpc.ChainStreamInterceptor(srv.auth.peerAuthStream),
 		// Ping idle connections, so that a Watch stream to a client that
 		// vanished without closing its connection ends.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: watchKeepalive, Timeout: watchKeepaliveTimeout}))
 	ledgerpb.RegisterBookingServer(g, srv)
 	ledgerpb.RegisterPeerServer(g, router.PeerServer())
-	ledgerpb.RegisterAdminServer(g, NewAdmin(router))
-	ledgerpb.RegisterCatalogServer(g, NewCatalog(router))
+	ledgerpb.RegisterAdminServer(g, srv.admin(router))
+	ledgerpb.RegisterCatalogServer(g, srv.catalog(router))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("seatledger.v1.Booking", healthpb.HealthCheckResponse_SERVING)
@@ -70,10 +71,10 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (htt
 	if err := ledgerpb.RegisterBookingHandlerServer(ctx, gw, srv); err != nil {
 		return nil, err
 	}
-	if err := ledgerpb.RegisterAdminHandlerServer(ctx, gw, NewAdmin(router)); err != nil {
+	if err := ledgerpb.RegisterAdminHandlerServer(ctx, gw, srv.admin(router)); err != nil {
 		return nil, err
 	}
-	if err := ledgerpb.RegisterCatalogHandlerServer(ctx, gw, NewCatalog(router)); err != nil {
+	if err := ledgerpb.RegisterCatalogHandlerServer(ctx, gw, srv.catalog(router)); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()

@@ -33,6 +33,8 @@ type Server struct {
 	admit *limiter
 	// ticketKey signs ticket codes (tickets.go).
 	ticketKey ed25519.PrivateKey
+	// auth checks the admin credential of admin calls (auth.go).
+	auth *Auth
 	// unsafeIgnoreRequestID gives every call a fresh request_id, so client
 	// retries apply again (harness self-tests only; set before serving).
 	unsafeIgnoreRequestID bool
@@ -89,6 +91,9 @@ func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Comma
 // show itself, so creating the same show twice is harmless and creating a
 // different show under a taken id is refused with SHOW_EXISTS.
 func (s *Server) CreateShow(ctx context.Context, req *ledgerpb.CreateShowRequest) (*ledgerpb.CreateShowResponse, error) {
+	if err := s.auth.admin(ctx); err != nil {
+		return nil, err
+	}
 	if fe := fsm.ValidateShow(req.Show); fe != nil {
 		return nil, fieldError(fe)
 	}

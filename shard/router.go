@@ -34,6 +34,9 @@ type Router struct {
 	// without asking the leader (set once before serving; harness
 	// self-tests only).
 	unsafeStaleReads bool
+	// peerToken authenticates this node's forwarded calls (set once before
+	// serving).
+	peerToken string
 
 	mu struct {
 		sync.Mutex
@@ -213,6 +216,7 @@ func (r *Router) conn(id string) (*grpc.ClientConn, error) {
 		return c, nil
 	}
 	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(BearerCredentials(r.peerToken)),
 		// Reconnect to a restarted peer within a second, not gRPC's
 		// default of up to two minutes: forwarding is on the write path.
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
 )
 
 // api is the Booking API as seatbench calls it, over gRPC or HTTP/JSON. Every
@@ -82,7 +83,7 @@ type grpcAPI struct {
 
 // dialGRPC opens conns connections to each endpoint; every api returned
 // shares one connection.
-func dialGRPC(endpoints []string, conns int) ([]api, func(), error) {
+func dialGRPC(endpoints []string, conns int, adminToken string) ([]api, func(), error) {
 	var out []api
 	var all []*grpc.ClientConn
 	closeAll := func() {
@@ -92,7 +93,8 @@ func dialGRPC(endpoints []string, conns int) ([]api, func(), error) {
 	}
 	for range conns {
 		for _, ep := range endpoints {
-			cc, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			cc, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithPerRPCCredentials(shard.BearerCredentials(adminToken)))
 			if err != nil {
 				closeAll()
 				return nil, nil, fmt.Errorf("dial %s: %w", ep, err)
@@ -159,14 +161,15 @@ func (g *grpcAPI) GetHold(ctx context.Context, show, hold string, c ledgerpb.Con
 type httpAPI struct {
 	base   string
 	client *http.Client
+	token  string // the admin token, sent with every request
 }
 
-func newHTTPAPIs(endpoints []string, clients int) ([]api, func()) {
+func newHTTPAPIs(endpoints []string, clients int, adminToken string) ([]api, func()) {
 	tr := &http.Transport{MaxIdleConns: clients + 16, MaxIdleConnsPerHost: clients + 16, IdleConnTimeout: 30 * time.Second}
 	hc := &http.Client{Transport: tr}
 	var out []api
 	for _, ep := range endpoints {
-		out = append(out, &httpAPI{base: "http://" + ep, client: hc})
+		out = append(out, &httpAPI{base: "http://" + ep, client: hc, token: adminToken})
 	}
 	return out, tr.CloseIdleConnections
 }
@@ -192,6 +195,9 @@ func (h *httpAPI) do(ctx context.Context, method, path string, body, out proto.M
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {

@@ -71,6 +71,7 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 		}
 		defer cleanup()
 		e.cluster = cl
+		cfg.adminToken = cl.AdminToken()
 		for _, n := range cl.Nodes() {
 			if cfg.http {
 				endpoints = append(endpoints, n.HTTPAddr)
@@ -148,11 +149,11 @@ func (e *env) mutations() uint64 {
 
 func (e *env) dial(endpoints []string) (func(), error) {
 	if e.cfg.http {
-		apis, closeFn := newHTTPAPIs(endpoints, e.cfg.clients)
+		apis, closeFn := newHTTPAPIs(endpoints, e.cfg.clients, e.cfg.adminToken)
 		e.apis = apis
 		return closeFn, nil
 	}
-	apis, closeFn, err := dialGRPC(endpoints, e.cfg.conns)
+	apis, closeFn, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.adminToken)
 	e.apis = apis
 	return closeFn, err
 }

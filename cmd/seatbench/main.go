@@ -36,6 +36,9 @@ import (
 const durationMax = 10 * time.Minute
 
 type config struct {
+	// adminToken authenticates the calls that create shows (all calls
+	// carry it: the load tool is an operator's tool).
+	adminToken   string
 	workload     string
 	endpoints    []string
 	http         bool
@@ -91,6 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.shows, "shows", 0, "shows (default: uniform 20000, browse 100, lifecycle 1000, recovery 10000)")
 	fs.IntVar(&c.seats, "seats", 0, "seats per show, in rows of 20 (default 200; recovery 300)")
 	fs.IntVar(&c.conns, "conns", 2, "gRPC connections per endpoint")
+	tokenFile := fs.String("admin-token-file", "", "with --endpoints: the cluster's admin token (creating shows is an admin call); default $SEATCTL_ADMIN_TOKEN")
 	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lifecycle: hold TTL (whole seconds, 1s..30m)")
 	fs.StringVar(&c.read, "read", "both", "browse: stale, linearizable or both (half the duration each)")
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
@@ -107,6 +111,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	seatdArgs := fs.String("seatd-args", "", "extra space-separated arguments for every local seatd")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	c.adminToken = os.Getenv("SEATCTL_ADMIN_TOKEN")
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--admin-token-file: %w", err)
+		}
+		c.adminToken = strings.TrimSpace(string(b))
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
 )
 
 // retryPause paces the retries of one step.
@@ -39,6 +41,10 @@ type app struct {
 	endpoints []string
 	output    string
 	timeout   time.Duration
+	// token is the cluster's admin token, sent with every call (admin
+	// calls need it; booking calls ignore it). tokenFile names where to
+	// read it from.
+	token, tokenFile string
 
 	// mu guards conns: status polls dial every node concurrently.
 	mu struct {
@@ -49,6 +55,13 @@ type app struct {
 
 // validate checks the global flags.
 func (a *app) validate() error {
+	if a.tokenFile != "" {
+		b, err := os.ReadFile(a.tokenFile)
+		if err != nil {
+			return usagef("--admin-token-file: %v", err)
+		}
+		a.token = strings.TrimSpace(string(b))
+	}
 	var eps []string
 	for _, e := range a.endpoints {
 		eps = append(eps, splitList(e)...)
@@ -80,6 +93,7 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 		return c, nil
 	}
 	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(shard.BearerCredentials(a.token)),
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: a.timeout,
 			Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}}))
 	if err != nil {

@@ -61,8 +61,12 @@ func TestEndToEnd(t *testing.T) {
 	for _, n := range c.Nodes() {
 		eps = append(eps, n.GRPCAddr)
 	}
-	sc := &seatctl{t: t, ctx: ctx, endpoints: strings.Join(eps, ",")}
+	sc := &seatctl{t: t, ctx: ctx, endpoints: strings.Join(eps, ","), tokenFile: c.AdminTokenPath()}
 
+	// Without the admin token, admin calls are refused.
+	if _, errOut, code := sc.runAs("", "status"); code != exitFailure || !strings.Contains(errOut, "admin token") {
+		t.Fatalf("seatctl status without the admin token = exit %d, stderr %q; want exit 1 naming the admin token", code, errOut)
+	}
 	v := sc.status()
 	if len(v.Nodes) != 3 || len(v.Groups) != e2eGroups {
 		t.Fatalf("status = %d nodes, %d groups; want 3, %d", len(v.Nodes), len(v.Groups), e2eGroups)
@@ -169,12 +173,21 @@ type seatctl struct {
 	t         *testing.T
 	ctx       context.Context
 	endpoints string
+	tokenFile string // the cluster's admin token
 }
 
 // run runs one command line and returns its stdout, stderr and exit status.
 func (sc *seatctl) run(args ...string) (string, string, int) {
+	return sc.runAs(sc.tokenFile, args...)
+}
+
+// runAs runs seatctl with the admin token of tokenFile ("" for none).
+func (sc *seatctl) runAs(tokenFile string, args ...string) (string, string, int) {
 	var out, errOut bytes.Buffer
 	args = append([]string{"--endpoints", sc.endpoints}, args...)
+	if tokenFile != "" {
+		args = append([]string{"--admin-token-file", tokenFile}, args...)
+	}
 	code := run(sc.ctx, args, &out, &errOut, func(string) string { return "" })
 	return out.String(), errOut.String(), code
 }

@@ -35,6 +35,9 @@ const defaultEndpoint = "127.0.0.1:9090"
 // endpoints; --endpoints beats it.
 const endpointsEnv = "SEATCTL_ENDPOINTS"
 
+// adminTokenEnv names the environment variable that holds the admin token.
+const adminTokenEnv = "SEATCTL_ADMIN_TOKEN"
+
 // timeoutDefault bounds one RPC; retried steps get timeoutDefault*3.
 const timeoutDefault = 5 * time.Second
 
@@ -110,6 +113,8 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 	pf := root.PersistentFlags()
 	pf.StringSliceVar(&a.endpoints, "endpoints", endpoints, "gRPC addresses of seatd nodes, comma-separated (env "+endpointsEnv+")")
 	pf.StringVarP(&a.output, "output", "o", outputTable, "output format: table or json")
+	pf.StringVar(&a.token, "admin-token", getenv(adminTokenEnv), "the cluster's admin token, for admin calls (env "+adminTokenEnv+")")
+	pf.StringVar(&a.tokenFile, "admin-token-file", "", "read the admin token from this file (seatd dev: DATA_DIR/admin.token)")
 	pf.DurationVar(&a.timeout, "timeout", timeoutDefault, "bound on one call; retried steps (membership, writes) get 3x")
 	root.AddCommand(
 		newStatusCmd(a),

@@ -143,7 +143,10 @@ func startCluster(t *testing.T, withHTTP bool) *testCluster {
 		c.nodes[i] = n
 	}
 	for _, p := range c.peers {
+		// The tests act as operators too (they create shows): their
+		// connections carry the admin token.
 		conn, err := grpc.NewClient(p.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(shard.BearerCredentials(testAdminToken)),
 			// Reconnect quickly to a restarted node.
 			grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,
 				Backoff: backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: 200 * time.Millisecond}}))
@@ -167,10 +170,15 @@ func (c *testCluster) config(i int) nodeConfig {
 			LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 			ExpireInterval: 20 * time.Millisecond,
 		},
-		Logger:  slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", p.ID),
-		RaftLog: c.logs,
+		Logger:     slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", p.ID),
+		RaftLog:    c.logs,
+		AdminToken: testAdminToken,
 	}
 }
+
+// testAdminToken is the admin token of every test cluster; httpCall sends
+// it with every request, as an operator's tool would.
+const testAdminToken = "test-admin-token-0123456789"
 
 func listenLoopback(t *testing.T, addr string) net.Listener {
 	t.Helper()
@@ -1060,6 +1068,7 @@ func httpCallOnce(t *testing.T, method, url, body string) httpResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -58,6 +58,7 @@ func runDev(args []string) error {
 		return fmt.Errorf("create demo catalog: %w", err)
 	}
 	base := "http://" + cl.nodes[0].cfg.HTTPLn.Addr().String()
+	tokenPath := filepath.Join(*dataDir, adminTokenFile)
 	fmt.Printf(`seatledger dev cluster: %d nodes, %d raft groups, data in %s
   HTTP/JSON  %s
   gRPC       %s
@@ -67,8 +68,12 @@ Try:
 Browse the demo catalog:
   curl %s/v1/cities/london/movies
   curl '%s/v1/search?q=dune&city_id=paris'
+Admin calls (creating shows, seatctl) need the admin token in %s:
+  curl -H "Authorization: Bearer $(cat %s)" %s/v1/admin/status
+  seatctl --admin-token-file %s status
 Press Ctrl-C to stop; run again with the same --data-dir to keep your data.
-`, devNodes, *groups, *dataDir, base, cl.nodes[0].cfg.GRPCLn.Addr(), base, base, base, base)
+`, devNodes, *groups, *dataDir, base, cl.nodes[0].cfg.GRPCLn.Addr(), base, base, base, base,
+		tokenPath, tokenPath, base, tokenPath)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
@@ -122,8 +127,14 @@ func startDevCluster(dataDir, httpAddr, grpcAddr string, groups uint32, logger *
 	if verbose {
 		raftLog = os.Stderr
 	}
-	// One ticket key for the three nodes, kept with their data.
+	// One ticket key and one admin token for the three nodes, kept with
+	// their data.
 	key, err := loadTicketKey(filepath.Join(dataDir, ticketKeyFile), true)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	token, err := loadAdminToken(filepath.Join(dataDir, adminTokenFile), true)
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -131,7 +142,7 @@ func startDevCluster(dataDir, httpAddr, grpcAddr string, groups uint32, logger *
 	cl := &devCluster{}
 	for i, p := range peers {
 		cfg := nodeConfig{ID: p.ID, DataDir: filepath.Join(dataDir, p.ID), Peers: peers, Groups: groups, Replicas: devNodes,
-			RaftLn: raftLns[i], GRPCLn: grpcLns[i], Logger: logger, RaftLog: raftLog, TicketKey: key}
+			RaftLn: raftLns[i], GRPCLn: grpcLns[i], Logger: logger, RaftLog: raftLog, TicketKey: key, AdminToken: token}
 		if i == 0 {
 			cfg.HTTPLn = httpLn
 		}

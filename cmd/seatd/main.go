@@ -18,6 +18,8 @@ Usage:
               one node of a multi-process cluster
   seatd keygen FILE
               write a new ticket key (give every node the same --ticket-key)
+  seatd tokengen FILE
+              write a new admin token (give every node the same --admin-token-file)
 
 Run "seatd dev -h" or "seatd serve -h" for the flags.
 `
@@ -35,6 +37,8 @@ func main() {
 		err = runServe(os.Args[2:])
 	case "keygen":
 		err = runKeygen(os.Args[2:])
+	case "tokengen":
+		err = runTokengen(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -39,6 +39,9 @@ type nodeConfig struct {
 	Admission *gateway.Admission
 	// TicketKey signs ticket codes; nil draws one for this run only.
 	TicketKey ed25519.PrivateKey
+	// AdminToken is the cluster's admin credential, also presented when
+	// forwarding to peers; "" turns the check off (test clusters only).
+	AdminToken string
 }
 
 // node is a running seatd node: raft groups, router, gRPC and HTTP servers.
@@ -103,7 +106,9 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		return nil, err
 	}
 	router := shard.NewRouter(rn, smap)
+	router.SetPeerToken(cfg.AdminToken)
 	srv := gateway.NewServer(router)
+	srv.SetAuth(gateway.NewAuth(cfg.AdminToken))
 	if cfg.Admission != nil {
 		srv.SetAdmission(*cfg.Admission)
 	}

@@ -31,6 +31,8 @@ func runServe(args []string) error {
 	heartbeat := fs.Duration("heartbeat-timeout", 0, "raft heartbeat timeout (default 1s; heartbeats go out at a tenth of it)")
 	election := fs.Duration("election-timeout", 0, "raft election timeout (default 1s)")
 	clientRate := fs.Float64("client-rate", gateway.ClientRateDefault, "writes per second each client_id may send to this node (429 RATE_LIMITED past it); 0 turns the limit off")
+	adminTokenPath := fs.String("admin-token-file", "", "file with the cluster's admin token (seatd tokengen), the same on every node: admin calls and forwarding between nodes present it")
+	noAuth := fs.Bool("insecure-no-auth", false, "test only: serve admin calls and forwarding without the admin token")
 	ticketKey := fs.String("ticket-key", "", "file with the cluster's ticket signing key (seatd keygen); default DATA_DIR/ticket.key, created if missing")
 	clientBurst := fs.Float64("client-burst", gateway.ClientBurstDefault, "writes a client may send at once before --client-rate applies")
 	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
@@ -67,6 +69,18 @@ func runServe(args []string) error {
 		Logger: logger, RaftLog: os.Stderr, Broken: *broken, ClockHook: *unsafeHooks,
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
+	switch {
+	case *adminTokenPath != "" && *noAuth:
+		return fmt.Errorf("--admin-token-file and --insecure-no-auth exclude each other")
+	case *adminTokenPath != "":
+		if cfg.AdminToken, err = loadAdminToken(*adminTokenPath, false); err != nil {
+			return err
+		}
+	case !*noAuth:
+		return fmt.Errorf("--admin-token-file is required (create one with: seatd tokengen admin.token, and give every node the same file), or --insecure-no-auth for a test cluster")
+	default:
+		logger.Warn("UNSAFE: --insecure-no-auth: anyone who reaches this node can run admin calls and forward raw commands")
+	}
 	keyPath := *ticketKey
 	if keyPath == "" {
 		keyPath = filepath.Join(*dataDir, ticketKeyFile)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -58,5 +59,50 @@ func runKeygen(args []string) error {
 		return err
 	}
 	fmt.Printf("wrote %s; public key %s\n", args[0], base64.RawURLEncoding.EncodeToString(k.Public().(ed25519.PublicKey)))
+	return nil
+}
+
+// adminTokenFile is the admin token's default name in seatd dev's data
+// directory.
+const adminTokenFile = "admin.token"
+
+// loadAdminToken reads the admin token at path (one line); when the file
+// does not exist and create is set, it draws one and writes it (mode 0600).
+func loadAdminToken(path string, create bool) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		var raw [24]byte
+		rand.Read(raw[:])
+		token := base64.RawURLEncoding.EncodeToString(raw[:])
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+			return "", fmt.Errorf("write admin token: %w", err)
+		}
+		return token, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read admin token: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if len(token) < gateway.AdminTokenLenMin || strings.ContainsAny(token, " \t\r\n") {
+		return "", fmt.Errorf("admin token %s: want one line of at least %d characters without spaces", path, gateway.AdminTokenLenMin)
+	}
+	return token, nil
+}
+
+// runTokengen writes a new admin token file: seatd tokengen FILE.
+func runTokengen(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: seatd tokengen FILE")
+	}
+	if _, err := os.Stat(args[0]); err == nil {
+		return fmt.Errorf("%s exists: refusing to replace an admin token", args[0])
+	}
+	if _, err := loadAdminToken(args[0], true); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s: give every node --admin-token-file %s, and seatctl --admin-token-file %s\n", args[0], args[0], args[0])
 	return nil
 }

@@ -124,7 +124,7 @@ func TestWatchSSEAcrossLeaderSIGKILL(t *testing.T) {
 	if err := proccluster.Build(ctx, bin); err != nil {
 		t.Fatal(err)
 	}
-	c, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: dir, Groups: procGroups,
+	c, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: dir, Groups: procGroups, AdminToken: testAdminToken,
 		Args: []string{"--heartbeat-timeout", "300ms", "--election-timeout", "300ms"}})
 	if err != nil {
 		t.Fatal(err)

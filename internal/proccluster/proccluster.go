@@ -13,6 +13,8 @@ package proccluster
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -103,6 +105,9 @@ type Config struct {
 	// NodeArgs returns extra arguments for one node (may be nil); it is
 	// called at every start and restart.
 	NodeArgs func(n *Node) []string
+	// AdminToken is the cluster's admin token, written to Dir/admin.token
+	// and given to every node; "" draws one (Cluster.AdminToken).
+	AdminToken string
 }
 
 // Validate reports the first thing wrong with the config.
@@ -143,11 +148,13 @@ type Node struct {
 
 // Cluster is a running set of seatd processes.
 type Cluster struct {
-	cfg    Config
-	nodes  []*Node
-	peers  string
-	client *http.Client
-	reaper sync.WaitGroup // one per started process
+	cfg Config
+	// tokenPath is the admin token file every node is started with.
+	tokenPath string
+	nodes     []*Node
+	peers     string
+	client    *http.Client
+	reaper    sync.WaitGroup // one per started process
 }
 
 // Start picks free loopback ports, starts n1..nN with the same --peers, and
@@ -181,6 +188,18 @@ func start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, client: &http.Client{Transport: &http.Transport{}, Timeout: probeTimeout}}
+	if c.cfg.AdminToken == "" {
+		var raw [18]byte
+		crand.Read(raw[:])
+		c.cfg.AdminToken = hex.EncodeToString(raw[:])
+	}
+	c.tokenPath = filepath.Join(cfg.Dir, "admin.token")
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(c.tokenPath, []byte(c.cfg.AdminToken+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("proccluster: write admin token: %w", err)
+	}
 	var peers []string
 	for i := range cfg.Nodes {
 		id := fmt.Sprintf("n%d", i+1)
@@ -271,6 +290,11 @@ func (c *Cluster) Node(id string) *Node {
 	return nil
 }
 
+// AdminToken is the admin token every node checks; AdminTokenPath is its
+// file (seatctl --admin-token-file).
+func (c *Cluster) AdminToken() string     { return c.cfg.AdminToken }
+func (c *Cluster) AdminTokenPath() string { return c.tokenPath }
+
 // PeersFlag is the --peers value every node runs with.
 func (c *Cluster) PeersFlag() string { return c.peers }
 
@@ -284,7 +308,7 @@ func (c *Cluster) node(id string) (*Node, error) {
 // args is the command line of a node.
 func (c *Cluster) args(n *Node) []string {
 	a := []string{"serve", "--id", n.ID, "--raft", n.RaftAddr, "--grpc", n.GRPCAddr, "--http", n.HTTPAddr,
-		"--data-dir", n.DataDir, "--peers", c.peers}
+		"--data-dir", n.DataDir, "--peers", c.peers, "--admin-token-file", c.tokenPath}
 	if c.cfg.Groups > 0 {
 		a = append(a, "--groups", strconv.Itoa(c.cfg.Groups))
 	}

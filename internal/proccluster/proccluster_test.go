@@ -45,7 +45,7 @@ func startTest(t *testing.T, cfg Config) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg.Binary, cfg.Dir = seatd, t.TempDir()
+	cfg.Binary, cfg.Dir, cfg.AdminToken = seatd, t.TempDir(), testToken
 	c, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -54,10 +54,14 @@ func startTest(t *testing.T, cfg Config) *Cluster {
 	return c
 }
 
+// testToken is the test clusters' admin token; post presents it.
+const testToken = "proccluster-test-token"
+
 // post sends a JSON body and retries 503s (same request id) until ctx ends.
 func post(ctx context.Context, addr, path, body string) (int, string, error) {
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)

@@ -16,6 +16,7 @@ import (
 	"github.com/seatledger/seatledger/internal/proccluster"
 	"github.com/seatledger/seatledger/jepsen/netproxy"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
 )
 
 // net is the test's network: a proxy on every directed peer link (raft and
@@ -205,13 +206,15 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 			return nil, err
 		}
 		tc.clientLinks = append(tc.clientLinks, l)
-		conn, err := dialGRPC(l.Addr())
+		// Clients are fans: no admin token. The harness's own admin
+		// connections (nemesis, final reads' setup) carry it.
+		conn, err := dialGRPC(l.Addr(), "")
 		if err != nil {
 			tc.close()
 			return nil, err
 		}
 		tc.conns = append(tc.conns, conn)
-		ac, err := dialGRPC(n.GRPCAddr)
+		ac, err := dialGRPC(n.GRPCAddr, procs.AdminToken())
 		if err != nil {
 			tc.close()
 			return nil, err
@@ -222,8 +225,9 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 	return tc, nil
 }
 
-func dialGRPC(addr string) (*grpc.ClientConn, error) {
+func dialGRPC(addr, adminToken string) (*grpc.ClientConn, error) {
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(shard.BearerCredentials(adminToken)),
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,
 			Backoff: backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: 300 * time.Millisecond}}))
 }

@@ -69,7 +69,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
 	defer tc.close()
-	setup := ledgerpb.NewBookingClient(tc.conns[0])
+	// Creating shows is an admin call: through the admin connection.
+	setup := ledgerpb.NewBookingClient(tc.adminConns[0])
 	if err := createShows(ctx, setup, cfg.Seed, showCount(cfg.Duration)); err != nil {
 		return nil, err
 	}
