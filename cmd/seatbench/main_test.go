@@ -76,6 +76,9 @@ func TestWorkloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	// Creating shows is an admin call: seatbench reads the token from the
+	// environment, as an operator's shell would provide it.
+	t.Setenv("SEATCTL_ADMIN_TOKEN", cl.AdminToken())
 	var grpcEPs, httpEPs []string
 	for _, n := range cl.Nodes() {
 		grpcEPs, httpEPs = append(grpcEPs, n.GRPCAddr), append(httpEPs, n.HTTPAddr)
