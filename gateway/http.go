@@ -29,9 +29,10 @@ const (
 )
 
 // NewGRPCServer returns a gRPC server with the Booking service, the internal
-// Peer service, health and reflection.
-func NewGRPCServer(srv *Server, router *shard.Router) *grpc.Server {
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(grpcMessageBytesMax))
+// Peer service, health and reflection; opts add to its options (such as
+// Metrics.ServerOptions).
+func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption) *grpc.Server {
+	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(grpcMessageBytesMax)}, opts...)...)
 	ledgerpb.RegisterBookingServer(g, srv)
 	ledgerpb.RegisterPeerServer(g, router.PeerServer())
 	ledgerpb.RegisterAdminServer(g, NewAdmin(router))
@@ -56,6 +57,7 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (htt
 	gw := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler),
 		runtime.WithErrorHandler(writeError),
+		runtime.WithMiddlewares(noteRoute), // for Metrics.HTTP's route label
 	)
 	if err := ledgerpb.RegisterBookingHandlerServer(ctx, gw, srv); err != nil {
 		return nil, err
