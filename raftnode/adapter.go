@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"io"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -11,7 +12,8 @@ import (
 // adapter implements raft.BatchingFSM over an fsm.Machine; fsm itself does
 // not import raft.
 type adapter struct {
-	m *fsm.Machine
+	m       *fsm.Machine
+	metrics *groupMetrics
 }
 
 var _ raft.BatchingFSM = (*adapter)(nil)
@@ -34,7 +36,10 @@ func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
 			at = append(at, i)
 		}
 	}
-	for j, res := range a.m.ApplyEntries(entries) {
+	start := time.Now()
+	results := a.m.ApplyEntries(entries)
+	a.metrics.observeApply(time.Since(start), results)
+	for j, res := range results {
 		out[at[j]] = res
 	}
 	return out
