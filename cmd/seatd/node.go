@@ -59,8 +59,9 @@ type node struct {
 	router *shard.Router
 	grpc   *grpc.Server
 	http   *http.Server
-	admin  *http.Server  // nil without an admin listener
-	done   chan struct{} // closed when the servers have returned
+	admin  *http.Server        // nil without an admin listener
+	gather prometheus.Gatherer // what /metrics serves
+	done   chan struct{}       // closed when the servers have returned
 }
 
 // closeListeners closes every listener a node was given (after a failed
@@ -128,7 +129,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	}
 	applyBrokenServing(cfg.Broken, router, srv)
 	n = &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router, api.ServerOptions()...), done: make(chan struct{})}
-	gather := cfg.gatherer(reg)
+	n.gather = cfg.gatherer(reg)
 	if cfg.HTTPLn != nil {
 		h, err := gateway.NewHTTPHandler(context.Background(), srv, router)
 		if err != nil {
@@ -138,14 +139,14 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/", h)
-		mux.Handle("GET /metrics", metricsHandler(gather))
+		mux.Handle("GET /metrics", metricsHandler(n.gather))
 		if clock != nil {
 			mux.Handle("/debug/unsafe/clock", clock)
 		}
 		n.http = &http.Server{Handler: api.HTTP(mux), ReadHeaderTimeout: 10 * time.Second}
 	}
 	if cfg.AdminLn != nil {
-		n.admin = &http.Server{Handler: adminHandler(gather), ReadHeaderTimeout: 10 * time.Second}
+		n.admin = &http.Server{Handler: adminHandler(n.gather), ReadHeaderTimeout: 10 * time.Second}
 	}
 	go n.serve()
 	return n, nil
