@@ -3,6 +3,7 @@ package raftnode
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -17,9 +18,9 @@ const RaftLogOff = slog.Level(math.MaxInt32)
 // raftLogger is an hclog.Logger writing into slog, so that hashicorp/raft's
 // own lines come out in the node's format (JSON with --log-json) and carry
 // the node and group attributes of the logger it wraps. Raft's key/value
-// arguments become slog attributes. Lines less severe than level are
-// dropped before any formatting: raft logs every election at WARN and much
-// more at INFO and DEBUG.
+// arguments become slog attributes, rendered as hclog would (attrs). Lines
+// less severe than level are dropped before any formatting: raft logs every
+// election at WARN and much more at INFO and DEBUG.
 type raftLogger struct {
 	log     *slog.Logger
 	level   slog.Leveler
@@ -62,7 +63,61 @@ func (r *raftLogger) emit(l slog.Level, msg string, args []any) {
 	if !r.enabled(l) {
 		return
 	}
-	r.log.Log(context.Background(), l, msg, args...)
+	r.log.Log(context.Background(), l, msg, attrs(args)...)
+}
+
+// reservedKeys are attributes the wrapping logger sets; raft's own use of
+// them (it logs its *Raft as "node") is renamed so lines never carry a key
+// twice.
+var reservedKeys = map[string]bool{"node": true, "group": true, "component": true}
+
+// attrs renders hclog key/value arguments for slog: raft's values are
+// formatted as hclog formats them (Stringers by String, hclog.Fmt by its
+// format) instead of slog's reflection, which prints a *Raft as {}.
+func attrs(args []any) []any {
+	out := make([]any, 0, len(args))
+	for i := 0; i+1 < len(args); i += 2 {
+		k := args[i]
+		if s, ok := k.(string); ok && reservedKeys[s] {
+			k = "raft_" + s
+		}
+		out = append(out, k, attrValue(args[i+1]))
+	}
+	if len(args)%2 == 1 { // hclog allows a lone trailing value
+		out = append(out, attrValue(args[len(args)-1]))
+	}
+	return out
+}
+
+func attrValue(v any) any {
+	switch x := v.(type) {
+	case hclog.Format:
+		if f, ok := firstString(x); ok {
+			return fmt.Sprintf(f, x[1:]...)
+		}
+		return fmt.Sprint(x...)
+	case hclog.Hex:
+		return fmt.Sprintf("0x%x", int(x))
+	case hclog.Octal:
+		return fmt.Sprintf("0%o", int(x))
+	case hclog.Binary:
+		return fmt.Sprintf("0b%b", int(x))
+	case hclog.Quote:
+		return fmt.Sprintf("%q", string(x))
+	case error:
+		return x
+	case fmt.Stringer:
+		return x.String()
+	}
+	return v
+}
+
+func firstString(f hclog.Format) (string, bool) {
+	if len(f) == 0 {
+		return "", false
+	}
+	s, ok := f[0].(string)
+	return s, ok
 }
 
 func (r *raftLogger) Trace(msg string, args ...any) { r.emit(slogLevel(hclog.Trace), msg, args) }
@@ -83,7 +138,7 @@ func (r *raftLogger) ImpliedArgs() []any { return r.implied }
 // With returns a logger that adds args to every line.
 func (r *raftLogger) With(args ...any) hclog.Logger {
 	c := *r
-	c.log = r.log.With(args...)
+	c.log = r.log.With(attrs(args)...)
 	c.implied = append(append([]any(nil), r.implied...), args...)
 	return &c
 }
