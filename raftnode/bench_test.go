@@ -104,7 +104,9 @@ func benchPropose(b *testing.B, clients int) {
 					return
 				}
 				seat := i % benchSeatsPerShow
-				cmd := &ledgerpb.Command{ClientId: fmt.Sprintf("c%d", c), RequestId: fmt.Sprintf("r%d", i),
+				// A client of its own per hold: one client may hold only
+				// fsm.HoldsPerClientPerShowMax live holds in a show.
+				cmd := &ledgerpb.Command{ClientId: fmt.Sprintf("c%d-%d", c, i), RequestId: fmt.Sprintf("r%d", i),
 					Op: &ledgerpb.Command_Hold{Hold: &ledgerpb.HoldCmd{ShowId: fmt.Sprintf("s%d", i/benchSeatsPerShow),
 						SeatIds: []string{fmt.Sprintf("%c%d", 'A'+seat/500, seat%500+1)}}}}
 				res, err := g.Propose(ctx, cmd)
