@@ -1,7 +1,9 @@
 // This file proves the raft layer's observability on a real 3-node group:
 // ledger outcomes are counted from the FSM's results once per command, by
 // the proposing leader only (holds, conflicts, replays, confirms, releases,
-// rejections by op and code); the proposer times every command; every
+// rejections by op and code), and every kind of result lands in its
+// counter (expiries add the holds an Expire freed, QUEUED is a queue join,
+// a replay counts only as a replay); the proposer times every command; every
 // replica reports its raft state, exactly one of them as leader, and the
 // leader reports each follower's lag, which falls to 0 once they catch up;
 // a node restarted in the process registers its metrics again; and
@@ -283,5 +285,55 @@ func TestRaftLoggerLevelsAndAttributes(t *testing.T) {
 	off.Error("dropped")
 	if buf.Len() != 0 || off.GetLevel() != hclog.Off {
 		t.Errorf("RaftLogOff wrote %q with level %v, want nothing and off", buf.String(), off.GetLevel())
+	}
+}
+
+func TestCountResultByOpAndCode(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	nm, err := newNodeMetrics(reg, &Node{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nm.group(5)
+	ok := func(cmd *ledgerpb.Command, expired uint32) {
+		m.countResult(cmd, &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, Expired: expired})
+	}
+	reject := func(cmd *ledgerpb.Command, code ledgerpb.Code) {
+		m.countResult(cmd, &ledgerpb.Result{Code: code})
+	}
+	hold := &ledgerpb.Command{Op: &ledgerpb.Command_Hold{Hold: &ledgerpb.HoldCmd{}}}
+	ok(&ledgerpb.Command{Op: &ledgerpb.Command_Extend{Extend: &ledgerpb.ExtendCmd{}}}, 0)
+	ok(&ledgerpb.Command{Op: &ledgerpb.Command_Refund{Refund: &ledgerpb.RefundCmd{}}}, 0)
+	ok(&ledgerpb.Command{Op: &ledgerpb.Command_LeaveQueue{LeaveQueue: &ledgerpb.LeaveQueueCmd{}}}, 0)
+	ok(&ledgerpb.Command{Op: &ledgerpb.Command_Expire{Expire: &ledgerpb.ExpireCmd{}}}, 3)
+	ok(&ledgerpb.Command{Op: &ledgerpb.Command_Expire{Expire: &ledgerpb.ExpireCmd{}}}, 2)
+	reject(hold, ledgerpb.Code_CODE_SOLD_OUT)
+	reject(hold, ledgerpb.Code_CODE_QUEUED)
+	reject(hold, ledgerpb.Code_CODE_QUEUED)
+	reject(&ledgerpb.Command{Op: &ledgerpb.Command_Confirm{Confirm: &ledgerpb.ConfirmCmd{}}}, ledgerpb.Code_CODE_HOLD_EXPIRED)
+	m.countResult(hold, &ledgerpb.Result{Code: ledgerpb.Code_CODE_SEATS_TAKEN, Replayed: true})
+	m.countResult(hold, nil) // a skipped replay of an entry: nothing to count
+	g5 := map[string]string{"group": "5"}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"seatledger_ledger_extends_total", g5, 1},
+		{"seatledger_ledger_refunds_total", g5, 1},
+		{"seatledger_ledger_queue_leaves_total", g5, 1},
+		{"seatledger_ledger_expired_holds_total", g5, 5},
+		{"seatledger_ledger_sold_out_total", g5, 1},
+		{"seatledger_ledger_queue_joins_total", g5, 2},
+		{"seatledger_ledger_conflicts_total", g5, 0},
+		{"seatledger_ledger_replays_total", g5, 1},
+		{"seatledger_ledger_holds_total", g5, 0},
+		{"seatledger_ledger_rejections_total", map[string]string{"group": "5", "op": "hold", "code": "QUEUED"}, 2},
+		{"seatledger_ledger_rejections_total", map[string]string{"group": "5", "op": "confirm", "code": "HOLD_EXPIRED"}, 1},
+		{"seatledger_ledger_rejections_total", g5, 4},
+	} {
+		if got, _ := sample(t, reg, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
 	}
 }
