@@ -107,7 +107,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 		Help: "Times this replica saw a new leader of the group (raft's leader observations)."}, group)
 	m.proposeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "raft", Name: "proposals_failed_total",
 		Help: "Client commands whose proposal failed: not_leader and unavailable were not appended, outcome_unknown may have been."}, []string{"group", "reason"})
-	m.commitLatency = histogram("commit_latency_seconds", "Per client command on the leader: from Propose until its result (proposer queue, append, replication, fsync, apply).", latencyBuckets)
+	m.commitLatency = histogram("commit_latency_seconds", "Per command proposed on the leader (client commands and Expire): from Propose until its result (proposer queue, append, replication, fsync, apply).", latencyBuckets)
 	m.batchCommands = histogram("batch_commands", "Client commands per proposed log entry (group commit).", countBuckets)
 	m.applyLatency = histogram("apply_latency_seconds", "Time the state machine took to apply one batch of committed entries handed over by raft.", latencyBuckets)
 	m.applyEntries = histogram("apply_batch_entries", "Command entries per batch applied by the state machine.", countBuckets)
