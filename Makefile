@@ -39,7 +39,7 @@ proto:
 	  --grpc-gateway_out=. --grpc-gateway_opt=paths=source_relative \
 	  --grpc-gateway_opt=grpc_api_configuration=booking.yaml \
 	  --grpc-gateway_opt=generate_unbound_methods=false \
-	  booking.proto ledger.proto admin.proto
+	  booking.proto ledger.proto admin.proto catalog.proto
 
 dev:
 	$(GO) run ./cmd/seatd dev

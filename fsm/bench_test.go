@@ -67,7 +67,8 @@ func (a *benchApplier) next() *ledgerpb.Command {
 		a.m.Apply(a.index, at(int64(a.index), cmdShow("admin", fmt.Sprintf("show-%d", a.show), testShow(fmt.Sprintf("s%d", a.show), benchRows, "std:1000:EUR"))))
 	}
 	a.seat++
-	return cmdHold("c1", fmt.Sprintf("r%d-%d", a.show, a.seat), fmt.Sprintf("s%d", a.show), 0, benchSeat(a.seat-1))
+	// A fan per seat: a client holds at most HoldsPerClientPerShowMax live holds.
+	return cmdHold(fmt.Sprintf("c%d", a.seat), fmt.Sprintf("r%d-%d", a.show, a.seat), fmt.Sprintf("s%d", a.show), 0, benchSeat(a.seat-1))
 }
 
 func (a *benchApplier) apply(cmd *ledgerpb.Command, want int) {
@@ -111,7 +112,7 @@ func BenchmarkSeatMap(b *testing.B) {
 			for i := range seats {
 				seats[i] = fmt.Sprintf("%s%d", row, h*10+i+1)
 			}
-			mustApply(b, m, uint64(2+2*r+h), at(1000, cmdHold("c1", fmt.Sprintf("r%d-%d", r, h), "s1", 0, seats...)), 1)
+			mustApply(b, m, uint64(2+2*r+h), at(1000, cmdHold(fmt.Sprintf("c%d-%d", r, h), fmt.Sprintf("r%d-%d", r, h), "s1", 0, seats...)), 1)
 		}
 	}
 	b.ReportAllocs()
@@ -140,6 +141,33 @@ func BenchmarkEncodeDecodeCommand(b *testing.B) {
 		}
 		if _, err := DecodeCommand(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHoldConflict measures a refused hold in a 200-seat show with
+// half its seats held: the stampede's common case, which also computes the
+// suggested alternative seats.
+func BenchmarkHoldConflict(b *testing.B) {
+	m := newTestMachine(b, newTestDB(b), 1)
+	mustApply(b, m, 1, at(1000, cmdShow("admin", "r0", testShow("s1", "A:20:std,B:20:std,C:20:std,D:20:std,E:20:std,F:20:vip,G:20:vip,H:20:vip,I:20:vip,J:20:vip", "std:1000:EUR,vip:2500:EUR"))), 1)
+	index := uint64(1)
+	for r, row := range []string{"A", "C", "E", "G", "I"} {
+		for h := range 10 {
+			index++
+			seats := []string{fmt.Sprintf("%s%d", row, 2*h+1), fmt.Sprintf("%s%d", row, 2*h+2)}
+			mustApply(b, m, index, at(1000, cmdHold(fmt.Sprintf("c%d-%d", r, h), "r", "s1", 0, seats...)), 1)
+		}
+	}
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	i := 0
+	for b.Loop() {
+		index++
+		i++
+		res := m.Apply(index, at(1000, cmdHold("fan", fmt.Sprintf("r%d", i), "s1", 0, "E10", "E11")))
+		if res[0].Code != ledgerpb.Code_CODE_SEATS_TAKEN || len(res[0].AlternativeSeatIds) != 2 {
+			b.Fatalf("Hold(E10,E11) = %s, want SEATS_TAKEN with two alternatives", resultString(res[0]))
 		}
 	}
 }

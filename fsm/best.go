@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -155,13 +155,16 @@ func (tx *txn) freeSeatMap(show string, l *layout) []bool {
 		k := it.Key()
 		idx := int(k[len(k)-2])<<8 | int(k[len(k)-1])
 		assertf(idx < l.total, "seat index %d beyond show %s", idx, show)
-		rec := &ledgerpb.SeatRecord{}
-		must(proto.Unmarshal(it.Value(), rec), "decode seat record")
-		if rec.State == ledgerpb.SeatState_HELD {
-			expired, seen := stale[rec.HoldId]
-			if !seen {
-				expired = tx.expiredByClock(rec.HoldId)
-				stale[rec.HoldId] = expired
+		state, expiresAt, holdID, err := seatTiming(it.Value())
+		must(err, "decode seat record")
+		if state == ledgerpb.SeatState_HELD {
+			expired := expiresAt > 0 && tx.now >= expiresAt
+			if expiresAt == 0 { // a record written before seats knew their expiry
+				var seen bool
+				if expired, seen = stale[string(holdID)]; !seen {
+					expired = tx.expiredByClock(string(holdID))
+					stale[string(holdID)] = expired
+				}
 			}
 			if expired {
 				continue
@@ -185,4 +188,52 @@ func (tx *txn) expiredByClock(holdID string) bool {
 	state, expiresAt, err := holdTiming(v)
 	must(err, "decode hold "+holdID)
 	return state == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= expiresAt
+}
+
+// Field numbers of the SeatRecord fields seatTiming reads.
+var (
+	seatFields         = (&ledgerpb.SeatRecord{}).ProtoReflect().Descriptor().Fields()
+	seatHoldField      = seatFields.ByName("hold_id").Number()
+	seatStateField     = seatFields.ByName("state").Number()
+	seatExpiresAtField = seatFields.ByName("expires_at_ms").Number()
+)
+
+// seatTiming reads a SeatRecord's state, expiry and hold id (aliasing b)
+// without decoding it into a message: a best-available scan reads every
+// taken seat of a show, and a full decode allocates for each. Like
+// proto.Unmarshal, the last occurrence of a field wins.
+func seatTiming(b []byte) (state ledgerpb.SeatState, expiresAt int64, holdID []byte, err error) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, 0, nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.VarintType && (num == seatStateField || num == seatExpiresAtField):
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, 0, nil, protowire.ParseError(n)
+			}
+			b = b[n:]
+			if num == seatStateField {
+				state = ledgerpb.SeatState(int32(v))
+			} else {
+				expiresAt = int64(v)
+			}
+		case typ == protowire.BytesType && num == seatHoldField:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return 0, 0, nil, protowire.ParseError(n)
+			}
+			holdID, b = v, b[n:]
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return 0, 0, nil, protowire.ParseError(n)
+			}
+			b = b[n:]
+		}
+	}
+	return state, expiresAt, holdID, nil
 }

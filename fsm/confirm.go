@@ -22,12 +22,12 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 		return stateReject(ledgerpb.Code_CODE_HOLD_CANCELLED, h, "hold %s was released")
 	}
 	tx.eachHeldSeat(h, func(seat string, key []byte, rec *ledgerpb.SeatRecord) {
-		rec.State = ledgerpb.SeatState_BOOKED
+		rec.State, rec.ExpiresAtMs = ledgerpb.SeatState_BOOKED, 0
 		tx.put(key, rec)
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_BOOKED)
 	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
-	tx.del(tx.m.clientHoldKey(h.ShowId, h.ClientId, h.HoldId))
+	tx.untrackHold(h)
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now

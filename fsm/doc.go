@@ -64,10 +64,59 @@
 //	0x06 len(client) client request       ledgerpb.RequestRecord
 //	0x07 applied_at(u64) len(client) client request   empty: retention index
 //	0x08 show_id                          raw bytes: the show's hold-token key
-//	0x09 len(show) show len(client) client hold_id   empty: the client's live holds
+//	0x09 len(show) show len(client) client   ledgerpb.ClientHoldsRecord: the client's live holds
+//	0x0A len(show_id) show_id revision(u64)            ledgerpb.SeatEventRecord
+//	0x0B applied_at(u64) revision(u64) len(show_id) show_id   empty: change age index
+//	0x0C                                  u64: change log floor
 //	0x0D entry_id                         ledgerpb.QueueEntryRecord
 //	0x0E len(show) show join_index(u64) join_pos(u32)   entry_id: the line (waiting only)
 //	0x0F len(show) show len(client) client               entry_id: a client's waiting entry
 //	0x10 show_id                          waiting(u32) seats(u32): the line's totals
 //	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
+//
+// The catalog (catalog.go), written only in the catalog group; its records
+// never change once written, and a browse page is one walk of an index:
+//
+//	0x20 city_id                          ledgerpb.City
+//	0x21 cinema_id                        ledgerpb.Cinema (screens with layouts)
+//	0x22 movie_id                         ledgerpb.Movie
+//	0x23 show_id                          ledgerpb.ListingRecord (a listed show)
+//	0x24 len(city) city cinema_id         empty: the city's cinemas
+//	0x25 len(cinema) cinema starts_at(u64) show_id   empty: the cinema's shows by time
+//	0x26 len(city) city starts_at(u64) show_id       empty: the city's shows by time
+//	0x27 starts_at(u64) show_id           empty: every listed show by time
+//	0x28 len(city) city movie_id          u64: latest start of the movie's shows in the city
+//	0x29 len(city) city len(movie) movie cinema_id   u64: latest start of the movie at the cinema
+//
+// Catalog rejections, after 1 and 2 above: CreateCinema CODE_CITY_NOT_FOUND;
+// ListShow CODE_CINEMA_NOT_FOUND, CODE_SCREEN_NOT_FOUND, CODE_MOVIE_NOT_FOUND;
+// then CODE_CITY_EXISTS / CODE_CINEMA_EXISTS / CODE_MOVIE_EXISTS /
+// CODE_SHOW_LISTED when the id holds a different record (the same record
+// again is CODE_OK and writes nothing).
+//
+// # Change log
+//
+// Every seat write reports the seat's new state; at the end of each raft
+// entry the changes become one SeatEventRecord per show the entry touched
+// (0x0A, keyed by the entry's index: the revision), written in sorted show
+// order in the same Pebble batch as the writes. A record lists every change
+// in the order the entry made it: a Batch of many commands yields one record
+// per show, and a hold that takes the seats of a hold expired by the log
+// clock lists those seats FREE and then HELD. The log is replicated state:
+// snapshots and digests cover it, so any replica serves it identically.
+//
+// Expire entries prune records older than EventRetentionMs by the log clock
+// (oldest first, at most the entry's limit) and raise the group-wide floor
+// (0x0C) to the newest revision pruned. View.SeatEvents(show, after) returns
+// ErrEventsPruned when after is below the floor: the reader may have missed
+// a change and must start again from a seat map. Because the floor is per
+// group, a reader of a show that did not change may be sent back to a seat
+// map too; that costs a seat map, never a missed change.
+//
+// A seat map (View.SeatMap) shows the seats of a hold expired by the log
+// clock as FREE as soon as the clock passes its expiry, because a hold would
+// find them free. The change log reports them FREE only when an entry frees
+// them: the leader's Expire entry (proposed within its expiry interval,
+// ~100 ms) or a later hold that takes one of them. A watcher's map thus
+// shows such seats HELD a little longer than a fresh seat map would.
 package fsm

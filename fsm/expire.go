@@ -7,8 +7,8 @@ import (
 )
 
 // expire frees the holds with expires_at <= upto, oldest first, at most limit
-// of them, and forgets exactly-once records older than the retention
-// horizon. upto is capped at the log clock: a leader can only expire holds
+// of them, and forgets exactly-once records and seat change records older
+// than their retention horizons (at most limit of each). upto is capped at the log clock: a leader can only expire holds
 // whose time has come by the log's own time (S3).
 func (tx *txn) expire(c *ledgerpb.ExpireCmd) *ledgerpb.Result {
 	upto := min(c.UptoMs, tx.now)
@@ -33,6 +33,7 @@ func (tx *txn) expire(c *ledgerpb.ExpireCmd) *ledgerpb.Result {
 		tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED)
 	}
 	tx.pruneRequests(limit)
+	tx.pruneEvents(limit)
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, Expired: uint32(len(ids))}
 }
 

@@ -28,6 +28,11 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 		must(tx.b.Set(tx.m.expiryKey(at, h.HoldId), nil, nil), "write expiry index")
 		h.ExpiresAtMs = at
 		tx.put(tx.m.holdKey(h.HoldId), h)
+		tx.retrackHold(h)
+		tx.eachHeldSeat(h, func(_ string, key []byte, rec *ledgerpb.SeatRecord) {
+			rec.ExpiresAtMs = at
+			tx.put(key, rec)
+		})
 	}
 	return holdResult(h)
 }

@@ -384,6 +384,8 @@ func opName(c *ledgerpb.Command) string {
 			names[i] = opName(c)
 		}
 		return "Batch{" + strings.Join(names, " ") + "}"
+	case *ledgerpb.Command_Catalog:
+		return catalogOpName(op.Catalog)
 	}
 	return fmt.Sprintf("%T", c.Op)
 }

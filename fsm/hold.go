@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -129,35 +130,70 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		h.AmountMinor += l.price(row)
 		key := tx.m.seatKey(c.ShowId, n)
 		assertf(tx.m.unsafe.SkipSeatCheck || !tx.exists(key), "S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
-		tx.put(key, &ledgerpb.SeatRecord{HoldId: h.HoldId, State: ledgerpb.SeatState_HELD})
+		tx.put(key, &ledgerpb.SeatRecord{HoldId: h.HoldId, State: ledgerpb.SeatState_HELD, ExpiresAtMs: h.ExpiresAtMs})
 		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
 	assertf(tx.holdRecord(h.HoldId) == nil, "hold id %s reused", h.HoldId)
 	tx.put(tx.m.holdKey(h.HoldId), h)
 	must(tx.b.Set(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId), nil, nil), "write expiry index")
-	must(tx.b.Set(tx.m.clientHoldKey(h.ShowId, client, h.HoldId), nil, nil), "write client hold index")
+	tx.trackHold(h)
 	tx.minExpiry = min(tx.minExpiry, h.ExpiresAtMs)
 	r := holdResult(h)
 	r.HoldToken = tx.holdToken(h.ShowId, h.HoldId)
 	return r
 }
 
-// liveHoldsOf counts client's holds in show that are live by the log clock.
-// The index keeps a hold until it is closed, so holds expired by the clock
-// but not yet by an Expire entry are skipped here.
+// liveHoldsOf counts client's holds in show that are live by the log clock:
+// holds expired by the clock but not yet by an Expire entry are still
+// listed, and skipped here.
 func (tx *txn) liveHoldsOf(show, client string) int {
-	prefix := tx.m.clientHoldPrefix(show, client)
-	var ids []string
-	tx.scan(prefix, prefixEnd(prefix), HoldsPerClientPerShowMax*4, func(k []byte) {
-		ids = append(ids, string(k[len(prefix):]))
-	})
+	rec := &ledgerpb.ClientHoldsRecord{}
+	if !tx.get(tx.m.clientHoldsKey(show, client), rec) {
+		return 0
+	}
 	n := 0
-	for _, id := range ids {
-		if !tx.expiredByClock(id) {
+	for _, h := range rec.Holds {
+		if tx.now < h.ExpiresAtMs {
 			n++
 		}
 	}
 	return n
+}
+
+// trackHold lists a new live hold under its client; untrackHold takes a
+// closed or confirmed one off; retrackHold records an extended expiry.
+func (tx *txn) trackHold(h *ledgerpb.HoldRecord) {
+	tx.editClientHolds(h, func(rec *ledgerpb.ClientHoldsRecord) {
+		rec.Holds = append(rec.Holds, &ledgerpb.ClientHold{HoldId: h.HoldId, ExpiresAtMs: h.ExpiresAtMs})
+	})
+}
+
+func (tx *txn) untrackHold(h *ledgerpb.HoldRecord) {
+	tx.editClientHolds(h, func(rec *ledgerpb.ClientHoldsRecord) {
+		n := len(rec.Holds)
+		rec.Holds = slices.DeleteFunc(rec.Holds, func(x *ledgerpb.ClientHold) bool { return x.HoldId == h.HoldId })
+		assertf(len(rec.Holds) == n-1, "hold %s is not listed under client %s", h.HoldId, h.ClientId)
+	})
+}
+
+func (tx *txn) retrackHold(h *ledgerpb.HoldRecord) {
+	tx.editClientHolds(h, func(rec *ledgerpb.ClientHoldsRecord) {
+		i := slices.IndexFunc(rec.Holds, func(x *ledgerpb.ClientHold) bool { return x.HoldId == h.HoldId })
+		assertf(i >= 0, "hold %s is not listed under client %s", h.HoldId, h.ClientId)
+		rec.Holds[i].ExpiresAtMs = h.ExpiresAtMs
+	})
+}
+
+func (tx *txn) editClientHolds(h *ledgerpb.HoldRecord, edit func(*ledgerpb.ClientHoldsRecord)) {
+	key := tx.m.clientHoldsKey(h.ShowId, h.ClientId)
+	rec := &ledgerpb.ClientHoldsRecord{}
+	tx.get(key, rec)
+	edit(rec)
+	if len(rec.Holds) == 0 {
+		tx.del(key)
+		return
+	}
+	tx.put(key, rec)
 }
 
 // takenSeats returns the seats owned by a live hold or a booking, and the
@@ -177,6 +213,8 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 		h := tx.holdRecord(rec.HoldId)
 		assertf(h != nil && h.ShowId == show && containsSeat(h.SeatIds, ids[i]),
 			"S1: seat %s of show %s points at hold %s that does not own it", ids[i], show, rec.HoldId)
+		assertf(rec.State != ledgerpb.SeatState_HELD || rec.ExpiresAtMs == 0 || rec.ExpiresAtMs == h.ExpiresAtMs,
+			"seat %s of show %s says hold %s expires at %d, the hold says %d", ids[i], show, rec.HoldId, rec.ExpiresAtMs, h.ExpiresAtMs)
 		if rec.State == ledgerpb.SeatState_HELD && h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs {
 			if !seen[h.HoldId] {
 				seen[h.HoldId] = true
@@ -219,7 +257,7 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_FREE)
 	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
-	tx.del(tx.m.clientHoldKey(h.ShowId, h.ClientId, h.HoldId))
+	tx.untrackHold(h)
 	tx.seatsFreed(h.ShowId)
 	h.State = state
 	h.ClosedAtMs = tx.now

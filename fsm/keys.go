@@ -24,7 +24,9 @@ const (
 	kindQueueOwner byte = 0x0F // a client's waiting entry in a show
 	kindQueueStat  byte = 0x10 // a show's waiting count and seats asked for
 	kindBooking    byte = 0x11 // a client's bookings by confirm index
-	kindEnd        byte = 0x12
+	// kindEnd bounds the kinds a snapshot may hold: past the catalog's
+	// (0x20..0x29), leaving room for the seat ledger's below 0x20.
+	kindEnd byte = 0x30
 
 	groupPrefixLen = 5
 	metaLen        = 16
@@ -78,13 +80,9 @@ func (m *Machine) holdKey(id string) []byte { return m.key(kindHold, []byte(id))
 
 func (m *Machine) showTokenKey(id string) []byte { return m.key(kindShowKey, []byte(id)) }
 
-// clientHoldPrefix and clientHoldKey index a client's live holds in a show.
-func (m *Machine) clientHoldPrefix(show, client string) []byte {
+// clientHoldsKey holds a client's live holds in a show (ClientHoldsRecord).
+func (m *Machine) clientHoldsKey(show, client string) []byte {
 	return m.key(kindClientHold, lenPrefixed(show), lenPrefixed(client))
-}
-
-func (m *Machine) clientHoldKey(show, client, hold string) []byte {
-	return m.key(kindClientHold, lenPrefixed(show), lenPrefixed(client), []byte(hold))
 }
 
 func (m *Machine) queueEntryKey(id string) []byte { return m.key(kindQueueEntry, []byte(id)) }
@@ -168,4 +166,46 @@ func decodeMeta(b []byte) (uint64, int64, error) {
 		return 0, 0, errors.New("fsm: meta record has wrong length")
 	}
 	return binary.BigEndian.Uint64(b), int64(binary.BigEndian.Uint64(b[8:])), nil
+}
+
+// Key kinds of the catalog (catalog.go), from 0x20 so that the seat
+// ledger's own kinds can grow below them. See doc.go for the layout.
+const (
+	kindCity          byte = 0x20 // city_id -> City
+	kindCinema        byte = 0x21 // cinema_id -> Cinema
+	kindMovie         byte = 0x22 // movie_id -> Movie
+	kindListing       byte = 0x23 // show_id -> ListingRecord
+	kindCityCinema    byte = 0x24 // a city's cinemas
+	kindCinemaShow    byte = 0x25 // a cinema's shows by start time
+	kindCityShow      byte = 0x26 // a city's shows by start time
+	kindShowTime      byte = 0x27 // every listed show by start time
+	kindCityMovie     byte = 0x28 // a city's movies, with their last start
+	kindCityMovieCine byte = 0x29 // a city's cinemas per movie, with their last start
+)
+
+func (m *Machine) cityKey(id string) []byte    { return m.key(kindCity, []byte(id)) }
+func (m *Machine) cinemaKey(id string) []byte  { return m.key(kindCinema, []byte(id)) }
+func (m *Machine) movieKey(id string) []byte   { return m.key(kindMovie, []byte(id)) }
+func (m *Machine) listingKey(id string) []byte { return m.key(kindListing, []byte(id)) }
+
+// The browse indexes: each is a prefix (kind and the fixed parts) and a
+// suffix that orders the entries; page tokens are suffixes.
+func (m *Machine) cityCinemaPrefix(city string) []byte {
+	return m.key(kindCityCinema, lenPrefixed(city))
+}
+func (m *Machine) cinemaShowPrefix(cinema string) []byte {
+	return m.key(kindCinemaShow, lenPrefixed(cinema))
+}
+func (m *Machine) cityShowPrefix(city string) []byte { return m.key(kindCityShow, lenPrefixed(city)) }
+func (m *Machine) showTimePrefix() []byte            { return m.key(kindShowTime) }
+func (m *Machine) cityMoviePrefix(city string) []byte {
+	return m.key(kindCityMovie, lenPrefixed(city))
+}
+func (m *Machine) cityMovieCinemaPrefix(city, movie string) []byte {
+	return m.key(kindCityMovieCine, lenPrefixed(city), lenPrefixed(movie))
+}
+
+// timeSuffix orders shows by start time, then id.
+func timeSuffix(startsAtMs int64, show string) []byte {
+	return append(u64(uint64(startsAtMs)), show...)
 }

@@ -27,6 +27,9 @@ type layout struct {
 	offsets []int          // first seat index of each row
 	prices  map[string]*ledgerpb.Category
 	total   int
+	// tokenKey is the show's hold-token key (token.go), stored apart from
+	// the show and cached with it: neither ever changes.
+	tokenKey []byte
 }
 
 func newLayout(show *ledgerpb.Show) *layout {

@@ -70,7 +70,47 @@ const (
 	// A retry later than that is applied as a new request.
 	RequestRetentionMs = 24 * 60 * 60 * 1000
 
+	// EventRetentionMs is the change log horizon: a show's seat changes
+	// are kept for at least this long by the log clock, so a watcher that
+	// lost its stream resumes from its last revision within it; from an
+	// older revision it starts again from a seat map (reset).
+	EventRetentionMs = 15 * 60 * 1000
+
 	// ClockMaxMs caps the log clock (9999-12-31T23:59:59.999Z), so that
 	// clock + HoldTTLMaxMs never overflows.
 	ClockMaxMs = 253402300799999
+)
+
+// Catalog limits (catalog.go). Ids of cities, cinemas, screens and movies
+// follow ValidID's alphabet.
+const (
+	// CatalogIDLenMax bounds a city, cinema, screen or movie id.
+	CatalogIDLenMax = 64
+	// NameLenMax bounds the name of a city, cinema or screen.
+	NameLenMax = 100
+	// AddressLenMax bounds a cinema's address.
+	AddressLenMax = 200
+	// TimeZoneLenMax bounds an IANA time zone name ("America/Argentina/...").
+	TimeZoneLenMax = 64
+	// ScreensPerCinemaMax bounds a cinema's screens; each has a layout
+	// within the show limits above (RowsPerShowMax, SeatsPerShowMax).
+	ScreensPerCinemaMax = 32
+	// MovieDurationMinutesMax bounds a movie's running time.
+	MovieDurationMinutesMax = 24 * 60
+
+	// PageSizeDefault and PageSizeMax bound one page of a browse listing
+	// (cities, movies, cinemas, shows); a show page reads one free-seat
+	// count per show, so this also bounds that fan-out.
+	PageSizeDefault = 20
+	PageSizeMax     = 100
+	// PageTokenLenMax bounds a page token in requests.
+	PageTokenLenMax = 512
+	// SearchQueryLenMax bounds a search's keywords; SearchWordsMax their
+	// number.
+	SearchQueryLenMax = 100
+	SearchWordsMax    = 8
+	// BrowseScanMax bounds the index entries one browse page may read to
+	// fill itself (search filters, shows that are over): a page that hits
+	// it comes back short, with a token to continue.
+	BrowseScanMax = 5000
 )

@@ -35,6 +35,8 @@ type Machine struct {
 	// hold expiry from below (cache.go). Neither changes any result.
 	layouts layoutCache
 	expiry  expiryBound
+	// changes remembers which shows' change logs grew lately (events.go).
+	changes changeIndex
 }
 
 // Unsafe switches off safety checks so that the fault harness can prove it
@@ -115,6 +117,7 @@ func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	}
 	m.applied.Store(applied)
 	m.clock.Store(clock)
+	m.changes.reset(applied)
 	return m, nil
 }
 
@@ -196,9 +199,10 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 	tx.now = min(max(tx.now, cmd.ProposedAtMs, 0), ClockMaxMs)
 	batch := cmd.GetBatch()
 	if batch == nil {
-		r := tx.applyOne(cmd, 0)
-		tx.offerFreed()
-		return []*ledgerpb.Result{r}
+		results := []*ledgerpb.Result{tx.applyOne(cmd, 0)}
+		tx.offerFreed()  // seats freed by the entry go to the waiting queue
+		tx.flushEvents() // the entry's seat changes, offers included, one record per show
+		return results
 	}
 	assertf(len(batch.Commands) <= BatchCommandsMax, "batch of %d commands at index %d", len(batch.Commands), index)
 	results := make([]*ledgerpb.Result, len(batch.Commands))
@@ -207,6 +211,7 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 		results[i] = tx.applyOne(c, i)
 	}
 	tx.offerFreed()
+	tx.flushEvents()
 	return results
 }
 
@@ -217,6 +222,7 @@ func (m *Machine) commit(tx *txn) {
 	// No fsync: the raft log is durable and replays entries above the
 	// persisted applied index after a crash (see Snapshot for compaction).
 	must(tx.b.Commit(pebble.NoSync), "commit batch")
+	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
 	m.applied.Store(tx.index)
 	m.clock.Store(tx.now)
 	// Only after the commit: see expiryBound.
@@ -247,7 +253,9 @@ func EncodeCommand(cmd *ledgerpb.Command) ([]byte, error) {
 }
 
 // txn is the state of applying entries to one batch: the index and clock of
-// the entry being applied, and the earliest expiry of the holds it created.
+// the entry being applied, the earliest expiry of the holds it created, and
+// the seat changes of the entry being applied by show (events.go; empty
+// between entries).
 type txn struct {
 	m         *Machine
 	b         *pebble.Batch
@@ -256,7 +264,9 @@ type txn struct {
 	minExpiry int64
 	// freed names the shows whose seats the current entry freed, for the
 	// waiting queue's offers at the end of the entry (queue.go).
-	freed map[string]bool
+	freed   map[string]bool
+	events  map[string][]byte
+	touched map[string]uint64 // show -> last index its change log grew
 }
 
 // applyOne applies one client or leader command with exactly-once handling.
@@ -301,6 +311,8 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.refund(c.ClientId, op.Refund)
 	case *ledgerpb.Command_LeaveQueue:
 		r = tx.leaveQueue(c.ClientId, op.LeaveQueue)
+	case *ledgerpb.Command_Catalog:
+		r = tx.catalog(op.Catalog)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -329,6 +341,8 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateRefund(op.Refund)
 	case *ledgerpb.Command_LeaveQueue:
 		return ValidateLeaveQueue(op.LeaveQueue)
+	case *ledgerpb.Command_Catalog:
+		return ValidateCatalog(op.Catalog)
 	}
 	return nil
 }
@@ -414,6 +428,7 @@ func (tx *txn) layout(id string) *layout {
 		return nil
 	}
 	l := newLayout(s)
+	l.tokenKey = tx.readTokenKey(id)
 	tx.m.layouts.put(id, l)
 	return l
 }

@@ -134,6 +134,9 @@ func (v *View) layout(showID string) (*layout, error) {
 		return nil, fmt.Errorf("fsm: decode show %s: %w", showID, err)
 	}
 	l := newLayout(show)
+	if l.tokenKey, err = v.showTokenKey(showID); err != nil {
+		return nil, err
+	}
 	v.m.layouts.put(showID, l)
 	return l, nil
 }
@@ -216,6 +219,13 @@ func (v *View) seatState(b []byte) (ledgerpb.SeatState, error) {
 	if rec.State != ledgerpb.SeatState_HELD {
 		return rec.State, nil
 	}
+	if rec.ExpiresAtMs > 0 {
+		if v.clock >= rec.ExpiresAtMs {
+			return ledgerpb.SeatState_FREE, nil
+		}
+		return rec.State, nil
+	}
+	// A record written before seats knew their expiry: ask the hold.
 	b, closer, err := v.snap.Get(v.m.holdKey(rec.HoldId))
 	if err != nil {
 		return 0, fmt.Errorf("fsm: read hold %s of a held seat: %w", rec.HoldId, err)

@@ -1,9 +1,9 @@
 // This file proves the FSM's documented semantics (doc.go) command by
 // command: each script under testdata/scenarios drives one Machine on a real
 // Pebble database and states the Result every entry must return and the
-// state (seat map, hold states, clock, applied index, expiry index) that must
-// follow. One script per area: create_show, hold, confirm, release, expire,
-// exactly_once, clock, batch.
+// state (seat map, hold states, clock, applied index, expiry index, change
+// log) that must follow. One script per area: create_show, hold, confirm,
+// release, expire, exactly_once, clock, batch, events.
 //
 // Script format, one statement per line; '#' starts a comment:
 //
@@ -20,6 +20,10 @@
 //	queue <show> <entry> <WAITING|OFFERED|LEFT|absent> [pos=<n>] [ahead=<n>] [hold=<id>] [seats=<s,...>]
 //	                              a queue entry via View.QueueEntry
 //	clock <ms> | applied <n> | nextexpiry <ms|none>
+//	events <show> [after=<n>] <rev>:<seat>=<STATE>,...  ...   every change record
+//	                              after n (default 0) via View.SeatEvents
+//	events <show> [after=<n>] none | pruned   no record, or ErrEventsPruned
+//	eventfloor <n>                View.EventFloor
 //
 // Commands (a lone '-' is the empty string or the empty list; {N*s} is s
 // repeated N times; at=<ms> stamps that one command's proposed_at_ms):
@@ -175,6 +179,10 @@ func (s *scenario) statement(f []string) {
 		s.checkQueue(f)
 	case "nextexpiry":
 		s.checkNextExpiry(f)
+	case "events":
+		s.checkEvents(f) // events_test.go
+	case "eventfloor":
+		s.checkEventFloor(f)
 	default:
 		cmd, want := s.parseEntry(f)
 		cmd.ProposedAtMs = s.at

@@ -128,6 +128,9 @@ func (m *Machine) Restore(r io.Reader) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("fsm: commit restore: %w", err)
 	}
+	// Before the index moves: a watcher that sees the new index must not
+	// trust what the index of changes knew of the old state.
+	m.changes.reset(applied)
 	m.applied.Store(applied)
 	m.clock.Store(clock)
 	// The group's state was replaced: forget what was derived from it.

@@ -34,14 +34,21 @@ func (tx *txn) holdToken(show, holdID string) string {
 	return HoldToken(tx.showTokenKey(show), holdID)
 }
 
+// showTokenKey is a show's token key, from the layout cache.
+func (tx *txn) showTokenKey(show string) []byte {
+	l := tx.layout(show)
+	assertf(l != nil, "token key of missing show %s", show)
+	return l.tokenKey
+}
+
 // tokenMatches compares a presented token with the hold's in constant time.
 func (tx *txn) tokenMatches(h *ledgerpb.HoldRecord, token string) bool {
 	return hmac.Equal([]byte(tx.holdToken(h.ShowId, h.HoldId)), []byte(token))
 }
 
-// showTokenKey reads a show's token key (empty for a show created before
+// readTokenKey reads a show's token key (empty for a show created before
 // keys existed: its tokens are still HMACs, under an empty key).
-func (tx *txn) showTokenKey(show string) []byte {
+func (tx *txn) readTokenKey(show string) []byte {
 	v, closer, err := tx.b.Get(tx.m.showTokenKey(show))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil

@@ -62,12 +62,22 @@ var reasons = map[string]rule{
 	"REQUEST_ID_REUSED":   {codes.AlreadyExists, http.StatusConflict},
 	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound},
 	"FAILED_PRECONDITION": {codes.FailedPrecondition, http.StatusPreconditionFailed},
+	"TOO_MANY_WATCHERS":   {codes.ResourceExhausted, http.StatusTooManyRequests},
 	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable},
 	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable},
 	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable},
 	"DEADLINE_EXCEEDED":   {codes.DeadlineExceeded, http.StatusGatewayTimeout},
 	"CANCELED":            {codes.Canceled, 499},
 	"INTERNAL":            {codes.Internal, http.StatusInternalServerError},
+	// Catalog (catalog.go, browse.go).
+	"CITY_NOT_FOUND":   {codes.NotFound, http.StatusNotFound},
+	"CINEMA_NOT_FOUND": {codes.NotFound, http.StatusNotFound},
+	"SCREEN_NOT_FOUND": {codes.NotFound, http.StatusNotFound},
+	"MOVIE_NOT_FOUND":  {codes.NotFound, http.StatusNotFound},
+	"CITY_EXISTS":      {codes.AlreadyExists, http.StatusConflict},
+	"CINEMA_EXISTS":    {codes.AlreadyExists, http.StatusConflict},
+	"MOVIE_EXISTS":     {codes.AlreadyExists, http.StatusConflict},
+	"SHOW_LISTED":      {codes.AlreadyExists, http.StatusConflict},
 }
 
 // codeReasons names each FSM result code.
@@ -91,6 +101,14 @@ var codeReasons = map[ledgerpb.Code]string{
 	ledgerpb.Code_CODE_QUEUE_FULL:          "QUEUE_FULL",
 	ledgerpb.Code_CODE_NOT_QUEUED:          "NOT_QUEUED",
 	ledgerpb.Code_CODE_QUEUE_TOKEN_INVALID: "QUEUE_TOKEN_INVALID",
+	ledgerpb.Code_CODE_CITY_NOT_FOUND:      "CITY_NOT_FOUND",
+	ledgerpb.Code_CODE_CINEMA_NOT_FOUND:    "CINEMA_NOT_FOUND",
+	ledgerpb.Code_CODE_SCREEN_NOT_FOUND:    "SCREEN_NOT_FOUND",
+	ledgerpb.Code_CODE_MOVIE_NOT_FOUND:     "MOVIE_NOT_FOUND",
+	ledgerpb.Code_CODE_CITY_EXISTS:         "CITY_EXISTS",
+	ledgerpb.Code_CODE_CINEMA_EXISTS:       "CINEMA_EXISTS",
+	ledgerpb.Code_CODE_MOVIE_EXISTS:        "MOVIE_EXISTS",
+	ledgerpb.Code_CODE_SHOW_LISTED:         "SHOW_LISTED",
 }
 
 // newStatus builds a status with an ErrorInfo for reason plus details.
@@ -206,6 +224,14 @@ func routeError(err error) error {
 		return newStatus("HOLD_TOKEN_INVALID", "hold_token is not the token of the hold")
 	case errors.Is(err, shard.ErrQueueToken):
 		return newStatus("QUEUE_TOKEN_INVALID", "queue_token is not the token of the entry")
+	case errors.Is(err, shard.ErrCityNotFound):
+		return newStatus("CITY_NOT_FOUND", "city not found")
+	case errors.Is(err, shard.ErrCinemaNotFound):
+		return newStatus("CINEMA_NOT_FOUND", "cinema not found")
+	case errors.Is(err, shard.ErrMovieNotFound):
+		return newStatus("MOVIE_NOT_FOUND", "movie not found")
+	case errors.Is(err, shard.ErrNotListed):
+		return newStatus("SHOW_NOT_FOUND", "show not listed in the catalog")
 	case errors.Is(err, raftnode.ErrOutcomeUnknown):
 		return newStatus("OUTCOME_UNKNOWN", "the outcome is unknown: retry with the same request_id", retry)
 	case errors.Is(err, raftnode.ErrNotLeader):
@@ -216,9 +242,29 @@ func routeError(err error) error {
 		return newStatus("DEADLINE_EXCEEDED", err.Error())
 	case errors.Is(err, context.Canceled):
 		return newStatus("CANCELED", err.Error())
-	default:
-		return newStatus("INTERNAL", err.Error())
 	}
+	if s, ok := status.FromError(err); ok {
+		// A forwarded watch's status, made by another node's gateway
+		// from this same table.
+		return s.Err()
+	}
+	return newStatus("INTERNAL", err.Error())
+}
+
+// watchError is the status a watch ends with; ctx is the watch's, whose
+// cause says whether the node's shutdown ended it.
+func watchError(ctx context.Context, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errTooManyWatchers):
+		return newStatus("TOO_MANY_WATCHERS", "this node serves as many watches as it may: retry later or at another node",
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
+	case errors.Is(err, errDraining) || errors.Is(context.Cause(ctx), errDraining):
+		return newStatus("UNAVAILABLE", "the node is shutting down: resume from your last revision at another node",
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
+	}
+	return routeError(err)
 }
 
 // httpStatus picks the HTTP status of a gRPC status by its reason.

@@ -6,12 +6,14 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -26,19 +28,27 @@ const (
 	httpBodyBytesMax = 1 << 20
 	// grpcMessageBytesMax bounds a gRPC message.
 	grpcMessageBytesMax = 4 << 20
+	// watchKeepaliveTimeout is how long a pinged connection may take to
+	// answer before it is closed.
+	watchKeepaliveTimeout = 10 * time.Second
 )
 
 // NewGRPCServer returns a gRPC server with the Booking service, the internal
 // Peer service, health and reflection; opts add to its options (such as
 // Metrics.ServerOptions).
 func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption) *grpc.Server {
-	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(grpcMessageBytesMax)}, opts...)...)
+	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(grpcMessageBytesMax),
+		// Ping idle connections, so that a Watch stream to a client that
+		// vanished without closing its connection ends.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: watchKeepalive, Timeout: watchKeepaliveTimeout})}, opts...)...)
 	ledgerpb.RegisterBookingServer(g, srv)
 	ledgerpb.RegisterPeerServer(g, router.PeerServer())
 	ledgerpb.RegisterAdminServer(g, NewAdmin(router))
+	ledgerpb.RegisterCatalogServer(g, NewCatalog(router))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("seatledger.v1.Booking", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("seatledger.v1.Catalog", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(g, hs)
 	reflection.Register(g)
 	return g
@@ -65,8 +75,14 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (htt
 	if err := ledgerpb.RegisterAdminHandlerServer(ctx, gw, NewAdmin(router)); err != nil {
 		return nil, err
 	}
+	if err := ledgerpb.RegisterCatalogHandlerServer(ctx, gw, NewCatalog(router)); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", http.MaxBytesHandler(gw, httpBodyBytesMax))
+	// Server-Sent Events by hand: grpc-gateway streams newline-delimited
+	// JSON, which no EventSource reads.
+	mux.HandleFunc("GET /v1/shows/{show_id}/events", srv.serveEvents)
 	mux.HandleFunc("GET /healthz", healthz(router))
 	mux.HandleFunc("GET /v1/shows/{show_id}/bookings/{hold_id}/tickets/{seat_id}/qr.png", ticketQR(srv))
 	return mux, nil

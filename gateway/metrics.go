@@ -165,5 +165,11 @@ func (w *statusWriter) Flush() {
 	}
 }
 
+// FlushError flushes and reports a failed write, for
+// http.ResponseController (the SSE handler's), which prefers it to Flush.
+func (w *statusWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

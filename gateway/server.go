@@ -37,6 +37,12 @@ type Server struct {
 	// retries apply again (harness self-tests only; set before serving).
 	unsafeIgnoreRequestID bool
 	unsafeSeq             atomic.Uint64
+
+	// watches admits and drains Watch streams (watch.go). Its limits are
+	// atomic so that tests may lower them while serving.
+	watches        watchers
+	watchersMax    atomic.Int64
+	watchKeepalive atomic.Int64 // nanoseconds
 }
 
 // UnsafeIgnoreRequestID breaks exactly-once on purpose: each call gets a
@@ -46,9 +52,12 @@ func (s *Server) UnsafeIgnoreRequestID() { s.unsafeIgnoreRequestID = true }
 // NewServer serves the Booking API through router, with the default
 // per-client admission limit.
 func NewServer(router *shard.Router) *Server {
-	return &Server{router: router, timeout: requestTimeoutDefault,
+	s := &Server{router: router, timeout: requestTimeoutDefault,
 		admit:     newLimiter(Admission{Rate: ClientRateDefault, Burst: ClientBurstDefault}),
 		ticketKey: NewTicketKey()}
+	s.watchersMax.Store(WatchersMaxDefault)
+	s.watchKeepalive.Store(int64(watchKeepalive))
+	return s
 }
 
 // SetAdmission replaces the per-client write limit; call before serving.

@@ -10,9 +10,11 @@ import (
 )
 
 // adapter implements raft.BatchingFSM over an fsm.Machine; fsm itself does
-// not import raft.
+// not import raft. After every apply or restore it wakes the group's
+// watchers (applied.go).
 type adapter struct {
 	m       *fsm.Machine
+	applied *appliedSignal
 	metrics *groupMetrics
 }
 
@@ -20,6 +22,7 @@ var _ raft.BatchingFSM = (*adapter)(nil)
 
 // Apply applies one committed command entry.
 func (a *adapter) Apply(l *raft.Log) any {
+	defer a.applied.publish()
 	return a.m.ApplyEntry(l.Index, l.Data)
 }
 
@@ -42,6 +45,7 @@ func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
 	for j, res := range results {
 		out[at[j]] = res
 	}
+	a.applied.publish()
 	return out
 }
 
@@ -57,6 +61,7 @@ func (a *adapter) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the group's state with a snapshot from the leader.
 func (a *adapter) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	defer a.applied.publish() // the applied index jumped
 	return a.m.Restore(rc)
 }
 

@@ -104,8 +104,6 @@ func benchPropose(b *testing.B, clients int) {
 					return
 				}
 				seat := i % benchSeatsPerShow
-				// A client of its own per hold: one client may hold only
-				// fsm.HoldsPerClientPerShowMax live holds in a show.
 				cmd := &ledgerpb.Command{ClientId: fmt.Sprintf("c%d-%d", c, i), RequestId: fmt.Sprintf("r%d", i),
 					Op: &ledgerpb.Command_Hold{Hold: &ledgerpb.HoldCmd{ShowId: fmt.Sprintf("s%d", i/benchSeatsPerShow),
 						SeatIds: []string{fmt.Sprintf("%c%d", 'A'+seat/500, seat%500+1)}}}}

@@ -72,6 +72,10 @@ type Config struct {
 	InflightEntriesMax int
 	// ExpireInterval is how often a leader looks for due holds.
 	ExpireInterval time.Duration
+	// PruneCheckInterval is how often a leader looks for seat change
+	// records past their retention (fsm.EventRetentionMs) when no hold is
+	// due: records are pruned at most this late.
+	PruneCheckInterval time.Duration
 	// BalanceInterval is how often a node hands away leaderships beyond
 	// its fair share (balance.go); negative turns balancing off.
 	BalanceInterval time.Duration
@@ -109,6 +113,7 @@ const (
 	batchCommandsDefault      = 1024
 	inflightEntriesDefault    = 64
 	expireIntervalDefault     = 100 * time.Millisecond
+	pruneCheckIntervalDefault = time.Minute
 	balanceIntervalDefault    = 5 * time.Second
 	snapshotThresholdDefault  = 8192
 	// proposeTimeout bounds how long a proposal may wait to enter raft.
@@ -139,6 +144,7 @@ func (c *Config) setDefaults() {
 	def(&c.LeaderLeaseTimeout, min(leaderLeaseTimeoutDefault, c.HeartbeatTimeout/2))
 	def(&c.CommitTimeout, commitTimeoutDefault)
 	def(&c.ExpireInterval, expireIntervalDefault)
+	def(&c.PruneCheckInterval, pruneCheckIntervalDefault)
 	def(&c.BalanceInterval, balanceIntervalDefault)
 	if c.BatchCommandsMax == 0 {
 		c.BatchCommandsMax = batchCommandsDefault

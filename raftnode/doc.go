@@ -9,6 +9,8 @@
 //   - the expiry driver: the leader proposes Expire entries when holds are due
 //     (expiry.go); no follower ever decides expiry;
 //   - linearizable reads (read.go);
+//   - watchers: Group.WaitApplied wakes on every apply, with no polling and
+//     no goroutine per watcher (applied.go);
 //   - outcomes kept apart: ErrNotLeader means the command was not appended
 //     (retry elsewhere); ErrOutcomeUnknown means it may have been applied
 //     (retry with the same request_id).

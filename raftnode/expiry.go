@@ -13,10 +13,19 @@ import (
 // state, so a new leader needs no rebuild) and, when holds are due by its
 // clock, proposes Expire{upto: now}. The FSM caps upto at the log clock, and
 // frees exactly the holds due by then. Followers never decide expiry.
+//
+// The same entry prunes seat change records past their retention; so that
+// they are pruned in a group where no hold is ever due, the driver also
+// proposes an Expire when the oldest record is old enough, checking every
+// PruneCheckInterval (counted in ticks, so a skewed clock does not stall it)
+// and every tick while a backlog remains.
 func (g *Group) runExpiry() {
 	defer g.wg.Done()
-	t := time.NewTicker(g.node.cfg.ExpireInterval)
+	cfg := g.node.cfg
+	t := time.NewTicker(cfg.ExpireInterval)
 	defer t.Stop()
+	checkEvery := max(1, int(cfg.PruneCheckInterval/cfg.ExpireInterval))
+	untilCheck := 0 // ticks until the next prune check
 	for {
 		select {
 		case <-g.stop:
@@ -26,8 +35,16 @@ func (g *Group) runExpiry() {
 		if !g.leaderReady() {
 			continue
 		}
-		now := g.node.cfg.Now().UnixMilli()
-		if !g.holdsDue(now) {
+		now := cfg.Now().UnixMilli()
+		prune := false
+		if untilCheck--; untilCheck <= 0 {
+			prune = g.eventsPrunable(now)
+			untilCheck = checkEvery
+			if prune {
+				untilCheck = 1 // a backlog: look again next tick
+			}
+		}
+		if !prune && !g.holdsDue(now) {
 			continue
 		}
 		// One Expire in flight at a time; a full one is followed by the
@@ -52,4 +69,14 @@ func (g *Group) holdsDue(now int64) bool {
 		return false
 	}
 	return due
+}
+
+// eventsPrunable asks the FSM whether a change record is past retention.
+func (g *Group) eventsPrunable(now int64) bool {
+	ok, err := g.machine.EventsPrunable(now)
+	if err != nil {
+		g.log.Warn("expiry driver cannot read the change log", "err", err)
+		return false
+	}
+	return ok
 }

@@ -27,8 +27,10 @@ type Group struct {
 
 	proposals chan *proposal
 	notify    chan bool
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// applied wakes watchers after each apply (applied.go).
+	applied appliedSignal
+	stop    chan struct{}
+	wg      sync.WaitGroup
 
 	// hb tracks followers whose heartbeats fail (balance.go).
 	hb struct {
@@ -142,7 +144,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		}
 	}
 	trans := progressTransport{g.transport, g.metrics.followers}
-	r, err := raft.NewRaft(rc, &adapter{m: g.machine, metrics: g.metrics}, logs, store, snaps, trans)
+	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, trans)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)
@@ -262,6 +264,8 @@ func (g *Group) close() error {
 		err = g.raft.Shutdown().Error()
 	}
 	g.wg.Wait()
+	// After raft stopped applying: watchers wake and see the group gone.
+	g.applied.close()
 	if g.transport != nil {
 		g.transport.Close()
 	}

@@ -296,6 +296,8 @@ func opName(cmd *ledgerpb.Command) string {
 		return "create_show"
 	case *ledgerpb.Command_Expire:
 		return "expire"
+	case *ledgerpb.Command_Catalog:
+		return "catalog"
 	default:
 		return "other"
 	}

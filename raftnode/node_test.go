@@ -207,8 +207,7 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	tc.nodes[fi] = nil
 	for i := 0; i < 300; i++ {
 		seat := fmt.Sprintf("%c%d", 'A'+i/50, i%50+1)
-		// A client per hold: one client may hold only 8 live holds per show.
-		if res := mustPropose(t, g, holdCmd(fmt.Sprintf("c%d", i), "r", 0, seat)); res.Code != ledgerpb.Code_CODE_OK {
+		if res := mustPropose(t, g, holdCmd(fmt.Sprintf("c%d", i), fmt.Sprintf("r%d", i), 0, seat)); res.Code != ledgerpb.Code_CODE_OK {
 			t.Fatalf("Hold(%s) = %v, want OK", seat, res.Code)
 		}
 	}

@@ -39,6 +39,9 @@ func (p peerServer) Read(ctx context.Context, req *ledgerpb.ReadRequest) (*ledge
 	if err != nil {
 		return &ledgerpb.ReadResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER, Message: err.Error()}, nil
 	}
+	if isBrowse(req.Kind) {
+		return p.r.servePeerBrowse(ctx, g, req), nil
+	}
 	resp, err := p.r.readLocal(ctx, g, req, true)
 	if err != nil {
 		return &ledgerpb.ReadResponse{Status: forwardStatus(err), Message: err.Error(), LeaderId: g.Leader()}, nil

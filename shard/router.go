@@ -194,6 +194,15 @@ func (r *Router) setHint(group uint32, leader string) {
 }
 
 func (r *Router) peer(id string) (ledgerpb.PeerClient, error) {
+	c, err := r.conn(id)
+	if err != nil {
+		return nil, err
+	}
+	return ledgerpb.NewPeerClient(c), nil
+}
+
+// conn returns the shared connection to a node's gRPC port.
+func (r *Router) conn(id string) (*grpc.ClientConn, error) {
 	addr, ok := r.grpcAddr[id]
 	if !ok || addr == "" {
 		return nil, fmt.Errorf("%w: no gRPC address for node %s", raftnode.ErrUnavailable, id)
@@ -201,7 +210,7 @@ func (r *Router) peer(id string) (ledgerpb.PeerClient, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.mu.conns[addr]; ok {
-		return ledgerpb.NewPeerClient(c), nil
+		return c, nil
 	}
 	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		// Reconnect to a restarted peer within a second, not gRPC's
@@ -212,7 +221,7 @@ func (r *Router) peer(id string) (ledgerpb.PeerClient, error) {
 		return nil, fmt.Errorf("%w: dial %s: %v", raftnode.ErrUnavailable, addr, err)
 	}
 	r.mu.conns[addr] = c
-	return ledgerpb.NewPeerClient(c), nil
+	return c, nil
 }
 
 // forwardErr turns a forwarded call's status back into raftnode's errors.

@@ -109,33 +109,32 @@ func (l *logTail) String() string {
 	return string(l.buf)
 }
 
-// startCluster starts three nodes on fresh data dirs; n1 also serves HTTP
-// when withHTTP is set. It returns once every group has a leader.
+// startCluster starts three nodes on fresh data dirs; every node also
+// serves HTTP when withHTTP is set. It returns once every group has a leader.
 func startCluster(t *testing.T, withHTTP bool) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, dir: t.TempDir(), smap: shard.Map{Groups: clusterGroups}, logs: &logTail{},
 		httpAddr: make([]string, clusterNodes), nodes: make([]*node, clusterNodes)}
-	var raftLns, grpcLns []net.Listener
+	var raftLns, grpcLns, httpLns []net.Listener
 	for i := 0; i < clusterNodes; i++ {
 		raftLns = append(raftLns, listenLoopback(t, "127.0.0.1:0"))
 		grpcLns = append(grpcLns, listenLoopback(t, "127.0.0.1:0"))
 		c.peers = append(c.peers, raftnode.Peer{ID: fmt.Sprintf("n%d", i+1),
 			RaftAddr: raftLns[i].Addr().String(), GRPCAddr: grpcLns[i].Addr().String()})
-	}
-	var httpLn net.Listener
-	if withHTTP {
-		httpLn = listenLoopback(t, "127.0.0.1:0")
-		c.httpAddr[0] = httpLn.Addr().String()
+		if withHTTP {
+			httpLns = append(httpLns, listenLoopback(t, "127.0.0.1:0"))
+			c.httpAddr[i] = httpLns[i].Addr().String()
+		}
 	}
 	// Runs after stopAll (cleanups run last first): frees the listeners of
 	// nodes that never started; closing a closed listener is harmless.
-	t.Cleanup(func() { closeListeners(append(append(raftLns, grpcLns...), httpLn)) })
+	t.Cleanup(func() { closeListeners(slices.Concat(raftLns, grpcLns, httpLns)) })
 	t.Cleanup(c.stopAll)
 	for i := range c.peers {
 		cfg := c.config(i)
 		cfg.RaftLn, cfg.GRPCLn = raftLns[i], grpcLns[i]
-		if i == 0 {
-			cfg.HTTPLn = httpLn
+		if withHTTP {
+			cfg.HTTPLn = httpLns[i]
 		}
 		n, err := startNode(cfg)
 		if err != nil {

@@ -53,6 +53,13 @@ func runDev(args []string) error {
 		cl.close()
 		return fmt.Errorf("create demo show: %w", err)
 	}
+	ctx, cancel = context.WithTimeout(context.Background(), devReadyTimeout)
+	err = cl.createDemoCatalog(ctx, time.Now())
+	cancel()
+	if err != nil {
+		cl.close()
+		return fmt.Errorf("create demo catalog: %w", err)
+	}
 	base := "http://" + cl.nodes[0].cfg.HTTPLn.Addr().String()
 	fmt.Printf(`seatledger dev cluster: %d nodes, %d raft groups, data in %s
   HTTP/JSON  %s   (metrics of all three nodes: %s/metrics)
@@ -60,8 +67,11 @@ func runDev(args []string) error {
 %sTry:
   curl %s/v1/shows/demo/seats
   curl -X POST %s/v1/shows/demo/holds -d '{"seat_ids":["A1","A2"],"client_id":"alice","request_id":"r1"}'
+Browse the demo catalog:
+  curl %s/v1/cities/london/movies
+  curl '%s/v1/search?q=dune&city_id=paris'
 Press Ctrl-C to stop; run again with the same --data-dir to keep your data.
-`, devNodes, *groups, *dataDir, base, base, cl.nodes[0].cfg.GRPCLn.Addr(), adminLine(cl.nodes[0].cfg), base, base)
+`, devNodes, *groups, *dataDir, base, base, cl.nodes[0].cfg.GRPCLn.Addr(), adminLine(cl.nodes[0].cfg), base, base, base, base)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig

@@ -57,6 +57,7 @@ type node struct {
 	cfg    nodeConfig
 	raft   *raftnode.Node
 	router *shard.Router
+	srv    *gateway.Server
 	grpc   *grpc.Server
 	http   *http.Server
 	admin  *http.Server        // nil without an admin listener
@@ -128,7 +129,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		srv.SetTicketKey(cfg.TicketKey)
 	}
 	applyBrokenServing(cfg.Broken, router, srv)
-	n = &node{cfg: cfg, raft: rn, router: router, grpc: gateway.NewGRPCServer(srv, router, api.ServerOptions()...), done: make(chan struct{})}
+	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, api.ServerOptions()...), done: make(chan struct{})}
 	n.gather = cfg.gatherer(reg)
 	if cfg.HTTPLn != nil {
 		h, err := gateway.NewHTTPHandler(context.Background(), srv, router)
@@ -180,6 +181,9 @@ const shutdownGrace = 5 * time.Second
 func (n *node) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	// Watch streams never end by themselves: end them first, or both
+	// servers would wait the whole grace period for them.
+	n.srv.DrainWatches()
 	if n.http != nil {
 		n.http.Shutdown(ctx)
 	}

@@ -63,6 +63,18 @@ const (
 	Code_CODE_QUEUE_TOKEN_INVALID Code = 19
 	// The show's queue holds QueueLenMax waiters already.
 	Code_CODE_QUEUE_FULL Code = 20
+	// Catalog (catalog.proto): an id that names nothing in the catalog.
+	Code_CODE_CITY_NOT_FOUND   Code = 30
+	Code_CODE_CINEMA_NOT_FOUND Code = 31
+	Code_CODE_SCREEN_NOT_FOUND Code = 32
+	Code_CODE_MOVIE_NOT_FOUND  Code = 33
+	// Catalog: the id is taken by a different record (the same record again
+	// is OK). SHOW_LISTED: the show is listed with another screen, movie or
+	// start time.
+	Code_CODE_CITY_EXISTS   Code = 34
+	Code_CODE_CINEMA_EXISTS Code = 35
+	Code_CODE_MOVIE_EXISTS  Code = 36
+	Code_CODE_SHOW_LISTED   Code = 37
 )
 
 // Enum value maps for Code.
@@ -89,6 +101,14 @@ var (
 		18: "CODE_NOT_QUEUED",
 		19: "CODE_QUEUE_TOKEN_INVALID",
 		20: "CODE_QUEUE_FULL",
+		30: "CODE_CITY_NOT_FOUND",
+		31: "CODE_CINEMA_NOT_FOUND",
+		32: "CODE_SCREEN_NOT_FOUND",
+		33: "CODE_MOVIE_NOT_FOUND",
+		34: "CODE_CITY_EXISTS",
+		35: "CODE_CINEMA_EXISTS",
+		36: "CODE_MOVIE_EXISTS",
+		37: "CODE_SHOW_LISTED",
 	}
 	Code_value = map[string]int32{
 		"CODE_UNSPECIFIED":         0,
@@ -112,6 +132,14 @@ var (
 		"CODE_NOT_QUEUED":          18,
 		"CODE_QUEUE_TOKEN_INVALID": 19,
 		"CODE_QUEUE_FULL":          20,
+		"CODE_CITY_NOT_FOUND":      30,
+		"CODE_CINEMA_NOT_FOUND":    31,
+		"CODE_SCREEN_NOT_FOUND":    32,
+		"CODE_MOVIE_NOT_FOUND":     33,
+		"CODE_CITY_EXISTS":         34,
+		"CODE_CINEMA_EXISTS":       35,
+		"CODE_MOVIE_EXISTS":        36,
+		"CODE_SHOW_LISTED":         37,
 	}
 )
 
@@ -269,16 +297,22 @@ const (
 	ReadKind_READ_KIND_QUEUE_ENTRY ReadKind = 3
 	// A client's bookings in one group (group_id, client_id).
 	ReadKind_READ_KIND_CLIENT_BOOKINGS ReadKind = 4
+	// Catalog reads (ReadRequest.catalog_query) of the catalog group.
+	ReadKind_READ_KIND_CATALOG ReadKind = 10
+	// Seat counts of ReadRequest.show_ids, all of the request's group.
+	ReadKind_READ_KIND_SEAT_COUNTS ReadKind = 11
 )
 
 // Enum value maps for ReadKind.
 var (
 	ReadKind_name = map[int32]string{
-		0: "READ_KIND_UNSPECIFIED",
-		1: "READ_KIND_SEAT_MAP",
-		2: "READ_KIND_HOLD",
-		3: "READ_KIND_QUEUE_ENTRY",
-		4: "READ_KIND_CLIENT_BOOKINGS",
+		0:  "READ_KIND_UNSPECIFIED",
+		1:  "READ_KIND_SEAT_MAP",
+		2:  "READ_KIND_HOLD",
+		3:  "READ_KIND_QUEUE_ENTRY",
+		4:  "READ_KIND_CLIENT_BOOKINGS",
+		10: "READ_KIND_CATALOG",
+		11: "READ_KIND_SEAT_COUNTS",
 	}
 	ReadKind_value = map[string]int32{
 		"READ_KIND_UNSPECIFIED":     0,
@@ -286,6 +320,8 @@ var (
 		"READ_KIND_HOLD":            2,
 		"READ_KIND_QUEUE_ENTRY":     3,
 		"READ_KIND_CLIENT_BOOKINGS": 4,
+		"READ_KIND_CATALOG":         10,
+		"READ_KIND_SEAT_COUNTS":     11,
 	}
 )
 
@@ -338,6 +374,7 @@ type Command struct {
 	//	*Command_Extend
 	//	*Command_Refund
 	//	*Command_LeaveQueue
+	//	*Command_Catalog
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -482,6 +519,15 @@ func (x *Command) GetLeaveQueue() *LeaveQueueCmd {
 	return nil
 }
 
+func (x *Command) GetCatalog() *CatalogCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Catalog); ok {
+			return x.Catalog
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -522,6 +568,11 @@ type Command_LeaveQueue struct {
 	LeaveQueue *LeaveQueueCmd `protobuf:"bytes,18,opt,name=leave_queue,json=leaveQueue,proto3,oneof"`
 }
 
+type Command_Catalog struct {
+	// The catalog (catalog.proto), applied only by the catalog group.
+	Catalog *CatalogCmd `protobuf:"bytes,30,opt,name=catalog,proto3,oneof"`
+}
+
 func (*Command_CreateShow) isCommand_Op() {}
 
 func (*Command_Hold) isCommand_Op() {}
@@ -539,6 +590,8 @@ func (*Command_Extend) isCommand_Op() {}
 func (*Command_Refund) isCommand_Op() {}
 
 func (*Command_LeaveQueue) isCommand_Op() {}
+
+func (*Command_Catalog) isCommand_Op() {}
 
 // Batch is group commit: many client commands in one log entry. Batches do
 // not nest.
@@ -1340,9 +1393,13 @@ func (x *Result) GetSeatsAhead() uint32 {
 
 // SeatRecord is stored for every seat that is not FREE.
 type SeatRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	HoldId        string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
-	State         SeatState              `protobuf:"varint,2,opt,name=state,proto3,enum=seatledger.v1.SeatState" json:"state,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	HoldId string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	State  SeatState              `protobuf:"varint,2,opt,name=state,proto3,enum=seatledger.v1.SeatState" json:"state,omitempty"`
+	// While HELD: the hold's expiry, kept equal to it by hold and extend, so
+	// that seat maps and best-available scans need not load every hold to
+	// tell a seat of an expired hold from a held one. 0 once BOOKED.
+	ExpiresAtMs   int64 `protobuf:"varint,3,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1389,6 +1446,13 @@ func (x *SeatRecord) GetState() SeatState {
 		return x.State
 	}
 	return SeatState_SEAT_STATE_UNSPECIFIED
+}
+
+func (x *SeatRecord) GetExpiresAtMs() int64 {
+	if x != nil {
+		return x.ExpiresAtMs
+	}
+	return 0
 }
 
 // HoldRecord is a hold and, once confirmed, its booking.
@@ -1667,6 +1731,104 @@ func (x *QueueEntryRecord) GetJoinPos() uint32 {
 	return 0
 }
 
+// ClientHoldsRecord lists a client's live holds in one show with their
+// expiries: one record, so the per-client limit costs one read per hold.
+type ClientHoldsRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Holds         []*ClientHold          `protobuf:"bytes,1,rep,name=holds,proto3" json:"holds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClientHoldsRecord) Reset() {
+	*x = ClientHoldsRecord{}
+	mi := &file_ledger_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientHoldsRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientHoldsRecord) ProtoMessage() {}
+
+func (x *ClientHoldsRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientHoldsRecord.ProtoReflect.Descriptor instead.
+func (*ClientHoldsRecord) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ClientHoldsRecord) GetHolds() []*ClientHold {
+	if x != nil {
+		return x.Holds
+	}
+	return nil
+}
+
+type ClientHold struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HoldId        string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	ExpiresAtMs   int64                  `protobuf:"varint,2,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClientHold) Reset() {
+	*x = ClientHold{}
+	mi := &file_ledger_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientHold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientHold) ProtoMessage() {}
+
+func (x *ClientHold) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientHold.ProtoReflect.Descriptor instead.
+func (*ClientHold) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ClientHold) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *ClientHold) GetExpiresAtMs() int64 {
+	if x != nil {
+		return x.ExpiresAtMs
+	}
+	return 0
+}
+
 // SeatEventRecord is the change log of one show at one raft index: every
 // seat whose state changed, in the order the entry changed them. Watchers
 // resume from a revision by reading the records after it.
@@ -1680,7 +1842,7 @@ type SeatEventRecord struct {
 
 func (x *SeatEventRecord) Reset() {
 	*x = SeatEventRecord{}
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1854,7 @@ func (x *SeatEventRecord) String() string {
 func (*SeatEventRecord) ProtoMessage() {}
 
 func (x *SeatEventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1867,7 @@ func (x *SeatEventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatEventRecord.ProtoReflect.Descriptor instead.
 func (*SeatEventRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{14}
+	return file_ledger_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SeatEventRecord) GetAppliedAtMs() int64 {
@@ -1734,7 +1896,7 @@ type RequestRecord struct {
 
 func (x *RequestRecord) Reset() {
 	*x = RequestRecord{}
-	mi := &file_ledger_proto_msgTypes[15]
+	mi := &file_ledger_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1908,7 @@ func (x *RequestRecord) String() string {
 func (*RequestRecord) ProtoMessage() {}
 
 func (x *RequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[15]
+	mi := &file_ledger_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1921,7 @@ func (x *RequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
 func (*RequestRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{15}
+	return file_ledger_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RequestRecord) GetPayloadHash() []byte {
@@ -1795,7 +1957,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_ledger_proto_msgTypes[16]
+	mi := &file_ledger_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1969,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[16]
+	mi := &file_ledger_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1982,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{16}
+	return file_ledger_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ProposeRequest) GetGroupId() uint32 {
@@ -1856,7 +2018,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_ledger_proto_msgTypes[17]
+	mi := &file_ledger_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +2030,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[17]
+	mi := &file_ledger_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2043,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{17}
+	return file_ledger_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ProposeResponse) GetStatus() ForwardStatus {
@@ -1926,14 +2088,22 @@ type ReadRequest struct {
 	Limit uint32 `protobuf:"varint,9,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Hold: when set, the hold's token must match (CODE_HOLD_TOKEN_INVALID),
 	// and the response carries the hold's seats with their layout details.
-	HoldToken     string `protobuf:"bytes,10,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	HoldToken string `protobuf:"bytes,10,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
+	// READ_KIND_SEAT_COUNTS: the shows to count.
+	ShowIds []string `protobuf:"bytes,20,rep,name=show_ids,json=showIds,proto3" json:"show_ids,omitempty"`
+	// READ_KIND_CATALOG: what to read.
+	CatalogQuery *CatalogQuery `protobuf:"bytes,21,opt,name=catalog_query,json=catalogQuery,proto3" json:"catalog_query,omitempty"`
+	// READ_KIND_CATALOG and READ_KIND_SEAT_COUNTS are served by any replica
+	// within the browse staleness bound, unless this asks for the leader's
+	// linearizable view (the admin's schedule path does).
+	Linearizable  bool `protobuf:"varint,22,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_ledger_proto_msgTypes[18]
+	mi := &file_ledger_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2115,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[18]
+	mi := &file_ledger_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2128,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{18}
+	return file_ledger_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadRequest) GetGroupId() uint32 {
@@ -2031,6 +2201,27 @@ func (x *ReadRequest) GetHoldToken() string {
 	return ""
 }
 
+func (x *ReadRequest) GetShowIds() []string {
+	if x != nil {
+		return x.ShowIds
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetCatalogQuery() *CatalogQuery {
+	if x != nil {
+		return x.CatalogQuery
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetLinearizable() bool {
+	if x != nil {
+		return x.Linearizable
+	}
+	return false
+}
+
 type ReadResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Status   ForwardStatus          `protobuf:"varint,1,opt,name=status,proto3,enum=seatledger.v1.ForwardStatus" json:"status,omitempty"`
@@ -2046,14 +2237,16 @@ type ReadResponse struct {
 	// Bookings: the group has more than the limit.
 	More bool `protobuf:"varint,9,opt,name=more,proto3" json:"more,omitempty"`
 	// Hold with a token: its seats as the layout describes them.
-	Seats         []*Seat `protobuf:"bytes,10,rep,name=seats,proto3" json:"seats,omitempty"`
+	Seats         []*Seat          `protobuf:"bytes,10,rep,name=seats,proto3" json:"seats,omitempty"`
+	SeatCounts    []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
+	Catalog       *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_ledger_proto_msgTypes[19]
+	mi := &file_ledger_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2065,7 +2258,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[19]
+	mi := &file_ledger_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2078,7 +2271,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{19}
+	return file_ledger_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReadResponse) GetStatus() ForwardStatus {
@@ -2151,11 +2344,25 @@ func (x *ReadResponse) GetSeats() []*Seat {
 	return nil
 }
 
+func (x *ReadResponse) GetSeatCounts() []*ShowSeatCount {
+	if x != nil {
+		return x.SeatCounts
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetCatalog() *CatalogAnswer {
+	if x != nil {
+		return x.Catalog
+	}
+	return nil
+}
+
 var File_ledger_proto protoreflect.FileDescriptor
 
 const file_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\fledger.proto\x12\rseatledger.v1\x1a\rbooking.proto\"\xd9\x04\n" +
+	"\fledger.proto\x12\rseatledger.v1\x1a\rbooking.proto\x1a\rcatalog.proto\"\x90\x05\n" +
 	"\aCommand\x12$\n" +
 	"\x0eproposed_at_ms\x18\x01 \x01(\x03R\fproposedAtMs\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
@@ -2172,7 +2379,8 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06extend\x18\x10 \x01(\v2\x18.seatledger.v1.ExtendCmdH\x00R\x06extend\x122\n" +
 	"\x06refund\x18\x11 \x01(\v2\x18.seatledger.v1.RefundCmdH\x00R\x06refund\x12?\n" +
 	"\vleave_queue\x18\x12 \x01(\v2\x1c.seatledger.v1.LeaveQueueCmdH\x00R\n" +
-	"leaveQueueB\x04\n" +
+	"leaveQueue\x125\n" +
+	"\acatalog\x18\x1e \x01(\v2\x19.seatledger.v1.CatalogCmdH\x00R\acatalogB\x04\n" +
 	"\x02op\";\n" +
 	"\x05Batch\x122\n" +
 	"\bcommands\x18\x01 \x03(\v2\x16.seatledger.v1.CommandR\bcommands\"U\n" +
@@ -2246,11 +2454,12 @@ const file_ledger_proto_rawDesc = "" +
 	"\vqueue_token\x18\x14 \x01(\tR\n" +
 	"queueToken\x12\x1f\n" +
 	"\vseats_ahead\x18\x15 \x01(\rR\n" +
-	"seatsAhead\"U\n" +
+	"seatsAhead\"y\n" +
 	"\n" +
 	"SeatRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12.\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xd7\x03\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\x12\"\n" +
+	"\rexpires_at_ms\x18\x03 \x01(\x03R\vexpiresAtMs\"\xd7\x03\n" +
 	"\n" +
 	"HoldRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
@@ -2284,7 +2493,13 @@ const file_ledger_proto_rawDesc = "" +
 	"\n" +
 	"join_index\x18\n" +
 	" \x01(\x04R\tjoinIndex\x12\x19\n" +
-	"\bjoin_pos\x18\v \x01(\rR\ajoinPos\"j\n" +
+	"\bjoin_pos\x18\v \x01(\rR\ajoinPos\"D\n" +
+	"\x11ClientHoldsRecord\x12/\n" +
+	"\x05holds\x18\x01 \x03(\v2\x19.seatledger.v1.ClientHoldR\x05holds\"I\n" +
+	"\n" +
+	"ClientHold\x12\x17\n" +
+	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\"\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"j\n" +
 	"\x0fSeatEventRecord\x12\"\n" +
 	"\rapplied_at_ms\x18\x01 \x01(\x03R\vappliedAtMs\x123\n" +
 	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\"\x85\x01\n" +
@@ -2300,7 +2515,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x12-\n" +
-	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"\xa9\x02\n" +
+	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"\xaa\x03\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.seatledger.v1.ReadKindR\x04kind\x12\x17\n" +
@@ -2314,7 +2529,10 @@ const file_ledger_proto_rawDesc = "" +
 	"\x05limit\x18\t \x01(\rR\x05limit\x12\x1d\n" +
 	"\n" +
 	"hold_token\x18\n" +
-	" \x01(\tR\tholdToken\"\xb4\x03\n" +
+	" \x01(\tR\tholdToken\x12\x19\n" +
+	"\bshow_ids\x18\x14 \x03(\tR\ashowIds\x12@\n" +
+	"\rcatalog_query\x18\x15 \x01(\v2\x1b.seatledger.v1.CatalogQueryR\fcatalogQuery\x12\"\n" +
+	"\flinearizable\x18\x16 \x01(\bR\flinearizable\"\xab\x04\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -2327,7 +2545,10 @@ const file_ledger_proto_rawDesc = "" +
 	"\bbookings\x18\b \x03(\v2\x17.seatledger.v1.HoldInfoR\bbookings\x12\x12\n" +
 	"\x04more\x18\t \x01(\bR\x04more\x12)\n" +
 	"\x05seats\x18\n" +
-	" \x03(\v2\x13.seatledger.v1.SeatR\x05seats*\xf6\x03\n" +
+	" \x03(\v2\x13.seatledger.v1.SeatR\x05seats\x12=\n" +
+	"\vseat_counts\x18\x14 \x03(\v2\x1c.seatledger.v1.ShowSeatCountR\n" +
+	"seatCounts\x126\n" +
+	"\acatalog\x18\x15 \x01(\v2\x1c.seatledger.v1.CatalogAnswerR\acatalog*\xba\x05\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -2350,7 +2571,15 @@ const file_ledger_proto_rawDesc = "" +
 	"\vCODE_QUEUED\x10\x11\x12\x13\n" +
 	"\x0fCODE_NOT_QUEUED\x10\x12\x12\x1c\n" +
 	"\x18CODE_QUEUE_TOKEN_INVALID\x10\x13\x12\x13\n" +
-	"\x0fCODE_QUEUE_FULL\x10\x14*q\n" +
+	"\x0fCODE_QUEUE_FULL\x10\x14\x12\x17\n" +
+	"\x13CODE_CITY_NOT_FOUND\x10\x1e\x12\x19\n" +
+	"\x15CODE_CINEMA_NOT_FOUND\x10\x1f\x12\x19\n" +
+	"\x15CODE_SCREEN_NOT_FOUND\x10 \x12\x18\n" +
+	"\x14CODE_MOVIE_NOT_FOUND\x10!\x12\x14\n" +
+	"\x10CODE_CITY_EXISTS\x10\"\x12\x16\n" +
+	"\x12CODE_CINEMA_EXISTS\x10#\x12\x15\n" +
+	"\x11CODE_MOVIE_EXISTS\x10$\x12\x14\n" +
+	"\x10CODE_SHOW_LISTED\x10%*q\n" +
 	"\n" +
 	"QueueState\x12\x1b\n" +
 	"\x17QUEUE_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -2363,13 +2592,16 @@ const file_ledger_proto_rawDesc = "" +
 	"\x19FORWARD_STATUS_NOT_LEADER\x10\x02\x12\"\n" +
 	"\x1eFORWARD_STATUS_OUTCOME_UNKNOWN\x10\x03\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNAVAILABLE\x10\x04\x12\x1a\n" +
-	"\x16FORWARD_STATUS_INVALID\x10\x05*\x8b\x01\n" +
+	"\x16FORWARD_STATUS_INVALID\x10\x05*\xbd\x01\n" +
 	"\bReadKind\x12\x19\n" +
 	"\x15READ_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12READ_KIND_SEAT_MAP\x10\x01\x12\x12\n" +
 	"\x0eREAD_KIND_HOLD\x10\x02\x12\x19\n" +
 	"\x15READ_KIND_QUEUE_ENTRY\x10\x03\x12\x1d\n" +
-	"\x19READ_KIND_CLIENT_BOOKINGS\x10\x042\x91\x01\n" +
+	"\x19READ_KIND_CLIENT_BOOKINGS\x10\x04\x12\x15\n" +
+	"\x11READ_KIND_CATALOG\x10\n" +
+	"\x12\x19\n" +
+	"\x15READ_KIND_SEAT_COUNTS\x10\v2\x91\x01\n" +
 	"\x04Peer\x12H\n" +
 	"\aPropose\x12\x1d.seatledger.v1.ProposeRequest\x1a\x1e.seatledger.v1.ProposeResponse\x12?\n" +
 	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
@@ -2387,40 +2619,46 @@ func file_ledger_proto_rawDescGZIP() []byte {
 }
 
 var file_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_ledger_proto_goTypes = []any{
-	(Code)(0),                // 0: seatledger.v1.Code
-	(QueueState)(0),          // 1: seatledger.v1.QueueState
-	(ForwardStatus)(0),       // 2: seatledger.v1.ForwardStatus
-	(ReadKind)(0),            // 3: seatledger.v1.ReadKind
-	(*Command)(nil),          // 4: seatledger.v1.Command
-	(*Batch)(nil),            // 5: seatledger.v1.Batch
-	(*CreateShowCmd)(nil),    // 6: seatledger.v1.CreateShowCmd
-	(*HoldCmd)(nil),          // 7: seatledger.v1.HoldCmd
-	(*ConfirmCmd)(nil),       // 8: seatledger.v1.ConfirmCmd
-	(*ReleaseCmd)(nil),       // 9: seatledger.v1.ReleaseCmd
-	(*ExtendCmd)(nil),        // 10: seatledger.v1.ExtendCmd
-	(*LeaveQueueCmd)(nil),    // 11: seatledger.v1.LeaveQueueCmd
-	(*RefundCmd)(nil),        // 12: seatledger.v1.RefundCmd
-	(*ExpireCmd)(nil),        // 13: seatledger.v1.ExpireCmd
-	(*Result)(nil),           // 14: seatledger.v1.Result
-	(*SeatRecord)(nil),       // 15: seatledger.v1.SeatRecord
-	(*HoldRecord)(nil),       // 16: seatledger.v1.HoldRecord
-	(*QueueEntryRecord)(nil), // 17: seatledger.v1.QueueEntryRecord
-	(*SeatEventRecord)(nil),  // 18: seatledger.v1.SeatEventRecord
-	(*RequestRecord)(nil),    // 19: seatledger.v1.RequestRecord
-	(*ProposeRequest)(nil),   // 20: seatledger.v1.ProposeRequest
-	(*ProposeResponse)(nil),  // 21: seatledger.v1.ProposeResponse
-	(*ReadRequest)(nil),      // 22: seatledger.v1.ReadRequest
-	(*ReadResponse)(nil),     // 23: seatledger.v1.ReadResponse
-	(*Show)(nil),             // 24: seatledger.v1.Show
-	(HoldState)(0),           // 25: seatledger.v1.HoldState
-	(SeatState)(0),           // 26: seatledger.v1.SeatState
-	(*SeatChange)(nil),       // 27: seatledger.v1.SeatChange
-	(*SeatMap)(nil),          // 28: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),         // 29: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),       // 30: seatledger.v1.QueueEntry
-	(*Seat)(nil),             // 31: seatledger.v1.Seat
+	(Code)(0),                 // 0: seatledger.v1.Code
+	(QueueState)(0),           // 1: seatledger.v1.QueueState
+	(ForwardStatus)(0),        // 2: seatledger.v1.ForwardStatus
+	(ReadKind)(0),             // 3: seatledger.v1.ReadKind
+	(*Command)(nil),           // 4: seatledger.v1.Command
+	(*Batch)(nil),             // 5: seatledger.v1.Batch
+	(*CreateShowCmd)(nil),     // 6: seatledger.v1.CreateShowCmd
+	(*HoldCmd)(nil),           // 7: seatledger.v1.HoldCmd
+	(*ConfirmCmd)(nil),        // 8: seatledger.v1.ConfirmCmd
+	(*ReleaseCmd)(nil),        // 9: seatledger.v1.ReleaseCmd
+	(*ExtendCmd)(nil),         // 10: seatledger.v1.ExtendCmd
+	(*LeaveQueueCmd)(nil),     // 11: seatledger.v1.LeaveQueueCmd
+	(*RefundCmd)(nil),         // 12: seatledger.v1.RefundCmd
+	(*ExpireCmd)(nil),         // 13: seatledger.v1.ExpireCmd
+	(*Result)(nil),            // 14: seatledger.v1.Result
+	(*SeatRecord)(nil),        // 15: seatledger.v1.SeatRecord
+	(*HoldRecord)(nil),        // 16: seatledger.v1.HoldRecord
+	(*QueueEntryRecord)(nil),  // 17: seatledger.v1.QueueEntryRecord
+	(*ClientHoldsRecord)(nil), // 18: seatledger.v1.ClientHoldsRecord
+	(*ClientHold)(nil),        // 19: seatledger.v1.ClientHold
+	(*SeatEventRecord)(nil),   // 20: seatledger.v1.SeatEventRecord
+	(*RequestRecord)(nil),     // 21: seatledger.v1.RequestRecord
+	(*ProposeRequest)(nil),    // 22: seatledger.v1.ProposeRequest
+	(*ProposeResponse)(nil),   // 23: seatledger.v1.ProposeResponse
+	(*ReadRequest)(nil),       // 24: seatledger.v1.ReadRequest
+	(*ReadResponse)(nil),      // 25: seatledger.v1.ReadResponse
+	(*CatalogCmd)(nil),        // 26: seatledger.v1.CatalogCmd
+	(*Show)(nil),              // 27: seatledger.v1.Show
+	(HoldState)(0),            // 28: seatledger.v1.HoldState
+	(SeatState)(0),            // 29: seatledger.v1.SeatState
+	(*SeatChange)(nil),        // 30: seatledger.v1.SeatChange
+	(*CatalogQuery)(nil),      // 31: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),           // 32: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),          // 33: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),        // 34: seatledger.v1.QueueEntry
+	(*Seat)(nil),              // 35: seatledger.v1.Seat
+	(*ShowSeatCount)(nil),     // 36: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),     // 37: seatledger.v1.CatalogAnswer
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -2432,35 +2670,40 @@ var file_ledger_proto_depIdxs = []int32{
 	10, // 6: seatledger.v1.Command.extend:type_name -> seatledger.v1.ExtendCmd
 	12, // 7: seatledger.v1.Command.refund:type_name -> seatledger.v1.RefundCmd
 	11, // 8: seatledger.v1.Command.leave_queue:type_name -> seatledger.v1.LeaveQueueCmd
-	4,  // 9: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	24, // 10: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
-	0,  // 11: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	25, // 12: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	26, // 13: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	25, // 14: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
-	1,  // 15: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
-	27, // 16: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	14, // 17: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	4,  // 18: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	2,  // 19: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	14, // 20: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	3,  // 21: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	2,  // 22: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	28, // 23: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	29, // 24: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 25: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	30, // 26: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	29, // 27: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	31, // 28: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	20, // 29: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	22, // 30: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	21, // 31: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	23, // 32: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	31, // [31:33] is the sub-list for method output_type
-	29, // [29:31] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	26, // 9: seatledger.v1.Command.catalog:type_name -> seatledger.v1.CatalogCmd
+	4,  // 10: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
+	27, // 11: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	0,  // 12: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
+	28, // 13: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	29, // 14: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	28, // 15: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	1,  // 16: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
+	19, // 17: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
+	30, // 18: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	14, // 19: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 20: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 21: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	14, // 22: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	3,  // 23: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	31, // 24: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	2,  // 25: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	32, // 26: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	33, // 27: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 28: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	34, // 29: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	33, // 30: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	35, // 31: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	36, // 32: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	37, // 33: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	22, // 34: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	24, // 35: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	23, // 36: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	25, // 37: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	36, // [36:38] is the sub-list for method output_type
+	34, // [34:36] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -2469,6 +2712,7 @@ func file_ledger_proto_init() {
 		return
 	}
 	file_booking_proto_init()
+	file_catalog_proto_init()
 	file_ledger_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_CreateShow)(nil),
 		(*Command_Hold)(nil),
@@ -2479,6 +2723,7 @@ func file_ledger_proto_init() {
 		(*Command_Extend)(nil),
 		(*Command_Refund)(nil),
 		(*Command_LeaveQueue)(nil),
+		(*Command_Catalog)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2486,7 +2731,7 @@ func file_ledger_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledger_proto_rawDesc), len(file_ledger_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,276 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
+)
+
+// Live seat maps: Watch over gRPC (a server stream) and over HTTP as
+// Server-Sent Events. Both admit the watch here (validation, the node's
+// watcher limit), let the shard router serve it from a replica of the
+// show's group, and end it when the client leaves or the node shuts down.
+
+const (
+	// WatchersMaxDefault bounds the watches one node serves at once, gRPC
+	// and SSE together, forwarded ones included: each holds a goroutine or
+	// two and a connection, and wakes on every apply of its group.
+	WatchersMaxDefault = 10000
+	// watchKeepalive is how often an idle SSE stream gets a comment line,
+	// and how often gRPC pings an idle connection: proxies keep the stream
+	// open and a dead client is found.
+	watchKeepalive = 15 * time.Second
+	// watchWriteTimeout bounds one SSE write: a client that stops reading
+	// is dropped instead of holding its watcher slot for ever.
+	watchWriteTimeout = 30 * time.Second
+	// sseRetry is the reconnection delay an EventSource is told to use.
+	sseRetry = time.Second
+)
+
+var (
+	errTooManyWatchers = errors.New("gateway: too many watchers on this node")
+	errDraining        = errors.New("gateway: node shutting down")
+	errSinkClosed      = errors.New("gateway: event stream closed")
+)
+
+// watchers admits watches up to a limit and ends them all on shutdown.
+type watchers struct {
+	mu struct {
+		sync.Mutex
+		next     uint64
+		cancel   map[uint64]context.CancelCauseFunc
+		draining bool
+	}
+}
+
+// admit registers a watch: it returns the watch's context, which Drain
+// cancels, and a release func to call when the watch ends.
+func (w *watchers) admit(ctx context.Context, max int) (context.Context, func(), error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.draining {
+		return nil, nil, errDraining
+	}
+	if len(w.mu.cancel) >= max {
+		return nil, nil, errTooManyWatchers
+	}
+	if w.mu.cancel == nil {
+		w.mu.cancel = map[uint64]context.CancelCauseFunc{}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	w.mu.next++
+	id := w.mu.next
+	w.mu.cancel[id] = cancel
+	return ctx, func() {
+		w.mu.Lock()
+		delete(w.mu.cancel, id)
+		w.mu.Unlock()
+		cancel(nil)
+	}, nil
+}
+
+// count is the number of watches admitted and not yet released.
+func (w *watchers) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.mu.cancel)
+}
+
+// drain ends every watch and refuses new ones.
+func (w *watchers) drain() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mu.draining = true
+	for _, cancel := range w.mu.cancel {
+		cancel(errDraining)
+	}
+}
+
+// DrainWatches ends every watch this server serves and refuses new ones, so
+// that a graceful shutdown does not wait for streams that never end on their
+// own. Clients resume at another node from their last revision. Call it
+// before stopping the gRPC and HTTP servers.
+func (s *Server) DrainWatches() { s.watches.drain() }
+
+// Watch streams a show's seat changes (see shard.Router.Watch for the order
+// of events and resume semantics).
+func (s *Server) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]) error {
+	if !fsm.ValidID(req.ShowId, fsm.ShowIDLenMax) {
+		return fieldError(&fsm.FieldError{Field: "show_id", Message: "is not a show id"})
+	}
+	ctx, release, err := s.watches.admit(stream.Context(), int(s.watchersMax.Load()))
+	if err != nil {
+		return watchError(stream.Context(), err)
+	}
+	defer release()
+	err = s.router.Watch(ctx, req.ShowId, req.FromRevision, shard.Forwarded(stream.Context()), grpcSink{stream})
+	return watchError(ctx, err)
+}
+
+// grpcSink sends a watch over a gRPC stream. The header tells a forwarding
+// node that the watch opened.
+type grpcSink struct {
+	stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]
+}
+
+func (g grpcSink) Open(servedBy string) error        { return g.stream.SendHeader(shard.OpenHeader(servedBy)) }
+func (g grpcSink) Send(e *ledgerpb.WatchEvent) error { return g.stream.Send(e) }
+
+// ---- Server-Sent Events ----
+
+// serveEvents is GET /v1/shows/{show_id}/events: the watch as SSE. Each
+// event is "id: <revision>", "event: snapshot|changes|reset" and "data:" the
+// WatchEvent as JSON (proto field names). A client resumes with the
+// Last-Event-ID header (what EventSource sends when it reconnects) or
+// ?from_revision=; the header wins, being the later of the two. Errors before
+// the stream starts are the API's usual JSON error bodies.
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	show := r.PathValue("show_id")
+	if !fsm.ValidID(show, fsm.ShowIDLenMax) {
+		writeHTTPError(w, r, fieldError(&fsm.FieldError{Field: "show_id", Message: "is not a show id"}))
+		return
+	}
+	from, fe := resumeRevision(r)
+	if fe != nil {
+		writeHTTPError(w, r, fieldError(fe))
+		return
+	}
+	ctx, release, err := s.watches.admit(r.Context(), int(s.watchersMax.Load()))
+	if err != nil {
+		writeHTTPError(w, r, watchError(r.Context(), err))
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: time.Duration(s.watchKeepalive.Load())}
+	err = s.router.Watch(ctx, show, from, false, sink)
+	sink.close()
+	if !sink.opened {
+		writeHTTPError(w, r, watchError(ctx, err))
+	}
+	// An open stream just ends: the client reconnects with Last-Event-ID.
+}
+
+// resumeRevision reads the revision a client resumes after.
+func resumeRevision(r *http.Request) (uint64, *fsm.FieldError) {
+	field, v := "Last-Event-ID", r.Header.Get("Last-Event-ID")
+	if v == "" {
+		field, v = "from_revision", r.URL.Query().Get("from_revision")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, &fsm.FieldError{Field: field, Message: "is not a revision"}
+	}
+	return n, nil
+}
+
+func writeHTTPError(w http.ResponseWriter, r *http.Request, err error) {
+	writeError(r.Context(), nil, jsonMarshaler, w, r, err)
+}
+
+// sseSink writes a watch as Server-Sent Events. Events come from the watch's
+// goroutine and keepalives from the sink's own; mu orders their writes.
+type sseSink struct {
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	cancel    context.CancelFunc // ends the watch when a write fails
+	keepalive time.Duration
+
+	mu     sync.Mutex // guards writes to w and closed
+	closed bool
+
+	opened bool // set by Open, read after the watch returned
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// Open sends the stream's headers and starts the keepalives.
+func (s *sseSink) Open(servedBy string) error {
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	h.Set("X-Served-By", servedBy)
+	s.w.WriteHeader(http.StatusOK)
+	s.opened = true
+	if err := s.write("retry: " + strconv.FormatInt(sseRetry.Milliseconds(), 10) + "\n\n"); err != nil {
+		return err
+	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go s.keepAlive()
+	return nil
+}
+
+// Send writes one event.
+func (s *sseSink) Send(e *ledgerpb.WatchEvent) error {
+	data, err := jsonMarshaler.Marshal(e)
+	if err != nil {
+		return err
+	}
+	kind := "changes"
+	switch {
+	case e.Snapshot != nil && e.Reset_:
+		kind = "reset"
+	case e.Snapshot != nil:
+		kind = "snapshot"
+	}
+	// protojson writes one line: no newline can end the data field early.
+	return s.write("id: " + strconv.FormatUint(e.Revision, 10) + "\nevent: " + kind + "\ndata: " + string(data) + "\n\n")
+}
+
+// keepAlive writes a comment line every keepalive until close.
+func (s *sseSink) keepAlive() {
+	defer close(s.done)
+	t := time.NewTicker(s.keepalive)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.write(": keepalive\n\n"); err != nil {
+				s.cancel() // the client is gone: end the watch
+				return
+			}
+		}
+	}
+}
+
+// write writes and flushes one block within watchWriteTimeout.
+func (s *sseSink) write(block string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errSinkClosed
+	}
+	// Not every ResponseWriter supports deadlines (tests' recorders).
+	_ = s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+	if _, err := s.w.Write([]byte(block)); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// close stops the keepalives; no write happens after it returns.
+func (s *sseSink) close() {
+	if s.stop != nil {
+		close(s.stop)
+		<-s.done
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}

@@ -1,0 +1,339 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
+)
+
+// A watch streams one show's seat changes from the group's change log
+// (fsm/doc.go, "Change log"). The log is replicated state, so any replica
+// serves it: a follower's stream may run a little behind the leader's, but
+// it holds the same records at the same revisions and never skips one. A
+// node without a replica of the group relays the stream of a node that has
+// one.
+
+const (
+	// watchReadMax bounds the change records one read of the log takes, so
+	// a watcher far behind catches up in steps, not one large allocation.
+	watchReadMax = 256
+	// watchCatchUpMax bounds how long a watch waits for this replica to
+	// reach the revision a client resumes from, or to learn a show that the
+	// leader has and this replica has not applied yet. Past it the client
+	// is told to retry (elsewhere).
+	watchCatchUpMax = 5 * time.Second
+)
+
+// Metadata of forwarded watches.
+const (
+	// forwardedKey marks a watch one node forwarded to another: the
+	// receiver serves it from its own replica or refuses, never forwards
+	// again, so a stale idea of who hosts a group cannot make a loop.
+	forwardedKey = "x-seatledger-forwarded"
+	// servedByKey names the node whose replica serves a watch; sent as the
+	// stream's header once the watch is open.
+	servedByKey = "x-seatledger-served-by"
+)
+
+// WatchSink receives a watch. Open is called once, when the watch is sure to
+// start (the show exists, the serving replica has reached the revision asked
+// for), with the id of the node that serves it; then Send with each event in
+// order. An error from either ends the watch with that error.
+type WatchSink interface {
+	Open(servedBy string) error
+	Send(*ledgerpb.WatchEvent) error
+}
+
+// Forwarded reports whether an incoming gRPC call is a watch forwarded by
+// another node.
+func Forwarded(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return len(md.Get(forwardedKey)) > 0
+}
+
+// OpenHeader is the header a gRPC Watch server sends when the watch is open:
+// a forwarding node waits for it before it tells its own client the stream
+// started.
+func OpenHeader(servedBy string) metadata.MD {
+	return metadata.Pairs(servedByKey, servedBy)
+}
+
+// Watch streams a show's seat changes into sink until ctx ends or something
+// fails. With from == 0 the first event is the seat map and its revision;
+// otherwise the events are the change records after from, or, when the log
+// no longer reaches back to from, a seat map with reset set. Every later
+// event is a change record, in revision order. A watch is served by this
+// node's replica of the show's group, or else relayed from a node that has
+// one (unless forwarded: it came from another node already).
+//
+// Errors: ErrShowNotFound, raftnode.ErrUnavailable (no replica can serve it
+// now; the client resumes elsewhere), the sink's own errors, ctx's error, or
+// a forwarded node's gRPC status.
+func (r *Router) Watch(ctx context.Context, showID string, from uint64, forwarded bool, sink WatchSink) error {
+	group := r.smap.GroupFor(showID)
+	if g, err := r.node.Group(group); err == nil {
+		return r.watchLocal(ctx, g, showID, from, sink)
+	}
+	if forwarded {
+		return fmt.Errorf("%w: %w: group %d (a forwarded watch is not forwarded again)", raftnode.ErrUnavailable, raftnode.ErrUnknownGroup, group)
+	}
+	return r.watchRemote(ctx, group, showID, from, sink)
+}
+
+// watchLocal serves a watch from this node's replica.
+func (r *Router) watchLocal(ctx context.Context, g *raftnode.Group, show string, from uint64, sink WatchSink) error {
+	events, pos, err := r.openLocal(ctx, g, show, from)
+	if err != nil {
+		return err
+	}
+	if err := sink.Open(r.node.ID()); err != nil {
+		return err
+	}
+	for {
+		for _, e := range events {
+			if err := sink.Send(e); err != nil {
+				return err
+			}
+		}
+		// pos is the index up to which this replica's log has been read:
+		// wait for the next entry, whether or not it touches the show.
+		if err := g.WaitApplied(ctx, pos+1); err != nil {
+			return err
+		}
+		// Most entries are other shows': skip them without a snapshot.
+		// The index first (see fsm.Machine.ShowChangedAfter).
+		applied := g.Machine().Applied()
+		if !g.Machine().ShowChangedAfter(show, pos) {
+			events, pos = nil, applied
+			continue
+		}
+		if events, pos, err = r.readChanges(g, show, pos); err != nil {
+			return err
+		}
+	}
+}
+
+// openLocal waits until the replica may serve the watch and returns its
+// first events and the index read up to.
+func (r *Router) openLocal(ctx context.Context, g *raftnode.Group, show string, from uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+	if err := catchUp(ctx, g, from); err != nil {
+		return nil, 0, err
+	}
+	for attempt := 0; ; attempt++ {
+		v, err := g.Machine().View()
+		if err != nil {
+			return nil, 0, err
+		}
+		events, pos, err := r.firstEvents(v, show, from)
+		v.Close()
+		if !errors.Is(err, ErrShowNotFound) || attempt > 0 {
+			return events, pos, err
+		}
+		// This replica may not have applied the show's creation yet: ask
+		// the leader, and wait for the revision it read the show at.
+		rev, err := r.showRevision(ctx, show)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := catchUp(ctx, g, rev); err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+// firstEvents reads a watch's first events from one view, so that nothing
+// falls between a seat map and the changes after it.
+func (r *Router) firstEvents(v *fsm.View, show string, from uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+	ok, err := v.ShowExists(show)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !ok {
+		return nil, 0, ErrShowNotFound
+	}
+	if from == 0 {
+		e, err := r.snapshotEvent(v, show, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		return []*ledgerpb.WatchEvent{e}, v.Applied(), nil
+	}
+	return r.changesAfter(v, show, from)
+}
+
+// readChanges reads the changes after pos from a fresh view of the replica.
+func (r *Router) readChanges(g *raftnode.Group, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+	v, err := g.Machine().View()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer v.Close()
+	return r.changesAfter(v, show, pos)
+}
+
+// changesAfter returns the change records of a show after pos in v, and the
+// index up to which the log is now read; or, if the log was pruned past pos
+// (a client resuming from too old a revision, or a snapshot installed from
+// the leader while this watch waited), a reset seat map.
+func (r *Router) changesAfter(v *fsm.View, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+	recs, err := v.SeatEvents(show, pos, watchReadMax)
+	if errors.Is(err, fsm.ErrEventsPruned) {
+		e, err := r.snapshotEvent(v, show, true)
+		if err != nil {
+			return nil, 0, err
+		}
+		return []*ledgerpb.WatchEvent{e}, max(pos, v.Applied()), nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	events := make([]*ledgerpb.WatchEvent, len(recs))
+	for i, rec := range recs {
+		events[i] = &ledgerpb.WatchEvent{ShowId: show, Revision: rec.Revision,
+			AppliedAt: timestamppb.New(time.UnixMilli(rec.AppliedAtMs)), Changes: rec.Changes}
+	}
+	if len(recs) == watchReadMax {
+		// More may follow before the view's index: read on from here.
+		return events, recs[len(recs)-1].Revision, nil
+	}
+	return events, max(pos, v.Applied()), nil
+}
+
+// snapshotEvent is the show's seat map at the view's index as an event.
+func (r *Router) snapshotEvent(v *fsm.View, show string, reset bool) (*ledgerpb.WatchEvent, error) {
+	sm, err := v.SeatMap(show)
+	if errors.Is(err, fsm.ErrNotFound) {
+		return nil, ErrShowNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	at := timestamppb.New(time.UnixMilli(v.Clock()))
+	sm.AsOf, sm.Consistency, sm.ServedBy = at, ledgerpb.Consistency_STALE, r.node.ID()
+	return &ledgerpb.WatchEvent{ShowId: show, Revision: v.Applied(), AppliedAt: at, Snapshot: sm, Reset_: reset}, nil
+}
+
+// catchUp waits, at most watchCatchUpMax, until the replica applied index.
+func catchUp(ctx context.Context, g *raftnode.Group, index uint64) error {
+	wctx, cancel := context.WithTimeout(ctx, watchCatchUpMax)
+	defer cancel()
+	err := g.WaitApplied(wctx, index)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: this replica of group %d is at %d, behind revision %d", raftnode.ErrUnavailable, g.ID(), g.Machine().Applied(), index)
+	}
+	return err
+}
+
+// showRevision asks the show's leader for the show (a linearizable read) and
+// returns the revision it was read at: ErrShowNotFound if it does not exist.
+func (r *Router) showRevision(ctx context.Context, show string) (uint64, error) {
+	rctx, cancel := context.WithTimeout(ctx, watchCatchUpMax)
+	defer cancel()
+	sm, err := r.SeatMap(rctx, show, ledgerpb.Consistency_LINEARIZABLE)
+	if err != nil {
+		return 0, err
+	}
+	return sm.Revision, nil
+}
+
+// watchRemote relays the watch of a node that hosts the group: the leader
+// this node last heard of first, then every other node in turn. A node that
+// cannot serve it (no replica, behind, too many watchers) answers before the
+// stream opens, and the next one is asked.
+func (r *Router) watchRemote(ctx context.Context, group uint32, show string, from uint64, sink WatchSink) error {
+	var last error
+	for _, target := range r.watchTargets(group) {
+		opened, err := r.relay(ctx, target, show, from, sink)
+		if opened || ctx.Err() != nil || !errors.Is(err, raftnode.ErrUnavailable) {
+			return err
+		}
+		last = err
+	}
+	return fmt.Errorf("%w: no node serves a watch of group %d now (last: %v)", raftnode.ErrUnavailable, group, last)
+}
+
+// watchTargets lists the nodes to ask for a group's watch, the hinted
+// leader first.
+func (r *Router) watchTargets(group uint32) []string {
+	r.mu.Lock()
+	hint := r.mu.hints[group]
+	r.mu.Unlock()
+	var out []string
+	if hint != "" && hint != r.node.ID() {
+		out = append(out, hint)
+	}
+	for _, p := range r.node.Peers() {
+		if p.ID != r.node.ID() && p.ID != hint {
+			out = append(out, p.ID)
+		}
+	}
+	return out
+}
+
+// relay opens the watch on target and passes its events to sink; opened
+// reports whether target started the stream (after which a failure ends the
+// watch: the client resumes from its last revision).
+func (r *Router) relay(ctx context.Context, target, show string, from uint64, sink WatchSink) (opened bool, err error) {
+	conn, err := r.conn(target)
+	if err != nil {
+		return false, err
+	}
+	sctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(ctx, forwardedKey, r.node.ID()))
+	defer cancel()
+	stream, err := ledgerpb.NewBookingClient(conn).Watch(sctx, &ledgerpb.WatchRequest{ShowId: show, FromRevision: from})
+	if err != nil {
+		return false, remoteWatchErr(ctx, target, err)
+	}
+	md, err := stream.Header()
+	if err == nil && md == nil {
+		// The stream ended before it opened: its status says why.
+		_, err = stream.Recv()
+	}
+	if err != nil {
+		return false, remoteWatchErr(ctx, target, err)
+	}
+	servedBy := target
+	if v := md.Get(servedByKey); len(v) > 0 {
+		servedBy = v[0]
+	}
+	if err := sink.Open(servedBy); err != nil {
+		return true, err
+	}
+	for {
+		e, err := stream.Recv()
+		if err != nil {
+			return true, remoteWatchErr(ctx, target, err)
+		}
+		if err := sink.Send(e); err != nil {
+			return true, err
+		}
+	}
+}
+
+// remoteWatchErr maps a forwarded watch's failure: a missing show is
+// ErrShowNotFound, anything that another node may serve is ErrUnavailable,
+// and other statuses pass through (the remote gateway made them).
+func remoteWatchErr(ctx context.Context, target string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch status.Code(err) {
+	case codes.NotFound:
+		return ErrShowNotFound
+	case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
+		// Unknown covers transport errors and io.EOF (a stream that ended
+		// without a status): the node went away.
+		return fmt.Errorf("%w: %w: watch at %s: %w", raftnode.ErrUnavailable, errForward, target, err)
+	}
+	return fmt.Errorf("shard: watch at %s: %w", target, err)
+}
