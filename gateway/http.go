@@ -34,13 +34,14 @@ const (
 )
 
 // NewGRPCServer returns a gRPC server with the Booking service, the internal
-// Peer service, health and reflection.
-func NewGRPCServer(srv *Server, router *shard.Router) *grpc.Server {
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(grpcMessageBytesMax),
+// Peer service, health and reflection; opts add to its options (such as
+// Metrics.ServerOptions). The Peer service requires the admin token (auth.go).
+func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption) *grpc.Server {
+	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(grpcMessageBytesMax),
 		grpc.ChainUnaryInterceptor(srv.auth.peerAuthUnary), grpc.ChainStreamInterceptor(srv.auth.peerAuthStream),
 		// Ping idle connections, so that a Watch stream to a client that
 		// vanished without closing its connection ends.
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: watchKeepalive, Timeout: watchKeepaliveTimeout}))
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: watchKeepalive, Timeout: watchKeepaliveTimeout})}, opts...)...)
 	ledgerpb.RegisterBookingServer(g, srv)
 	ledgerpb.RegisterPeerServer(g, router.PeerServer())
 	ledgerpb.RegisterAdminServer(g, srv.admin(router))
@@ -67,6 +68,7 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (htt
 	gw := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler),
 		runtime.WithErrorHandler(writeError),
+		runtime.WithMiddlewares(noteRoute), // for Metrics.HTTP's route label
 	)
 	if err := ledgerpb.RegisterBookingHandlerServer(ctx, gw, srv); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"io"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -14,6 +15,7 @@ import (
 type adapter struct {
 	m       *fsm.Machine
 	applied *appliedSignal
+	metrics *groupMetrics
 }
 
 var _ raft.BatchingFSM = (*adapter)(nil)
@@ -37,7 +39,10 @@ func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
 			at = append(at, i)
 		}
 	}
-	for j, res := range a.m.ApplyEntries(entries) {
+	start := time.Now()
+	results := a.m.ApplyEntries(entries)
+	a.metrics.observeApply(time.Since(start), results)
+	for j, res := range results {
 		out[at[j]] = res
 	}
 	a.applied.publish()

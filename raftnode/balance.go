@@ -47,7 +47,7 @@ func (n *Node) balanceRound() {
 		if to == "" {
 			continue
 		}
-		n.cfg.Logger.Info("moving leadership to balance", "group", g.id, "to", to, "leads_here", len(mine), "fair", fair)
+		n.cfg.Logger.Info("moving leadership to balance", "group", g.id, "term", g.raft.CurrentTerm(), "to", to, "leads_here", len(mine), "fair", fair)
 		g.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(peerAddr(n.cfg.Peers, to)))
 		return
 	}
@@ -90,6 +90,9 @@ func (g *Group) watchHeartbeats(obs <-chan raft.Observation) {
 				delete(g.hb.down, string(d.PeerID))
 			case raft.LeaderObservation:
 				clear(g.hb.down) // a new term: the new leader observes afresh
+				if d.LeaderID != "" {
+					g.metrics.leaderChanges.Inc()
+				}
 			}
 			g.hb.Unlock()
 		}

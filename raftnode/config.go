@@ -3,10 +3,11 @@ package raftnode
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seatledger/seatledger/fsm"
 )
@@ -91,9 +92,16 @@ type Config struct {
 	// Now is the leader's clock (Unix time); tests and the fault harness may
 	// skew it. Defaults to time.Now.
 	Now func() time.Time
-	// Logger receives structured logs; RaftLog receives hashicorp/raft's.
-	Logger  *slog.Logger
-	RaftLog io.Writer
+	// Logger receives structured logs, hashicorp/raft's own included
+	// (hclog.go); lines carry node and group attributes.
+	Logger *slog.Logger
+	// RaftLogLevel is the least severity of raft's own lines passed to
+	// Logger; nil means WARN. RaftLogOff drops them all.
+	RaftLogLevel slog.Leveler
+	// Metrics receives the node's metrics (metrics.go); nil keeps them in
+	// a private registry. Give each node in a process its own registry, or
+	// one wrapped with a distinguishing label.
+	Metrics prometheus.Registerer
 }
 
 // Defaults for a node on a LAN or loopback.
@@ -156,8 +164,8 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.RaftLog == nil {
-		c.RaftLog = io.Discard
+	if c.RaftLogLevel == nil {
+		c.RaftLogLevel = slog.LevelWarn
 	}
 }
 

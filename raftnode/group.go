@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
@@ -24,6 +23,7 @@ type Group struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
+	metrics   *groupMetrics
 
 	proposals chan *proposal
 	notify    chan bool
@@ -61,8 +61,9 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 	g := &Group{
 		id:        id,
 		node:      n,
-		log:       n.cfg.Logger.With("node", n.cfg.NodeID, "group", id),
+		log:       n.cfg.Logger.With("group", id),
 		machine:   machine,
+		metrics:   n.metrics.group(id),
 		proposals: make(chan *proposal, n.cfg.BatchCommandsMax),
 		// Raft blocks on this channel; a buffer keeps it from waiting on us.
 		notify: make(chan bool, 16),
@@ -80,11 +81,7 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 
 func (g *Group) openRaft(dir string, replicas []string) error {
 	cfg := g.node.cfg
-	hlog := hclog.New(&hclog.LoggerOptions{
-		Name:   fmt.Sprintf("raft[%s/g%d]", cfg.NodeID, g.id),
-		Level:  hclog.Warn,
-		Output: cfg.RaftLog,
-	})
+	hlog := newRaftLogger(g.log, cfg.RaftLogLevel)
 	// NoSync false: an acknowledged entry is on disk on a quorum.
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), NoSync: false})
 	if err != nil {
@@ -96,7 +93,8 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		store.Close()
 		return fmt.Errorf("raftnode: group %d refuses to start on a damaged log (%s): %w", g.id, filepath.Join(dir, "raft.db"), err)
 	}
-	logs, err := raft.NewLogCache(logCacheEntries, checked)
+	g.metrics.logPath = filepath.Join(dir, "raft.db")
+	logs, err := raft.NewLogCache(logCacheEntries, timedLogs{checked, g.metrics.logStoreLatency})
 	if err != nil {
 		store.Close()
 		return err
@@ -106,6 +104,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		store.Close()
 		return fmt.Errorf("raftnode: snapshot store of group %d: %w", g.id, err)
 	}
+	g.metrics.snaps = snaps
 	layer, err := g.node.mux.Layer(g.id)
 	if err != nil {
 		store.Close()
@@ -144,7 +143,8 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 			return err
 		}
 	}
-	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied}, logs, store, snaps, g.transport)
+	trans := progressTransport{g.transport, g.metrics.followers}
+	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, trans)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)
@@ -228,7 +228,8 @@ func (g *Group) watchLeadership() {
 			return
 		case leader := <-g.notify:
 			epoch := g.epoch.Add(1)
-			g.log.Info("leadership changed", "leader", leader, "term", g.raft.CurrentTerm())
+			g.log.Info("leadership changed", "leader", leader, "term", g.raft.CurrentTerm(),
+				"last_index", g.raft.LastIndex(), "commit_index", g.raft.CommitIndex(), "applied_index", g.raft.AppliedIndex())
 			if leader {
 				g.wg.Add(1)
 				go g.awaitBarrier(epoch)
@@ -240,7 +241,7 @@ func (g *Group) watchLeadership() {
 func (g *Group) awaitBarrier(epoch uint64) {
 	defer g.wg.Done()
 	if err := g.raft.Barrier(barrierTimeout).Error(); err != nil {
-		g.log.Warn("start-of-term barrier failed", "err", err)
+		g.log.Warn("start-of-term barrier failed", "term", g.raft.CurrentTerm(), "err", err)
 		return
 	}
 	if g.epoch.Load() == epoch {

@@ -88,6 +88,7 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 		n.cfg.Logger.Warn("closing dropped group", "group", id, "err", err)
 	}
 	delete(n.mu.groups, id)
+	n.metrics.forget(id)
 	if err := n.wipeGroup(id); err != nil {
 		return err
 	}

@@ -20,6 +20,8 @@ type Node struct {
 	cfg Config
 	db  *pebble.DB
 	mux *Mux
+	// metrics is set before any group starts and not changed after.
+	metrics *nodeMetrics
 
 	// mu guards the hosted groups, which membership changes add and drop
 	// (membership.go); changes hold it for their whole start or stop.
@@ -43,6 +45,8 @@ func Start(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Every line of this node, its groups' and raft's own, names the node.
+	cfg.Logger = cfg.Logger.With("node", cfg.NodeID)
 	if cfg.BatchCommandsMax > fsm.BatchCommandsMax {
 		return nil, fmt.Errorf("raftnode: batch of %d commands exceeds the fsm limit %d", cfg.BatchCommandsMax, fsm.BatchCommandsMax)
 	}
@@ -63,6 +67,11 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, db: db, mux: NewMux(ln), muxDone: make(chan struct{}), stop: make(chan struct{})}
 	n.mu.groups = map[uint32]*Group{}
+	if n.metrics, err = newNodeMetrics(cfg.Metrics, n); err != nil {
+		ln.Close()
+		db.Close()
+		return nil, err
+	}
 	go func() {
 		defer close(n.muxDone)
 		n.mux.Serve()
@@ -161,6 +170,7 @@ func (n *Node) Close() error {
 		errs = append(errs, n.mux.Close())
 		<-n.muxDone
 		errs = append(errs, n.db.Close())
+		n.metrics.unregister()
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr

@@ -3,6 +3,7 @@ package raftnode
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -14,6 +15,8 @@ import (
 type proposal struct {
 	cmd  *ledgerpb.Command
 	done chan outcome // buffered(1): the proposer never blocks on a caller
+	// start is when Propose was called, for the commit latency metric.
+	start time.Time
 }
 
 type outcome struct {
@@ -35,7 +38,7 @@ func (g *Group) Propose(ctx context.Context, cmd *ledgerpb.Command) (*ledgerpb.R
 	if !g.IsLeader() {
 		return nil, ErrNotLeader
 	}
-	p := &proposal{cmd: cmd, done: make(chan outcome, 1)}
+	p := &proposal{cmd: cmd, done: make(chan outcome, 1), start: time.Now()}
 	select {
 	case g.proposals <- p:
 	case <-g.stop:
@@ -97,6 +100,7 @@ func (g *Group) submit(batch []*proposal) pending {
 		ProposedAtMs: g.node.cfg.Now().UnixMilli(),
 		Op:           &ledgerpb.Command_Batch{Batch: &ledgerpb.Batch{Commands: cmds}},
 	}
+	g.metrics.batchCommands.Observe(float64(len(batch)))
 	data, err := fsm.EncodeCommand(entry)
 	if err != nil {
 		return pending{future: errFuture{fmt.Errorf("raftnode: encode batch: %w", err)}, batch: batch}
@@ -121,6 +125,9 @@ func (g *Group) awaitCommits(inflight <-chan pending) {
 		} else {
 			err = classify(err)
 		}
+		// Counted before any caller hears its answer, so that a client
+		// that saw a result finds it in the metrics.
+		g.metrics.observeCommitted(p.batch, results, err)
 		for i, pr := range p.batch {
 			if err != nil {
 				pr.done <- outcome{err: err}
@@ -136,6 +143,7 @@ func (g *Group) failQueued() {
 	for {
 		select {
 		case p := <-g.proposals:
+			g.metrics.observeFailed(1, ErrUnavailable)
 			p.done <- outcome{err: ErrUnavailable}
 		default:
 			return

@@ -170,8 +170,8 @@ func (c *testCluster) config(i int) nodeConfig {
 			LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 			ExpireInterval: 20 * time.Millisecond,
 		},
-		Logger:     slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", p.ID),
-		RaftLog:    c.logs,
+		// The node adds its id to its lines, raft's own included.
+		Logger:     slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		AdminToken: testAdminToken,
 	}
 }

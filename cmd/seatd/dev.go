@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seatledger/seatledger/gateway"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -35,11 +36,13 @@ func runDev(args []string) error {
 	grpcAddr := fs.String("grpc", "127.0.0.1:9090", "gRPC API address")
 	groups := fs.Uint("groups", shard.GroupsDefault, "number of raft groups")
 	verbose := fs.Bool("v", false, "log raft's own warnings")
+	adminAddr := fs.String("admin-http", "", "admin HTTP address serving /debug/pprof/ and /metrics (off by default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cl, err := startDevCluster(*dataDir, *httpAddr, *grpcAddr, uint32(*groups), logger, *verbose)
+	cl, err := startDevCluster(devOptions{dataDir: *dataDir, httpAddr: *httpAddr, grpcAddr: *grpcAddr, adminAddr: *adminAddr,
+		groups: uint32(*groups), logger: logger, verbose: *verbose})
 	if err != nil {
 		return err
 	}
@@ -60,9 +63,9 @@ func runDev(args []string) error {
 	base := "http://" + cl.nodes[0].cfg.HTTPLn.Addr().String()
 	tokenPath := filepath.Join(*dataDir, adminTokenFile)
 	fmt.Printf(`seatledger dev cluster: %d nodes, %d raft groups, data in %s
-  HTTP/JSON  %s
+  HTTP/JSON  %s   (metrics of all three nodes: %s/metrics)
   gRPC       %s
-Try:
+%sTry:
   curl %s/v1/shows/demo/seats
   curl -X POST %s/v1/shows/demo/holds -d '{"seat_ids":["A1","A2"],"client_id":"alice","request_id":"r1"}'
 Browse the demo catalog:
@@ -72,7 +75,7 @@ Admin calls (creating shows, seatctl) need the admin token in %s:
   curl -H "Authorization: Bearer $(cat %s)" %s/v1/admin/status
   seatctl --admin-token-file %s status
 Press Ctrl-C to stop; run again with the same --data-dir to keep your data.
-`, devNodes, *groups, *dataDir, base, cl.nodes[0].cfg.GRPCLn.Addr(), base, base, base, base,
+`, devNodes, *groups, *dataDir, base, base, cl.nodes[0].cfg.GRPCLn.Addr(), adminLine(cl.nodes[0].cfg), base, base, base, base,
 		tokenPath, tokenPath, base, tokenPath)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -86,11 +89,29 @@ type devCluster struct {
 	nodes []*node
 }
 
-func startDevCluster(dataDir, httpAddr, grpcAddr string, groups uint32, logger *slog.Logger, verbose bool) (*devCluster, error) {
+// devOptions are seatd dev's flags.
+type devOptions struct {
+	dataDir, httpAddr, grpcAddr string
+	adminAddr                   string // "" for no admin listener
+	groups                      uint32
+	logger                      *slog.Logger
+	verbose                     bool // raft's own warnings
+}
+
+// adminLine names the admin listener for the banner, if there is one.
+func adminLine(c nodeConfig) string {
+	if c.AdminLn == nil {
+		return ""
+	}
+	return fmt.Sprintf("  admin      http://%s/debug/pprof/ and /metrics\n", c.AdminLn.Addr())
+}
+
+func startDevCluster(o devOptions) (*devCluster, error) {
+	dataDir, httpAddr, grpcAddr, groups, logger := o.dataDir, o.httpAddr, o.grpcAddr, o.groups, o.logger
 	var raftLns, grpcLns []net.Listener
-	var httpLn net.Listener
+	var httpLn, adminLn net.Listener
 	closeAll := func() {
-		for _, l := range append(append(raftLns, grpcLns...), httpLn) {
+		for _, l := range append(append(raftLns, grpcLns...), httpLn, adminLn) {
 			if l != nil {
 				l.Close()
 			}
@@ -123,9 +144,23 @@ func startDevCluster(dataDir, httpAddr, grpcAddr string, groups uint32, logger *
 		closeAll()
 		return nil, fmt.Errorf("listen for HTTP: %w", err)
 	}
-	var raftLog io.Writer = io.Discard
-	if verbose {
-		raftLog = os.Stderr
+	if o.adminAddr != "" {
+		if adminLn, err = net.Listen("tcp", o.adminAddr); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("listen for admin HTTP: %w", err)
+		}
+	}
+	var raftLevel slog.Leveler = raftnode.RaftLogOff
+	if o.verbose {
+		raftLevel = slog.LevelWarn
+	}
+	// One registry per node; the API listener and the admin listener, both
+	// on n1, serve all three (each series names its node).
+	regs := make([]*prometheus.Registry, devNodes)
+	gather := prometheus.Gatherers{processMetrics()}
+	for i := range regs {
+		regs[i] = prometheus.NewRegistry()
+		gather = append(gather, regs[i])
 	}
 	// One ticket key and one admin token for the three nodes, kept with
 	// their data.
@@ -142,9 +177,10 @@ func startDevCluster(dataDir, httpAddr, grpcAddr string, groups uint32, logger *
 	cl := &devCluster{}
 	for i, p := range peers {
 		cfg := nodeConfig{ID: p.ID, DataDir: filepath.Join(dataDir, p.ID), Peers: peers, Groups: groups, Replicas: devNodes,
-			RaftLn: raftLns[i], GRPCLn: grpcLns[i], Logger: logger, RaftLog: raftLog, TicketKey: key, AdminToken: token}
+			RaftLn: raftLns[i], GRPCLn: grpcLns[i], Logger: logger, RaftLogLevel: raftLevel, TicketKey: key,
+			Metrics: regs[i], Gather: gather, AdminToken: token}
 		if i == 0 {
-			cfg.HTTPLn = httpLn
+			cfg.HTTPLn, cfg.AdminLn = httpLn, adminLn
 		}
 		n, err := startNode(cfg)
 		if err != nil {

@@ -12,9 +12,11 @@ const usage = `seatd: the seatledger server
 
 Usage:
   seatd dev   [--data-dir DIR] [--http ADDR] [--grpc ADDR] [--groups N]
+              [--admin-http ADDR]
               a local 3-node cluster in one process, with a demo show
   seatd serve --id ID --raft ADDR --grpc ADDR [--http ADDR] --data-dir DIR
               --peers ID=RAFT/GRPC,... [--groups N] [--replicas N]
+              [--admin-http ADDR] [--log-json] [--raft-log-level LEVEL]
               one node of a multi-process cluster
   seatd keygen FILE
               write a new ticket key (give every node the same --ticket-key)

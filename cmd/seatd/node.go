@@ -5,12 +5,12 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"github.com/seatledger/seatledger/gateway"
@@ -28,9 +28,20 @@ type nodeConfig struct {
 	// Listeners already bound: raft and gRPC are required, HTTP optional.
 	RaftLn, GRPCLn, HTTPLn net.Listener
 	// Raft tuning for tests; zero means defaults.
-	Raft    raftnode.Config
-	Logger  *slog.Logger
-	RaftLog io.Writer
+	Raft raftnode.Config
+	// Logger receives the node's lines; they gain a node attribute.
+	Logger *slog.Logger
+	// RaftLogLevel is the least severity of raft's own lines that reach
+	// Logger: nil means WARN, raftnode.RaftLogOff none.
+	RaftLogLevel slog.Leveler
+	// Metrics is the node's metrics registry (observe.go); nil makes one.
+	// One registry serves one start of one node.
+	Metrics *prometheus.Registry
+	// Gather is what /metrics serves; nil means this process's runtime
+	// metrics and Metrics. (seatd dev serves all three nodes' from one.)
+	Gather prometheus.Gatherer
+	// AdminLn, if set, serves /debug/pprof/ and /metrics (--admin-http).
+	AdminLn net.Listener
 	// Broken names a deliberately wrong server mode (unsafe.go), "" = none.
 	Broken string
 	// ClockHook serves /debug/unsafe/clock to skew this node's clock.
@@ -52,13 +63,15 @@ type node struct {
 	srv    *gateway.Server
 	grpc   *grpc.Server
 	http   *http.Server
-	done   chan struct{} // closed when the servers have returned
+	admin  *http.Server        // nil without an admin listener
+	gather prometheus.Gatherer // what /metrics serves
+	done   chan struct{}       // closed when the servers have returned
 }
 
 // closeListeners closes every listener a node was given (after a failed
 // start; a running node's servers close their own).
 func (c *nodeConfig) closeListeners() {
-	for _, l := range []net.Listener{c.RaftLn, c.GRPCLn, c.HTTPLn} {
+	for _, l := range []net.Listener{c.RaftLn, c.GRPCLn, c.HTTPLn, c.AdminLn} {
 		if l != nil {
 			l.Close()
 		}
@@ -94,7 +107,12 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	rc := cfg.Raft
 	rc.NodeID, rc.DataDir, rc.Listener, rc.RaftAddr = cfg.ID, cfg.DataDir, cfg.RaftLn, cfg.RaftLn.Addr().String()
 	rc.Peers, rc.Groups, rc.Bootstrap = cfg.Peers, placement, true
-	rc.Logger, rc.RaftLog = cfg.Logger, cfg.RaftLog
+	reg, labelled := cfg.nodeRegisterer()
+	rc.Logger, rc.RaftLogLevel, rc.Metrics = cfg.Logger, cfg.RaftLogLevel, labelled
+	api, err := gateway.NewMetrics(labelled, cfg.Logger.With("node", cfg.ID))
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	var clock *skewedClock
 	if cfg.ClockHook {
 		clock = &skewedClock{}
@@ -116,7 +134,8 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		srv.SetTicketKey(cfg.TicketKey)
 	}
 	applyBrokenServing(cfg.Broken, router, srv)
-	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router), done: make(chan struct{})}
+	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, api.ServerOptions()...), done: make(chan struct{})}
+	n.gather = cfg.gatherer(reg)
 	if cfg.HTTPLn != nil {
 		h, err := gateway.NewHTTPHandler(context.Background(), srv, router)
 		if err != nil {
@@ -124,13 +143,16 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 			rn.Close()
 			return nil, err
 		}
+		mux := http.NewServeMux()
+		mux.Handle("/", h)
+		mux.Handle("GET /metrics", metricsHandler(n.gather))
 		if clock != nil {
-			mux := http.NewServeMux()
-			mux.Handle("/", h)
 			mux.Handle("/debug/unsafe/clock", clock)
-			h = mux
 		}
-		n.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		n.http = &http.Server{Handler: api.HTTP(mux), ReadHeaderTimeout: 10 * time.Second}
+	}
+	if cfg.AdminLn != nil {
+		n.admin = &http.Server{Handler: adminHandler(n.gather), ReadHeaderTimeout: 10 * time.Second}
 	}
 	go n.serve()
 	return n, nil
@@ -138,12 +160,16 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 
 func (n *node) serve() {
 	defer close(n.done)
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- n.grpc.Serve(n.cfg.GRPCLn) }()
 	waits := 1
 	if n.http != nil {
 		waits++
 		go func() { errc <- n.http.Serve(n.cfg.HTTPLn) }()
+	}
+	if n.admin != nil {
+		waits++
+		go func() { errc <- n.admin.Serve(n.cfg.AdminLn) }()
 	}
 	for i := 0; i < waits; i++ {
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, grpc.ErrServerStopped) {
@@ -165,6 +191,11 @@ func (n *node) close() error {
 	n.srv.DrainWatches()
 	if n.http != nil {
 		n.http.Shutdown(ctx)
+	}
+	if n.admin != nil {
+		// Not Shutdown: a CPU profile or trace in progress may run for
+		// longer than the grace period, and losing it is harmless.
+		n.admin.Close()
 	}
 	stopped := make(chan struct{})
 	go func() { n.grpc.GracefulStop(); close(stopped) }()

@@ -27,6 +27,8 @@ func runServe(args []string) error {
 	groups := fs.Uint("groups", shard.GroupsDefault, "number of raft groups (the same on every node)")
 	replicas := fs.Int("replicas", 3, "replicas per group")
 	jsonLogs := fs.Bool("log-json", false, "log JSON instead of text")
+	raftLogLevel := fs.String("raft-log-level", "warn", "least severity of raft's own log lines: debug, info, warn, error or off")
+	adminAddr := fs.String("admin-http", "", "admin HTTP address serving /debug/pprof/ and /metrics (off by default; keep it private)")
 	maxBatch := fs.Int("max-batch", 0, "client commands per raft entry (group commit); 1 turns batching off (default 1024)")
 	heartbeat := fs.Duration("heartbeat-timeout", 0, "raft heartbeat timeout (default 1s; heartbeats go out at a tenth of it)")
 	election := fs.Duration("election-timeout", 0, "raft election timeout (default 1s)")
@@ -60,13 +62,22 @@ func runServe(args []string) error {
 	if *clientRate < 0 || *clientBurst < 0 {
 		return fmt.Errorf("--client-rate and --client-burst must not be negative")
 	}
-	var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
-	if *jsonLogs {
-		handler = slog.NewJSONHandler(os.Stderr, nil)
+	raftLevel, err := parseRaftLogLevel(*raftLogLevel)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(handler).With("node", *id)
+	// raft's DEBUG lines need a handler that lets DEBUG through.
+	hopts := &slog.HandlerOptions{Level: min(slog.LevelInfo, raftLevel)}
+	var handler slog.Handler = slog.NewTextHandler(os.Stderr, hopts)
+	if *jsonLogs {
+		handler = slog.NewJSONHandler(os.Stderr, hopts)
+	}
+	// The node adds its id to the lines it logs; base is without it, so
+	// the attribute appears once.
+	base := slog.New(handler)
+	logger := base.With("node", *id)
 	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Groups: uint32(*groups), Replicas: *replicas,
-		Logger: logger, RaftLog: os.Stderr, Broken: *broken, ClockHook: *unsafeHooks,
+		Logger: base, RaftLogLevel: raftLevel, Broken: *broken, ClockHook: *unsafeHooks,
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
 	switch {
@@ -106,11 +117,17 @@ func runServe(args []string) error {
 			return err
 		}
 	}
+	if *adminAddr != "" {
+		if cfg.AdminLn, err = net.Listen("tcp", *adminAddr); err != nil {
+			cfg.closeListeners()
+			return err
+		}
+	}
 	n, err := startNode(cfg)
 	if err != nil {
 		return err
 	}
-	logger.Info("serving", "raft", *raftAddr, "grpc", *grpcAddr, "http", *httpAddr, "groups", *groups)
+	logger.Info("serving", "raft", *raftAddr, "grpc", *grpcAddr, "http", *httpAddr, "admin_http", *adminAddr, "groups", *groups)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	s := <-sig

@@ -1,0 +1,150 @@
+package raftnode
+
+import (
+	"os"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Raft state is read when scraped rather than tracked: every value here is
+// an atomic read on raft or a stat of a file, and a group dropped from the
+// node simply stops being reported.
+
+func stateDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("seatledger_raft_"+name, help, append([]string{"group"}, labels...), nil)
+}
+
+var (
+	descIsLeader      = stateDesc("is_leader", "1 if this replica leads the group, else 0.")
+	descTerm          = stateDesc("term", "The group's current raft term as this replica knows it.")
+	descLastIndex     = stateDesc("last_index", "Index of the last entry in this replica's log (or snapshot).")
+	descCommitIndex   = stateDesc("commit_index", "Highest index this replica knows to be committed.")
+	descAppliedIndex  = stateDesc("applied_index", "Highest index raft has handed to this replica's state machine.")
+	descLogBytes      = stateDesc("log_bytes", "Size of the group's raft log file (raft-boltdb's raft.db; bbolt reuses freed pages, so it does not shrink after compaction).")
+	descSnapshotBytes = stateDesc("snapshot_bytes", "Size of the group's newest raft snapshot on this node (0 before the first).")
+	descSnapshotIndex = stateDesc("snapshot_index", "Last log index covered by the group's newest snapshot on this node.")
+	descFollowerLag   = stateDesc("follower_lag_entries",
+		"On the leader only: its last index minus the follower's last log index from the follower's latest AppendEntries answer (heartbeats included); the whole log if it never answered this node.", "follower")
+)
+
+// stateCollector reports every hosted group's raft state.
+type stateCollector struct{ n *Node }
+
+// Describe sends the state descriptors.
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descIsLeader, descTerm, descLastIndex, descCommitIndex, descAppliedIndex,
+		descLogBytes, descSnapshotBytes, descSnapshotIndex, descFollowerLag} {
+		ch <- d
+	}
+}
+
+// Collect reads each group's state.
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, g := range c.n.Groups() {
+		g.collectState(ch)
+	}
+}
+
+func (g *Group) collectState(ch chan<- prometheus.Metric) {
+	id := groupLabel(g.id)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{id}, labels...)...)
+	}
+	r := g.raft
+	leader := r.State() == raft.Leader
+	gauge(descIsLeader, boolGauge(leader))
+	gauge(descTerm, float64(r.CurrentTerm()))
+	last := r.LastIndex()
+	gauge(descLastIndex, float64(last))
+	gauge(descCommitIndex, float64(r.CommitIndex()))
+	gauge(descAppliedIndex, float64(r.AppliedIndex()))
+	if fi, err := os.Stat(g.metrics.logPath); err == nil {
+		gauge(descLogBytes, float64(fi.Size()))
+	}
+	// List opens the retained snapshots' metadata files only (two).
+	if metas, err := g.metrics.snaps.List(); err == nil {
+		size, index := int64(0), uint64(0)
+		if len(metas) > 0 {
+			size, index = metas[0].Size, metas[0].Index
+		}
+		gauge(descSnapshotBytes, float64(size))
+		gauge(descSnapshotIndex, float64(index))
+	}
+	if !leader {
+		return
+	}
+	cfg := r.GetConfiguration()
+	if cfg.Error() != nil {
+		return
+	}
+	for _, s := range cfg.Configuration().Servers {
+		if s.ID == raft.ServerID(g.node.cfg.NodeID) {
+			continue
+		}
+		has := g.metrics.followers.lastIndex(s.ID)
+		gauge(descFollowerLag, float64(last-min(has, last)), string(s.ID))
+	}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// followerProgress is, per follower, the last log index the follower
+// reported in its latest answer to this node's AppendEntries. hashicorp/raft
+// keeps each follower's match index private, and its heartbeats go out every
+// HeartbeatTimeout/10 even while pipelining, so their answers keep this
+// fresh to within that interval.
+type followerProgress struct {
+	mu struct {
+		sync.Mutex
+		last map[raft.ServerID]uint64
+	}
+}
+
+func newFollowerProgress() *followerProgress {
+	p := &followerProgress{}
+	p.mu.last = map[raft.ServerID]uint64{}
+	return p
+}
+
+func (p *followerProgress) record(id raft.ServerID, index uint64) {
+	p.mu.Lock()
+	p.mu.last[id] = index
+	p.mu.Unlock()
+}
+
+func (p *followerProgress) lastIndex(id raft.ServerID) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.last[id]
+}
+
+// progressTransport is raft's network transport, watching AppendEntries
+// answers for followerProgress. Pipelined appends are not watched: that
+// would put a goroutine between raft and its pipeline for a number the
+// heartbeats already give.
+type progressTransport struct {
+	*raft.NetworkTransport
+	progress *followerProgress
+}
+
+// AppendEntries sends one AppendEntries RPC and notes the follower's log end.
+func (t progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+	if err != nil || resp.Term > args.Term {
+		return err
+	}
+	// A follower fills in LastLog before appending the request's entries.
+	last := resp.LastLog
+	if resp.Success && len(args.Entries) > 0 {
+		last = max(last, args.Entries[len(args.Entries)-1].Index)
+	}
+	t.progress.record(id, last)
+	return err
+}
