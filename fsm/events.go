@@ -37,12 +37,33 @@ func (tx *txn) seatChanged(show, seat string, state ledgerpb.SeatState) {
 	tx.events[show] = appendSeatChange(tx.events[show], seat, state)
 }
 
-// Field numbers of SeatEventRecord and SeatChange, for the encoder below.
+// offerMade records that the waiting queue offered hold to entry of show in
+// the entry being applied; the offer goes out with the show's changes.
+func (tx *txn) offerMade(show, entry, hold string) {
+	if tx.offers == nil {
+		tx.offers = map[string][]byte{}
+	}
+	b := tx.offers[show]
+	size := protowire.SizeTag(offerEntryField) + protowire.SizeBytes(len(entry)) +
+		protowire.SizeTag(offerHoldField) + protowire.SizeBytes(len(hold))
+	b = protowire.AppendTag(b, eventOffersField, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	b = protowire.AppendTag(b, offerEntryField, protowire.BytesType)
+	b = protowire.AppendString(b, entry)
+	b = protowire.AppendTag(b, offerHoldField, protowire.BytesType)
+	tx.offers[show] = protowire.AppendString(b, hold)
+}
+
+// Field numbers of SeatEventRecord, SeatChange and QueueOffer, for the
+// encoders here.
 const (
 	eventAppliedAtField protowire.Number = 1
 	eventChangesField   protowire.Number = 2
+	eventOffersField    protowire.Number = 3
 	changeSeatField     protowire.Number = 1
 	changeStateField    protowire.Number = 2
+	offerEntryField     protowire.Number = 1
+	offerHoldField      protowire.Number = 2
 )
 
 // appendSeatChange appends one SeatChange as a SeatEventRecord.changes field.
@@ -77,8 +98,10 @@ func (tx *txn) flushEvents() {
 		return
 	}
 	for _, show := range slices.Sorted(maps.Keys(tx.events)) {
-		changes := tx.events[show]
-		assertf(len(changes) > 0, "empty change list of show %s at index %d", show, tx.index)
+		// An offer holds seats, so its show has changes too; the offers
+		// follow them, as proto.Marshal orders the fields.
+		changes := append(tx.events[show], tx.offers[show]...)
+		assertf(len(tx.events[show]) > 0, "empty change list of show %s at index %d", show, tx.index)
 		// The key is new: it holds the entry's index, which applyEntry
 		// asserts is above every index applied before.
 		must(tx.b.Set(tx.m.eventKey(show, tx.index), encodeEventRecord(tx.now, changes), nil), "write change record")
@@ -88,7 +111,11 @@ func (tx *txn) flushEvents() {
 		}
 		tx.touched[show] = tx.index
 	}
+	for show := range tx.offers {
+		assertf(len(tx.events[show]) > 0, "offers without seat changes in show %s at index %d", show, tx.index)
+	}
 	clear(tx.events)
+	clear(tx.offers)
 }
 
 // pruneEvents forgets at most limit change records applied before the
@@ -246,6 +273,7 @@ type SeatEvent struct {
 	Revision    uint64
 	AppliedAtMs int64
 	Changes     []*ledgerpb.SeatChange
+	Offers      []*ledgerpb.QueueOffer
 }
 
 // ErrEventsPruned is returned when changes after the asked revision may have
@@ -282,7 +310,7 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 		if err := proto.Unmarshal(it.Value(), rec); err != nil {
 			return nil, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
 		}
-		out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes})
+		out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers})
 	}
 	return out, it.Error()
 }

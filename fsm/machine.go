@@ -266,6 +266,7 @@ type txn struct {
 	// waiting queue's offers at the end of the entry (queue.go).
 	freed   map[string]bool
 	events  map[string][]byte
+	offers  map[string][]byte // show -> encoded QueueOffers of the entry
 	touched map[string]uint64 // show -> last index its change log grew
 }
 

@@ -222,6 +222,7 @@ func (tx *txn) offer(show string, k int) int {
 		tx.leaveWaiting(rec, ledgerpb.QueueState_QUEUE_STATE_OFFERED)
 		rec.HoldId, rec.OfferedAtMs = r.HoldId, tx.now
 		tx.put(tx.m.queueEntryKey(rec.EntryId), rec)
+		tx.offerMade(show, rec.EntryId, r.HoldId)
 	}
 	return k
 }

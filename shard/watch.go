@@ -200,7 +200,7 @@ func (r *Router) changesAfter(v *fsm.View, show string, pos uint64) ([]*ledgerpb
 	events := make([]*ledgerpb.WatchEvent, len(recs))
 	for i, rec := range recs {
 		events[i] = &ledgerpb.WatchEvent{ShowId: show, Revision: rec.Revision,
-			AppliedAt: timestamppb.New(time.UnixMilli(rec.AppliedAtMs)), Changes: rec.Changes}
+			AppliedAt: timestamppb.New(time.UnixMilli(rec.AppliedAtMs)), Changes: rec.Changes, Offers: rec.Offers}
 	}
 	if len(recs) == watchReadMax {
 		// More may follow before the view's index: read on from here.

@@ -2052,7 +2052,11 @@ type WatchEvent struct {
 	Changes   []*SeatChange          `protobuf:"bytes,5,rep,name=changes,proto3" json:"changes,omitempty"`
 	// True when the snapshot replaces the client's state because the
 	// requested revision is no longer retained.
-	Reset_        bool `protobuf:"varint,6,opt,name=reset,proto3" json:"reset,omitempty"`
+	Reset_ bool `protobuf:"varint,6,opt,name=reset,proto3" json:"reset,omitempty"`
+	// Holds the waiting queue made for waiters at this revision: a waiter
+	// that sees its entry id reads its entry (GetQueueEntry, with its queue
+	// token) for the hold's token.
+	Offers        []*QueueOffer `protobuf:"bytes,7,rep,name=offers,proto3" json:"offers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2129,6 +2133,66 @@ func (x *WatchEvent) GetReset_() bool {
 	return false
 }
 
+func (x *WatchEvent) GetOffers() []*QueueOffer {
+	if x != nil {
+		return x.Offers
+	}
+	return nil
+}
+
+// QueueOffer names a waiter's queue entry and the hold offered to it.
+type QueueOffer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EntryId       string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	HoldId        string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueOffer) Reset() {
+	*x = QueueOffer{}
+	mi := &file_booking_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueOffer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueOffer) ProtoMessage() {}
+
+func (x *QueueOffer) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueOffer.ProtoReflect.Descriptor instead.
+func (*QueueOffer) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *QueueOffer) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *QueueOffer) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
 // ErrorDetail travels in google.rpc.Status details next to ErrorInfo, with
 // what a client needs to act on a rejection.
 type ErrorDetail struct {
@@ -2161,7 +2225,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_booking_proto_msgTypes[23]
+	mi := &file_booking_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2173,7 +2237,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[23]
+	mi := &file_booking_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2186,7 +2250,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{23}
+	return file_booking_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ErrorDetail) GetTakenSeatIds() []string {
@@ -2284,7 +2348,7 @@ type GetQueueEntryRequest struct {
 
 func (x *GetQueueEntryRequest) Reset() {
 	*x = GetQueueEntryRequest{}
-	mi := &file_booking_proto_msgTypes[24]
+	mi := &file_booking_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2360,7 @@ func (x *GetQueueEntryRequest) String() string {
 func (*GetQueueEntryRequest) ProtoMessage() {}
 
 func (x *GetQueueEntryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[24]
+	mi := &file_booking_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2373,7 @@ func (x *GetQueueEntryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetQueueEntryRequest.ProtoReflect.Descriptor instead.
 func (*GetQueueEntryRequest) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{24}
+	return file_booking_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetQueueEntryRequest) GetShowId() string {
@@ -2361,7 +2425,7 @@ type QueueEntry struct {
 
 func (x *QueueEntry) Reset() {
 	*x = QueueEntry{}
-	mi := &file_booking_proto_msgTypes[25]
+	mi := &file_booking_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2373,7 +2437,7 @@ func (x *QueueEntry) String() string {
 func (*QueueEntry) ProtoMessage() {}
 
 func (x *QueueEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[25]
+	mi := &file_booking_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2386,7 +2450,7 @@ func (x *QueueEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueEntry.ProtoReflect.Descriptor instead.
 func (*QueueEntry) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{25}
+	return file_booking_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QueueEntry) GetEntryId() string {
@@ -2514,7 +2578,7 @@ type LeaveQueueRequest struct {
 
 func (x *LeaveQueueRequest) Reset() {
 	*x = LeaveQueueRequest{}
-	mi := &file_booking_proto_msgTypes[26]
+	mi := &file_booking_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2590,7 @@ func (x *LeaveQueueRequest) String() string {
 func (*LeaveQueueRequest) ProtoMessage() {}
 
 func (x *LeaveQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[26]
+	mi := &file_booking_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2603,7 @@ func (x *LeaveQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveQueueRequest.ProtoReflect.Descriptor instead.
 func (*LeaveQueueRequest) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{26}
+	return file_booking_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LeaveQueueRequest) GetShowId() string {
@@ -2590,7 +2654,7 @@ type LeaveQueueResponse struct {
 
 func (x *LeaveQueueResponse) Reset() {
 	*x = LeaveQueueResponse{}
-	mi := &file_booking_proto_msgTypes[27]
+	mi := &file_booking_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2666,7 @@ func (x *LeaveQueueResponse) String() string {
 func (*LeaveQueueResponse) ProtoMessage() {}
 
 func (x *LeaveQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[27]
+	mi := &file_booking_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2679,7 @@ func (x *LeaveQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveQueueResponse.ProtoReflect.Descriptor instead.
 func (*LeaveQueueResponse) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{27}
+	return file_booking_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LeaveQueueResponse) GetEntryId() string {
@@ -2665,7 +2729,7 @@ type GetBookingRequest struct {
 
 func (x *GetBookingRequest) Reset() {
 	*x = GetBookingRequest{}
-	mi := &file_booking_proto_msgTypes[28]
+	mi := &file_booking_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2677,7 +2741,7 @@ func (x *GetBookingRequest) String() string {
 func (*GetBookingRequest) ProtoMessage() {}
 
 func (x *GetBookingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[28]
+	mi := &file_booking_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2690,7 +2754,7 @@ func (x *GetBookingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBookingRequest.ProtoReflect.Descriptor instead.
 func (*GetBookingRequest) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{28}
+	return file_booking_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetBookingRequest) GetShowId() string {
@@ -2737,7 +2801,7 @@ type Ticket struct {
 
 func (x *Ticket) Reset() {
 	*x = Ticket{}
-	mi := &file_booking_proto_msgTypes[29]
+	mi := &file_booking_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2813,7 @@ func (x *Ticket) String() string {
 func (*Ticket) ProtoMessage() {}
 
 func (x *Ticket) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[29]
+	mi := &file_booking_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2826,7 @@ func (x *Ticket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ticket.ProtoReflect.Descriptor instead.
 func (*Ticket) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{29}
+	return file_booking_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Ticket) GetTicketId() string {
@@ -2831,7 +2895,7 @@ type BookingDetail struct {
 
 func (x *BookingDetail) Reset() {
 	*x = BookingDetail{}
-	mi := &file_booking_proto_msgTypes[30]
+	mi := &file_booking_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2843,7 +2907,7 @@ func (x *BookingDetail) String() string {
 func (*BookingDetail) ProtoMessage() {}
 
 func (x *BookingDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[30]
+	mi := &file_booking_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2856,7 +2920,7 @@ func (x *BookingDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BookingDetail.ProtoReflect.Descriptor instead.
 func (*BookingDetail) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{30}
+	return file_booking_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BookingDetail) GetBooking() *HoldInfo {
@@ -2884,7 +2948,7 @@ type ListBookingsRequest struct {
 
 func (x *ListBookingsRequest) Reset() {
 	*x = ListBookingsRequest{}
-	mi := &file_booking_proto_msgTypes[31]
+	mi := &file_booking_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +2960,7 @@ func (x *ListBookingsRequest) String() string {
 func (*ListBookingsRequest) ProtoMessage() {}
 
 func (x *ListBookingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[31]
+	mi := &file_booking_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +2973,7 @@ func (x *ListBookingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBookingsRequest.ProtoReflect.Descriptor instead.
 func (*ListBookingsRequest) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{31}
+	return file_booking_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListBookingsRequest) GetClientId() string {
@@ -2939,7 +3003,7 @@ type ListBookingsResponse struct {
 
 func (x *ListBookingsResponse) Reset() {
 	*x = ListBookingsResponse{}
-	mi := &file_booking_proto_msgTypes[32]
+	mi := &file_booking_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3015,7 @@ func (x *ListBookingsResponse) String() string {
 func (*ListBookingsResponse) ProtoMessage() {}
 
 func (x *ListBookingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[32]
+	mi := &file_booking_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3028,7 @@ func (x *ListBookingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBookingsResponse.ProtoReflect.Descriptor instead.
 func (*ListBookingsResponse) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{32}
+	return file_booking_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListBookingsResponse) GetBookings() []*HoldInfo {
@@ -2989,7 +3053,7 @@ type GetTicketKeyRequest struct {
 
 func (x *GetTicketKeyRequest) Reset() {
 	*x = GetTicketKeyRequest{}
-	mi := &file_booking_proto_msgTypes[33]
+	mi := &file_booking_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3001,7 +3065,7 @@ func (x *GetTicketKeyRequest) String() string {
 func (*GetTicketKeyRequest) ProtoMessage() {}
 
 func (x *GetTicketKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[33]
+	mi := &file_booking_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3014,7 +3078,7 @@ func (x *GetTicketKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTicketKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetTicketKeyRequest) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{33}
+	return file_booking_proto_rawDescGZIP(), []int{34}
 }
 
 type TicketKey struct {
@@ -3028,7 +3092,7 @@ type TicketKey struct {
 
 func (x *TicketKey) Reset() {
 	*x = TicketKey{}
-	mi := &file_booking_proto_msgTypes[34]
+	mi := &file_booking_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +3104,7 @@ func (x *TicketKey) String() string {
 func (*TicketKey) ProtoMessage() {}
 
 func (x *TicketKey) ProtoReflect() protoreflect.Message {
-	mi := &file_booking_proto_msgTypes[34]
+	mi := &file_booking_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +3117,7 @@ func (x *TicketKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TicketKey.ProtoReflect.Descriptor instead.
 func (*TicketKey) Descriptor() ([]byte, []int) {
-	return file_booking_proto_rawDescGZIP(), []int{34}
+	return file_booking_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TicketKey) GetAlgorithm() string {
@@ -3266,7 +3330,7 @@ const file_booking_proto_rawDesc = "" +
 	"\n" +
 	"SeatChange\x12\x17\n" +
 	"\aseat_id\x18\x01 \x01(\tR\x06seatId\x12.\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xfb\x01\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xae\x02\n" +
 	"\n" +
 	"WatchEvent\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x1a\n" +
@@ -3275,7 +3339,12 @@ const file_booking_proto_rawDesc = "" +
 	"applied_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x122\n" +
 	"\bsnapshot\x18\x04 \x01(\v2\x16.seatledger.v1.SeatMapR\bsnapshot\x123\n" +
 	"\achanges\x18\x05 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x12\x14\n" +
-	"\x05reset\x18\x06 \x01(\bR\x05reset\"\xd8\x03\n" +
+	"\x05reset\x18\x06 \x01(\bR\x05reset\x121\n" +
+	"\x06offers\x18\a \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\"@\n" +
+	"\n" +
+	"QueueOffer\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x17\n" +
+	"\ahold_id\x18\x02 \x01(\tR\x06holdId\"\xd8\x03\n" +
 	"\vErrorDetail\x12$\n" +
 	"\x0etaken_seat_ids\x18\x01 \x03(\tR\ftakenSeatIds\x127\n" +
 	"\n" +
@@ -3417,7 +3486,7 @@ func file_booking_proto_rawDescGZIP() []byte {
 }
 
 var file_booking_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_booking_proto_goTypes = []any{
 	(SeatState)(0),                // 0: seatledger.v1.SeatState
 	(HoldState)(0),                // 1: seatledger.v1.HoldState
@@ -3445,98 +3514,100 @@ var file_booking_proto_goTypes = []any{
 	(*WatchRequest)(nil),          // 23: seatledger.v1.WatchRequest
 	(*SeatChange)(nil),            // 24: seatledger.v1.SeatChange
 	(*WatchEvent)(nil),            // 25: seatledger.v1.WatchEvent
-	(*ErrorDetail)(nil),           // 26: seatledger.v1.ErrorDetail
-	(*GetQueueEntryRequest)(nil),  // 27: seatledger.v1.GetQueueEntryRequest
-	(*QueueEntry)(nil),            // 28: seatledger.v1.QueueEntry
-	(*LeaveQueueRequest)(nil),     // 29: seatledger.v1.LeaveQueueRequest
-	(*LeaveQueueResponse)(nil),    // 30: seatledger.v1.LeaveQueueResponse
-	(*GetBookingRequest)(nil),     // 31: seatledger.v1.GetBookingRequest
-	(*Ticket)(nil),                // 32: seatledger.v1.Ticket
-	(*BookingDetail)(nil),         // 33: seatledger.v1.BookingDetail
-	(*ListBookingsRequest)(nil),   // 34: seatledger.v1.ListBookingsRequest
-	(*ListBookingsResponse)(nil),  // 35: seatledger.v1.ListBookingsResponse
-	(*GetTicketKeyRequest)(nil),   // 36: seatledger.v1.GetTicketKeyRequest
-	(*TicketKey)(nil),             // 37: seatledger.v1.TicketKey
-	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
+	(*QueueOffer)(nil),            // 26: seatledger.v1.QueueOffer
+	(*ErrorDetail)(nil),           // 27: seatledger.v1.ErrorDetail
+	(*GetQueueEntryRequest)(nil),  // 28: seatledger.v1.GetQueueEntryRequest
+	(*QueueEntry)(nil),            // 29: seatledger.v1.QueueEntry
+	(*LeaveQueueRequest)(nil),     // 30: seatledger.v1.LeaveQueueRequest
+	(*LeaveQueueResponse)(nil),    // 31: seatledger.v1.LeaveQueueResponse
+	(*GetBookingRequest)(nil),     // 32: seatledger.v1.GetBookingRequest
+	(*Ticket)(nil),                // 33: seatledger.v1.Ticket
+	(*BookingDetail)(nil),         // 34: seatledger.v1.BookingDetail
+	(*ListBookingsRequest)(nil),   // 35: seatledger.v1.ListBookingsRequest
+	(*ListBookingsResponse)(nil),  // 36: seatledger.v1.ListBookingsResponse
+	(*GetTicketKeyRequest)(nil),   // 37: seatledger.v1.GetTicketKeyRequest
+	(*TicketKey)(nil),             // 38: seatledger.v1.TicketKey
+	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
 }
 var file_booking_proto_depIdxs = []int32{
 	4,  // 0: seatledger.v1.Show.rows:type_name -> seatledger.v1.Row
 	5,  // 1: seatledger.v1.Show.categories:type_name -> seatledger.v1.Category
 	3,  // 2: seatledger.v1.CreateShowRequest.show:type_name -> seatledger.v1.Show
-	38, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
+	39, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 4: seatledger.v1.GetSeatMapRequest.consistency:type_name -> seatledger.v1.Consistency
 	0,  // 5: seatledger.v1.Seat.state:type_name -> seatledger.v1.SeatState
 	9,  // 6: seatledger.v1.SeatMap.seats:type_name -> seatledger.v1.Seat
 	5,  // 7: seatledger.v1.SeatMap.categories:type_name -> seatledger.v1.Category
-	38, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
+	39, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
 	2,  // 9: seatledger.v1.SeatMap.consistency:type_name -> seatledger.v1.Consistency
-	38, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
-	38, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
-	38, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	39, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
+	39, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: seatledger.v1.ConfirmResponse.state:type_name -> seatledger.v1.HoldState
-	38, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
+	39, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 15: seatledger.v1.ReleaseResponse.state:type_name -> seatledger.v1.HoldState
-	38, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
+	39, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 17: seatledger.v1.GetHoldRequest.consistency:type_name -> seatledger.v1.Consistency
 	1,  // 18: seatledger.v1.HoldInfo.state:type_name -> seatledger.v1.HoldState
-	38, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
-	38, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
-	38, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
-	38, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
-	38, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
-	38, // 24: seatledger.v1.HoldInfo.closed_at:type_name -> google.protobuf.Timestamp
-	38, // 25: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
-	38, // 26: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
-	38, // 27: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
+	39, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
+	39, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
+	39, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
+	39, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
+	39, // 24: seatledger.v1.HoldInfo.closed_at:type_name -> google.protobuf.Timestamp
+	39, // 25: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 26: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	39, // 27: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 28: seatledger.v1.RefundResponse.state:type_name -> seatledger.v1.HoldState
-	38, // 29: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
+	39, // 29: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
 	0,  // 30: seatledger.v1.SeatChange.state:type_name -> seatledger.v1.SeatState
-	38, // 31: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
+	39, // 31: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
 	10, // 32: seatledger.v1.WatchEvent.snapshot:type_name -> seatledger.v1.SeatMap
 	24, // 33: seatledger.v1.WatchEvent.changes:type_name -> seatledger.v1.SeatChange
-	1,  // 34: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
-	38, // 35: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
-	38, // 36: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
-	1,  // 37: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
-	38, // 38: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
-	38, // 39: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
-	38, // 40: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
-	18, // 41: seatledger.v1.BookingDetail.booking:type_name -> seatledger.v1.HoldInfo
-	32, // 42: seatledger.v1.BookingDetail.tickets:type_name -> seatledger.v1.Ticket
-	18, // 43: seatledger.v1.ListBookingsResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	6,  // 44: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
-	8,  // 45: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
-	11, // 46: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
-	13, // 47: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
-	15, // 48: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
-	17, // 49: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
-	19, // 50: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
-	21, // 51: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
-	23, // 52: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
-	27, // 53: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
-	29, // 54: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
-	31, // 55: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
-	34, // 56: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
-	36, // 57: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
-	7,  // 58: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
-	10, // 59: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
-	12, // 60: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
-	14, // 61: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
-	16, // 62: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
-	18, // 63: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
-	20, // 64: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
-	22, // 65: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
-	25, // 66: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
-	28, // 67: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
-	30, // 68: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
-	33, // 69: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
-	35, // 70: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
-	37, // 71: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
-	58, // [58:72] is the sub-list for method output_type
-	44, // [44:58] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	26, // 34: seatledger.v1.WatchEvent.offers:type_name -> seatledger.v1.QueueOffer
+	1,  // 35: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
+	39, // 36: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
+	39, // 37: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
+	1,  // 38: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
+	39, // 39: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
+	39, // 40: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
+	39, // 41: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
+	18, // 42: seatledger.v1.BookingDetail.booking:type_name -> seatledger.v1.HoldInfo
+	33, // 43: seatledger.v1.BookingDetail.tickets:type_name -> seatledger.v1.Ticket
+	18, // 44: seatledger.v1.ListBookingsResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	6,  // 45: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
+	8,  // 46: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
+	11, // 47: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
+	13, // 48: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
+	15, // 49: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
+	17, // 50: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
+	19, // 51: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
+	21, // 52: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
+	23, // 53: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
+	28, // 54: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
+	30, // 55: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
+	32, // 56: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
+	35, // 57: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
+	37, // 58: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
+	7,  // 59: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
+	10, // 60: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
+	12, // 61: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
+	14, // 62: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
+	16, // 63: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
+	18, // 64: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
+	20, // 65: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
+	22, // 66: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
+	25, // 67: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
+	29, // 68: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
+	31, // 69: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
+	34, // 70: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
+	36, // 71: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
+	38, // 72: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
+	59, // [59:73] is the sub-list for method output_type
+	45, // [45:59] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_booking_proto_init() }
@@ -3550,7 +3621,7 @@ func file_booking_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_booking_proto_rawDesc), len(file_booking_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1833,9 +1833,12 @@ func (x *ClientHold) GetExpiresAtMs() int64 {
 // seat whose state changed, in the order the entry changed them. Watchers
 // resume from a revision by reading the records after it.
 type SeatEventRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AppliedAtMs   int64                  `protobuf:"varint,1,opt,name=applied_at_ms,json=appliedAtMs,proto3" json:"applied_at_ms,omitempty"`
-	Changes       []*SeatChange          `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	AppliedAtMs int64                  `protobuf:"varint,1,opt,name=applied_at_ms,json=appliedAtMs,proto3" json:"applied_at_ms,omitempty"`
+	Changes     []*SeatChange          `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
+	// Seats the waiting queue offered in this entry: which entry got which
+	// hold (never a token: the waiter reads it with its queue token).
+	Offers        []*QueueOffer `protobuf:"bytes,3,rep,name=offers,proto3" json:"offers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1880,6 +1883,13 @@ func (x *SeatEventRecord) GetAppliedAtMs() int64 {
 func (x *SeatEventRecord) GetChanges() []*SeatChange {
 	if x != nil {
 		return x.Changes
+	}
+	return nil
+}
+
+func (x *SeatEventRecord) GetOffers() []*QueueOffer {
+	if x != nil {
+		return x.Offers
 	}
 	return nil
 }
@@ -2499,10 +2509,11 @@ const file_ledger_proto_rawDesc = "" +
 	"\n" +
 	"ClientHold\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"j\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x9d\x01\n" +
 	"\x0fSeatEventRecord\x12\"\n" +
 	"\rapplied_at_ms\x18\x01 \x01(\x03R\vappliedAtMs\x123\n" +
-	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\"\x85\x01\n" +
+	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x121\n" +
+	"\x06offers\x18\x03 \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\"\x85\x01\n" +
 	"\rRequestRecord\x12!\n" +
 	"\fpayload_hash\x18\x01 \x01(\fR\vpayloadHash\x12-\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.seatledger.v1.ResultR\x06result\x12\"\n" +
@@ -2652,13 +2663,14 @@ var file_ledger_proto_goTypes = []any{
 	(HoldState)(0),            // 28: seatledger.v1.HoldState
 	(SeatState)(0),            // 29: seatledger.v1.SeatState
 	(*SeatChange)(nil),        // 30: seatledger.v1.SeatChange
-	(*CatalogQuery)(nil),      // 31: seatledger.v1.CatalogQuery
-	(*SeatMap)(nil),           // 32: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),          // 33: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),        // 34: seatledger.v1.QueueEntry
-	(*Seat)(nil),              // 35: seatledger.v1.Seat
-	(*ShowSeatCount)(nil),     // 36: seatledger.v1.ShowSeatCount
-	(*CatalogAnswer)(nil),     // 37: seatledger.v1.CatalogAnswer
+	(*QueueOffer)(nil),        // 31: seatledger.v1.QueueOffer
+	(*CatalogQuery)(nil),      // 32: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),           // 33: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),          // 34: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),        // 35: seatledger.v1.QueueEntry
+	(*Seat)(nil),              // 36: seatledger.v1.Seat
+	(*ShowSeatCount)(nil),     // 37: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),     // 38: seatledger.v1.CatalogAnswer
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -2680,30 +2692,31 @@ var file_ledger_proto_depIdxs = []int32{
 	1,  // 16: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
 	19, // 17: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
 	30, // 18: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	14, // 19: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	4,  // 20: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	2,  // 21: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	14, // 22: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	3,  // 23: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	31, // 24: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
-	2,  // 25: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	32, // 26: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	33, // 27: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 28: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	34, // 29: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	33, // 30: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	35, // 31: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	36, // 32: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
-	37, // 33: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
-	22, // 34: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	24, // 35: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	23, // 36: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	25, // 37: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	36, // [36:38] is the sub-list for method output_type
-	34, // [34:36] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	31, // 19: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
+	14, // 20: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 21: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 22: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	14, // 23: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	3,  // 24: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	32, // 25: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	2,  // 26: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	33, // 27: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	34, // 28: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 29: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	35, // 30: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	34, // 31: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	36, // 32: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	37, // 33: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	38, // 34: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	22, // 35: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	24, // 36: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	23, // 37: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	25, // 38: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	37, // [37:39] is the sub-list for method output_type
+	35, // [35:37] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
