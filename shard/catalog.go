@@ -11,7 +11,6 @@ import (
 	// database its machine has (or lacks).
 	_ "time/tzdata"
 
-	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -140,25 +139,7 @@ func (r *Router) browseOnce(ctx context.Context, req *ledgerpb.ReadRequest) (*le
 			return resp, err
 		}
 	}
-	target := r.leaderNode(req.GroupId)
-	if target == "" {
-		return nil, fmt.Errorf("%w: group %d has no known leader", raftnode.ErrUnavailable, req.GroupId)
-	}
-	client, err := r.peer(target)
-	if err != nil {
-		return nil, err
-	}
-	fctx, cancel := context.WithTimeout(ctx, forwardTimeoutMax)
-	defer cancel()
-	fwd := proto.Clone(req).(*ledgerpb.ReadRequest)
-	fwd.Hops = 1
-	resp, err := client.Read(fctx, fwd)
-	if err != nil {
-		r.setHint(req.GroupId, "")
-		return nil, fmt.Errorf("%w: browse read from %s: %v", errForward, target, err)
-	}
-	r.setHint(req.GroupId, resp.LeaderId)
-	return resp, forwardErr(resp.Status, resp.Message)
+	return r.forwardRead(ctx, req, "browse read")
 }
 
 // isBrowse reports whether a read is a browse read (served by serveBrowse).

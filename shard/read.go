@@ -112,6 +112,12 @@ func (r *Router) readOnce(ctx context.Context, req *ledgerpb.ReadRequest, stale 
 		}
 		return resp, err
 	}
+	return r.forwardRead(ctx, req, "read")
+}
+
+// forwardRead sends a read to the node believed to lead its group, once,
+// and learns the leader from the answer.
+func (r *Router) forwardRead(ctx context.Context, req *ledgerpb.ReadRequest, what string) (*ledgerpb.ReadResponse, error) {
 	target := r.leaderNode(req.GroupId)
 	if target == "" {
 		return nil, fmt.Errorf("%w: group %d has no known leader", raftnode.ErrUnavailable, req.GroupId)
@@ -127,7 +133,7 @@ func (r *Router) readOnce(ctx context.Context, req *ledgerpb.ReadRequest, stale 
 	resp, err := client.Read(fctx, fwd)
 	if err != nil {
 		r.setHint(req.GroupId, "")
-		return nil, fmt.Errorf("%w: read from %s: %v", errForward, target, err)
+		return nil, fmt.Errorf("%w: %s from %s: %v", errForward, what, target, err)
 	}
 	r.setHint(req.GroupId, resp.LeaderId)
 	return resp, forwardErr(resp.Status, resp.Message)
