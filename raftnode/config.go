@@ -69,6 +69,10 @@ type Config struct {
 	// disables group commit (for measuring its gain).
 	BatchCommandsMax int
 	// InflightEntriesMax bounds proposed entries awaiting commit per group.
+	// Small on purpose: while a few entries are in flight, new commands
+	// queue up and the next entry takes them all (group commit). With 64,
+	// eight groups never filled their window under 256 clients, so every
+	// entry carried one command (docs/PERFORMANCE.md).
 	InflightEntriesMax int
 	// ExpireInterval is how often a leader looks for due holds.
 	ExpireInterval time.Duration
@@ -111,7 +115,7 @@ const (
 	leaderLeaseTimeoutDefault = 500 * time.Millisecond
 	commitTimeoutDefault      = 20 * time.Millisecond
 	batchCommandsDefault      = 1024
-	inflightEntriesDefault    = 64
+	inflightEntriesDefault    = 4
 	expireIntervalDefault     = 100 * time.Millisecond
 	pruneCheckIntervalDefault = time.Minute
 	balanceIntervalDefault    = 5 * time.Second
