@@ -156,43 +156,60 @@ func (m *Machine) readSnapHeader(br *hashReader) (uint64, int64, error) {
 	return h.Applied, h.Clock, nil
 }
 
-// SnapshotHeader is what a snapshot stream says of itself.
-type SnapshotHeader struct {
+// snapHeader is what a snapshot stream says of itself.
+type snapHeader struct {
 	Group   uint32
 	Applied uint64
 	Clock   int64
 }
 
-func parseSnapHeader(br *hashReader) (SnapshotHeader, error) {
+func parseSnapHeader(br *hashReader) (snapHeader, error) {
 	hdr := make([]byte, len(snapMagic)+4+4+8+8)
 	if _, err := io.ReadFull(br, hdr); err != nil {
-		return SnapshotHeader{}, fmt.Errorf("%w: header: %v", errBadSnapshot, err)
+		return snapHeader{}, fmt.Errorf("%w: header: %v", errBadSnapshot, err)
 	}
 	if string(hdr[:len(snapMagic)]) != snapMagic {
-		return SnapshotHeader{}, fmt.Errorf("%w: wrong magic", errBadSnapshot)
+		return snapHeader{}, fmt.Errorf("%w: wrong magic", errBadSnapshot)
 	}
 	p := hdr[len(snapMagic):]
 	if v := binary.BigEndian.Uint32(p); v != snapVersion {
-		return SnapshotHeader{}, fmt.Errorf("%w: version %d, want %d", errBadSnapshot, v, snapVersion)
+		return snapHeader{}, fmt.Errorf("%w: version %d, want %d", errBadSnapshot, v, snapVersion)
 	}
-	return SnapshotHeader{Group: binary.BigEndian.Uint32(p[4:]), Applied: binary.BigEndian.Uint64(p[8:]),
+	return snapHeader{Group: binary.BigEndian.Uint32(p[4:]), Applied: binary.BigEndian.Uint64(p[8:]),
 		Clock: int64(binary.BigEndian.Uint64(p[16:]))}, nil
 }
 
 // VerifySnapshot reads a whole snapshot stream and checks it as Restore
 // does (magic, version, sizes, key kinds, record count, checksum) without
 // writing anything: a backup is checked before a restore touches a disk.
-func VerifySnapshot(r io.Reader) (SnapshotHeader, error) {
+// It returns the digest the state would have once restored, computed from
+// the stream (records come in key order, as View.Digest reads them).
+func VerifySnapshot(r io.Reader) (Digest, error) {
 	br := &hashReader{br: bufio.NewReaderSize(r, 64<<10), h: sha256.New()}
 	h, err := parseSnapHeader(br)
 	if err != nil {
-		return h, err
+		return Digest{}, err
 	}
-	count, err := readSnapRecordsTo(br, groupPrefix(h.Group), func(k, v []byte) error { return nil })
+	dh := sha256.New()
+	var buf [binary.MaxVarintLen64]byte
+	count, err := readSnapRecordsTo(br, groupPrefix(h.Group), func(k, v []byte) error {
+		k = k[groupPrefixLen:]
+		dh.Write(buf[:binary.PutUvarint(buf[:], uint64(len(k)))])
+		dh.Write(k)
+		dh.Write(buf[:binary.PutUvarint(buf[:], uint64(len(v)))])
+		dh.Write(v)
+		return nil
+	})
 	if err != nil {
-		return h, err
+		return Digest{}, err
 	}
-	return h, checkSnapTrailer(br, count)
+	if err := checkSnapTrailer(br, count); err != nil {
+		return Digest{}, err
+	}
+	dh.Write(encodeMeta(h.Applied, h.Clock))
+	d := Digest{Group: h.Group, Applied: h.Applied, Clock: h.Clock}
+	copy(d.Sum[:], dh.Sum(nil))
+	return d, nil
 }
 
 func (m *Machine) readSnapRecords(br *hashReader, b *pebble.Batch) (uint64, error) {
