@@ -61,6 +61,17 @@ type SeedConfig struct {
 	Logger *slog.Logger
 }
 
+// Validate reports the first thing wrong with the config: what Config
+// checks of the node, peers and groups, and a snapshot source.
+func (c *SeedConfig) Validate() error {
+	if c.Open == nil {
+		return errors.New("raftnode: seeding needs a snapshot source")
+	}
+	// RaftAddr is not used to seed; Config.Validate wants one.
+	check := Config{NodeID: c.NodeID, DataDir: c.DataDir, RaftAddr: "seed", Peers: c.Peers, Groups: c.Groups}
+	return check.Validate()
+}
+
 // Seed writes, for every group this node will host, the group's state into
 // Pebble and a raft snapshot of it at the state's applied index, with the
 // group's initial configuration. It returns each seeded group's digest,
@@ -80,9 +91,7 @@ func Seed(cfg SeedConfig) (map[uint32]fsm.Digest, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	// RaftAddr is not used here; Validate wants one.
-	check := Config{NodeID: cfg.NodeID, DataDir: cfg.DataDir, RaftAddr: "seed", Peers: cfg.Peers, Groups: cfg.Groups}
-	if err := check.Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := requireEmptyDir(cfg.DataDir); err != nil {
