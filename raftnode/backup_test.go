@@ -2,8 +2,9 @@
 // holds every acknowledged write (a follower refuses with ErrNotLeader); a
 // new three-node cluster seeded from that stream starts with every replica
 // at the backup's applied index and digest, raft's log continues after that
-// index (a new hold applies, a seat held before the backup stays taken),
-// and Seed refuses a data directory that is not empty.
+// index (a new hold applies, a seat held before the backup stays taken), a
+// replica that lost its disk catches up from the seeded snapshot, and Seed
+// refuses a data directory that is not empty.
 package raftnode
 
 import (
@@ -118,6 +119,28 @@ func TestBackupSeedsNewCluster(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "n1", "raft", "group-0", "raft.db")); err != nil {
 		t.Fatal(err)
 	}
+	// A replica that lost its disk catches up from the seeded snapshot,
+	// which the leader sends as it would any snapshot of its own.
+	lost := (li + 1) % 3
+	if tc.nodes[lost].ID() == ng.node.ID() {
+		lost = (lost + 1) % 3
+	}
+	tc.nodes[lost].Close()
+	if err := os.RemoveAll(filepath.Join(dir, peers[lost].ID)); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", peers[lost].RaftAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := old.cfg(lost)
+	c.NodeID, c.DataDir, c.RaftAddr, c.Listener, c.Peers, c.Bootstrap = peers[lost].ID, filepath.Join(dir, peers[lost].ID), peers[lost].RaftAddr, ln, peers, false
+	n, err := Start(c)
+	if err != nil {
+		t.Fatalf("Start(wiped %s) = %v", c.NodeID, err)
+	}
+	tc.nodes[lost] = n
+	t.Cleanup(func() { n.Close() })
 	deadline := time.Now().Add(10 * time.Second)
 	for _, n := range tc.nodes {
 		fg, _ := n.Group(0)
@@ -127,5 +150,16 @@ func TestBackupSeedsNewCluster(t *testing.T) {
 		if fg.Machine().Applied() < ng.Machine().Applied() {
 			t.Fatalf("%s applied %d, leader %d: the replica did not follow after the restore", n.ID(), fg.Machine().Applied(), ng.Machine().Applied())
 		}
+	}
+	lg, _ := tc.nodes[lost].Group(0)
+	if idx := lg.Raft().Stats()["last_snapshot_index"]; idx != strconv.FormatUint(want.Applied, 10) {
+		t.Errorf("wiped replica's last snapshot index = %s, want the seeded %d", idx, want.Applied)
+	}
+	leaderDigest, err := ng.Machine().Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lg.Machine().Digest(); err != nil || got != leaderDigest {
+		t.Errorf("wiped replica's digest %v (%v), leader's %v: want equal", got, err, leaderDigest)
 	}
 }
