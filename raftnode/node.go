@@ -121,8 +121,11 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func (n *Node) groupDir(id uint32) string {
-	return filepath.Join(n.cfg.DataDir, "raft", fmt.Sprintf("group-%d", id))
+func (n *Node) groupDir(id uint32) string { return groupDirOf(n.cfg.DataDir, id) }
+
+// groupDirOf is where a group's raft files live under a data directory.
+func groupDirOf(dataDir string, id uint32) string {
+	return filepath.Join(dataDir, "raft", fmt.Sprintf("group-%d", id))
 }
 
 // ID is this node's id.

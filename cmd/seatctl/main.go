@@ -128,6 +128,7 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 		newConfirmCmd(a),
 		newReleaseCmd(a),
 		newTicketCmd(a),
+		newSnapshotCmd(a),
 	)
 	return root
 }

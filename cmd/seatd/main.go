@@ -18,6 +18,10 @@ Usage:
               --peers ID=RAFT/GRPC,... [--groups N] [--replicas N]
               [--admin-http ADDR] [--log-json] [--raft-log-level LEVEL]
               one node of a multi-process cluster
+  seatd restore --from FILE --id ID --data-dir DIR --peers ID=RAFT/GRPC,...
+              [--groups N] [--replicas N]
+              seed a NEW node's empty data directory from a backup
+              (seatctl snapshot save), before its first serve
   seatd keygen FILE
               write a new ticket key (give every node the same --ticket-key)
   seatd tokengen FILE
@@ -37,6 +41,8 @@ func main() {
 		err = runDev(os.Args[2:])
 	case "serve":
 		err = runServe(os.Args[2:])
+	case "restore":
+		err = runRestore(os.Args[2:])
 	case "keygen":
 		err = runKeygen(os.Args[2:])
 	case "tokengen":

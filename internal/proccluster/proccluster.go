@@ -108,6 +108,11 @@ type Config struct {
 	// AdminToken is the cluster's admin token, written to Dir/admin.token
 	// and given to every node; "" draws one (Cluster.AdminToken).
 	AdminToken string
+	// Prepare, if set, runs once the nodes' addresses, data directories and
+	// PeersFlag are chosen and before any node starts: seatd restore seeds
+	// the data directories there. It runs again if Start retries on fresh
+	// ports (the directories are removed first).
+	Prepare func(c *Cluster) error
 }
 
 // Validate reports the first thing wrong with the config.
@@ -215,6 +220,11 @@ func start(ctx context.Context, cfg Config) (*Cluster, error) {
 		peers = append(peers, fmt.Sprintf("%s=%s/%s", id, n.RaftAddr, n.GRPCAddr))
 	}
 	c.peers = strings.Join(peers, ",")
+	if cfg.Prepare != nil {
+		if err := cfg.Prepare(c); err != nil {
+			return nil, fmt.Errorf("proccluster: prepare: %w", err)
+		}
+	}
 	for _, n := range c.nodes {
 		if err := c.start(n); err != nil {
 			c.Close()

@@ -21,6 +21,130 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SnapshotGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotGroupRequest) Reset() {
+	*x = SnapshotGroupRequest{}
+	mi := &file_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotGroupRequest) ProtoMessage() {}
+
+func (x *SnapshotGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotGroupRequest.ProtoReflect.Descriptor instead.
+func (*SnapshotGroupRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SnapshotGroupRequest) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+type SnapshotChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First message only: the group, the applied index and log clock (Unix
+	// ms) the snapshot reflects, and its state digest (sha256, 32 bytes), as
+	// Status reports digests.
+	Group        uint32 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
+	AppliedIndex uint64 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	ClockMs      int64  `protobuf:"varint,3,opt,name=clock_ms,json=clockMs,proto3" json:"clock_ms,omitempty"`
+	Digest       []byte `protobuf:"bytes,4,opt,name=digest,proto3" json:"digest,omitempty"`
+	// The next bytes of the snapshot stream (up to 256 KiB).
+	Data          []byte `protobuf:"bytes,5,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SnapshotChunk) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+func (x *SnapshotChunk) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *SnapshotChunk) GetClockMs() int64 {
+	if x != nil {
+		return x.ClockMs
+	}
+	return 0
+}
+
+func (x *SnapshotChunk) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type GroupRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Group uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
@@ -34,7 +158,7 @@ type GroupRequest struct {
 
 func (x *GroupRequest) Reset() {
 	*x = GroupRequest{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -46,7 +170,7 @@ func (x *GroupRequest) String() string {
 func (*GroupRequest) ProtoMessage() {}
 
 func (x *GroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -59,7 +183,7 @@ func (x *GroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRequest.ProtoReflect.Descriptor instead.
 func (*GroupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GroupRequest) GetGroup() uint32 {
@@ -86,7 +210,7 @@ type VoterRequest struct {
 
 func (x *VoterRequest) Reset() {
 	*x = VoterRequest{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +222,7 @@ func (x *VoterRequest) String() string {
 func (*VoterRequest) ProtoMessage() {}
 
 func (x *VoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +235,7 @@ func (x *VoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoterRequest.ProtoReflect.Descriptor instead.
 func (*VoterRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *VoterRequest) GetGroup() uint32 {
@@ -139,7 +263,7 @@ type MembershipResponse struct {
 
 func (x *MembershipResponse) Reset() {
 	*x = MembershipResponse{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -151,7 +275,7 @@ func (x *MembershipResponse) String() string {
 func (*MembershipResponse) ProtoMessage() {}
 
 func (x *MembershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -164,7 +288,7 @@ func (x *MembershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembershipResponse.ProtoReflect.Descriptor instead.
 func (*MembershipResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MembershipResponse) GetReplicas() []string {
@@ -184,7 +308,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -196,7 +320,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -209,7 +333,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StatusRequest) GetDigests() bool {
@@ -230,7 +354,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -242,7 +366,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -255,7 +379,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -304,7 +428,7 @@ type GroupStatus struct {
 
 func (x *GroupStatus) Reset() {
 	*x = GroupStatus{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -316,7 +440,7 @@ func (x *GroupStatus) String() string {
 func (*GroupStatus) ProtoMessage() {}
 
 func (x *GroupStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -329,7 +453,7 @@ func (x *GroupStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupStatus.ProtoReflect.Descriptor instead.
 func (*GroupStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GroupStatus) GetGroup() uint32 {
@@ -435,7 +559,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -447,7 +571,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -460,7 +584,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -501,7 +625,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +637,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +650,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TransferLeaderRequest) GetGroup() uint32 {
@@ -553,7 +677,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +689,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +702,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TransferLeaderResponse) GetLeaderId() string {
@@ -592,7 +716,15 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\rseatledger.v1\":\n" +
+	"\vadmin.proto\x12\rseatledger.v1\",\n" +
+	"\x14SnapshotGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\rR\x05group\"\x91\x01\n" +
+	"\rSnapshotChunk\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\rR\x05group\x12#\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12\x19\n" +
+	"\bclock_ms\x18\x03 \x01(\x03R\aclockMs\x12\x16\n" +
+	"\x06digest\x18\x04 \x01(\fR\x06digest\x12\x12\n" +
+	"\x04data\x18\x05 \x01(\fR\x04data\":\n" +
 	"\fGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\rR\x05group\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\"8\n" +
@@ -633,14 +765,15 @@ const file_admin_proto_rawDesc = "" +
 	"\x05group\x18\x01 \x01(\rR\x05group\x12\x17\n" +
 	"\ato_node\x18\x02 \x01(\tR\x06toNode\"5\n" +
 	"\x16TransferLeaderResponse\x12\x1b\n" +
-	"\tleader_id\x18\x01 \x01(\tR\bleaderId2\xe2\x03\n" +
+	"\tleader_id\x18\x01 \x01(\tR\bleaderId2\xb8\x04\n" +
 	"\x05Admin\x12E\n" +
 	"\x06Status\x12\x1c.seatledger.v1.StatusRequest\x1a\x1d.seatledger.v1.StatusResponse\x12]\n" +
 	"\x0eTransferLeader\x12$.seatledger.v1.TransferLeaderRequest\x1a%.seatledger.v1.TransferLeaderResponse\x12K\n" +
 	"\tHostGroup\x12\x1b.seatledger.v1.GroupRequest\x1a!.seatledger.v1.MembershipResponse\x12K\n" +
 	"\tDropGroup\x12\x1b.seatledger.v1.GroupRequest\x1a!.seatledger.v1.MembershipResponse\x12J\n" +
 	"\bAddVoter\x12\x1b.seatledger.v1.VoterRequest\x1a!.seatledger.v1.MembershipResponse\x12M\n" +
-	"\vRemoveVoter\x12\x1b.seatledger.v1.VoterRequest\x1a!.seatledger.v1.MembershipResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"\vRemoveVoter\x12\x1b.seatledger.v1.VoterRequest\x1a!.seatledger.v1.MembershipResponse\x12T\n" +
+	"\rSnapshotGroup\x12#.seatledger.v1.SnapshotGroupRequest\x1a\x1c.seatledger.v1.SnapshotChunk0\x01B1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -654,38 +787,42 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_admin_proto_goTypes = []any{
-	(*GroupRequest)(nil),           // 0: seatledger.v1.GroupRequest
-	(*VoterRequest)(nil),           // 1: seatledger.v1.VoterRequest
-	(*MembershipResponse)(nil),     // 2: seatledger.v1.MembershipResponse
-	(*StatusRequest)(nil),          // 3: seatledger.v1.StatusRequest
-	(*NodeInfo)(nil),               // 4: seatledger.v1.NodeInfo
-	(*GroupStatus)(nil),            // 5: seatledger.v1.GroupStatus
-	(*StatusResponse)(nil),         // 6: seatledger.v1.StatusResponse
-	(*TransferLeaderRequest)(nil),  // 7: seatledger.v1.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil), // 8: seatledger.v1.TransferLeaderResponse
+	(*SnapshotGroupRequest)(nil),   // 0: seatledger.v1.SnapshotGroupRequest
+	(*SnapshotChunk)(nil),          // 1: seatledger.v1.SnapshotChunk
+	(*GroupRequest)(nil),           // 2: seatledger.v1.GroupRequest
+	(*VoterRequest)(nil),           // 3: seatledger.v1.VoterRequest
+	(*MembershipResponse)(nil),     // 4: seatledger.v1.MembershipResponse
+	(*StatusRequest)(nil),          // 5: seatledger.v1.StatusRequest
+	(*NodeInfo)(nil),               // 6: seatledger.v1.NodeInfo
+	(*GroupStatus)(nil),            // 7: seatledger.v1.GroupStatus
+	(*StatusResponse)(nil),         // 8: seatledger.v1.StatusResponse
+	(*TransferLeaderRequest)(nil),  // 9: seatledger.v1.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil), // 10: seatledger.v1.TransferLeaderResponse
 }
 var file_admin_proto_depIdxs = []int32{
-	4, // 0: seatledger.v1.StatusResponse.nodes:type_name -> seatledger.v1.NodeInfo
-	5, // 1: seatledger.v1.StatusResponse.groups:type_name -> seatledger.v1.GroupStatus
-	3, // 2: seatledger.v1.Admin.Status:input_type -> seatledger.v1.StatusRequest
-	7, // 3: seatledger.v1.Admin.TransferLeader:input_type -> seatledger.v1.TransferLeaderRequest
-	0, // 4: seatledger.v1.Admin.HostGroup:input_type -> seatledger.v1.GroupRequest
-	0, // 5: seatledger.v1.Admin.DropGroup:input_type -> seatledger.v1.GroupRequest
-	1, // 6: seatledger.v1.Admin.AddVoter:input_type -> seatledger.v1.VoterRequest
-	1, // 7: seatledger.v1.Admin.RemoveVoter:input_type -> seatledger.v1.VoterRequest
-	6, // 8: seatledger.v1.Admin.Status:output_type -> seatledger.v1.StatusResponse
-	8, // 9: seatledger.v1.Admin.TransferLeader:output_type -> seatledger.v1.TransferLeaderResponse
-	2, // 10: seatledger.v1.Admin.HostGroup:output_type -> seatledger.v1.MembershipResponse
-	2, // 11: seatledger.v1.Admin.DropGroup:output_type -> seatledger.v1.MembershipResponse
-	2, // 12: seatledger.v1.Admin.AddVoter:output_type -> seatledger.v1.MembershipResponse
-	2, // 13: seatledger.v1.Admin.RemoveVoter:output_type -> seatledger.v1.MembershipResponse
-	8, // [8:14] is the sub-list for method output_type
-	2, // [2:8] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	6,  // 0: seatledger.v1.StatusResponse.nodes:type_name -> seatledger.v1.NodeInfo
+	7,  // 1: seatledger.v1.StatusResponse.groups:type_name -> seatledger.v1.GroupStatus
+	5,  // 2: seatledger.v1.Admin.Status:input_type -> seatledger.v1.StatusRequest
+	9,  // 3: seatledger.v1.Admin.TransferLeader:input_type -> seatledger.v1.TransferLeaderRequest
+	2,  // 4: seatledger.v1.Admin.HostGroup:input_type -> seatledger.v1.GroupRequest
+	2,  // 5: seatledger.v1.Admin.DropGroup:input_type -> seatledger.v1.GroupRequest
+	3,  // 6: seatledger.v1.Admin.AddVoter:input_type -> seatledger.v1.VoterRequest
+	3,  // 7: seatledger.v1.Admin.RemoveVoter:input_type -> seatledger.v1.VoterRequest
+	0,  // 8: seatledger.v1.Admin.SnapshotGroup:input_type -> seatledger.v1.SnapshotGroupRequest
+	8,  // 9: seatledger.v1.Admin.Status:output_type -> seatledger.v1.StatusResponse
+	10, // 10: seatledger.v1.Admin.TransferLeader:output_type -> seatledger.v1.TransferLeaderResponse
+	4,  // 11: seatledger.v1.Admin.HostGroup:output_type -> seatledger.v1.MembershipResponse
+	4,  // 12: seatledger.v1.Admin.DropGroup:output_type -> seatledger.v1.MembershipResponse
+	4,  // 13: seatledger.v1.Admin.AddVoter:output_type -> seatledger.v1.MembershipResponse
+	4,  // 14: seatledger.v1.Admin.RemoveVoter:output_type -> seatledger.v1.MembershipResponse
+	1,  // 15: seatledger.v1.Admin.SnapshotGroup:output_type -> seatledger.v1.SnapshotChunk
+	9,  // [9:16] is the sub-list for method output_type
+	2,  // [2:9] is the sub-list for method input_type
+	2,  // [2:2] is the sub-list for extension type_name
+	2,  // [2:2] is the sub-list for extension extendee
+	0,  // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -699,7 +836,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
