@@ -59,6 +59,8 @@ func runDev(args []string) error {
 	}
 	base := "http://" + cl.nodes[0].cfg.HTTPLn.Addr().String()
 	fmt.Printf(`seatledger dev cluster: %d nodes, %d raft groups, data in %s
+  Book seats %s/   (open it in a browser)
+  Operator   %s/admin
   HTTP/JSON  %s
   gRPC       %s
 Try:
@@ -68,7 +70,7 @@ Browse the demo catalog:
   curl %s/v1/cities/london/movies
   curl '%s/v1/search?q=dune&city_id=paris'
 Press Ctrl-C to stop; run again with the same --data-dir to keep your data.
-`, devNodes, *groups, *dataDir, base, cl.nodes[0].cfg.GRPCLn.Addr(), base, base, base, base)
+`, devNodes, *groups, *dataDir, base, base, base, cl.nodes[0].cfg.GRPCLn.Addr(), base, base, base, base)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
