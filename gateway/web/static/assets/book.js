@@ -713,8 +713,8 @@ function holdCard(v, h) {
     el("p", { class: "countdown" }, "Held for you for ", el("time", { class: "left" }, ""), "."),
     el("div", { class: "row-buttons" },
       action("Pay and confirm", () => payForm(v, h, card), "primary pay-btn"),
-      action("+5 min", () => extend(v, h)),
-      action("Release", () => release(v, h))));
+      action("+5 min", () => extend(v, h), "extend-btn"),
+      action("Release", () => release(v, h), "release-btn")));
   return card;
 }
 
