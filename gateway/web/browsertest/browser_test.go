@@ -8,6 +8,9 @@
 //   - a fan who asks for a seat someone else holds is told so in plain words
 //     with the ledger's best alternatives, which one click holds;
 //   - a fan pays (simulated), confirms, and gets tickets with QR codes;
+//   - a confirm whose answer is lost (503 OUTCOME_UNKNOWN after the ledger
+//     applied it) is retried by the page with the same request_id and
+//     books once;
 //   - a hold with a short TTL expires: its holder is told, and the other
 //     fan sees the seats come back;
 //   - a fan who finds a show sold out joins the waiting line, sees their
@@ -22,11 +25,17 @@
 package browsertest
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 )
 
@@ -63,6 +72,7 @@ func TestBrowser(t *testing.T) {
 	s := startSeatd(t)
 	start := time.Now()
 	t.Run("LiveHoldConflictConfirm", func(t *testing.T) { testLiveHoldConflictConfirm(t, b, s) })
+	t.Run("UnknownOutcomeRetried", func(t *testing.T) { testUnknownOutcomeRetried(t, b, s) })
 	t.Run("HoldExpires", func(t *testing.T) { testHoldExpires(t, b, s) })
 	t.Run("SoldOutQueueOffer", func(t *testing.T) { testSoldOutQueueOffer(t, b, s) })
 	t.Run("ResumeAfterDrop", func(t *testing.T) { testResumeAfterDrop(t, b, s) })
@@ -150,6 +160,82 @@ func testLiveHoldConflictConfirm(t *testing.T, b *browser, s *seatd) {
 	a.waitFor("A sees B's seat held", `document.querySelectorAll("#map .seat.s-held").length === 1`)
 }
 
+// lostAnswer is the body of a 503 OUTCOME_UNKNOWN, as the gateway writes it.
+const lostAnswer = `{"code":14,"message":"the outcome is unknown: retry with the same request_id","details":[` +
+	`{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"OUTCOME_UNKNOWN","domain":"seatledger","metadata":{}}]}`
+
+// loseFirstAnswer makes the browser lose the answer to the first request
+// whose URL matches pattern: the request reaches the server, which applies
+// it, and the page gets a 503 OUTCOME_UNKNOWN instead of the answer. It
+// returns the bodies of every matching request, as they are sent.
+func loseFirstAnswer(f *fan, pattern string) func() []string {
+	var mu sync.Mutex
+	var bodies []string
+	f.do("intercept "+pattern, chromedp.Func(func(ctx context.Context, tgt *chromedp.Target) error {
+		paused := cdp.Events(f.ctx, tgt, fetch.RequestPaused)
+		go func() {
+			for ev, err := range paused {
+				if err != nil {
+					return
+				}
+				var body strings.Builder
+				for _, e := range ev.Request.PostDataEntries {
+					body.Write(e.Bytes)
+				}
+				mu.Lock()
+				bodies = append(bodies, body.String())
+				first := len(bodies) == 1
+				mu.Unlock()
+				if first {
+					cdp.Call(f.ctx, tgt, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID, ResponseCode: 503,
+						ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}, {Name: "Retry-After", Value: "1"}},
+						Body:            []byte(lostAnswer)})
+					continue
+				}
+				cdp.Call(f.ctx, tgt, fetch.ContinueResponse, fetch.ContinueResponseParams{RequestID: ev.RequestID})
+			}
+		}()
+		_, err := cdp.Call(ctx, tgt, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+			{URLPattern: pattern, RequestStage: fetch.RequestStageResponse}}})
+		return err
+	}))
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bodies)
+	}
+}
+
+func testUnknownOutcomeRetried(t *testing.T, b *browser, s *seatd) {
+	a := b.newFan(t, "A")
+	a.open(s.base + "/#/show/demo")
+	a.waitFor("A's map is live", showOpen)
+	a.do("hold D1, D2", chromedp.Click(seat("D1")), chromedp.Click(seat("D2")), chromedp.Click(chromedp.ID("hold-btn")))
+	a.waitFor("A holds D1, D2", seatsAre("s-mine", "D1", "D2"))
+	confirms := loseFirstAnswer(a, "*/holds/*:confirm")
+	a.do("pay", chromedp.Click(chromedp.CSS("#holds .pay-btn")), chromedp.Click(chromedp.CSS("#holds .confirm-btn")))
+	a.waitFor("A is booked after the retry", noticeHas("Booked!")+` && `+seatsAre("s-booked", "D1", "D2"))
+	sent := confirms()
+	if len(sent) != 2 {
+		t.Fatalf("the page sent %d confirms, want 2 (the lost one and one retry): %q", len(sent), sent)
+	}
+	var first, again struct {
+		ClientID   string `json:"client_id"`
+		RequestID  string `json:"request_id"`
+		PaymentRef string `json:"payment_ref"`
+	}
+	if err := json.Unmarshal([]byte(sent[0]), &first); err != nil {
+		t.Fatalf("confirm body %q: %v", sent[0], err)
+	}
+	if err := json.Unmarshal([]byte(sent[1]), &again); err != nil {
+		t.Fatalf("confirm body %q: %v", sent[1], err)
+	}
+	if first.RequestID == "" || again != first {
+		t.Errorf("retried confirm = %+v, want the first one's ids and payment %+v", again, first)
+	}
+	a.shot("07-a-booked-after-lost-answer")
+}
+
 func testHoldExpires(t *testing.T, b *browser, s *seatd) {
 	a, bob := b.newFan(t, "A"), b.newFan(t, "B")
 	// ?hold_ttl=2: A's holds last 2 s (the page's Options offer the same).
@@ -161,15 +247,15 @@ func testHoldExpires(t *testing.T, b *browser, s *seatd) {
 	a.do("hold C5, C6 for 2 s", chromedp.Click(seat("C5")), chromedp.Click(seat("C6")), chromedp.Click(chromedp.ID("hold-btn")))
 	a.waitFor("A holds C5, C6", seatsAre("s-mine", "C5", "C6"))
 	bob.waitFor("B sees C5, C6 held", seatsAre("s-held", "C5", "C6"))
-	bob.shot("07-b-sees-short-hold")
+	bob.shot("08-b-sees-short-hold")
 	a.waitFor("A is told the hold expired", noticeHas("expired"))
-	a.shot("08-a-hold-expired")
+	a.shot("09-a-hold-expired")
 	bob.waitFor("B sees C5, C6 free again", seatsAre("s-free", "C5", "C6"))
 	a.waitFor("A sees C5, C6 free again", seatsAre("s-free", "C5", "C6"))
 	if !eval[bool](bob, samePage) {
 		t.Error("B's page was reloaded; the map must update in place")
 	}
-	bob.shot("09-b-sees-seats-back")
+	bob.shot("10-b-sees-seats-back")
 }
 
 func testSoldOutQueueOffer(t *testing.T, b *browser, s *seatd) {
@@ -192,12 +278,12 @@ func testSoldOutQueueOffer(t *testing.T, b *browser, s *seatd) {
 	bob.waitFor("B is told it is sold out", noticeHas("Sold out"))
 	bob.do("join the line", chromedp.Click(chromedp.CSS("#notice .actions button")))
 	bob.waitFor("B is first in line", `!document.getElementById("queue").hidden && document.querySelector("#queue .queue-pos").textContent.includes("number 1")`)
-	bob.shot("10-b-waiting-in-line")
+	bob.shot("11-b-waiting-in-line")
 
 	// A releases; the ledger offers B a seat and B's page shows it live.
 	a.do("release", chromedp.Click(chromedp.CSS("#holds .release-btn")))
 	bob.waitFor("B is offered a seat", noticeHas("Good news")+` && document.querySelectorAll("#map .seat.s-mine").length === 1 && document.getElementById("queue").hidden`)
-	bob.shot("11-b-offered-a-seat")
+	bob.shot("12-b-offered-a-seat")
 	bob.do("pay for the offer", chromedp.Click(chromedp.CSS("#holds .pay-btn")), chromedp.Click(chromedp.CSS("#holds .confirm-btn")))
 	bob.waitFor("B is booked", noticeHas("Booked!"))
 }
@@ -213,7 +299,7 @@ func testResumeAfterDrop(t *testing.T, b *browser, s *seatd) {
 	// holds seats; then let B back on.
 	p.setDown(true)
 	bob.waitFor("B's page notices the drop", `document.getElementById("live").dataset.state !== "live"`)
-	bob.shot("12-b-connection-lost")
+	bob.shot("13-b-connection-lost")
 	var held struct {
 		SeatIDs []string `json:"seat_ids"`
 	}
@@ -248,7 +334,7 @@ func testResumeAfterDrop(t *testing.T, b *browser, s *seatd) {
 	if !eval[bool](bob, samePage) {
 		t.Error("B's page was reloaded; it must resume in place")
 	}
-	bob.shot("13-b-resumed")
+	bob.shot("14-b-resumed")
 }
 
 func testOperator(t *testing.T, b *browser, s *seatd) {
@@ -281,5 +367,5 @@ func testOperator(t *testing.T, b *browser, s *seatd) {
 	}
 	s.api(t, "POST", fmt.Sprintf("/v1/admin/groups/%d:transfer-leader", group), map[string]any{}, 200, nil)
 	op.waitFor("the leader change is listed", fmt.Sprintf(`document.getElementById("changes").textContent.includes("group %d: n1 → n")`, group))
-	op.shot("14-operator")
+	op.shot("15-operator")
 }

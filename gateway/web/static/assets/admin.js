@@ -47,8 +47,11 @@ function notice(text) {
 let last = null; // group -> {leader, term} of the previous poll
 const changes = [];
 let statusTimer = 0;
+let statusBusy = false; // one poll at a time: a Save during one waits for the next
 
 async function pollStatus() {
+  if (statusBusy) return;
+  statusBusy = true;
   clearTimeout(statusTimer);
   try {
     const s = await getJSON("/v1/admin/status", adminHeaders());
@@ -59,6 +62,7 @@ async function pollStatus() {
     const refused = err instanceof APIError && (err.status === 401 || err.status === 403);
     notice(refused ? "The Admin API refused the credential: check the bearer token." : `Status failed: ${explain(err)}`);
   } finally {
+    statusBusy = false;
     statusTimer = setTimeout(pollStatus, statusEveryMs);
   }
 }
@@ -119,6 +123,7 @@ function diffLeaders(s) {
 
 let catalog = { at: 0, shows: [] }; // {show_id, label, starts_at}
 let showsTimer = 0;
+let showsBusy = false;
 
 async function catalogShows() {
   if (Date.now() - catalog.at < catalogEveryMs) return catalog.shows;
@@ -140,6 +145,8 @@ async function catalogShows() {
 }
 
 async function pollShows() {
+  if (showsBusy) return;
+  showsBusy = true;
   clearTimeout(showsTimer);
   try {
     const listed = await catalogShows();
@@ -166,6 +173,7 @@ async function pollShows() {
   } catch (err) {
     $("shows").replaceChildren(el("tr", {}, el("td", { colspan: "7" }, `Could not list shows: ${explain(err)}`)));
   } finally {
+    showsBusy = false;
     showsTimer = setTimeout(pollShows, showsEveryMs);
   }
 }

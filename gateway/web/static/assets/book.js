@@ -49,6 +49,17 @@ const showHolds = (show, state) => Object.values(loadHolds()).filter((h) => h.sh
 const ledgerNow = (skew) => Date.now() + (skew || 0);
 const skewOf = (ts) => (ts ? Date.parse(ts) - Date.now() : 0);
 
+// Forget holds of other shows that must have ended long ago (a hold lives
+// at most 45 minutes), so the stored list does not grow for ever; bookings
+// stay, for their tickets.
+(function pruneHolds() {
+  const all = loadHolds();
+  for (const [id, h] of Object.entries(all)) {
+    if (h.state === "HELD" && !(ledgerNow(h.skew) < (h.max_expires_at || h.expires_at || 0) + 3600000)) delete all[id];
+  }
+  store.set(holdsKey, all);
+})();
+
 // hold TTL: the Options select, or ?hold_ttl=SECONDS in the page's URL (for
 // demos and the browser tests: a hold that expires while you watch).
 (function ttlFromURL() {
@@ -102,8 +113,17 @@ const retrying = (err) => say(`${explain(err)} Retrying…`);
 
 let show = null; // the open show's view, or null
 
+// segment decodes one part of the address; a malformed one is kept as is.
+function segment(s) {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
 function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(segment);
   clearNotice();
   for (const s of ["browse", "show", "bookings"]) $(s).hidden = true;
   if (parts[0] === "show" && parts[1]) return openShow(parts[1]);
