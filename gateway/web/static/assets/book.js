@@ -192,10 +192,10 @@ async function openBrowse(b) {
   }
 }
 
-function choices(items) {
+function choices(items, none) {
   $("browse-list").replaceChildren(...items.map(([label, href, sub]) =>
     el("li", {}, el("a", { class: "choice", href }, el("strong", {}, label), sub ? el("span", {}, sub) : null))));
-  if (!items.length) $("browse-list").append(el("li", { class: "hint" }, "Nothing here yet."));
+  if (!items.length) $("browse-list").append(el("li", { class: "hint" }, none || "Nothing here yet."));
 }
 
 function freshness(f) {
@@ -265,7 +265,7 @@ async function browseShows(seq, city, movie, cinema) {
     remember({ ...s, time_zone: city.time_zone });
     const free = s.free_seats_known ? `${s.free_seats} of ${s.total_seats} seats free` : `${s.total_seats} seats`;
     return [when.format(new Date(s.starts_at)), `#/show/${enc(s.show_id)}`, `${s.screen_name} · ${free}`];
-  }));
+  }), "No shows of this movie here on this day: try another day.");
   freshness(got.r.freshness);
 }
 
