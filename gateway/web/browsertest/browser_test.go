@@ -37,6 +37,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // seatsAre is a page expression: every seat in ids is drawn in state cls
@@ -109,8 +110,9 @@ func testLiveHoldConflictConfirm(t *testing.T, b *browser, s *seatd) {
 	bob.waitFor("B's map is live", showOpen)
 	eval[bool](bob, markPage)
 
-	// A picks E10 with the mouse and E11 with the keyboard, and holds them.
-	a.do("pick E10 and E11", chromedp.Click(seat("E10")), chromedp.Focus(seat("E11")), chromedp.KeyEvent("\r"))
+	// A picks E10 with the mouse and E11 with the keyboard (the arrow
+	// keys move along the map), and holds them.
+	a.do("pick E10 and E11", chromedp.Click(seat("E10")), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent("\r"))
 	a.waitFor("E10, E11 are chosen", seatsAre("s-selected", "E10", "E11"))
 	if got := a.text("#hold-btn"); got != "Hold 2 seats" {
 		t.Errorf("A's hold button says %q, want Hold 2 seats", got)

@@ -479,11 +479,37 @@ function buildGrid(v, seats) {
       row = el("div", { class: "row", role: "group", "aria-label": `Row ${s.row}` }, el("span", { class: "row-name", "aria-hidden": "true" }, s.row));
       map.append(row);
     }
-    const b = el("button", { type: "button", class: "seat", dataset: { seat: s.seat_id }, onclick: () => onSeat(s.seat_id) }, String(s.number));
+    const b = el("button", { type: "button", class: "seat", tabindex: v.buttons.size ? "-1" : "0", dataset: { seat: s.seat_id },
+      onclick: () => onSeat(s.seat_id) }, String(s.number));
     v.buttons.set(s.seat_id, b);
     row.append(b);
   }
 }
+
+// The seat map is one stop in the Tab order: arrow keys move between
+// seats (Home and End to a row's ends), Enter or Space picks one. The seat
+// last focused keeps the stop, so Tab comes back to it.
+$("map").addEventListener("focusin", (e) => {
+  const b = e.target.closest("button.seat");
+  if (!b) return;
+  for (const other of $("map").querySelectorAll('button.seat[tabindex="0"]')) if (other !== b) other.tabIndex = -1;
+  b.tabIndex = 0;
+});
+$("map").addEventListener("keydown", (e) => {
+  const b = e.target.closest("button.seat");
+  if (!b) return;
+  const rows = [...$("map").querySelectorAll(".row")].map((r) => [...r.querySelectorAll("button.seat")]);
+  const r = rows.findIndex((row) => row.includes(b));
+  const c = rows[r].indexOf(b);
+  const to = {
+    ArrowLeft: [r, c - 1], ArrowRight: [r, c + 1], ArrowUp: [r - 1, c], ArrowDown: [r + 1, c],
+    Home: [r, 0], End: [r, rows[r].length - 1],
+  }[e.key];
+  if (!to) return;
+  e.preventDefault();
+  const row = rows[Math.max(0, Math.min(rows.length - 1, to[0]))];
+  row[Math.max(0, Math.min(row.length - 1, to[1]))].focus();
+});
 
 function seatView(v, id, own) {
   const s = v.seats.get(id);
