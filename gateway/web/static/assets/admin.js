@@ -162,7 +162,7 @@ async function pollShows() {
       }
     }));
     $("shows").replaceChildren(...rows.map(({ s, m, err }) => el("tr", { dataset: { show: s.show_id } },
-      el("td", {}, el("a", { href: `/#/show/${enc(s.show_id)}` }, s.label), s.label === s.show_id ? "" : el("span", { class: "hint" }, ` ${s.show_id}`)),
+      el("td", { class: "wrap" }, el("a", { href: `/#/show/${enc(s.show_id)}` }, s.label), s.label === s.show_id ? "" : el("span", { class: "hint" }, ` ${s.show_id}`)),
       el("td", {}, s.starts_at ? new Date(s.starts_at).toLocaleString() : "—"),
       ...(err ? [el("td", { colspan: "5" }, explain(err))] : [
         el("td", { class: "num free" }, String(m.free)),
