@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/seatledger/seatledger/gateway/web"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/shard"
 )
@@ -63,7 +64,7 @@ var jsonMarshaler = &runtime.JSONPb{
 }
 
 // NewHTTPHandler returns the HTTP/JSON API (grpc-gateway, calling srv in
-// process) plus /healthz.
+// process) plus /healthz and the web pages (/, /admin, /assets/).
 func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (http.Handler, error) {
 	gw := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler),
@@ -86,6 +87,7 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (htt
 	mux.HandleFunc("GET /v1/shows/{show_id}/events", srv.serveEvents)
 	mux.HandleFunc("GET /healthz", healthz(router))
 	mux.HandleFunc("GET /v1/shows/{show_id}/bookings/{hold_id}/tickets/{seat_id}/qr.png", ticketQR(srv))
+	web.Register(mux)
 	return mux, nil
 }
 

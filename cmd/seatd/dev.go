@@ -63,6 +63,8 @@ func runDev(args []string) error {
 	base := "http://" + cl.nodes[0].cfg.HTTPLn.Addr().String()
 	tokenPath := filepath.Join(*dataDir, adminTokenFile)
 	fmt.Printf(`seatledger dev cluster: %d nodes, %d raft groups, data in %s
+  Book seats %s/   (open it in a browser)
+  Operator   %s/admin   (paste the admin token from %s)
   HTTP/JSON  %s   (metrics of all three nodes: %s/metrics)
   gRPC       %s
 %sTry:
@@ -75,7 +77,7 @@ Admin calls (creating shows, seatctl) need the admin token in %s:
   curl -H "Authorization: Bearer $(cat %s)" %s/v1/admin/status
   seatctl --admin-token-file %s status
 Press Ctrl-C to stop; run again with the same --data-dir to keep your data.
-`, devNodes, *groups, *dataDir, base, base, cl.nodes[0].cfg.GRPCLn.Addr(), adminLine(cl.nodes[0].cfg), base, base, base, base,
+`, devNodes, *groups, *dataDir, base, base, tokenPath, base, base, cl.nodes[0].cfg.GRPCLn.Addr(), adminLine(cl.nodes[0].cfg), base, base, base, base,
 		tokenPath, tokenPath, base, tokenPath)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
