@@ -17,10 +17,11 @@ import (
 //
 //   - an entry read OFFERED becomes an offer: an acknowledged best-available
 //     hold of the seats read, with the entry's count and category, that took
-//     effect somewhere between the earliest call of the joins naming the
-//     entry (or the latest call of a read that found it WAITING, which was
-//     linearized before the offer) and the return of the first read that
-//     found it OFFERED. The offer's hold id (h<group>-<index>-<pos>) names
+//     effect somewhere between the latest call of a join naming the entry or
+//     of a read that found it WAITING (each was linearized while the entry
+//     waited: a client that waits already is answered its entry, and a
+//     replayed answer's logical op starts at the attempt that applied it)
+//     and the return of the first read that found it OFFERED. The offer's hold id (h<group>-<index>-<pos>) names
 //     the raft index that made it, and its expiry, read before the waiter
 //     could extend it, is the log clock there + the claim window: so the
 //     offer is pinned to its place in the log, and every check treats it
@@ -29,7 +30,8 @@ import (
 //   - an entry left (a leave answered OK, or a read found it LEFT) was never
 //     offered: leaving an offered entry answers NOT_QUEUED.
 //   - any other entry may have been offered count seats of its category at
-//     any time after that earliest call, unseen: it becomes an info
+//     any time after that latest call, unseen (with joins that disagree,
+//     the largest count of any category): it becomes an info
 //     best-available hold, a wildcard (model.go) that may explain seats
 //     HELD, SEATS_TAKEN and SOLD_OUT, and never certainly holds a seat.
 //     The runner leaves or reads every such entry after healing, so these
@@ -48,7 +50,7 @@ const queueProcess = 1 << 30
 // queueEntry is what the history says about one entry of a show's queue.
 type queueEntry struct {
 	show, id string
-	join     *lop   // the earliest-called QUEUED hold that named it
+	joins    []*lop // QUEUED holds that named it
 	waiting  []*lop // OK reads that found it WAITING
 	offered  *lop   // the OK read that found it OFFERED and returned first
 	left     *lop   // an OK leave, or an OK read that found it LEFT
@@ -75,9 +77,8 @@ func queueOps(lops []*lop, rep *reporter) []*lop {
 		}
 		switch {
 		case l.Kind == history.KindHold && l.Reason == "QUEUED":
-			if e := get(l); e.join == nil || l.Call < e.join.Call {
-				e.join = l
-			}
+			e := get(l)
+			e.joins = append(e.joins, l)
 		case l.Outcome != history.OK:
 		case l.Kind == history.KindLeave, l.Kind == history.KindQueueEntry && l.QueueState == "LEFT":
 			if e := get(l); e.left == nil {
@@ -106,8 +107,14 @@ func queueOps(lops []*lop, rep *reporter) []*lop {
 // fate is unknown, or nil for an entry never offered.
 func (e *queueEntry) derive(rep *reporter) *lop {
 	op := history.Op{Kind: history.KindHold, Show: e.show, TTLms: queueClaimWindowMs, QueueEntryID: e.id}
-	if j := e.join; j != nil {
-		op.Call, op.ClientID, op.Count, op.Category = j.Call, j.ClientID, j.Count, j.Category
+	for k, j := range e.joins {
+		if k > 0 && j.Category != op.Category {
+			op.Category = ""
+		}
+		op.Call, op.ClientID, op.Count = max(op.Call, j.Call), j.ClientID, max(op.Count, j.Count)
+		if k == 0 {
+			op.Category = j.Category
+		}
 	}
 	o := e.offered
 	for _, w := range e.waiting {
@@ -149,8 +156,8 @@ func (e *queueEntry) derive(rep *reporter) *lop {
 
 // firstID is the op that stands for e: its join, or its first read.
 func (e *queueEntry) firstID() int {
-	if e.join != nil {
-		return e.join.ID
+	if len(e.joins) > 0 {
+		return e.joins[0].ID
 	}
 	return e.waiting[0].ID
 }

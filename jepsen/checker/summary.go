@@ -171,7 +171,7 @@ func (s *Summary) writeText(b *strings.Builder) {
 		}
 	}
 	if q := s.Queue; q.Waits > 0 || len(q.Reads) > 0 {
-		fmt.Fprintf(b, "  queue: %d holds asked to wait, %d joined; entries read %s; %d offers seen, %d confirmed and %d released by their waiters\n",
+		fmt.Fprintf(b, "  queue: %d holds asked to wait, %d joined; entries read %s; %d offers seen; their waiters confirmed them %d times and released them %d times (OK answers)\n",
 			q.Waits, q.Joins, countList(q.Reads), q.Offers, q.Confirmed, q.Released)
 	}
 	if len(s.Reasons) > 0 {
