@@ -6,7 +6,10 @@ package checker
 // applies ops at hidden linearization points: holds of named seats and
 // best available (some of a category; the simulator grants any free seats,
 // not the best ones), confirm, release, extend, refund, reads, and the
-// per-client limit on live holds. Each op gets a random call/return
+// per-client limit on live holds, and the waiting queue (a best-available
+// hold that asks to wait joins the line; at the start of each step the
+// queue offers free seats to the waiters in line order; waiters read their
+// entry, adopt the offered hold, or leave). Each op gets a random call/return
 // interval around its point, some ops become info (applied now, later or
 // never), some are re-sent. Every such history must pass every check. Then
 // one output at a time is mutated, or one wrong answer inserted, but only
@@ -47,6 +50,79 @@ type sim struct {
 	holds map[string]*simHold
 	seats []string
 	cat   map[string]string // seat -> category: the first third vip, the rest std
+	line  []*simEntry       // the queue's entries in join order
+	offer int               // offers made so far (numbers their hold ids)
+}
+
+// simEntry is a queue entry: WAITING, OFFERED (hold) or LEFT.
+type simEntry struct {
+	id, client, category string
+	count                int
+	state, hold          string
+}
+
+// join puts client in line, or answers its waiting entry.
+func (s *sim) join(client string, count int, category string) string {
+	for _, e := range s.line {
+		if e.client == client && e.state == "WAITING" {
+			return e.id
+		}
+	}
+	e := &simEntry{id: fmt.Sprintf("q1-%d-%d", s.rev, len(s.line)), client: client, count: count, category: category, state: "WAITING"}
+	s.line = append(s.line, e)
+	return e.id
+}
+
+// offerFree offers free seats to the waiters in line order, as the end of
+// an entry that freed seats does; a waiter that does not fit is skipped.
+// Each offer is a hold in the waiter's name for the claim window, its id
+// naming the current revision as fsm's do.
+func (s *sim) offerFree() {
+	for _, e := range s.line {
+		if e.state != "WAITING" {
+			continue
+		}
+		var free []string
+		for _, x := range s.seats {
+			if s.seat(x).state == "FREE" && (e.category == "" || s.cat[x] == e.category) {
+				free = append(free, x)
+			}
+		}
+		if len(free) < e.count {
+			continue
+		}
+		id := fmt.Sprintf("h1-%d-%d", s.rev, 4096+s.offer)
+		s.offer++
+		seats := free[:e.count]
+		s.holds[id] = &simHold{id: id, client: e.client, seats: seats, exp: s.clock + queueClaimWindowMs, state: "HELD"}
+		for _, x := range seats {
+			s.owner[x] = id
+		}
+		e.state, e.hold = "OFFERED", id
+	}
+}
+
+func (s *sim) entry(id string) *simEntry {
+	for _, e := range s.line {
+		if e.id == id {
+			return e
+		}
+	}
+	return nil
+}
+
+// leave takes a waiting entry out of line; leaving again succeeds again,
+// and an offered entry cannot leave.
+func (s *sim) leave(client, id string) string {
+	e := s.entry(id)
+	switch {
+	case e == nil || e.state == "OFFERED":
+		return "NOT_QUEUED"
+	case e.client != client:
+		return "NOT_HOLD_OWNER"
+	}
+	e.state = "LEFT"
+	return ""
 }
 
 func newSim(nseats int) *sim {
@@ -103,7 +179,7 @@ func (s *sim) hold(client string, seats []string, ttl int64) (id string, taken [
 
 // best takes count free seats of category ("" = any), any of them: the
 // checker does not judge the choice.
-func (s *sim) best(r *rand.Rand, client string, count int, category string, ttl int64) (id string, seats []string, exp int64, why string) {
+func (s *sim) best(r *rand.Rand, client string, count int, category string, ttl int64, wait bool) (id string, seats []string, exp int64, why string) {
 	var free []string
 	for _, x := range s.seats {
 		if s.seat(x).state == "FREE" && (category == "" || s.cat[x] == category) {
@@ -111,6 +187,8 @@ func (s *sim) best(r *rand.Rand, client string, count int, category string, ttl 
 		}
 	}
 	switch {
+	case len(free) < count && wait:
+		return s.join(client, count, category), nil, 0, "QUEUED"
 	case len(free) < count:
 		return "", nil, 0, "SOLD_OUT"
 	case s.live(client) >= simHoldsMax:
@@ -235,12 +313,19 @@ type gen struct {
 	truth    map[int]map[string]simSeat
 	lastRet  []int64
 	known    []knownHold // acknowledged holds, for confirms, releases and extends
+	entries  []knownEntry // queue entries the processes learned of
 	booked   []knownHold // acknowledged confirms' holds, for refunds
 	batch    bool        // the last entry was a client write: the next may share it
 	batchRet int64       // when the op that opened the last entry returned
 	slots    int         // slots so far
 	deferred []deferred  // info writes the server applies later
 	infoPct  int
+}
+
+type knownEntry struct {
+	id      string
+	process int
+	ret     int64
 }
 
 type knownHold struct {
@@ -295,6 +380,7 @@ func (g *gen) slot(t int64) {
 	if len(idle) == 0 {
 		return
 	}
+	g.s.offerFree() // at the end of the last entry, before anything reads it
 	p := idle[g.r.Intn(len(idle))]
 	op := history.Op{ID: len(g.h.Ops), Process: p, Node: "n1", Show: show1, ClientID: fmt.Sprintf("c%d", p),
 		RequestID: fmt.Sprintf("r%d", len(g.h.Ops)), Call: g.lastRet[p] + 1 + g.r.Int63n(t-g.lastRet[p]), Return: t + 1 + g.r.Int63n(250)}
@@ -313,6 +399,8 @@ func (g *gen) slot(t int64) {
 		g.act(&op, history.KindExtend)
 	case n < 70:
 		g.act(&op, history.KindRefund)
+	case n < 82:
+		g.queue(&op)
 	case n < 88:
 		g.read(&op)
 	default:
@@ -425,19 +513,24 @@ func (g *gen) hold(op *history.Op) {
 // holdBest asks for 1 or 2 best available seats, of a category or not.
 func (g *gen) holdBest(op *history.Op) {
 	op.Count, op.Category = 1+g.r.Intn(2), []string{"", "vip", "std"}[g.r.Intn(3)]
+	op.Wait = g.r.Intn(2) == 0
 	switch g.fate(op) {
 	case applyNever:
 		return
 	case applyLater:
-		client, count, category, ttl := op.ClientID, op.Count, op.Category, op.TTLms
-		g.later(func() { g.s.best(g.r, client, count, category, ttl) })
+		client, count, category, ttl, wait := op.ClientID, op.Count, op.Category, op.TTLms, op.Wait
+		g.later(func() { g.s.best(g.r, client, count, category, ttl, wait) })
 		return
 	}
-	id, seats, exp, why := g.s.best(g.r, op.ClientID, op.Count, op.Category, op.TTLms)
+	id, seats, exp, why := g.s.best(g.r, op.ClientID, op.Count, op.Category, op.TTLms, op.Wait)
 	if op.Outcome == history.Info {
 		return
 	}
 	g.stamp(op, why)
+	if why == "QUEUED" {
+		op.QueueEntryID, op.QueueToken = id, "qt-"+id
+		g.entries = append(g.entries, knownEntry{id: id, process: op.Process, ret: op.Return})
+	}
 	if why == "" {
 		op.OutHoldID, op.OutSeats, op.ExpiresAtMs, op.HoldState = id, seats, exp, "HOLD_STATE_HELD"
 		g.known = append(g.known, knownHold{id: id, process: op.Process, ret: op.Return})
@@ -517,6 +610,43 @@ func (g *gen) apply(op *history.Op) (exp int64, why string) {
 		return g.s.extend(op.ClientID, op.HoldID, op.TTLms)
 	}
 	return 0, g.s.refund(op.ClientID, op.HoldID)
+}
+
+// queue reads an entry the process learned of (adopting an offered hold)
+// or, one time in five, leaves it.
+func (g *gen) queue(op *history.Op) {
+	var own []knownEntry
+	for _, e := range g.entries {
+		if e.process == op.Process && e.ret < op.Call {
+			own = append(own, e)
+		}
+	}
+	if len(own) == 0 {
+		g.read(op)
+		return
+	}
+	e := g.s.entry(own[g.r.Intn(len(own))].id)
+	op.QueueEntryID, op.QueueToken = e.id, "qt-"+e.id
+	if g.r.Intn(5) == 0 {
+		op.Kind = history.KindLeave
+		g.entry(op)
+		g.stamp(op, g.s.leave(op.ClientID, e.id))
+		return
+	}
+	op.Kind, op.Outcome, op.ClientID, op.RequestID = history.KindQueueEntry, history.OK, "", ""
+	g.batch = false
+	op.Revision, op.AppliedAtMs = g.s.rev, g.s.clock
+	op.QueueState, op.Count, op.Category = e.state, e.count, e.category
+	if e.state != "OFFERED" {
+		return
+	}
+	h := g.s.holds[e.hold]
+	op.OutHoldID, op.OutToken, op.OutSeats = h.id, "ht-"+h.id, slices.Clone(h.seats)
+	op.HoldState, _, _ = g.s.getHold(h.id)
+	op.ExpiresAtMs = h.exp
+	if !slices.ContainsFunc(g.known, func(k knownHold) bool { return k.id == h.id }) {
+		g.known = append(g.known, knownHold{id: h.id, process: op.Process, ret: op.Return})
+	}
 }
 
 func (g *gen) read(op *history.Op) {
@@ -966,7 +1096,8 @@ func mutSoldOutFree(h *history.History, _ map[int]map[string]simSeat) bool {
 	infoSeats := map[string]bool{}
 	wild := map[string]int{} // category -> seats info best-available holds may hold
 	for _, op := range h.Ops {
-		if op.Kind == history.KindHold && op.Outcome == history.Info {
+		// Info holds, and queue entries (whose offers may be unseen).
+		if op.Kind == history.KindHold && (op.Outcome == history.Info || op.Reason == "QUEUED") {
 			wild[op.Category] += op.Count
 			for _, x := range op.Seats {
 				infoSeats[x] = true
