@@ -804,6 +804,143 @@ var mutations = []mutation{
 	{"read misses a hold kept by its extension", []string{CheckLinearizable, CheckS3}, mutReadExtended},
 	{"unconfirmed hold refunded", []string{CheckLinearizable}, mutRefundUnconfirmed},
 	{"extend reports a wrong expiry", []string{CheckLinearizable}, mutExtendWrong},
+	{"queued while seats were free", []string{CheckLinearizable}, mutQueuedFree},
+	{"offer read grants a taken seat", []string{CheckLinearizable, CheckS1}, mutOfferOverTaken},
+	{"offer read while its seats were taken", []string{CheckLinearizable, CheckS1}, mutOfferFabricated},
+	{"entry read offered after it was left", []string{CheckOrdering}, mutOfferAfterLeave},
+}
+
+// takenThrough returns a seat certainly taken from before t until the log
+// clock reached clock: booked for good (an OK confirm of an acknowledged
+// hold of it returned before t, and no refund of it was ever sent), or
+// held by an acknowledged hold that returned before t, expires after
+// clock, and no release or refund names. It skips the seats in not.
+func takenThrough(h *history.History, t, clock int64, not []string) (string, bool) {
+	for _, k := range h.Ops {
+		if k.Kind != history.KindHold || k.Outcome != history.OK || k.Resend || k.Return >= t || k.ExpiresAtMs <= clock || mayEnd(h, k.OutHoldID) {
+			continue
+		}
+		for _, x := range k.GrantedSeats() {
+			if !slices.Contains(not, x) {
+				return x, true
+			}
+		}
+	}
+	for _, c := range h.Ops {
+		if c.Kind != history.KindConfirm || c.Outcome != history.OK || c.Return >= t || namedBy(h, c.HoldID, history.KindRefund) {
+			continue
+		}
+		b := holdOp(h, c.HoldID)
+		if b == nil {
+			continue
+		}
+		for _, x := range b.GrantedSeats() {
+			if !slices.Contains(not, x) {
+				return x, true
+			}
+		}
+	}
+	return "", false
+}
+
+// offerAfter is a time the offer that read o saw certainly came after: the
+// latest call of a join naming its entry or of a read that found it
+// WAITING before o returned. ok is false when no join names it.
+func offerAfter(h *history.History, o *history.Op) (t int64, ok bool) {
+	for _, op := range h.Ops {
+		switch {
+		case op.QueueEntryID != o.QueueEntryID:
+		case op.Kind == history.KindHold && op.Reason == "QUEUED":
+			t, ok = max(t, op.Call), true
+		case op.Kind == history.KindQueueEntry && op.QueueState == "WAITING" && op.Call < o.Return:
+			t = max(t, op.Call)
+		}
+	}
+	return t, ok
+}
+
+// entryFate reports whether entry id was ever read OFFERED, or left.
+func entryFate(h *history.History, id string) (offered, left bool) {
+	for _, op := range h.Ops {
+		if op.QueueEntryID != id || op.Outcome != history.OK {
+			continue
+		}
+		offered = offered || op.Kind == history.KindQueueEntry && op.QueueState == "OFFERED"
+		left = left || op.Kind == history.KindLeave || op.QueueState == "LEFT"
+	}
+	return offered, left
+}
+
+// An entry's first OFFERED read names, in place of one of its seats, a
+// seat taken from before the offer could have been made until after.
+func mutOfferOverTaken(h *history.History, _ map[int]map[string]simSeat) bool {
+	seen := map[string]bool{}
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		if o.Kind != history.KindQueueEntry || o.QueueState != "OFFERED" || seen[o.QueueEntryID] {
+			continue
+		}
+		seen[o.QueueEntryID] = true
+		t, ok := offerAfter(h, o)
+		if !ok {
+			continue
+		}
+		// The offer was made at the log clock its expiry names.
+		if x, ok := takenThrough(h, t, o.ExpiresAtMs-queueClaimWindowMs, o.OutSeats); ok {
+			o.OutSeats[0] = x
+			return true
+		}
+	}
+	return false
+}
+
+// An OFFERED read, inserted right after a join whose entry was never
+// offered nor left, of an offer made at the join's revision that holds a
+// seat taken from before the join was called until after it applied.
+func mutOfferFabricated(h *history.History, _ map[int]map[string]simSeat) bool {
+	for i := range h.Ops {
+		j := h.Ops[i]
+		if j.Kind != history.KindHold || j.Reason != "QUEUED" || j.Resend || j.Revision == 0 {
+			continue
+		}
+		if offered, left := entryFate(h, j.QueueEntryID); offered || left {
+			continue
+		}
+		x, ok := takenThrough(h, j.Call, j.AppliedAtMs, nil)
+		if !ok {
+			continue
+		}
+		seats := []string{x}
+		for _, s := range sortedSeats(h.Final.Seats[show1]) {
+			if len(seats) < j.Count && s != x {
+				seats = append(seats, s)
+			}
+		}
+		h.Ops = append(h.Ops, history.Op{ID: len(h.Ops), Process: j.Process, Node: "n1", Kind: history.KindQueueEntry, Show: show1,
+			Call: j.Return + 1, Return: j.Return + 2, QueueEntryID: j.QueueEntryID, QueueToken: j.QueueToken, Outcome: history.OK,
+			QueueState: "OFFERED", Count: j.Count, Category: j.Category, OutHoldID: fmt.Sprintf("h1-%d-%d", j.Revision, 9000+j.ID),
+			OutToken: "mut", OutSeats: seats, HoldState: "HOLD_STATE_HELD", ExpiresAtMs: j.AppliedAtMs + queueClaimWindowMs,
+			Revision: j.Revision, AppliedAtMs: j.AppliedAtMs})
+		return true
+	}
+	return false
+}
+
+// An OFFERED read inserted after a leave of the entry succeeded: a left
+// entry is never offered.
+func mutOfferAfterLeave(h *history.History, _ map[int]map[string]simSeat) bool {
+	for i := range h.Ops {
+		l := h.Ops[i]
+		if l.Kind != history.KindLeave || l.Outcome != history.OK {
+			continue
+		}
+		id := fmt.Sprintf("h1-%d-%d", l.Revision+1, 9000+l.ID)
+		h.Ops = append(h.Ops, history.Op{ID: len(h.Ops), Process: l.Process, Node: "n1", Kind: history.KindQueueEntry, Show: show1,
+			Call: l.Return + 1, Return: l.Return + 2, QueueEntryID: l.QueueEntryID, QueueToken: l.QueueToken, Outcome: history.OK,
+			QueueState: "OFFERED", Count: 1, OutHoldID: id, OutToken: "mut", OutSeats: []string{"A1"}, HoldState: "HOLD_STATE_HELD"})
+		return true
+	}
+	return false
 }
 
 // namedBy reports whether any op of kind names hold id.
@@ -846,10 +983,28 @@ func calledAfter(h *history.History, rev uint64, t int64) bool {
 }
 
 // doubleRevisions makes room for an op between any two revisions.
+// Offered holds' ids name their revision, so they are renamed to match.
 func doubleRevisions(h *history.History) {
-	for i := range h.Ops {
-		h.Ops[i].Revision *= 2
+	rename := func(id string) string {
+		var rev, pos int
+		if n, _ := fmt.Sscanf(id, "h1-%d-%d", &rev, &pos); n == 2 && pos >= 4096 {
+			return fmt.Sprintf("h1-%d-%d", 2*rev, pos)
+		}
+		return id
 	}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		op.Revision *= 2
+		if op.Kind != history.KindHold {
+			op.OutHoldID = rename(op.OutHoldID)
+		}
+		op.HoldID = rename(op.HoldID)
+	}
+	holds := map[string]history.FinalHold{}
+	for id, fh := range h.Final.Holds {
+		holds[rename(id)] = fh
+	}
+	h.Final.Holds = holds
 	for g := range h.Final.Applied {
 		h.Final.Applied[g] *= 2
 	}
@@ -1092,6 +1247,19 @@ func mutBestHeldSeat(h *history.History, truth map[int]map[string]simSeat) bool 
 // the next) that saw enough seats of the category free, none of which an
 // info hold may have taken in between.
 func mutSoldOutFree(h *history.History, _ map[int]map[string]simSeat) bool {
+	return freeRefused(h, "SOLD_OUT")
+}
+
+// The same refusal as a queue join (with no entry named, so that no unseen
+// offer could explain it): the server queues exactly where it would answer
+// SOLD_OUT.
+func mutQueuedFree(h *history.History, _ map[int]map[string]simSeat) bool {
+	return freeRefused(h, "QUEUED")
+}
+
+// freeRefused inserts a best-available hold refused with reason after a
+// read that saw enough seats free.
+func freeRefused(h *history.History, reason string) bool {
 	cat := h.Layouts[0].Seats
 	infoSeats := map[string]bool{}
 	wild := map[string]int{} // category -> seats info best-available holds may hold
@@ -1127,7 +1295,7 @@ func mutSoldOutFree(h *history.History, _ map[int]map[string]simSeat) bool {
 			doubleRevisions(h)
 			h.Ops = append(h.Ops, history.Op{ID: len(h.Ops), Process: 99, Node: "n1", Kind: history.KindHold, Show: show1,
 				ClientID: "c99", RequestID: "mut", Call: r.Call, Return: r.Return, Count: free, Category: category, TTLms: 1000,
-				Outcome: history.Fail, Reason: "SOLD_OUT", Revision: 2*r.Revision + 1, AppliedAtMs: r.AppliedAtMs})
+				Outcome: history.Fail, Reason: reason, Wait: reason == "QUEUED", Revision: 2*r.Revision + 1, AppliedAtMs: r.AppliedAtMs})
 			return true
 		}
 	}
