@@ -312,13 +312,13 @@ type gen struct {
 	h        *history.History
 	truth    map[int]map[string]simSeat
 	lastRet  []int64
-	known    []knownHold // acknowledged holds, for confirms, releases and extends
+	known    []knownHold  // acknowledged holds, for confirms, releases and extends
 	entries  []knownEntry // queue entries the processes learned of
-	booked   []knownHold // acknowledged confirms' holds, for refunds
-	batch    bool        // the last entry was a client write: the next may share it
-	batchRet int64       // when the op that opened the last entry returned
-	slots    int         // slots so far
-	deferred []deferred  // info writes the server applies later
+	booked   []knownHold  // acknowledged confirms' holds, for refunds
+	batch    bool         // the last entry was a client write: the next may share it
+	batchRet int64        // when the op that opened the last entry returned
+	slots    int          // slots so far
+	deferred []deferred   // info writes the server applies later
 	infoPct  int
 }
 
