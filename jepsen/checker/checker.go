@@ -30,6 +30,8 @@ func Check(h *history.History, opt Options) *Report {
 	}
 	rep := newReporter()
 	lops := logicalOps(h, rep)
+	lops = append(lops, queueOps(lops, rep)...)
+	sort.SliceStable(lops, func(a, b int) bool { return lops[a].Call < lops[b].Call })
 	owner := map[string]string{}
 	for _, l := range lops {
 		if l.Kind == history.KindHold && l.Outcome == history.OK && l.OutHoldID != "" {

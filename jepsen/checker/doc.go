@@ -27,6 +27,32 @@
 //     gateway's rejections) are definite no-ops: they change nothing and
 //     the model does not judge them (not the per-client limit, nor which
 //     token is right).
+//   - the waiting queue (queue.go): a best-available hold that asked to
+//     wait and is answered QUEUED is judged like SOLD_OUT (the server queues
+//     exactly where it would refuse) and changes no seat. The queue's offers
+//     are holds no client requested, so they are derived from what waiters
+//     read. An entry's first read answering OFFERED becomes an acknowledged
+//     best-available hold of the seats read (count and category of the
+//     entry, in the waiter's name), called at the latest call of a join
+//     naming the entry or of a read that found it WAITING (each was
+//     linearized while it waited) and returning when that read returned.
+//     Its hold id (h<group>-<index>-<pos>) names the raft index that made
+//     it and its expiry, read before the waiter could extend it, is the log
+//     clock there + the claim window (fsm.QueueClaimWindowMs, restated), so
+//     the offer is pinned to its place in the log: its seats must be free
+//     there, and from there on it is a hold like any other (S1, S3, the
+//     waiter's confirm, release, extend, the final reads). An entry left
+//     (leave OK, or read LEFT) was never offered: an offered entry cannot
+//     leave. Any other entry may have been offered unseen: it becomes an
+//     info best-available hold of the entry's count and category (a
+//     wildcard, below) called where its offer window opens. An entry read
+//     OFFERED and also left, or read WAITING by a read called after one
+//     that found it OFFERED returned, is an ordering violation.
+//     GetQueueEntry and LeaveQueue themselves are checked for real-time
+//     order by revision (ordering (a)) and for same answers on resends
+//     (S4); the model does not judge NOT_QUEUED, positions, or whether an
+//     offer went to the right waiter, to the best seats, or was made at all
+//     (an entry that waits forever while seats are free passes).
 //
 // The checks, and what each one catches:
 //
@@ -102,5 +128,10 @@
 // grant or SOLD_OUT of a category passes), and SOLD_OUT counts only seats
 // some read or answer showed to exist. Wildcards lose precision: any seat of
 // a wildcard's category read HELD is explained by it for as long as it may
-// live, which is unbounded.
+// live, which is unbounded; and a queue entry's wildcard may be placed
+// before the join that made the entry, so around a join of unknown fate a
+// SOLD_OUT or SEATS_TAKEN is judged more loosely. The runner leaves or reads
+// every entry of unknown fate after healing to keep them rare. An offer
+// whose hold id does not name its index has no certain start in the log:
+// S1 and S3 skip it (the model still places it within its window).
 package checker

@@ -74,6 +74,9 @@ func newShowOps(name string, ops []*lop) *showOps {
 		if l.Kind != history.KindHold || l.Outcome != history.OK || l.AppliedAtMs == 0 || l.OutHoldID == "" || seen[l.OutHoldID] {
 			continue
 		}
+		if l.queue && l.Revision == 0 {
+			continue // an offer whose place in the log is unknown: its life has no certain start
+		}
 		seen[l.OutHoldID] = true
 		so.lives = append(so.lives, &life{l: l, seats: l.GrantedSeats(), start: opPoint(l), end: so.lifeEnd(l)})
 	}
@@ -308,8 +311,9 @@ func checkS1Final(show string, f *history.Final, rep *reporter) {
 
 // checkFinalSeats checks every final HELD or BOOKED seat: some hold of the
 // history asked for it or was granted it (S4), and a BOOKED one has a
-// confirm behind it (S2). A best-available hold whose answer never came may
-// have taken any seat of its category (of the show, without a layout).
+// confirm behind it (S2). A best-available hold whose answer never came,
+// and a queue entry whose fate is unknown, may have taken any seat of its
+// category (of the show, without a layout); an offer took the seats read.
 func checkFinalSeats(so *showOps, h *history.History, layout *history.Layout, rep *reporter) {
 	asked := map[string]bool{}
 	anySeat := false               // an info best-available hold without a layout: any seat
@@ -336,6 +340,23 @@ func checkFinalSeats(so *showOps, h *history.History, layout *history.Layout, re
 			}
 			for s, cat := range layoutSeats(layout) {
 				if op.Category == "" || cat == op.Category {
+					asked[s] = true
+				}
+			}
+		}
+	}
+	for _, l := range so.ops {
+		switch {
+		case !l.queue:
+		case l.Outcome == history.OK: // an offer: a hold of the seats read
+			holdSeats[l.OutHoldID] = l.OutSeats
+			for _, s := range l.OutSeats {
+				asked[s] = true
+			}
+		default: // an entry that may have been offered, unseen
+			anySeat = anySeat || layout == nil
+			for s, cat := range layoutSeats(layout) {
+				if l.Category == "" || cat == l.Category {
 					asked[s] = true
 				}
 			}

@@ -400,7 +400,7 @@ func (sm *showModel) take(w *state, o *mop, i int32, seats []int32) string {
 func (sm *showModel) hold(w *state, o *mop) string {
 	c, _ := at(w, o)
 	switch {
-	case o.outcome == history.Fail && o.reason == "SOLD_OUT":
+	case o.outcome == history.Fail && (o.reason == "SOLD_OUT" || o.reason == "QUEUED"):
 		return sm.soldOut(w, o)
 	case o.outcome == history.Fail:
 		return sm.seatsTaken(w, o)
@@ -495,14 +495,15 @@ func (sm *showModel) inCategory(x int32, category string) bool {
 	return sm.seatCat[x] != "" && (category == "" || sm.seatCat[x] == category)
 }
 
-// soldOut checks a SOLD_OUT answer: fewer than count seats of the category
-// were free. Seats that may be held or booked, and those an info
+// soldOut checks a SOLD_OUT or QUEUED answer (the server queues a waiter
+// exactly where it would answer SOLD_OUT): fewer than count seats of the
+// category were free. Seats that may be held or booked, and those an info
 // best-available hold may hold, are counted as taken; nothing is narrowed.
 // Without a layout a category cannot be judged, and without one only the
 // seats known to exist are counted, which can only make fewer free.
 func (sm *showModel) soldOut(w *state, o *mop) string {
 	if o.count == 0 {
-		return "SOLD_OUT answers a hold of named seats"
+		return o.reason + " answers a hold of named seats"
 	}
 	if o.category != "" && !sm.layout {
 		return ""
@@ -514,7 +515,7 @@ func (sm *showModel) soldOut(w *state, o *mop) string {
 		}
 	}
 	if free >= o.count {
-		return sm.whyf("SOLD_OUT for a party of %d%s although at least %d such seats were certainly free", o.count, categoryWords(o.category), free)
+		return sm.whyf("%s for a party of %d%s although at least %d such seats were certainly free", o.reason, o.count, categoryWords(o.category), free)
 	}
 	return ""
 }

@@ -18,7 +18,7 @@ func opPos(l *lop) uint64 {
 	if l.Revision == 0 {
 		return 0
 	}
-	if l.Kind == history.KindRead || l.Kind == history.KindGetHold {
+	if l.Kind == history.KindRead || l.Kind == history.KindGetHold || l.Kind == history.KindQueueEntry {
 		return 2*l.Revision + 1
 	}
 	return 2 * l.Revision

@@ -17,6 +17,7 @@ var storedReasons = map[string]bool{
 	"SEATS_TAKEN": true, "UNKNOWN_SEAT": true, "HOLD_NOT_FOUND": true, "HOLD_GONE": true,
 	"HOLD_EXPIRED": true, "HOLD_CANCELLED": true, "HOLD_CONFIRMED": true, "NOT_HOLD_OWNER": true,
 	"SOLD_OUT": true, "TOO_MANY_HOLDS": true, "HOLD_TOKEN_INVALID": true, "HOLD_NOT_CONFIRMED": true,
+	"QUEUED": true, "QUEUE_FULL": true, "NOT_QUEUED": true, "QUEUE_TOKEN_INVALID": true,
 }
 
 // answered reports whether op got the state machine's answer to its request.
@@ -44,6 +45,9 @@ type lop struct {
 	// this one's answer was replayed, so it may report an application that
 	// happened before it was even called. Nothing orders it in time.
 	echo bool
+	// queue: derived from the queue's ops (queue.go), not sent by a client:
+	// an offer, or the wildcard of an entry whose fate is unknown.
+	queue bool
 }
 
 // logicalOps merges resend chains into logical ops, in call order, and checks

@@ -6,7 +6,10 @@ package checker
 // applies ops at hidden linearization points: holds of named seats and
 // best available (some of a category; the simulator grants any free seats,
 // not the best ones), confirm, release, extend, refund, reads, and the
-// per-client limit on live holds. Each op gets a random call/return
+// per-client limit on live holds, and the waiting queue (a best-available
+// hold that asks to wait joins the line; at the start of each step the
+// queue offers free seats to the waiters in line order; waiters read their
+// entry, adopt the offered hold, or leave). Each op gets a random call/return
 // interval around its point, some ops become info (applied now, later or
 // never), some are re-sent. Every such history must pass every check. Then
 // one output at a time is mutated, or one wrong answer inserted, but only
@@ -47,6 +50,79 @@ type sim struct {
 	holds map[string]*simHold
 	seats []string
 	cat   map[string]string // seat -> category: the first third vip, the rest std
+	line  []*simEntry       // the queue's entries in join order
+	offer int               // offers made so far (numbers their hold ids)
+}
+
+// simEntry is a queue entry: WAITING, OFFERED (hold) or LEFT.
+type simEntry struct {
+	id, client, category string
+	count                int
+	state, hold          string
+}
+
+// join puts client in line, or answers its waiting entry.
+func (s *sim) join(client string, count int, category string) string {
+	for _, e := range s.line {
+		if e.client == client && e.state == "WAITING" {
+			return e.id
+		}
+	}
+	e := &simEntry{id: fmt.Sprintf("q1-%d-%d", s.rev, len(s.line)), client: client, count: count, category: category, state: "WAITING"}
+	s.line = append(s.line, e)
+	return e.id
+}
+
+// offerFree offers free seats to the waiters in line order, as the end of
+// an entry that freed seats does; a waiter that does not fit is skipped.
+// Each offer is a hold in the waiter's name for the claim window, its id
+// naming the current revision as fsm's do.
+func (s *sim) offerFree() {
+	for _, e := range s.line {
+		if e.state != "WAITING" {
+			continue
+		}
+		var free []string
+		for _, x := range s.seats {
+			if s.seat(x).state == "FREE" && (e.category == "" || s.cat[x] == e.category) {
+				free = append(free, x)
+			}
+		}
+		if len(free) < e.count {
+			continue
+		}
+		id := fmt.Sprintf("h1-%d-%d", s.rev, 4096+s.offer)
+		s.offer++
+		seats := free[:e.count]
+		s.holds[id] = &simHold{id: id, client: e.client, seats: seats, exp: s.clock + queueClaimWindowMs, state: "HELD"}
+		for _, x := range seats {
+			s.owner[x] = id
+		}
+		e.state, e.hold = "OFFERED", id
+	}
+}
+
+func (s *sim) entry(id string) *simEntry {
+	for _, e := range s.line {
+		if e.id == id {
+			return e
+		}
+	}
+	return nil
+}
+
+// leave takes a waiting entry out of line; leaving again succeeds again,
+// and an offered entry cannot leave.
+func (s *sim) leave(client, id string) string {
+	e := s.entry(id)
+	switch {
+	case e == nil || e.state == "OFFERED":
+		return "NOT_QUEUED"
+	case e.client != client:
+		return "NOT_HOLD_OWNER"
+	}
+	e.state = "LEFT"
+	return ""
 }
 
 func newSim(nseats int) *sim {
@@ -103,7 +179,7 @@ func (s *sim) hold(client string, seats []string, ttl int64) (id string, taken [
 
 // best takes count free seats of category ("" = any), any of them: the
 // checker does not judge the choice.
-func (s *sim) best(r *rand.Rand, client string, count int, category string, ttl int64) (id string, seats []string, exp int64, why string) {
+func (s *sim) best(r *rand.Rand, client string, count int, category string, ttl int64, wait bool) (id string, seats []string, exp int64, why string) {
 	var free []string
 	for _, x := range s.seats {
 		if s.seat(x).state == "FREE" && (category == "" || s.cat[x] == category) {
@@ -111,6 +187,8 @@ func (s *sim) best(r *rand.Rand, client string, count int, category string, ttl 
 		}
 	}
 	switch {
+	case len(free) < count && wait:
+		return s.join(client, count, category), nil, 0, "QUEUED"
 	case len(free) < count:
 		return "", nil, 0, "SOLD_OUT"
 	case s.live(client) >= simHoldsMax:
@@ -234,13 +312,20 @@ type gen struct {
 	h        *history.History
 	truth    map[int]map[string]simSeat
 	lastRet  []int64
-	known    []knownHold // acknowledged holds, for confirms, releases and extends
-	booked   []knownHold // acknowledged confirms' holds, for refunds
-	batch    bool        // the last entry was a client write: the next may share it
-	batchRet int64       // when the op that opened the last entry returned
-	slots    int         // slots so far
-	deferred []deferred  // info writes the server applies later
+	known    []knownHold  // acknowledged holds, for confirms, releases and extends
+	entries  []knownEntry // queue entries the processes learned of
+	booked   []knownHold  // acknowledged confirms' holds, for refunds
+	batch    bool         // the last entry was a client write: the next may share it
+	batchRet int64        // when the op that opened the last entry returned
+	slots    int          // slots so far
+	deferred []deferred   // info writes the server applies later
 	infoPct  int
+}
+
+type knownEntry struct {
+	id      string
+	process int
+	ret     int64
 }
 
 type knownHold struct {
@@ -295,6 +380,7 @@ func (g *gen) slot(t int64) {
 	if len(idle) == 0 {
 		return
 	}
+	g.s.offerFree() // at the end of the last entry, before anything reads it
 	p := idle[g.r.Intn(len(idle))]
 	op := history.Op{ID: len(g.h.Ops), Process: p, Node: "n1", Show: show1, ClientID: fmt.Sprintf("c%d", p),
 		RequestID: fmt.Sprintf("r%d", len(g.h.Ops)), Call: g.lastRet[p] + 1 + g.r.Int63n(t-g.lastRet[p]), Return: t + 1 + g.r.Int63n(250)}
@@ -313,6 +399,8 @@ func (g *gen) slot(t int64) {
 		g.act(&op, history.KindExtend)
 	case n < 70:
 		g.act(&op, history.KindRefund)
+	case n < 82:
+		g.queue(&op)
 	case n < 88:
 		g.read(&op)
 	default:
@@ -425,19 +513,24 @@ func (g *gen) hold(op *history.Op) {
 // holdBest asks for 1 or 2 best available seats, of a category or not.
 func (g *gen) holdBest(op *history.Op) {
 	op.Count, op.Category = 1+g.r.Intn(2), []string{"", "vip", "std"}[g.r.Intn(3)]
+	op.Wait = g.r.Intn(2) == 0
 	switch g.fate(op) {
 	case applyNever:
 		return
 	case applyLater:
-		client, count, category, ttl := op.ClientID, op.Count, op.Category, op.TTLms
-		g.later(func() { g.s.best(g.r, client, count, category, ttl) })
+		client, count, category, ttl, wait := op.ClientID, op.Count, op.Category, op.TTLms, op.Wait
+		g.later(func() { g.s.best(g.r, client, count, category, ttl, wait) })
 		return
 	}
-	id, seats, exp, why := g.s.best(g.r, op.ClientID, op.Count, op.Category, op.TTLms)
+	id, seats, exp, why := g.s.best(g.r, op.ClientID, op.Count, op.Category, op.TTLms, op.Wait)
 	if op.Outcome == history.Info {
 		return
 	}
 	g.stamp(op, why)
+	if why == "QUEUED" {
+		op.QueueEntryID, op.QueueToken = id, "qt-"+id
+		g.entries = append(g.entries, knownEntry{id: id, process: op.Process, ret: op.Return})
+	}
 	if why == "" {
 		op.OutHoldID, op.OutSeats, op.ExpiresAtMs, op.HoldState = id, seats, exp, "HOLD_STATE_HELD"
 		g.known = append(g.known, knownHold{id: id, process: op.Process, ret: op.Return})
@@ -517,6 +610,43 @@ func (g *gen) apply(op *history.Op) (exp int64, why string) {
 		return g.s.extend(op.ClientID, op.HoldID, op.TTLms)
 	}
 	return 0, g.s.refund(op.ClientID, op.HoldID)
+}
+
+// queue reads an entry the process learned of (adopting an offered hold)
+// or, one time in five, leaves it.
+func (g *gen) queue(op *history.Op) {
+	var own []knownEntry
+	for _, e := range g.entries {
+		if e.process == op.Process && e.ret < op.Call {
+			own = append(own, e)
+		}
+	}
+	if len(own) == 0 {
+		g.read(op)
+		return
+	}
+	e := g.s.entry(own[g.r.Intn(len(own))].id)
+	op.QueueEntryID, op.QueueToken = e.id, "qt-"+e.id
+	if g.r.Intn(5) == 0 {
+		op.Kind = history.KindLeave
+		g.entry(op)
+		g.stamp(op, g.s.leave(op.ClientID, e.id))
+		return
+	}
+	op.Kind, op.Outcome, op.ClientID, op.RequestID = history.KindQueueEntry, history.OK, "", ""
+	g.batch = false
+	op.Revision, op.AppliedAtMs = g.s.rev, g.s.clock
+	op.QueueState, op.Count, op.Category = e.state, e.count, e.category
+	if e.state != "OFFERED" {
+		return
+	}
+	h := g.s.holds[e.hold]
+	op.OutHoldID, op.OutToken, op.OutSeats = h.id, "ht-"+h.id, slices.Clone(h.seats)
+	op.HoldState, _, _ = g.s.getHold(h.id)
+	op.ExpiresAtMs = h.exp
+	if !slices.ContainsFunc(g.known, func(k knownHold) bool { return k.id == h.id }) {
+		g.known = append(g.known, knownHold{id: h.id, process: op.Process, ret: op.Return})
+	}
 }
 
 func (g *gen) read(op *history.Op) {
@@ -674,6 +804,143 @@ var mutations = []mutation{
 	{"read misses a hold kept by its extension", []string{CheckLinearizable, CheckS3}, mutReadExtended},
 	{"unconfirmed hold refunded", []string{CheckLinearizable}, mutRefundUnconfirmed},
 	{"extend reports a wrong expiry", []string{CheckLinearizable}, mutExtendWrong},
+	{"queued while seats were free", []string{CheckLinearizable}, mutQueuedFree},
+	{"offer read grants a taken seat", []string{CheckLinearizable, CheckS1}, mutOfferOverTaken},
+	{"offer read while its seats were taken", []string{CheckLinearizable, CheckS1}, mutOfferFabricated},
+	{"entry read offered after it was left", []string{CheckOrdering}, mutOfferAfterLeave},
+}
+
+// takenThrough returns a seat certainly taken from before t until the log
+// clock reached clock: booked for good (an OK confirm of an acknowledged
+// hold of it returned before t, and no refund of it was ever sent), or
+// held by an acknowledged hold that returned before t, expires after
+// clock, and no release or refund names. It skips the seats in not.
+func takenThrough(h *history.History, t, clock int64, not []string) (string, bool) {
+	for _, k := range h.Ops {
+		if k.Kind != history.KindHold || k.Outcome != history.OK || k.Resend || k.Return >= t || k.ExpiresAtMs <= clock || mayEnd(h, k.OutHoldID) {
+			continue
+		}
+		for _, x := range k.GrantedSeats() {
+			if !slices.Contains(not, x) {
+				return x, true
+			}
+		}
+	}
+	for _, c := range h.Ops {
+		if c.Kind != history.KindConfirm || c.Outcome != history.OK || c.Return >= t || namedBy(h, c.HoldID, history.KindRefund) {
+			continue
+		}
+		b := holdOp(h, c.HoldID)
+		if b == nil {
+			continue
+		}
+		for _, x := range b.GrantedSeats() {
+			if !slices.Contains(not, x) {
+				return x, true
+			}
+		}
+	}
+	return "", false
+}
+
+// offerAfter is a time the offer that read o saw certainly came after: the
+// latest call of a join naming its entry or of a read that found it
+// WAITING before o returned. ok is false when no join names it.
+func offerAfter(h *history.History, o *history.Op) (t int64, ok bool) {
+	for _, op := range h.Ops {
+		switch {
+		case op.QueueEntryID != o.QueueEntryID:
+		case op.Kind == history.KindHold && op.Reason == "QUEUED":
+			t, ok = max(t, op.Call), true
+		case op.Kind == history.KindQueueEntry && op.QueueState == "WAITING" && op.Call < o.Return:
+			t = max(t, op.Call)
+		}
+	}
+	return t, ok
+}
+
+// entryFate reports whether entry id was ever read OFFERED, or left.
+func entryFate(h *history.History, id string) (offered, left bool) {
+	for _, op := range h.Ops {
+		if op.QueueEntryID != id || op.Outcome != history.OK {
+			continue
+		}
+		offered = offered || op.Kind == history.KindQueueEntry && op.QueueState == "OFFERED"
+		left = left || op.Kind == history.KindLeave || op.QueueState == "LEFT"
+	}
+	return offered, left
+}
+
+// An entry's first OFFERED read names, in place of one of its seats, a
+// seat taken from before the offer could have been made until after.
+func mutOfferOverTaken(h *history.History, _ map[int]map[string]simSeat) bool {
+	seen := map[string]bool{}
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		if o.Kind != history.KindQueueEntry || o.QueueState != "OFFERED" || seen[o.QueueEntryID] {
+			continue
+		}
+		seen[o.QueueEntryID] = true
+		t, ok := offerAfter(h, o)
+		if !ok {
+			continue
+		}
+		// The offer was made at the log clock its expiry names.
+		if x, ok := takenThrough(h, t, o.ExpiresAtMs-queueClaimWindowMs, o.OutSeats); ok {
+			o.OutSeats[0] = x
+			return true
+		}
+	}
+	return false
+}
+
+// An OFFERED read, inserted right after a join whose entry was never
+// offered nor left, of an offer made at the join's revision that holds a
+// seat taken from before the join was called until after it applied.
+func mutOfferFabricated(h *history.History, _ map[int]map[string]simSeat) bool {
+	for i := range h.Ops {
+		j := h.Ops[i]
+		if j.Kind != history.KindHold || j.Reason != "QUEUED" || j.Resend || j.Revision == 0 {
+			continue
+		}
+		if offered, left := entryFate(h, j.QueueEntryID); offered || left {
+			continue
+		}
+		x, ok := takenThrough(h, j.Call, j.AppliedAtMs, nil)
+		if !ok {
+			continue
+		}
+		seats := []string{x}
+		for _, s := range sortedSeats(h.Final.Seats[show1]) {
+			if len(seats) < j.Count && s != x {
+				seats = append(seats, s)
+			}
+		}
+		h.Ops = append(h.Ops, history.Op{ID: len(h.Ops), Process: j.Process, Node: "n1", Kind: history.KindQueueEntry, Show: show1,
+			Call: j.Return + 1, Return: j.Return + 2, QueueEntryID: j.QueueEntryID, QueueToken: j.QueueToken, Outcome: history.OK,
+			QueueState: "OFFERED", Count: j.Count, Category: j.Category, OutHoldID: fmt.Sprintf("h1-%d-%d", j.Revision, 9000+j.ID),
+			OutToken: "mut", OutSeats: seats, HoldState: "HOLD_STATE_HELD", ExpiresAtMs: j.AppliedAtMs + queueClaimWindowMs,
+			Revision: j.Revision, AppliedAtMs: j.AppliedAtMs})
+		return true
+	}
+	return false
+}
+
+// An OFFERED read inserted after a leave of the entry succeeded: a left
+// entry is never offered.
+func mutOfferAfterLeave(h *history.History, _ map[int]map[string]simSeat) bool {
+	for i := range h.Ops {
+		l := h.Ops[i]
+		if l.Kind != history.KindLeave || l.Outcome != history.OK {
+			continue
+		}
+		id := fmt.Sprintf("h1-%d-%d", l.Revision+1, 9000+l.ID)
+		h.Ops = append(h.Ops, history.Op{ID: len(h.Ops), Process: l.Process, Node: "n1", Kind: history.KindQueueEntry, Show: show1,
+			Call: l.Return + 1, Return: l.Return + 2, QueueEntryID: l.QueueEntryID, QueueToken: l.QueueToken, Outcome: history.OK,
+			QueueState: "OFFERED", Count: 1, OutHoldID: id, OutToken: "mut", OutSeats: []string{"A1"}, HoldState: "HOLD_STATE_HELD"})
+		return true
+	}
+	return false
 }
 
 // namedBy reports whether any op of kind names hold id.
@@ -716,10 +983,28 @@ func calledAfter(h *history.History, rev uint64, t int64) bool {
 }
 
 // doubleRevisions makes room for an op between any two revisions.
+// Offered holds' ids name their revision, so they are renamed to match.
 func doubleRevisions(h *history.History) {
-	for i := range h.Ops {
-		h.Ops[i].Revision *= 2
+	rename := func(id string) string {
+		var rev, pos int
+		if n, _ := fmt.Sscanf(id, "h1-%d-%d", &rev, &pos); n == 2 && pos >= 4096 {
+			return fmt.Sprintf("h1-%d-%d", 2*rev, pos)
+		}
+		return id
 	}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		op.Revision *= 2
+		if op.Kind != history.KindHold {
+			op.OutHoldID = rename(op.OutHoldID)
+		}
+		op.HoldID = rename(op.HoldID)
+	}
+	holds := map[string]history.FinalHold{}
+	for id, fh := range h.Final.Holds {
+		holds[rename(id)] = fh
+	}
+	h.Final.Holds = holds
 	for g := range h.Final.Applied {
 		h.Final.Applied[g] *= 2
 	}
@@ -962,11 +1247,25 @@ func mutBestHeldSeat(h *history.History, truth map[int]map[string]simSeat) bool 
 // the next) that saw enough seats of the category free, none of which an
 // info hold may have taken in between.
 func mutSoldOutFree(h *history.History, _ map[int]map[string]simSeat) bool {
+	return freeRefused(h, "SOLD_OUT")
+}
+
+// The same refusal as a queue join (with no entry named, so that no unseen
+// offer could explain it): the server queues exactly where it would answer
+// SOLD_OUT.
+func mutQueuedFree(h *history.History, _ map[int]map[string]simSeat) bool {
+	return freeRefused(h, "QUEUED")
+}
+
+// freeRefused inserts a best-available hold refused with reason after a
+// read that saw enough seats free.
+func freeRefused(h *history.History, reason string) bool {
 	cat := h.Layouts[0].Seats
 	infoSeats := map[string]bool{}
 	wild := map[string]int{} // category -> seats info best-available holds may hold
 	for _, op := range h.Ops {
-		if op.Kind == history.KindHold && op.Outcome == history.Info {
+		// Info holds, and queue entries (whose offers may be unseen).
+		if op.Kind == history.KindHold && (op.Outcome == history.Info || op.Reason == "QUEUED") {
 			wild[op.Category] += op.Count
 			for _, x := range op.Seats {
 				infoSeats[x] = true
@@ -996,7 +1295,7 @@ func mutSoldOutFree(h *history.History, _ map[int]map[string]simSeat) bool {
 			doubleRevisions(h)
 			h.Ops = append(h.Ops, history.Op{ID: len(h.Ops), Process: 99, Node: "n1", Kind: history.KindHold, Show: show1,
 				ClientID: "c99", RequestID: "mut", Call: r.Call, Return: r.Return, Count: free, Category: category, TTLms: 1000,
-				Outcome: history.Fail, Reason: "SOLD_OUT", Revision: 2*r.Revision + 1, AppliedAtMs: r.AppliedAtMs})
+				Outcome: history.Fail, Reason: reason, Wait: reason == "QUEUED", Revision: 2*r.Revision + 1, AppliedAtMs: r.AppliedAtMs})
 			return true
 		}
 	}

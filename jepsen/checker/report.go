@@ -200,4 +200,4 @@ func (r *Report) WriteText(w io.Writer) error {
 
 // kinds lists the op kinds in summary order.
 var kinds = []history.Kind{history.KindHold, history.KindConfirm, history.KindRelease, history.KindExtend,
-	history.KindRefund, history.KindRead, history.KindGetHold}
+	history.KindRefund, history.KindRead, history.KindGetHold, history.KindQueueEntry, history.KindLeave}

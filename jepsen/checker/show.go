@@ -351,7 +351,7 @@ func ttlOf(ttl int64) int64 {
 // HOLD_CANCELLED or HOLD_CONFIRMED is modeled only to be refused: a refund
 // of a released hold answers HOLD_NOT_CONFIRMED, of a refunded one OK.
 var modeledFail = map[history.Kind]map[string]bool{
-	history.KindHold: {"SEATS_TAKEN": true, "SOLD_OUT": true},
+	history.KindHold: {"SEATS_TAKEN": true, "SOLD_OUT": true, "QUEUED": true},
 	history.KindConfirm: {"HOLD_NOT_FOUND": true, "NOT_HOLD_OWNER": true, "HOLD_EXPIRED": true,
 		"HOLD_CANCELLED": true, "HOLD_CONFIRMED": true},
 	history.KindRelease: {"HOLD_NOT_FOUND": true, "NOT_HOLD_OWNER": true, "HOLD_EXPIRED": true,

@@ -21,6 +21,8 @@ type Summary struct {
 	// them that asked for a category.
 	BestAvailable map[history.Outcome]int `json:"best_available,omitempty"`
 	Category      map[history.Outcome]int `json:"category,omitempty"`
+	// Queue counts the waiting queue's traffic.
+	Queue QueueSummary `json:"queue"`
 	// Reasons counts Fail and Info ops by reason.
 	Reasons map[string]int `json:"reasons,omitempty"`
 	// Faults counts nemesis actions by kind.
@@ -28,6 +30,18 @@ type Summary struct {
 	// Latency is per kind, over OK ops.
 	Latency    map[history.Kind]Latency `json:"latency"`
 	DurationMs float64                  `json:"duration_ms"`
+}
+
+// QueueSummary counts queue joins (holds answered QUEUED), the states
+// waiters read their entries in, the distinct offers they saw, and what
+// became of the offered holds by their waiters' hands.
+type QueueSummary struct {
+	Waits     int            `json:"waits"` // best-available holds that asked to wait
+	Joins     int            `json:"joins"`
+	Reads     map[string]int `json:"reads,omitempty"` // OK queueentry ops by state
+	Offers    int            `json:"offers"`
+	Confirmed int            `json:"confirmed"` // offered holds confirmed OK
+	Released  int            `json:"released"`  // offered holds released OK
 }
 
 // Latency is the distribution of OK ops' call-to-return times.
@@ -43,6 +57,7 @@ func summarize(h *history.History) Summary {
 	s := Summary{Ops: len(h.Ops), Outcomes: map[history.Kind]map[history.Outcome]int{},
 		BestAvailable: map[history.Outcome]int{}, Category: map[history.Outcome]int{},
 		Reasons: map[string]int{}, Faults: map[string]int{}, Latency: map[history.Kind]Latency{}}
+	s.Queue = summarizeQueue(h)
 	shows := map[string]bool{}
 	lat := map[history.Kind][]int64{}
 	var end int64
@@ -85,6 +100,40 @@ func summarize(h *history.History) Summary {
 	return s
 }
 
+func summarizeQueue(h *history.History) QueueSummary {
+	q := QueueSummary{Reads: map[string]int{}}
+	offered := map[string]bool{} // offered hold ids
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		switch {
+		case op.Kind == history.KindHold && op.Wait && !op.Resend:
+			q.Waits++
+			if op.Reason == "QUEUED" {
+				q.Joins++
+			}
+		case op.Kind == history.KindQueueEntry && op.Outcome == history.OK:
+			q.Reads[op.QueueState]++
+			if op.QueueState == "OFFERED" && op.OutHoldID != "" && !offered[op.OutHoldID] {
+				offered[op.OutHoldID] = true
+				q.Offers++
+			}
+		}
+	}
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if op.Outcome != history.OK || op.Resend || !offered[op.HoldID] {
+			continue
+		}
+		switch op.Kind {
+		case history.KindConfirm:
+			q.Confirmed++
+		case history.KindRelease:
+			q.Released++
+		}
+	}
+	return q
+}
+
 func reasonOr(r string) string {
 	if r == "" {
 		return "(none)"
@@ -120,6 +169,10 @@ func (s *Summary) writeText(b *strings.Builder) {
 				s.BestAvailable[history.OK], s.BestAvailable[history.Fail], s.BestAvailable[history.Info],
 				s.Category[history.OK], s.Category[history.Fail], s.Category[history.Info])
 		}
+	}
+	if q := s.Queue; q.Waits > 0 || len(q.Reads) > 0 {
+		fmt.Fprintf(b, "  queue: %d holds asked to wait, %d joined; entries read %s; %d offers seen; their waiters confirmed them %d times and released them %d times (OK answers)\n",
+			q.Waits, q.Joins, countList(q.Reads), q.Offers, q.Confirmed, q.Released)
 	}
 	if len(s.Reasons) > 0 {
 		fmt.Fprintf(b, "  reasons: %s\n", countList(s.Reasons))

@@ -25,13 +25,17 @@ const (
 	KindGetHold Kind = "gethold" // GetHold(show, hold, LINEARIZABLE)
 	KindExtend  Kind = "extend"  // Extend(show, hold, ttl)
 	KindRefund  Kind = "refund"  // Refund(show, hold, reason)
+	// KindQueueEntry is GetQueueEntry(show, entry, queue_token): a waiter
+	// reads its place in the show's queue or the hold offered to it.
+	KindQueueEntry Kind = "queueentry"
+	KindLeave      Kind = "leave" // LeaveQueue(show, entry, queue_token)
 )
 
 // Mutating reports whether ops of kind k change state (and carry a
 // client_id and request_id).
 func (k Kind) Mutating() bool {
 	switch k {
-	case KindHold, KindConfirm, KindRelease, KindExtend, KindRefund:
+	case KindHold, KindConfirm, KindRelease, KindExtend, KindRefund, KindLeave:
 		return true
 	}
 	return false
@@ -69,8 +73,15 @@ type Op struct {
 	// Category, or of any when empty) instead of naming Seats.
 	Count    int    `json:"count,omitempty"`
 	Category string `json:"category,omitempty"`
-	TTLms    int64  `json:"ttl_ms,omitempty"`  // hold, extend
-	HoldID   string `json:"hold_id,omitempty"` // confirm, release, gethold, extend, refund
+	// Wait: a best-available hold that finds too few seats joins the show's
+	// queue (Fail, reason QUEUED, with QueueEntryID) instead of SOLD_OUT.
+	Wait bool `json:"wait,omitempty"`
+	// QueueEntryID and QueueToken: the entry a QUEUED hold joined (outputs),
+	// or the one a queueentry or leave op names (inputs).
+	QueueEntryID string `json:"queue_entry_id,omitempty"`
+	QueueToken   string `json:"queue_token,omitempty"`
+	TTLms        int64  `json:"ttl_ms,omitempty"`  // hold, extend
+	HoldID       string `json:"hold_id,omitempty"` // confirm, release, gethold, extend, refund
 	// HoldToken is the token presented with a confirm, release, extend or
 	// refund.
 	HoldToken  string `json:"hold_token,omitempty"`
@@ -96,6 +107,13 @@ type Op struct {
 	// set.
 	ExpiresAtMs int64  `json:"expires_at_ms,omitempty"`
 	HoldState   string `json:"hold_state,omitempty"` // confirm, release, refund, gethold: HOLD_STATE_*
+	// QueueState is a queueentry op's answer: WAITING, OFFERED or LEFT. When
+	// OFFERED, OutHoldID, OutToken, OutSeats, HoldState and ExpiresAtMs
+	// describe the hold the queue made for the waiter, and Count and
+	// Category the entry's request. QueuePosition is the place in line
+	// (1 = next) of a QUEUED hold or a WAITING entry.
+	QueueState    string `json:"queue_state,omitempty"`
+	QueuePosition int    `json:"queue_position,omitempty"`
 	// Taken is the seats reported taken with SEATS_TAKEN.
 	Taken []string `json:"taken,omitempty"`
 	// Revision is the group's raft index the result was applied at (writes)

@@ -106,6 +106,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	if n := resolveInfoHolds(ctx, rec, newClient(cfg.Clients, &cfg, tc, rec)); n > 0 {
 		fmt.Fprintf(log, "jepsen: healed; re-sent %d best-available hold(s) of unknown outcome to learn their seats\n", n)
 	}
+	if n := resolveQueues(ctx, rec, newClient(cfg.Clients, &cfg, tc, rec)); n > 0 {
+		fmt.Fprintf(log, "jepsen: healed; settled %d queue entries of unknown fate (left, or their offer read and released)\n", n)
+	}
 	fmt.Fprintf(log, "jepsen: healed; waiting for replicas to converge\n")
 
 	h := &history.History{Seed: cfg.Seed, Layouts: showLayouts(cfg.Seed, showCount(cfg.Duration)),

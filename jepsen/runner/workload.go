@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,16 +156,38 @@ type client struct {
 	bookings []ownHold
 	// last is the last definite write, for resends
 	last *history.Op
+	// queues are the client's waiting queue entries (at most one per show)
+	queues []ownEntry
+	// next is an op to issue at once: the answer to an offer.
+	next *history.Op
+	// done is the op do recorded last.
+	done history.Op
+	// as, when set, is the client id to act as (the cleanup after healing
+	// acts for the waiters), with request ids of its own.
+	as string
 }
 
 type ownHold struct {
 	show, id, token string
 }
 
-func (c *client) clientID() string { return fmt.Sprintf("jc%d", c.id) }
+// ownEntry is a waiting entry of a show's queue.
+type ownEntry struct {
+	show, id, token string
+}
+
+func (c *client) clientID() string {
+	if c.as != "" {
+		return c.as
+	}
+	return fmt.Sprintf("jc%d", c.id)
+}
 
 func (c *client) nextRequest() string {
 	c.reqSeq++
+	if c.as != "" {
+		return fmt.Sprintf("end%d", c.reqSeq) // never one of the waiter's own
+	}
 	return fmt.Sprintf("r%d", c.reqSeq)
 }
 
@@ -175,6 +198,8 @@ func (c *client) run(ctx context.Context) {
 		show := shows[c.rng.IntN(len(shows))]
 		var op history.Op
 		switch p := c.rng.IntN(100); {
+		case c.next != nil:
+			op, c.next = *c.next, nil
 		case p < 35:
 			op = c.holdOp(show)
 		case p < 42 && len(c.holds) > 0:
@@ -196,6 +221,13 @@ func (c *client) run(ctx context.Context) {
 		case p < 75 && c.last != nil:
 			op = *c.last
 			op.Resend, op.Of = true, c.last.ID
+		case p < 85 && len(c.pickEntry().id) > 0:
+			// A waiter polls its entry now and then, and sometimes gives up.
+			e := c.pickEntry()
+			op = history.Op{Kind: history.KindQueueEntry, Show: e.show, QueueEntryID: e.id, QueueToken: e.token}
+			if c.rng.IntN(8) == 0 {
+				op.Kind = history.KindLeave
+			}
 		default:
 			op = history.Op{Kind: history.KindRead, Show: show}
 		}
@@ -206,7 +238,9 @@ func (c *client) run(ctx context.Context) {
 }
 
 // holdOp is a hold of named seats or, two times in five, of the best
-// available ones: of any category, or (half of those) of vip or std.
+// available ones: of any category, or (half of those) of vip or std. A
+// third of those ask to wait in the show's queue when too few seats are
+// free, unless the client already waits there.
 func (c *client) holdOp(show string) history.Op {
 	n := 1 + c.rng.IntN(seatsPerHold)
 	op := history.Op{Kind: history.KindHold, Show: show, TTLms: c.ttl()}
@@ -215,6 +249,7 @@ func (c *client) holdOp(show string) history.Op {
 		if c.rng.IntN(2) == 0 {
 			op.Category = rowCategory(c.rng.IntN(2) * vipRows) // vip or std
 		}
+		op.Wait = c.rng.IntN(3) == 0 && !slices.ContainsFunc(c.queues, func(e ownEntry) bool { return e.show == show })
 		return op
 	}
 	// Adjacent seats in one row, as people book.
@@ -255,6 +290,21 @@ func (c *client) pickBooking() ownHold {
 	return c.bookings[c.rng.IntN(len(c.bookings))]
 }
 
+// pickEntry is one of the client's waiting entries of a busy show, if any.
+// Entries of shows no longer busy are forgotten: the cleanup after healing
+// leaves them.
+func (c *client) pickEntry() ownEntry {
+	busy := map[string]bool{}
+	for _, s := range showsAt(c.seed, time.Duration(c.rec.now())) {
+		busy[s] = true
+	}
+	c.queues = slices.DeleteFunc(c.queues, func(e ownEntry) bool { return !busy[e.show] })
+	if len(c.queues) == 0 {
+		return ownEntry{}
+	}
+	return c.queues[c.rng.IntN(len(c.queues))]
+}
+
 // busyOnly forgets holds of shows no longer busy: they have expired by now,
 // and the checker's histories stay per show short.
 func (c *client) busyOnly(hs []ownHold) []ownHold {
@@ -267,14 +317,19 @@ func (c *client) busyOnly(hs []ownHold) []ownHold {
 
 // do runs one operation with retries and records it.
 func (c *client) do(ctx context.Context, op history.Op) {
-	if op.Kind != history.KindRead && op.Kind != history.KindGetHold && op.HoldID == "" && op.Kind != history.KindHold {
-		return // no hold to act on
-	}
-	if op.Kind == history.KindGetHold && op.HoldID == "" {
-		return
+	switch op.Kind {
+	case history.KindRead, history.KindHold:
+	case history.KindQueueEntry, history.KindLeave:
+		if op.QueueEntryID == "" {
+			return // no entry to act on
+		}
+	default:
+		if op.HoldID == "" {
+			return // no hold to act on
+		}
 	}
 	op.Process = c.process
-	if !op.Resend && op.Kind != history.KindRead && op.Kind != history.KindGetHold {
+	if !op.Resend && isWrite(op.Kind) {
 		op.ClientID, op.RequestID = c.clientID(), c.nextRequest()
 	}
 	op.Outcome, op.Reason, op.Error = "", "", ""
@@ -318,8 +373,12 @@ func (c *client) do(ctx context.Context, op history.Op) {
 		}
 	}
 	c.rec.end(op)
+	c.done = op
 	c.after(op)
 }
+
+// lastOp is the op do recorded last.
+func (c *client) lastOp() history.Op { return c.done }
 
 func isWrite(k history.Kind) bool { return k.Mutating() }
 
@@ -334,7 +393,11 @@ func (c *client) after(op history.Op) {
 		o := op
 		c.last = &o
 	}
-	if op.Outcome != history.OK || op.Resend {
+	if op.Resend {
+		return
+	}
+	c.afterQueue(op)
+	if op.Outcome != history.OK {
 		return
 	}
 	own := func(hs []ownHold) (ownHold, bool) {
@@ -370,6 +433,90 @@ func (c *client) after(op history.Op) {
 	}
 }
 
+// afterQueue keeps the client's queue entries: a QUEUED hold adds one, a
+// read that finds it LEFT or a leave that succeeds drops it, and a read
+// that finds it OFFERED adopts the hold: the client confirms it or releases
+// it at once, or (one time in five) keeps it like its other holds, which
+// may lapse.
+func (c *client) afterQueue(op history.Op) {
+	drop := func() {
+		c.queues = slices.DeleteFunc(c.queues, func(e ownEntry) bool { return e.id == op.QueueEntryID })
+	}
+	switch {
+	case op.Kind == history.KindHold && op.Reason == "QUEUED" && op.QueueEntryID != "":
+		if !slices.ContainsFunc(c.queues, func(e ownEntry) bool { return e.id == op.QueueEntryID }) {
+			c.queues = append(c.queues, ownEntry{show: op.Show, id: op.QueueEntryID, token: op.QueueToken})
+		}
+	case op.Kind == history.KindLeave && op.Outcome == history.OK:
+		drop()
+	case op.Kind != history.KindQueueEntry || op.Outcome != history.OK:
+	case op.QueueState == "LEFT":
+		drop()
+	case op.QueueState == "OFFERED":
+		drop()
+		if op.OutHoldID == "" || normState(op.HoldState) != "HELD" {
+			return
+		}
+		h := ownHold{show: op.Show, id: op.OutHoldID, token: op.OutToken}
+		c.holds = append(c.holds, h)
+		switch c.rng.IntN(5) {
+		case 0, 1:
+			c.next = &history.Op{Kind: history.KindConfirm, Show: h.show, HoldID: h.id, HoldToken: h.token, PaymentRef: fmt.Sprintf("pay-%d-%d", c.id, c.reqSeq+1)}
+		case 2, 3:
+			c.next = &history.Op{Kind: history.KindRelease, Show: h.show, HoldID: h.id, HoldToken: h.token}
+		}
+	}
+}
+
+func normState(s string) string {
+	return strings.TrimPrefix(s, "HOLD_STATE_")
+}
+
+// resolveQueues, after healing, settles every queue entry the history does
+// not know the end of (no OFFERED or LEFT read, no successful leave): it
+// leaves it as its waiter, reads it, and releases the hold it was offered,
+// if any. Without this the checker would only know that an entry may have
+// been offered some seats of its category, at any time after it was
+// joined, which blurs every check of the show; and an offered hold would
+// hold its seats for the whole claim window. c sends them (acting for each
+// waiter); it returns how many entries it settled.
+func resolveQueues(ctx context.Context, rec *recorder, c *client) int {
+	rec.mu.Lock()
+	settled := map[string]bool{}
+	var todo []history.Op
+	for _, op := range rec.mu.ops {
+		switch {
+		case op.Outcome != history.OK:
+		case op.Kind == history.KindLeave, op.Kind == history.KindQueueEntry && op.QueueState != "WAITING":
+			settled[op.QueueEntryID] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, op := range rec.mu.ops {
+		if op.Kind == history.KindHold && op.Reason == "QUEUED" && op.QueueEntryID != "" && !settled[op.QueueEntryID] && !seen[op.QueueEntryID] {
+			seen[op.QueueEntryID] = true
+			todo = append(todo, op)
+		}
+	}
+	rec.mu.Unlock()
+	for _, j := range todo {
+		c.as, c.process = j.ClientID, j.Process
+		e := history.Op{Show: j.Show, QueueEntryID: j.QueueEntryID, QueueToken: j.QueueToken}
+		leave := e
+		leave.Kind = history.KindLeave
+		if c.do(ctx, leave); c.lastOp().Outcome == history.OK {
+			continue
+		}
+		read := e
+		read.Kind = history.KindQueueEntry
+		c.do(ctx, read)
+		if r := c.lastOp(); r.Outcome == history.OK && r.QueueState == "OFFERED" && normState(r.HoldState) == "HELD" {
+			c.do(ctx, history.Op{Kind: history.KindRelease, Show: r.Show, HoldID: r.OutHoldID, HoldToken: r.OutToken})
+		}
+	}
+	return len(todo)
+}
+
 // resolveInfoHolds re-sends, after healing, every best-available hold whose
 // outcome stayed unknown, with its client_id and request_id, as a client
 // would retry until it gets an answer. The answer (the original replayed,
@@ -403,7 +550,7 @@ func (c *client) attempt(ctx context.Context, b ledgerpb.BookingClient, op *hist
 	case history.KindHold:
 		var r *ledgerpb.HoldResponse
 		r, err = b.Hold(ctx, &ledgerpb.HoldRequest{ShowId: op.Show, SeatIds: op.Seats, ClientId: op.ClientID,
-			RequestId: op.RequestID, TtlSeconds: uint32(op.TTLms / 1000), Count: uint32(op.Count), Category: op.Category})
+			RequestId: op.RequestID, TtlSeconds: uint32(op.TTLms / 1000), Count: uint32(op.Count), Category: op.Category, Wait: op.Wait})
 		if err == nil {
 			op.OutHoldID, op.ExpiresAtMs, op.Revision, op.AppliedAtMs, op.Replayed =
 				r.HoldId, r.ExpiresAt.AsTime().UnixMilli(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
@@ -439,6 +586,15 @@ func (c *client) attempt(ctx context.Context, b ledgerpb.BookingClient, op *hist
 		if err == nil {
 			op.HoldState, op.Revision, op.AppliedAtMs, op.Replayed = r.State.String(), r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
 		}
+	case history.KindQueueEntry:
+		err = c.readEntry(ctx, b, op)
+	case history.KindLeave:
+		var r *ledgerpb.LeaveQueueResponse
+		r, err = b.LeaveQueue(ctx, &ledgerpb.LeaveQueueRequest{ShowId: op.Show, EntryId: op.QueueEntryID, QueueToken: op.QueueToken,
+			ClientId: op.ClientID, RequestId: op.RequestID})
+		if err == nil {
+			op.Revision, op.AppliedAtMs, op.Replayed = r.Revision, r.AppliedAt.AsTime().UnixMilli(), r.Replayed
+		}
 	case history.KindRead:
 		var r *ledgerpb.SeatMap
 		r, err = b.GetSeatMap(ctx, &ledgerpb.GetSeatMapRequest{ShowId: op.Show, Consistency: ledgerpb.Consistency_LINEARIZABLE})
@@ -463,9 +619,30 @@ func (c *client) attempt(ctx context.Context, b ledgerpb.BookingClient, op *hist
 			if d.AppliedAt != nil {
 				op.AppliedAtMs = d.AppliedAt.AsTime().UnixMilli()
 			}
+			if op.Kind == history.KindHold && d.QueueEntryId != "" {
+				op.QueueEntryID, op.QueueToken, op.QueuePosition = d.QueueEntryId, d.QueueToken, int(d.QueuePosition)
+			}
 		}
 	}
 	return err
+}
+
+// readEntry reads op's queue entry (linearizably: the server has no other
+// way) and records what the waiter sees.
+func (c *client) readEntry(ctx context.Context, b ledgerpb.BookingClient, op *history.Op) error {
+	r, err := b.GetQueueEntry(ctx, &ledgerpb.GetQueueEntryRequest{ShowId: op.Show, EntryId: op.QueueEntryID, QueueToken: op.QueueToken})
+	if err != nil {
+		return err
+	}
+	op.QueueState, op.QueuePosition, op.Count, op.Category = r.State, int(r.Position), int(r.Count), r.Category
+	op.Revision, op.AppliedAtMs = r.Revision, r.AsOf.AsTime().UnixMilli()
+	if r.HoldId != "" {
+		op.OutHoldID, op.OutToken, op.OutSeats, op.HoldState = r.HoldId, r.HoldToken, r.SeatIds, holdStateName(r.HoldState)
+		if r.OfferExpiresAt != nil {
+			op.ExpiresAtMs = r.OfferExpiresAt.AsTime().UnixMilli()
+		}
+	}
+	return nil
 }
 
 func holdStateName(s ledgerpb.HoldState) string {
