@@ -19,8 +19,7 @@ import (
 // Catalog implements ledgerpb.CatalogServer: admin calls that build the
 // catalog in the catalog group (shard.CatalogKey), and browse calls
 // (browse.go) that read it within a stated staleness bound.
-//
-// TODO(issue 6): admin calls require an admin credential.
+// The admin calls require the admin token (auth.go); browsing is open.
 type Catalog struct {
 	ledgerpb.UnimplementedCatalogServer
 	router *shard.Router

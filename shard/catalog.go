@@ -11,7 +11,6 @@ import (
 	// database its machine has (or lacks).
 	_ "time/tzdata"
 
-
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"

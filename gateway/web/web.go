@@ -81,9 +81,8 @@ func mustLoad() map[string]*file {
 // Register adds the pages to mux: "GET /" (exactly), "GET /admin" and
 // "GET /assets/". Every other path stays the mux's.
 //
-// TODO(issue 6): /admin is a static page and holds no secret; it sends the
-// admin credential the operator types in. The Admin API it calls is what
-// must be protected.
+// /admin is a static page and holds no secret; it sends the admin token the
+// operator types in, and the Admin API it calls checks it (gateway/auth.go).
 func Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", serve)
 	mux.HandleFunc("GET /admin", serve)
