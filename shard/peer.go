@@ -37,6 +37,9 @@ func (p peerServer) Propose(ctx context.Context, req *ledgerpb.ProposeRequest) (
 func (p peerServer) Read(ctx context.Context, req *ledgerpb.ReadRequest) (*ledgerpb.ReadResponse, error) {
 	g, err := p.r.node.Group(req.GroupId)
 	if err != nil {
+		if resp := p.r.knownNodes(req); resp != nil {
+			return resp, nil // registry.go: what this node learned
+		}
 		return &ledgerpb.ReadResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER, Message: err.Error()}, nil
 	}
 	if isBrowse(req.Kind) {

@@ -27,9 +27,8 @@ const (
 
 // Router sends each request to the leader of its show's group.
 type Router struct {
-	node     *raftnode.Node
-	smap     Map
-	grpcAddr map[string]string // node id -> gRPC address
+	node *raftnode.Node
+	smap Map
 	// unsafeStaleReads serves linearizable reads from the local replica
 	// without asking the leader (set once before serving; harness
 	// self-tests only).
@@ -44,16 +43,17 @@ type Router struct {
 		// hints: the leader of a group this node does not host, as the
 		// last forward's answer named it.
 		hints map[uint32]string
+		// registry is the node registry as this node last learned it
+		// (registry.go); nil until then.
+		registry *ledgerpb.NodeList
 	}
 }
 
 // NewRouter routes with smap over node's groups. Where a group's replicas
-// are is learned at run time (they move), not fixed here.
+// are is learned at run time (they move), and where each node listens from
+// the node's peer table (the node registry, registry.go).
 func NewRouter(node *raftnode.Node, smap Map) *Router {
-	r := &Router{node: node, smap: smap, grpcAddr: map[string]string{}}
-	for _, p := range node.Peers() {
-		r.grpcAddr[p.ID] = p.GRPCTarget()
-	}
+	r := &Router{node: node, smap: smap}
 	r.mu.conns = map[string]*grpc.ClientConn{}
 	r.mu.hints = map[uint32]string{}
 	return r
@@ -69,12 +69,8 @@ func (r *Router) Map() Map { return r.smap }
 
 // RaftAddr returns a node's raft address, or "" for an unknown node.
 func (r *Router) RaftAddr(id string) string {
-	for _, p := range r.node.Peers() {
-		if p.ID == id {
-			return p.RaftAddr
-		}
-	}
-	return ""
+	p, _ := r.node.Peer(id)
+	return p.RaftAddr
 }
 
 // Node returns the local node.
@@ -206,10 +202,15 @@ func (r *Router) peer(id string) (ledgerpb.PeerClient, error) {
 
 // conn returns the shared connection to a node's gRPC port.
 func (r *Router) conn(id string) (*grpc.ClientConn, error) {
-	addr, ok := r.grpcAddr[id]
-	if !ok || addr == "" {
+	p, ok := r.node.Peer(id)
+	if !ok || p.GRPCTarget() == "" {
 		return nil, fmt.Errorf("%w: no gRPC address for node %s", raftnode.ErrUnavailable, id)
 	}
+	return r.connAddr(p.GRPCTarget())
+}
+
+// connAddr returns the shared connection to a gRPC address.
+func (r *Router) connAddr(addr string) (*grpc.ClientConn, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.mu.conns[addr]; ok {
