@@ -32,6 +32,8 @@ const (
 	// joinTimeoutDefault bounds how long a joining node looks for a node
 	// that gives it the registry.
 	joinTimeoutDefault = 30 * time.Second
+	// registryFailWarn is how long registry reads fail before a warning.
+	registryFailWarn = 10 * time.Second
 )
 
 // Registry errors.
@@ -106,22 +108,29 @@ func livePeers(list *ledgerpb.NodeList) []raftnode.Peer {
 
 // RunRegistry refreshes the registry every interval until ctx ends; check,
 // if set, sees every registry read (seatd stops a node the registry says
-// was removed). Failed reads are logged once per run of failures.
+// was removed). Reads failing for registryFailWarn are logged once (a
+// starting cluster has no catalog leader for a moment: no warning for that).
 func (r *Router) RunRegistry(ctx context.Context, interval time.Duration, log *slog.Logger, check func(*ledgerpb.NodeList)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	failing := false
+	var failingSince time.Time
+	warned := false
 	for {
 		list, err := r.RefreshNodes(ctx)
 		switch {
-		case err != nil && !failing && ctx.Err() == nil:
-			log.Warn("cannot read the node registry; keeping the peer table", "err", err)
-			failing = true
+		case err != nil && ctx.Err() == nil:
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if !warned && time.Since(failingSince) >= registryFailWarn {
+				log.Warn("cannot read the node registry; keeping the peer table", "err", err, "since", failingSince)
+				warned = true
+			}
 		case err == nil:
-			if failing {
+			if warned {
 				log.Info("node registry read again", "revision", list.Revision)
 			}
-			failing = false
+			failingSince, warned = time.Time{}, false
 			if check != nil {
 				check(list)
 			}
