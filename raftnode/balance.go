@@ -21,6 +21,8 @@ import (
 // others' from below: it never gives away a share it is owed (no churn once
 // every node is at or under its share), and a leadership it gives to a node
 // that had its share already comes back out at that node's next round. A
+// node that hosts every group knows every count, so it also evens out
+// counts within the share (2,2,0 becomes 2,1,1 when a node comes back). A
 // DRAINING node's share is zero: it hands every leadership away.
 
 // groupLead is what a balance round knows of one hosted group.
@@ -69,7 +71,14 @@ func (v balanceView) pick() (group uint32, to string, ok bool) {
 		fair, limit = 0, math.MaxInt
 	}
 	if len(mine) <= fair {
-		return 0, "", false
+		if len(v.groups) < v.total || len(mine) < 2 {
+			return 0, "", false
+		}
+		// This node hosts every group, so its counts are exact: at its
+		// share it still hands one to a node leading two fewer (a node
+		// that came back leads none, and 2,2,0 is within a share of 2).
+		// Each such move lowers the sum of squared counts: no churn.
+		limit = len(mine) - 1
 	}
 	for _, g := range mine {
 		if to := v.leastLoaded(g, leads, limit); to != "" {

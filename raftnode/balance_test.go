@@ -1,8 +1,10 @@
 // This file proves leadership balancing: with every one of six groups led by
 // one node, balance rounds hand leaderships away until each of the three
 // nodes leads two, and once balanced more rounds move nothing. Its table
-// proves one round's choice when nodes host only some groups (the fair share
-// counts the cluster's groups, so a node at its share keeps it), when nodes
+// proves one round's choice when every node hosts every group (counts are
+// exact: a node that came back is handed a leadership even within the
+// share), when nodes host only some groups (the fair share counts the
+// cluster's groups, so a node at its share keeps it), when nodes
 // drain (a draining node hands everything away and is never handed
 // anything), and that a follower whose heartbeats fail is skipped.
 package raftnode
@@ -97,6 +99,14 @@ func TestBalancePick(t *testing.T) {
 		{name: "full replication, at the share", self: "n1", total: 3,
 			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n2", "n1", "n2", "n3"), g(2, "n3", "n1", "n2", "n3")},
 			want:   "-"},
+		// 4 groups over 3 nodes: 2,2,0 is within the share of 2, but a node
+		// that came back should lead one: counts are exact, so even out.
+		{name: "full replication, a node came back", self: "n1", total: 4,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n2", "n3"), g(2, "n2", "n1", "n2", "n3"), g(3, "n2", "n1", "n2", "n3")},
+			want:   "0->n3"},
+		{name: "full replication, 2,1,1 is even", self: "n1", total: 4,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n2", "n3"), g(2, "n2", "n1", "n2", "n3"), g(3, "n3", "n1", "n2", "n3")},
+			want:   "-"},
 		// 8 groups of 3 replicas over 5 nodes: n1 hosts five and leads two,
 		// its share of 8/5. Counting only hosted groups (5/5 = 1) would hand
 		// one away, and the receiver would hand one back: churn.
@@ -104,6 +114,11 @@ func TestBalancePick(t *testing.T) {
 			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n4", "n5"), g(2, "n2", "n1", "n2", "n4"),
 				g(3, "n3", "n1", "n3", "n5"), g(4, "n5", "n1", "n2", "n5")},
 			want: "-"},
+		// Seen counts are lower bounds there: n4 may lead others. No
+		// evening out below the share.
+		{name: "partial replication, a node leading none of these", self: "n1", total: 8,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n4"), g(1, "n1", "n1", "n4", "n5"), g(2, "n2", "n1", "n2", "n4")},
+			want:   "-"},
 		{name: "partial replication, over the share", self: "n1", total: 8,
 			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n4", "n5"), g(2, "n1", "n1", "n2", "n4"),
 				g(3, "n3", "n1", "n3", "n5"), g(4, "n5", "n1", "n2", "n5")},
