@@ -34,7 +34,7 @@ func newNodeCmd(a *app) *cobra.Command {
 				return err
 			}
 			if a.json() {
-				return writeJSON(a.out, l)
+				return writeProto(a.out, l)
 			}
 			writeNodes(a.out, l)
 			return nil
@@ -165,7 +165,7 @@ func (a *app) addNode(ctx context.Context, id, raftAddr, grpcAddr string) error 
 		return err
 	}
 	if a.json() {
-		return writeJSON(a.out, resp)
+		return writeProto(a.out, resp)
 	}
 	fmt.Fprintf(a.out, "registered %s (raft %s, grpc %s) at revision %d; every node knows it\n", id, raftAddr, grpcAddr, resp.Revision)
 	var join []string
