@@ -246,11 +246,13 @@ func (r *Router) RegisterSeeds(ctx context.Context, seeds []raftnode.Peer) error
 			}
 			return nil
 		}
-		if ctx.Err() != nil {
+		// No catalog leader yet (a cluster whose nodes are still
+		// starting), or a peer that refused: try again, unhurried.
+		select {
+		case <-ctx.Done():
 			return err
+		case <-time.After(RegistryRefreshInterval):
 		}
-		// Propose gave up after its own deadline (no catalog leader yet,
-		// as in a cluster whose nodes are still starting): try again.
 	}
 }
 

@@ -139,6 +139,7 @@ func (r *Router) proposeOnce(ctx context.Context, group uint32, cmd *ledgerpb.Co
 	}
 	client, err := r.peer(target)
 	if err != nil {
+		r.setHint(group, "") // a node that left the peer table: ask another
 		return nil, err
 	}
 	fctx, cancel := context.WithTimeout(ctx, forwardTimeoutMax)
@@ -164,7 +165,7 @@ func (r *Router) leaderNode(group uint32) string {
 	r.mu.Lock()
 	hint := r.mu.hints[group]
 	r.mu.Unlock()
-	if hint != "" {
+	if _, known := r.node.Peer(hint); hint != "" && known {
 		return hint
 	}
 	// Replicas move (membership changes), so ask any other node: one that
