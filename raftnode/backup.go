@@ -73,6 +73,9 @@ func (c *SeedConfig) Validate() error {
 	if c.Open == nil {
 		return errors.New("raftnode: seeding needs a snapshot source")
 	}
+	if _, ok := c.Groups[c.RegistryGroup]; len(c.Registry) > 0 && !ok {
+		return fmt.Errorf("raftnode: registry group %d is not a group of the cluster", c.RegistryGroup)
+	}
 	// RaftAddr is not used to seed; Config.Validate wants one.
 	check := Config{NodeID: c.NodeID, DataDir: c.DataDir, RaftAddr: "seed", Peers: c.Peers, Groups: c.Groups}
 	return check.Validate()

@@ -97,6 +97,9 @@ func (c *nodeConfig) validate() error {
 	if c.Replicas < 1 {
 		return errors.New("--replicas must be at least 1")
 	}
+	if len(c.Join) > 0 && (len(c.Peers) != 1 || c.Peers[0].ID != c.ID) {
+		return errors.New("a node that joins lists only itself as its seed list")
+	}
 	return shard.Map{Groups: c.Groups}.Validate()
 }
 
