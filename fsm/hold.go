@@ -1,11 +1,8 @@
 package fsm
 
 import (
-	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -230,13 +227,8 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 // exists reports whether key is present. A read error panics like any other
 // on the apply path: treating it as "absent" would let the S1 check pass.
 func (tx *txn) exists(key []byte) bool {
-	_, closer, err := tx.b.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false
-	}
-	must(err, "read")
-	closer.Close()
-	return true
+	_, ok := tx.read(key)
+	return ok
 }
 
 func containsSeat(seats []string, s string) bool {
