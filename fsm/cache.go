@@ -145,7 +145,7 @@ type recordCache struct {
 	// known holds the show prefixes (showPrefixOf) whose every record is
 	// in recs.
 	known map[string]bool
-	bytes      int
+	bytes int
 }
 
 // cachedRecord is a record's encoded value, or its absence.
