@@ -38,10 +38,13 @@ import (
 // content is a no-op. So re-running the same file after a failure or an
 // unknown outcome finishes the work and duplicates nothing.
 //
-// The plan's reads are browse reads, stale by at most 2 s: an object
-// created in the last 2 s by someone else may be counted "created" when
-// it was already there. The create answers OK either way, and a conflict
-// it would have shown is still refused by the create (CITY_EXISTS, ...).
+// The plan's reads are browse reads, sent to the catalog group's leader
+// when Admin Status names it, so that they see every acknowledged write.
+// Should the leader be unknown or change meanwhile, they are stale by at
+// most 2 s: an object created in the last 2 s may then be counted
+// "created" when it was already there. The create answers OK either way,
+// and a conflict the plan missed is still refused by the create
+// (CITY_EXISTS, ...).
 
 // importClientID is the client id of the commands an import proposes.
 const importClientID = "seatctl-import"
@@ -149,6 +152,9 @@ func (a *app) importCatalog(ctx context.Context, path string, stdin io.Reader, d
 		return err
 	}
 	im := newImporter(a)
+	if err := im.preferCatalogLeader(ctx, dryRun); err != nil {
+		return err
+	}
 	steps, ps, err := im.plan(ctx, f, refs)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,10 +51,14 @@ func TestImportEndToEnd(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Close() })
 	sc := clusterCtl(t, ctx, c)
-	// seatctl asks the first endpoint first; browsing it too means the
-	// test's reads see at least what the import's plan will see.
+	// The test browses one node, which may be a follower: its first reads
+	// after the import poll until the import's writes show there.
 	catalog := dialCatalog(t, c.Nodes()[0].GRPCAddr)
 
+	// Without the admin token an import is refused before it reads.
+	if _, errOut, code := sc.runAs("", "show", "import", exampleCatalog); code != exitFailure || !strings.Contains(errOut, "admin token") {
+		t.Fatalf("show import without the admin token = exit %d, stderr %q; want exit 1 naming the admin token", code, errOut)
+	}
 	r := sc.importJSON(exampleCatalog, "--dry-run")
 	wantActions(t, "dry run", r, actionCreate, 13)
 	if _, err := catalog.GetCity(ctx, &ledgerpb.GetCityRequest{CityId: "berlin"}); !isNotFound(err) {
@@ -81,6 +86,7 @@ func TestImportEndToEnd(t *testing.T) {
 // browseImported reads the example catalog back through the Catalog API.
 func browseImported(t *testing.T, ctx context.Context, sc *seatctl, catalog ledgerpb.CatalogClient) {
 	want := []string{"abaton.gross.20270115T1830Z", "abaton.klein.20270115T2100Z"}
+	var err error
 	waitFor(t, "ListShows(abaton, 2027-01-15)", func() (bool, string) {
 		resp, err := catalog.ListShows(ctx, &ledgerpb.ListShowsRequest{CinemaId: "abaton", Date: "2027-01-15"})
 		var got []string
@@ -111,9 +117,13 @@ func browseImported(t *testing.T, ctx context.Context, sc *seatctl, catalog ledg
 	if err != nil || len(search.Shows) != 2 || search.Shows[0].ShowId != "zoo-palast.1.20270115T1900Z" || search.Shows[1].CinemaName != "Abaton Kino" {
 		t.Errorf("Search(metropolis) = %v, %v; want its show at the Zoo Palast, then the one at the Abaton", search, err)
 	}
-	l, err := catalog.GetShowListing(ctx, &ledgerpb.GetShowListingRequest{ShowId: "abaton-das-boot-premiere"})
-	if err != nil || l.MovieTitle != "Das Boot" || l.ScreenName != "Kleiner Saal" || l.TotalSeats != 30 || l.CityId != "hamburg" {
-		t.Errorf("GetShowListing(abaton-das-boot-premiere) = %v, %v; want Das Boot in the Kleiner Saal, 30 seats, hamburg", l, err)
+	var l *ledgerpb.ShowListing
+	waitFor(t, "GetShowListing(abaton-das-boot-premiere), the last show created", func() (bool, string) {
+		l, err = catalog.GetShowListing(ctx, &ledgerpb.GetShowListingRequest{ShowId: "abaton-das-boot-premiere"})
+		return err == nil, fmt.Sprint(err)
+	})
+	if l.MovieTitle != "Das Boot" || l.ScreenName != "Kleiner Saal" || l.TotalSeats != 30 || l.CityId != "hamburg" {
+		t.Errorf("GetShowListing(abaton-das-boot-premiere) = %v; want Das Boot in the Kleiner Saal, 30 seats, hamburg", l)
 	}
 	// The show is bookable with its screen's layout.
 	if out := sc.ok("seatmap", "abaton-das-boot-premiere"); !strings.Contains(out, "free 30") || !strings.Contains(out, "C  ..........") {

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
 )
 
 // The plan and apply phases of seatctl show import (see import.go).
@@ -41,6 +45,34 @@ func (a *app) onAnyCatalog(ctx context.Context, f func(ctx context.Context, c le
 		defer cancel()
 		return f(ctx, ledgerpb.NewCatalogClient(conn))
 	})
+}
+
+// preferCatalogLeader puts the catalog group's leader first among the
+// endpoints. A leader's browse reads include every write it acknowledged,
+// so the plan of a re-run sees all that the last run created; any other
+// node may lag by up to the 2 s staleness bound. Finding the leader takes
+// Admin Status, an admin call: without the admin token it fails, and an
+// import (not a dry run) is refused before it reads anything. Otherwise it
+// is best effort: without a known leader the endpoints stay as they are.
+func (im *importer) preferCatalogLeader(ctx context.Context, dryRun bool) error {
+	a := im.a
+	_, err := a.status(ctx, a.endpoints[0], false)
+	if c := status.Code(err); !dryRun && (c == codes.Unauthenticated || c == codes.PermissionDenied) {
+		return fmt.Errorf("show import creates through admin calls: %s", describe(err))
+	}
+	v, err := a.pollView(ctx, false)
+	if err != nil {
+		return nil
+	}
+	g := v.group(shard.Map{Groups: uint32(len(v.Groups))}.CatalogGroup())
+	if g == nil || g.Leader == "" || !v.up(g.Leader) {
+		return nil
+	}
+	if n := v.node(g.Leader); n != nil && n.GRPCAddr != "" {
+		rest := slices.DeleteFunc(slices.Clone(a.endpoints), func(e string) bool { return e == n.GRPCAddr })
+		a.endpoints = append([]string{n.GRPCAddr}, rest...)
+	}
+	return nil
 }
 
 // record reads a city, movie or cinema, or a show's listing, once per
