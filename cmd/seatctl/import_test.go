@@ -6,19 +6,22 @@
 // reported with its path and line, all of them at once; ids the file names
 // but does not define are left for the cluster to resolve; a record that
 // differs from the file is a conflict naming each differing field, while
-// a server-computed seat count is not a difference; and a bad file exits 2
-// before anything is dialed.
+// a server-computed seat count is not a difference; a bad file exits 2
+// before anything is dialed; and an import stops at its first failed
+// create, skipping the rest and saying how to finish.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/proto"
@@ -265,5 +268,29 @@ func TestImportBadFileExitsTwo(t *testing.T) {
 	var r importReport
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || len(r.Problems) != 2 || r.Problems[1].Path != "shows[0].starts_at" || r.Problems[1].Line != 2 {
 		t.Errorf("-o json = %s (%v), want a report with both problems", out.String(), err)
+	}
+}
+
+func TestImportStopsAtFirstFailure(t *testing.T) {
+	b, err := os.ReadFile(exampleCatalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, _ := parseChecked(t, b)
+	var steps []importStep
+	for _, o := range f.objects[:3] { // berlin, hamburg, zoo-palast
+		steps = append(steps, importStep{obj: o, action: actionCreate})
+	}
+	steps[1].action = actionUnchanged
+	// Port 1 refuses every call: UNAVAILABLE, retried for 3x the timeout.
+	a := &app{out: io.Discard, errOut: io.Discard, endpoints: []string{"127.0.0.1:1"}, timeout: 50 * time.Millisecond}
+	defer a.close()
+	newImporter(a).apply(context.Background(), steps)
+	got := []string{steps[0].action, steps[1].action, steps[2].action}
+	if want := []string{actionFailed, actionUnchanged, actionSkipped}; !slices.Equal(got, want) {
+		t.Errorf("apply with no node up = %v, want %v: stop at the first failure", got, want)
+	}
+	if d := steps[0].detail; !strings.Contains(d, "UNAVAILABLE") || !strings.Contains(d, "run the same command again") {
+		t.Errorf("failure detail = %q, want UNAVAILABLE and how to finish the import", d)
 	}
 }
