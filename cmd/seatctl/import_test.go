@@ -113,6 +113,7 @@ func TestImportProblems(t *testing.T) {
 	}{
 		{"not YAML", "cities: [", []string{"(file): not YAML or JSON"}},
 		{"empty", "", []string{"(file): is empty"}},
+		{"two documents", "cities: [{city_id: b, name: B}]\n---\nmovies: [{movie_id: m, title: M}]\n", []string{"(file): has more than one YAML document"}},
 		{"not an object", "- a\n- b\n", []string{"(file): must be an object"}},
 		{"nothing", "cities: []\n", []string{"(file): has no objects"}},
 		{"unknown list", "theatres: []\n", []string{"line 1: theatres: unknown list"}},

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,9 +141,16 @@ func (ps *problems) add(path string, line int, format string, args ...any) {
 // returns the objects whose shape is sound and every problem found.
 func parseCatalog(b []byte) (*catalogFile, problems) {
 	var ps problems
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	var doc, next yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		ps.add("(file)", 0, "not YAML or JSON: %v", err)
+		return nil, ps
+	}
+	if err := dec.Decode(&next); err != io.EOF {
+		// A second document would be ignored, and with it part of a
+		// program the operator meant to load.
+		ps.add("(file)", next.Line, "has more than one YAML document: put every list in one")
 		return nil, ps
 	}
 	if len(doc.Content) == 0 {
