@@ -179,7 +179,9 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 			continue
 		}
 		cmd, err := DecodeCommand(e.Data)
-		must(err, fmt.Sprintf("decode entry %d", e.Index))
+		if err != nil {
+			must(err, fmt.Sprintf("decode entry %d", e.Index))
+		}
 		if tx == nil {
 			tx = m.begin()
 		}
@@ -415,7 +417,9 @@ func (tx *txn) get(key []byte, msg proto.Message) bool {
 	if !ok {
 		return false
 	}
-	must(proto.Unmarshal(v, msg), fmt.Sprintf("decode %T", msg))
+	if err := proto.Unmarshal(v, msg); err != nil {
+		panic(fmt.Sprintf("fsm: decode %T: %v", msg, err)) // formatted only when it fails: get is hot
+	}
 	return true
 }
 
