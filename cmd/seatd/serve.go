@@ -30,6 +30,7 @@ func runServe(args []string) error {
 	raftLogLevel := fs.String("raft-log-level", "warn", "least severity of raft's own log lines: debug, info, warn, error or off")
 	adminAddr := fs.String("admin-http", "", "admin HTTP address serving /debug/pprof/ and /metrics (off by default; keep it private)")
 	maxBatch := fs.Int("max-batch", 0, "client commands per raft entry (group commit); 1 turns batching off (default 1024)")
+	maxInflight := fs.Int("max-inflight", 0, "raft entries a group's leader keeps proposed but not yet committed; fewer make group commit put more commands in each (default 4)")
 	heartbeat := fs.Duration("heartbeat-timeout", 0, "raft heartbeat timeout (default 1s; heartbeats go out at a tenth of it)")
 	election := fs.Duration("election-timeout", 0, "raft election timeout (default 1s)")
 	clientRate := fs.Float64("client-rate", gateway.ClientRateDefault, "writes per second each client_id may send to this node (429 RATE_LIMITED past it); 0 turns the limit off")
@@ -80,6 +81,7 @@ func runServe(args []string) error {
 		Logger: base, RaftLogLevel: raftLevel, Broken: *broken, ClockHook: *unsafeHooks,
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
+	cfg.Raft.InflightEntriesMax = *maxInflight
 	switch {
 	case *adminTokenPath != "" && *noAuth:
 		return fmt.Errorf("--admin-token-file and --insecure-no-auth exclude each other")
