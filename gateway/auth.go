@@ -42,7 +42,8 @@ type Auth struct {
 func NewAuth(token string) *Auth { return &Auth{token: token} }
 
 // RequirePeerCert makes the Peer service refuse callers whose TLS client
-// certificate does not chain to one of cas (seatd serve --peer-mtls). The
+// certificate is not a node certificate chaining to one of cas (seatd serve
+// --peer-mtls). The
 // gRPC port also serves the public API, so it cannot require a certificate
 // of every caller; this check does it for the one service only nodes call.
 // The admin token is still required on top. Call before serving.
@@ -131,14 +132,15 @@ func (a *Auth) peer(ctx context.Context) error {
 	return a.admin(ctx)
 }
 
-// peerCertOK reports whether the connection's TLS handshake verified a
-// client certificate that chains to one of cas. The handshake did the
-// signature checks; this only picks the CA, so it costs no crypto per call.
+// peerCertOK reports whether the connection's TLS handshake verified a node
+// certificate (one that also allows server authentication) chaining to one
+// of cas. The handshake did the signature checks; this only looks at the
+// chain, so it costs no crypto per call.
 func peerCertOK(ctx context.Context, cas []*x509.Certificate) bool {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return false
 	}
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
-	return ok && certs.RootedIn(info.State.VerifiedChains, cas)
+	return ok && certs.PeerChain(info.State.VerifiedChains, cas)
 }

@@ -2,9 +2,9 @@
 // 401 UNAUTHENTICATED, with another token 403, with the token allowed; a
 // node without a configured token checks nothing; the Peer service is
 // guarded by the interceptor while booking methods pass through it; and with
-// peer mutual TLS the Peer service also wants a verified certificate from the
-// cluster CA, not from another CA, not none, while booking calls still need
-// none.
+// peer mutual TLS the Peer service also wants a verified node certificate
+// from the cluster CA (not another CA's, not a client certificate, not none)
+// while booking calls still need none.
 package gateway
 
 import (
@@ -89,7 +89,8 @@ func TestPeerInterceptorRequiresPeerCert(t *testing.T) {
 	a := NewAuth(token)
 	a.RequirePeerCert([]*x509.Certificate{cluster.Cert})
 	withToken := AdminContext(context.Background(), token)
-	leaf := &x509.Certificate{Raw: []byte("leaf")}
+	node := &x509.Certificate{Raw: []byte("node"), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}
+	client := &x509.Certificate{Raw: []byte("client"), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	ok := func(context.Context, any) (any, error) { return "served", nil }
 	propose := &grpc.UnaryServerInfo{FullMethod: "/seatledger.v1.Peer/Propose"}
 	tests := []struct {
@@ -99,9 +100,10 @@ func TestPeerInterceptorRequiresPeerCert(t *testing.T) {
 	}{
 		{"token, plaintext", withToken, codes.Unauthenticated},
 		{"token, TLS without a certificate", tlsPeer(withToken, nil), codes.Unauthenticated},
-		{"token, certificate from another CA", tlsPeer(withToken, [][]*x509.Certificate{{leaf, other.Cert}}), codes.Unauthenticated},
-		{"node certificate, no token", tlsPeer(context.Background(), [][]*x509.Certificate{{leaf, cluster.Cert}}), codes.Unauthenticated},
-		{"node certificate and token", tlsPeer(withToken, [][]*x509.Certificate{{leaf, cluster.Cert}}), codes.OK},
+		{"token, certificate from another CA", tlsPeer(withToken, [][]*x509.Certificate{{node, other.Cert}}), codes.Unauthenticated},
+		{"token, client certificate from the cluster CA", tlsPeer(withToken, [][]*x509.Certificate{{client, cluster.Cert}}), codes.Unauthenticated},
+		{"node certificate, no token", tlsPeer(context.Background(), [][]*x509.Certificate{{node, cluster.Cert}}), codes.Unauthenticated},
+		{"node certificate and token", tlsPeer(withToken, [][]*x509.Certificate{{node, cluster.Cert}}), codes.OK},
 	}
 	for _, tt := range tests {
 		_, err := a.peerAuthUnary(tt.ctx, nil, propose, ok)

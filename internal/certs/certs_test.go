@@ -114,7 +114,7 @@ func TestLoadNodeRejectsBadFiles(t *testing.T) {
 		{"not yet valid", NodeFiles{CertFile: notYet + ".pem", KeyFile: notYet + "-key.pem"}, "not valid before"},
 		{"missing CA", NodeFiles{CertFile: d.Cert("n1"), KeyFile: d.Key("n1"), CAFile: "/nonexistent-ca.pem"}, "--tls-ca"},
 		{"garbage CA", NodeFiles{CertFile: d.Cert("n1"), KeyFile: d.Key("n1"), CAFile: garbage}, "no PEM certificate"},
-		{"another cluster's CA", NodeFiles{CertFile: d.Cert("n1"), KeyFile: d.Key("n1"), CAFile: other.CA()}, "not signed by the CA"},
+		{"another cluster's CA", NodeFiles{CertFile: d.Cert("n1"), KeyFile: d.Key("n1"), CAFile: other.CA()}, "does not verify against the CA"},
 		{"client-only certificate", clientOnly, "server authentication"},
 		{"missing client CA", NodeFiles{CertFile: d.Cert("n1"), KeyFile: d.Key("n1"), CAFile: d.CA(), ClientCAFile: "/nonexistent"}, "--client-ca"},
 		{"mtls without CA", NodeFiles{CertFile: d.Cert("n1"), KeyFile: d.Key("n1"), PeerMTLS: true}, "--peer-mtls needs --tls-ca"},
@@ -203,28 +203,33 @@ func TestMakeDirKeepsExistingFiles(t *testing.T) {
 	}
 }
 
-func TestRootedIn(t *testing.T) {
+func TestPeerChain(t *testing.T) {
 	d, other := testDir(t), testDir(t)
-	ca, err := readCerts(d.CA())
-	if err != nil {
-		t.Fatal(err)
+	read := func(path string) *x509.Certificate {
+		t.Helper()
+		c, err := readCerts(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c[0]
 	}
-	otherCA, err := readCerts(other.CA())
-	if err != nil {
-		t.Fatal(err)
+	ca, otherCA := []*x509.Certificate{read(d.CA())}, []*x509.Certificate{read(other.CA())}
+	node, client := read(d.Cert("n1")), read(d.ClientCert())
+	cases := []struct {
+		name   string
+		chains [][]*x509.Certificate
+		cas    []*x509.Certificate
+		want   bool
+	}{
+		{"node certificate from the CA", [][]*x509.Certificate{{node, ca[0]}}, ca, true},
+		{"node certificate, another CA trusted", [][]*x509.Certificate{{node, ca[0]}}, otherCA, false},
+		{"client certificate from the CA", [][]*x509.Certificate{{client, ca[0]}}, ca, false},
+		{"no chain", nil, ca, false},
+		{"empty chain", [][]*x509.Certificate{{}}, ca, false},
 	}
-	leaf, err := readCerts(d.Cert("n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain := [][]*x509.Certificate{{leaf[0], ca[0]}}
-	if !RootedIn(chain, ca) {
-		t.Errorf("RootedIn(chain to the CA, the CA) = false, want true")
-	}
-	if RootedIn(chain, otherCA) {
-		t.Errorf("RootedIn(chain to the CA, another CA) = true, want false")
-	}
-	if RootedIn(nil, ca) || RootedIn([][]*x509.Certificate{{}}, ca) {
-		t.Errorf("RootedIn(no chain) = true, want false")
+	for _, tc := range cases {
+		if got := PeerChain(tc.chains, tc.cas); got != tc.want {
+			t.Errorf("PeerChain(%s) = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -51,7 +52,7 @@ var (
 	ErrNoCertificate     = errors.New("certs: no PEM certificate")
 	ErrNotValidNow       = errors.New("certs: certificate not valid now")
 	ErrNotForHost        = errors.New("certs: certificate not valid for host")
-	ErrUntrusted         = errors.New("certs: certificate not signed by the CA")
+	ErrUntrusted         = errors.New("certs: certificate does not verify against the CA")
 )
 
 // NodeFiles names a node's TLS files, as given on seatd serve's command line.
@@ -315,12 +316,14 @@ func names(c *x509.Certificate) string {
 	return strings.Join(out, ", ")
 }
 
-// RootedIn reports whether one of chains ends in one of cas: the test the
-// Peer service applies to a caller's verified chains, by bytes so it costs no
-// signature check per call.
-func RootedIn(chains [][]*x509.Certificate, cas []*x509.Certificate) bool {
+// PeerChain reports whether one of chains is a node's: it ends in one of
+// cas and its leaf allows server authentication, which node certificates do
+// and client certificates (certgen's client.pem, from the same CA) do not.
+// It is the Peer service's test of a caller's verified chains, by bytes and
+// flags so it costs no signature check per call.
+func PeerChain(chains [][]*x509.Certificate, cas []*x509.Certificate) bool {
 	for _, chain := range chains {
-		if len(chain) == 0 {
+		if len(chain) == 0 || !slices.Contains(chain[0].ExtKeyUsage, x509.ExtKeyUsageServerAuth) {
 			continue
 		}
 		root := chain[len(chain)-1].Raw
