@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +16,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/shard"
 )
@@ -45,6 +48,10 @@ type app struct {
 	// calls need it; booking calls ignore it). tokenFile names where to
 	// read it from.
 	token, tokenFile string
+	// tlsFiles are --cacert, --cert and --key; validate loads them into
+	// tls, which stays nil for plaintext.
+	tlsFiles certs.ClientFiles
+	tls      *tls.Config
 
 	// mu guards conns: status polls dial every node concurrently.
 	mu struct {
@@ -61,6 +68,10 @@ func (a *app) validate() error {
 			return usagef("--admin-token-file: %v", err)
 		}
 		a.token = strings.TrimSpace(string(b))
+	}
+	var err error
+	if a.tls, err = a.tlsFiles.Config(); err != nil {
+		return usagef("%v", err)
 	}
 	var eps []string
 	for _, e := range a.endpoints {
@@ -92,7 +103,7 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := a.mu.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(a.transportCredentials()),
 		grpc.WithPerRPCCredentials(shard.BearerCredentials(a.token)),
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: a.timeout,
 			Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}}))
@@ -104,6 +115,14 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	}
 	a.mu.conns[addr] = c
 	return c, nil
+}
+
+// transportCredentials is TLS with --cacert/--cert/--key, else plaintext.
+func (a *app) transportCredentials() credentials.TransportCredentials {
+	if a.tls == nil {
+		return insecure.NewCredentials()
+	}
+	return credentials.NewTLS(a.tls)
 }
 
 func (a *app) admin(addr string) (ledgerpb.AdminClient, error) {
@@ -286,6 +305,9 @@ func describe(err error) string {
 		msg = strings.TrimSuffix(dial, `"`)
 	}
 	s := reason + ": " + msg
+	if hint := tlsHint(msg); hint != "" {
+		s += " (hint: " + hint + ")"
+	}
 	if d := detailOf(err); d != nil {
 		var extra []string
 		if len(d.TakenSeatIds) > 0 {
@@ -302,6 +324,29 @@ func describe(err error) string {
 		}
 	}
 	return oneLine(s)
+}
+
+// tlsHints maps what a failed connection says to what an operator should
+// try: gRPC reports a TLS mismatch as a bare transport error.
+var tlsHints = []struct{ says, hint string }{
+	{"certificate signed by unknown authority", "verify the nodes with the cluster's CA: --cacert ca.pem"},
+	{"certificate is valid for", "the node's certificate does not name the address dialed: use an address from --peers, or a certificate with that host"},
+	{"first record does not look like a TLS handshake", "the node serves plaintext: drop --cacert/--cert/--key"},
+	{"certificate required", "the node requires a client certificate (--client-ca): pass --cert and --key"},
+	{"bad certificate", "the node refused the client certificate: pass --cert/--key signed by its --client-ca"},
+	{"unknown certificate authority", "the node refused the client certificate: pass --cert/--key signed by its --client-ca"},
+	{"server preface", "the node may serve TLS: pass --cacert with the cluster's CA"},
+	{"connection reset by peer", "if the node serves TLS, pass --cacert with the cluster's CA"},
+}
+
+// tlsHint returns the hint for a connection error message, or "".
+func tlsHint(msg string) string {
+	for _, h := range tlsHints {
+		if strings.Contains(msg, h.says) {
+			return h.hint
+		}
+	}
+	return ""
 }
 
 // codeName is a gRPC code in SCREAMING_SNAKE as in ErrorInfo reasons.
