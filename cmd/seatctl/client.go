@@ -305,9 +305,6 @@ func describe(err error) string {
 		msg = strings.TrimSuffix(dial, `"`)
 	}
 	s := reason + ": " + msg
-	if hint := tlsHint(msg); hint != "" {
-		s += " (hint: " + hint + ")"
-	}
 	if d := detailOf(err); d != nil {
 		var extra []string
 		if len(d.TakenSeatIds) > 0 {
@@ -326,25 +323,33 @@ func describe(err error) string {
 	return oneLine(s)
 }
 
-// tlsHints maps what a failed connection says to what an operator should
-// try: gRPC reports a TLS mismatch as a bare transport error.
-var tlsHints = []struct{ says, hint string }{
-	{"certificate signed by unknown authority", "verify the nodes with the cluster's CA: --cacert ca.pem"},
-	{"certificate is valid for", "the node's certificate does not name the address dialed: use an address from --peers, or a certificate with that host"},
-	{"first record does not look like a TLS handshake", "the node serves plaintext: drop --cacert/--cert/--key"},
-	{"certificate required", "the node requires a client certificate (--client-ca): pass --cert and --key"},
-	{"bad certificate", "the node refused the client certificate: pass --cert/--key signed by its --client-ca"},
-	{"unknown certificate authority", "the node refused the client certificate: pass --cert/--key signed by its --client-ca"},
-	{"server preface", "the node may serve TLS: pass --cacert with the cluster's CA"},
-	{"connection reset by peer", "if the node serves TLS, pass --cacert with the cluster's CA"},
-}
-
-// tlsHint returns the hint for a connection error message, or "".
-func tlsHint(msg string) string {
-	for _, h := range tlsHints {
-		if strings.Contains(msg, h.says) {
-			return h.hint
+// tlsHint returns what to try when a call failed with msg because the TLS
+// flags do not match the node's, or "". gRPC reports a mismatch as a bare
+// transport error, and which one depends on the flags: plaintext to a TLS
+// port is "server preface" or a reset; with TLS 1.3 a refused client
+// certificate is often only a broken pipe.
+func (a *app) tlsHint(msg string) string {
+	has := func(s ...string) bool {
+		for _, x := range s {
+			if strings.Contains(msg, x) {
+				return true
+			}
 		}
+		return false
+	}
+	switch {
+	case has("certificate signed by unknown authority"):
+		return "verify the nodes with the cluster's CA: --cacert ca.pem"
+	case has("certificate is valid for"):
+		return "the node's certificate does not name the address dialed: use the address in --peers"
+	case has("first record does not look like a TLS handshake"):
+		return "the node serves plaintext: drop --cacert, --cert and --key"
+	case a.tls == nil && has("server preface", "connection reset by peer", "broken pipe"):
+		return "if the node serves TLS, pass --cacert with the cluster's CA"
+	case a.tls != nil && len(a.tls.Certificates) == 0 && has("certificate required", "broken pipe", "connection reset by peer", "EOF"):
+		return "if the node requires client certificates (--client-ca), pass --cert and --key"
+	case a.tls != nil && has("bad certificate", "unknown certificate authority", "certificate required"):
+		return "the node refused the client certificate: use one signed by its --client-ca"
 	}
 	return ""
 }

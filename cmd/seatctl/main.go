@@ -71,7 +71,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "seatctl: %s\n", oneLine(err.Error()))
+	msg := oneLine(err.Error())
+	if hint := a.tlsHint(msg); hint != "" {
+		msg += " (hint: " + hint + ")"
+	}
+	fmt.Fprintf(stderr, "seatctl: %s\n", msg)
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
