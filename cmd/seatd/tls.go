@@ -64,7 +64,7 @@ func raftTLS(n *certs.Node) *raftnode.MuxTLS {
 	if n == nil {
 		return nil
 	}
-	return &raftnode.MuxTLS{Server: n.RaftServer(), Client: n.PeerClient("")}
+	return &raftnode.MuxTLS{Server: n.RaftServer(), Client: n.PeerClient()}
 }
 
 // grpcTLS makes forwarding to peers use TLS, makes the Peer service want a
@@ -74,7 +74,7 @@ func grpcTLS(n *certs.Node, router *shard.Router, auth *gateway.Auth) []grpc.Ser
 	if n == nil {
 		return nil
 	}
-	router.SetPeerTLS(n.PeerClient(""))
+	router.SetPeerTLS(n.PeerClient())
 	if n.PeerMTLS() {
 		auth.RequirePeerCert(n.PeerCAs())
 	}

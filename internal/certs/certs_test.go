@@ -152,9 +152,9 @@ func TestLoadNodeConfigs(t *testing.T) {
 			t.Errorf("%s: client auth raft/grpc/http = %v/%v/%v, want %v/%v/%v", tc.name,
 				raft.ClientAuth, grpc.ClientAuth, http.ClientAuth, tc.raft, tc.grpc, tc.http)
 		}
-		if raft.MinVersion != tls.VersionTLS13 || n.PeerClient("x").MinVersion != tls.VersionTLS13 || grpc.MinVersion != tls.VersionTLS12 {
+		if raft.MinVersion != tls.VersionTLS13 || n.PeerClient().MinVersion != tls.VersionTLS13 || grpc.MinVersion != tls.VersionTLS12 {
 			t.Errorf("%s: min versions raft %x, peer client %x, grpc %x; want 1.3, 1.3, 1.2", tc.name,
-				raft.MinVersion, n.PeerClient("x").MinVersion, grpc.MinVersion)
+				raft.MinVersion, n.PeerClient().MinVersion, grpc.MinVersion)
 		}
 		if got := grpc.ClientCAs != nil; got != tc.grpcTrustsClientCerts {
 			t.Errorf("%s: gRPC ClientCAs set = %v, want %v", tc.name, got, tc.grpcTrustsClientCerts)

@@ -185,11 +185,11 @@ func (n *Node) RaftServer() *tls.Config {
 
 // PeerClient is what this node dials its peers' raft and gRPC ports with:
 // the peer CA verifies them, and this node's certificate is its client
-// certificate. serverName is the peer's advertised host, which may differ
-// from the dialed address (a proxy in the fault harness); "" lets the caller
-// set it per connection.
-func (n *Node) PeerClient(serverName string) *tls.Config {
-	return &tls.Config{MinVersion: PeerVersionMin, RootCAs: n.peerCAs, ServerName: serverName,
+// certificate. It has no ServerName: the dialer sets the peer's advertised
+// host per connection, which may differ from the address dialed (a proxy in
+// the fault harness).
+func (n *Node) PeerClient() *tls.Config {
+	return &tls.Config{MinVersion: PeerVersionMin, RootCAs: n.peerCAs,
 		Certificates:       []tls.Certificate{n.cert},
 		ClientSessionCache: tls.NewLRUClientSessionCache(peerSessionCacheEntries)}
 }
