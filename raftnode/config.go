@@ -49,6 +49,10 @@ type Config struct {
 	// Listener, if set, is an already bound raft port (RaftAddr is then
 	// only its name).
 	Listener net.Listener
+	// TLS, if set, encrypts the raft port both ways (mux.go); nil keeps it
+	// plaintext. Its ServerName and Logger may be left nil: the node maps
+	// dial addresses to its peers' advertised hosts and logs with Logger.
+	TLS *MuxTLS
 	// Peers lists every node of the cluster, this one included.
 	Peers []Peer
 	// Groups maps each group to its replicas' node ids; this node hosts the
@@ -200,6 +204,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout && c.HeartbeatTimeout != 0 {
 		return errors.New("raftnode: leader lease timeout must not exceed the heartbeat timeout")
+	}
+	if c.TLS != nil {
+		return c.TLS.Validate()
 	}
 	return nil
 }

@@ -2,15 +2,16 @@ package shard
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -30,6 +31,9 @@ type Router struct {
 	node     *raftnode.Node
 	smap     Map
 	grpcAddr map[string]string // node id -> gRPC address
+	// grpcHost is a node's advertised gRPC host, the name its certificate
+	// is verified against even when grpcAddr is a proxy.
+	grpcHost map[string]string
 	// unsafeStaleReads serves linearizable reads from the local replica
 	// without asking the leader (set once before serving; harness
 	// self-tests only).
@@ -37,6 +41,9 @@ type Router struct {
 	// peerToken authenticates this node's forwarded calls (set once before
 	// serving).
 	peerToken string
+	// peerTLS, if set, is the template of forwarded calls' TLS (set once
+	// before serving); nil dials peers in plaintext.
+	peerTLS *tls.Config
 
 	mu struct {
 		sync.Mutex
@@ -50,9 +57,12 @@ type Router struct {
 // NewRouter routes with smap over node's groups. Where a group's replicas
 // are is learned at run time (they move), not fixed here.
 func NewRouter(node *raftnode.Node, smap Map) *Router {
-	r := &Router{node: node, smap: smap, grpcAddr: map[string]string{}}
+	r := &Router{node: node, smap: smap, grpcAddr: map[string]string{}, grpcHost: map[string]string{}}
 	for _, p := range node.Peers() {
 		r.grpcAddr[p.ID] = p.GRPCTarget()
+		if host, _, err := net.SplitHostPort(p.GRPCAddr); err == nil {
+			r.grpcHost[p.ID] = host
+		}
 	}
 	r.mu.conns = map[string]*grpc.ClientConn{}
 	r.mu.hints = map[uint32]string{}
@@ -215,7 +225,7 @@ func (r *Router) conn(id string) (*grpc.ClientConn, error) {
 	if c, ok := r.mu.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(r.transportCredentials(id)),
 		grpc.WithPerRPCCredentials(BearerCredentials(r.peerToken)),
 		// Reconnect to a restarted peer within a second, not gRPC's
 		// default of up to two minutes: forwarding is on the write path.
