@@ -220,6 +220,8 @@ func byShow(kind byte) bool { return kind == kindSeat || kind == kindClientHold 
 // show id.
 func showPrefixOf(key []byte) []byte {
 	n := groupPrefixLen + 2 + int(key[groupPrefixLen+1])
-	assertf(n <= len(key), "key %x is shorter than its show id", key)
+	if n > len(key) {
+		violated("key %x is shorter than its show id", key)
+	}
 	return key[:n]
 }

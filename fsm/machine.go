@@ -206,7 +206,9 @@ func (m *Machine) begin() *txn {
 
 // applyEntry applies one entry to tx at index.
 func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
-	assertf(index > tx.index, "entry %d applied after %d", index, tx.index)
+	if index <= tx.index {
+		violated("entry %d applied after %d", index, tx.index)
+	}
 	tx.index = index
 	// Never before 1970 (expiry times are stored as unsigned keys) nor
 	// after year 9999 (so now + a TTL cannot overflow).
