@@ -27,6 +27,12 @@ bench:
 seatbench:
 	$(GO) run ./cmd/seatbench $(ARGS)
 
+# How cost grows with groups, clients, shows and seats per show: one short
+# uniform run per point, tables for docs/PERFORMANCE.md (about 8 minutes).
+.PHONY: perf-scaling
+perf-scaling:
+	cmd/seatbench/scaling.sh
+
 # Regenerate protobuf code (needs Debian's protoc; the Go plugins are pinned as
 # tool lines in go.mod). Generated code is committed.
 proto:

@@ -11,6 +11,14 @@ func assertf(cond bool, format string, args ...any) {
 	}
 }
 
+// violated panics like a failed assertf. Hot paths write
+// `if !cond { violated(...) }` instead of assertf: assertf's arguments are
+// boxed into interfaces before it can test cond, an allocation per call
+// even when the invariant holds.
+func violated(format string, args ...any) {
+	panic(fmt.Sprintf("fsm: invariant violated: "+format, args...))
+}
+
 // must panics on an error inside apply: a failed Pebble write or an
 // undecodable record is impossible state (STYLE 4).
 func must(err error, what string) {

@@ -8,6 +8,7 @@ package fsm
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"syscall"
 	"testing"
 
@@ -170,4 +171,65 @@ func BenchmarkHoldConflict(b *testing.B) {
 			b.Fatalf("Hold(E10,E11) = %s, want SEATS_TAKEN with two alternatives", resultString(res[0]))
 		}
 	}
+}
+
+// BenchmarkApplyUniform mirrors seatbench's uniform workload on one group:
+// 2,500 shows of 200 seats (20,000 over 8 groups), holds of 1-4 adjacent
+// seats in a random show, half confirmed and a fifth released in later
+// entries, 4 commands per entry (what group commit averages under that
+// load). Most holds touch a show, a client and seats for the first time, so
+// it counts what the apply path pays for records it must look up.
+func BenchmarkApplyUniform(b *testing.B) {
+	const shows, perEntry = 2500, 4
+	m := newTestMachine(b, newTestDB(b), 1)
+	index := uint64(0)
+	rows := "A:20:std,B:20:std,C:20:std,D:20:std,E:20:std,F:20:std,G:20:std,H:20:std,I:20:std,J:20:std"
+	for s := range shows {
+		index++
+		mustApply(b, m, index, at(1000, cmdShow("admin", fmt.Sprintf("r%d", s), testShow(fmt.Sprintf("s%d", s), rows, "std:1000:EUR"))), 1)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var follow []*ledgerpb.Command // confirms and releases of earlier holds
+	req := 0
+	next := func() *ledgerpb.Command {
+		req++
+		if len(follow) > 0 && rng.IntN(2) == 0 {
+			c := follow[0]
+			follow = follow[1:]
+			return c
+		}
+		show := fmt.Sprintf("s%d", rng.IntN(shows))
+		n := 1 + rng.IntN(4)
+		row, first := rng.IntN(10), rng.IntN(20-n+1)
+		seats := make([]string, n)
+		for i := range seats {
+			seats[i] = fmt.Sprintf("%c%d", 'A'+row, first+i+1)
+		}
+		return cmdHold(fmt.Sprintf("c%d", req), "r", show, 300_000, seats...)
+	}
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	reads0 := m.storeReads
+	for b.Loop() {
+		cmds := make([]*ledgerpb.Command, perEntry)
+		for i := range cmds {
+			cmds[i] = next()
+		}
+		index++
+		res := m.Apply(index, at(int64(index)+1000, cmdBatch(cmds...)))
+		for i, r := range res {
+			h := cmds[i].GetHold()
+			if h == nil || r.Code != ledgerpb.Code_CODE_OK {
+				continue
+			}
+			switch p := rng.IntN(10); {
+			case p < 5:
+				follow = append(follow, cmdConfirm(cmds[i].ClientId, "r2", h.ShowId, r.HoldId, "pay"))
+			case p < 7:
+				follow = append(follow, cmdRelease(cmds[i].ClientId, "r2", h.ShowId, r.HoldId))
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perEntry), "ns/cmd")
+	b.ReportMetric(float64(m.storeReads-reads0)/float64(b.N*perEntry), "reads/cmd")
 }

@@ -11,5 +11,9 @@ func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 	}
 	tx.put(tx.m.showKey(c.Show.ShowId), c.Show)
 	must(tx.b.Set(tx.m.showTokenKey(c.Show.ShowId), c.TokenKey, nil), "write token key")
+	// The show's first hold would decode it and read its key again.
+	l := newLayout(c.Show)
+	l.tokenKey = append([]byte(nil), c.TokenKey...)
+	tx.m.layouts.put(c.Show.ShowId, l)
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK}
 }

@@ -30,7 +30,9 @@ import (
 // SeatEventRecord field 2, exactly as proto.Marshal would) instead of
 // allocating a message per seat.
 func (tx *txn) seatChanged(show, seat string, state ledgerpb.SeatState) {
-	assertf(state != ledgerpb.SeatState_SEAT_STATE_UNSPECIFIED && seat != "", "seat %q of show %s changed to state %v", seat, show, state)
+	if !(state != ledgerpb.SeatState_SEAT_STATE_UNSPECIFIED && seat != "") {
+		violated("seat %q of show %s changed to state %v", seat, show, state)
+	}
 	if tx.events == nil {
 		tx.events = map[string][]byte{}
 	}

@@ -6,7 +6,9 @@ package fsm
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +18,15 @@ import (
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
+
+// TestMain runs every test with the record cache checked against the store
+// on each read (cache.go), so the scenario, model, determinism and fuzz
+// tests prove the cache exact; benchmarks measure it unchecked.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	checkRecordCache = flag.Lookup("test.bench").Value.String() == ""
+	os.Exit(m.Run())
+}
 
 // newTestDB opens a Pebble database in a temporary directory that is closed
 // before the directory is removed.

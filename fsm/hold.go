@@ -1,11 +1,8 @@
 package fsm
 
 import (
-	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -129,11 +126,15 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		row, _ := l.seat(int(n))
 		h.AmountMinor += l.price(row)
 		key := tx.m.seatKey(c.ShowId, n)
-		assertf(tx.m.unsafe.SkipSeatCheck || !tx.exists(key), "S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
+		if !tx.m.unsafe.SkipSeatCheck && tx.exists(key) {
+			violated("S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
+		}
 		tx.put(key, &ledgerpb.SeatRecord{HoldId: h.HoldId, State: ledgerpb.SeatState_HELD, ExpiresAtMs: h.ExpiresAtMs})
 		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
-	assertf(tx.holdRecord(h.HoldId) == nil, "hold id %s reused", h.HoldId)
+	if tx.holdRecord(h.HoldId) != nil {
+		violated("hold id %s reused", h.HoldId)
+	}
 	tx.put(tx.m.holdKey(h.HoldId), h)
 	must(tx.b.Set(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId), nil, nil), "write expiry index")
 	tx.trackHold(h)
@@ -172,14 +173,18 @@ func (tx *txn) untrackHold(h *ledgerpb.HoldRecord) {
 	tx.editClientHolds(h, func(rec *ledgerpb.ClientHoldsRecord) {
 		n := len(rec.Holds)
 		rec.Holds = slices.DeleteFunc(rec.Holds, func(x *ledgerpb.ClientHold) bool { return x.HoldId == h.HoldId })
-		assertf(len(rec.Holds) == n-1, "hold %s is not listed under client %s", h.HoldId, h.ClientId)
+		if len(rec.Holds) != n-1 {
+			violated("hold %s is not listed under client %s", h.HoldId, h.ClientId)
+		}
 	})
 }
 
 func (tx *txn) retrackHold(h *ledgerpb.HoldRecord) {
 	tx.editClientHolds(h, func(rec *ledgerpb.ClientHoldsRecord) {
 		i := slices.IndexFunc(rec.Holds, func(x *ledgerpb.ClientHold) bool { return x.HoldId == h.HoldId })
-		assertf(i >= 0, "hold %s is not listed under client %s", h.HoldId, h.ClientId)
+		if i < 0 {
+			violated("hold %s is not listed under client %s", h.HoldId, h.ClientId)
+		}
 		rec.Holds[i].ExpiresAtMs = h.ExpiresAtMs
 	})
 }
@@ -211,10 +216,12 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 			continue
 		}
 		h := tx.holdRecord(rec.HoldId)
-		assertf(h != nil && h.ShowId == show && containsSeat(h.SeatIds, ids[i]),
-			"S1: seat %s of show %s points at hold %s that does not own it", ids[i], show, rec.HoldId)
-		assertf(rec.State != ledgerpb.SeatState_HELD || rec.ExpiresAtMs == 0 || rec.ExpiresAtMs == h.ExpiresAtMs,
-			"seat %s of show %s says hold %s expires at %d, the hold says %d", ids[i], show, rec.HoldId, rec.ExpiresAtMs, h.ExpiresAtMs)
+		if !(h != nil && h.ShowId == show && containsSeat(h.SeatIds, ids[i])) {
+			violated("S1: seat %s of show %s points at hold %s that does not own it", ids[i], show, rec.HoldId)
+		}
+		if !(rec.State != ledgerpb.SeatState_HELD || rec.ExpiresAtMs == 0 || rec.ExpiresAtMs == h.ExpiresAtMs) {
+			violated("seat %s of show %s says hold %s expires at %d, the hold says %d", ids[i], show, rec.HoldId, rec.ExpiresAtMs, h.ExpiresAtMs)
+		}
 		if rec.State == ledgerpb.SeatState_HELD && h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs {
 			if !seen[h.HoldId] {
 				seen[h.HoldId] = true
@@ -230,13 +237,8 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 // exists reports whether key is present. A read error panics like any other
 // on the apply path: treating it as "absent" would let the S1 check pass.
 func (tx *txn) exists(key []byte) bool {
-	_, closer, err := tx.b.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return false
-	}
-	must(err, "read")
-	closer.Close()
-	return true
+	_, ok := tx.read(key)
+	return ok
 }
 
 func containsSeat(seats []string, s string) bool {
@@ -251,7 +253,9 @@ func containsSeat(seats []string, s string) bool {
 // closeHold ends a live hold: its seats become FREE and it leaves the expiry
 // index. state is EXPIRED or CANCELLED.
 func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
-	assertf(h.State == ledgerpb.HoldState_HOLD_STATE_HELD, "closing hold %s in state %s", h.HoldId, h.State)
+	if h.State != ledgerpb.HoldState_HOLD_STATE_HELD {
+		violated("closing hold %s in state %s", h.HoldId, h.State)
+	}
 	tx.eachHeldSeat(h, func(seat string, key []byte, _ *ledgerpb.SeatRecord) {
 		tx.del(key)
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_FREE)
@@ -268,17 +272,23 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 // hold, asserting first that the seat is held by that hold (S1).
 func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(seat string, key []byte, rec *ledgerpb.SeatRecord)) {
 	l := tx.layout(h.ShowId)
-	assertf(l != nil, "hold %s names missing show %s", h.HoldId, h.ShowId)
+	if l == nil {
+		violated("hold %s names missing show %s", h.HoldId, h.ShowId)
+	}
 	for _, s := range h.SeatIds {
 		n, ok := l.seatIndex(s)
-		assertf(ok, "hold %s names unknown seat %s", h.HoldId, s)
+		if !ok {
+			violated("hold %s names unknown seat %s", h.HoldId, s)
+		}
 		key := tx.m.seatKey(h.ShowId, n)
 		rec := &ledgerpb.SeatRecord{}
 		held := tx.get(key, rec) && rec.HoldId == h.HoldId && rec.State == ledgerpb.SeatState_HELD
 		if !held && tx.m.unsafe.SkipSeatCheck {
 			continue // a later double grant took the seat
 		}
-		assertf(held, "S1: seat %s of live hold %s is not held by it", s, h.HoldId)
+		if !held {
+			violated("S1: seat %s of live hold %s is not held by it", s, h.HoldId)
+		}
 		fn(s, key, rec)
 	}
 }

@@ -60,6 +60,20 @@ func (m *Machine) key(kind byte, parts ...[]byte) []byte {
 	return k
 }
 
+// keyOf starts a key of kind with room for n more bytes, for the hot keys
+// that append their parts themselves (key's parts cost an allocation each).
+func (m *Machine) keyOf(kind byte, n int) []byte {
+	k := make([]byte, 0, len(m.prefix)+1+n)
+	k = append(k, m.prefix...)
+	return append(k, kind)
+}
+
+// appendLenPrefixed appends lenPrefixed(s) to k.
+func appendLenPrefixed(k []byte, s string) []byte {
+	assertf(len(s) < 256, "length-prefixed part of %d bytes", len(s))
+	return append(append(k, byte(len(s))), s...)
+}
+
 func u64(v uint64) []byte {
 	b := make([]byte, 8)
 	binary.BigEndian.PutUint64(b, v)
@@ -76,13 +90,13 @@ func lenPrefixed(s string) []byte {
 
 func (m *Machine) metaKey() []byte          { return m.key(kindMeta) }
 func (m *Machine) showKey(id string) []byte { return m.key(kindShow, []byte(id)) }
-func (m *Machine) holdKey(id string) []byte { return m.key(kindHold, []byte(id)) }
+func (m *Machine) holdKey(id string) []byte { return append(m.keyOf(kindHold, len(id)), id...) }
 
 func (m *Machine) showTokenKey(id string) []byte { return m.key(kindShowKey, []byte(id)) }
 
 // clientHoldsKey holds a client's live holds in a show (ClientHoldsRecord).
 func (m *Machine) clientHoldsKey(show, client string) []byte {
-	return m.key(kindClientHold, lenPrefixed(show), lenPrefixed(client))
+	return appendLenPrefixed(appendLenPrefixed(m.keyOf(kindClientHold, 2+len(show)+len(client)), show), client)
 }
 
 func (m *Machine) queueEntryKey(id string) []byte { return m.key(kindQueueEntry, []byte(id)) }
@@ -110,21 +124,21 @@ func (m *Machine) bookingKey(client string, index uint64, hold string) []byte {
 func (m *Machine) seatPrefix(show string) []byte { return m.key(kindSeat, lenPrefixed(show)) }
 
 func (m *Machine) seatKey(show string, seat uint16) []byte {
-	var s [2]byte
-	binary.BigEndian.PutUint16(s[:], seat)
-	return m.key(kindSeat, lenPrefixed(show), s[:])
+	k := appendLenPrefixed(m.keyOf(kindSeat, 3+len(show)), show)
+	return binary.BigEndian.AppendUint16(k, seat)
 }
 
 func (m *Machine) expiryKey(at int64, hold string) []byte {
-	return m.key(kindExpiry, u64(uint64(at)), []byte(hold))
+	return append(binary.BigEndian.AppendUint64(m.keyOf(kindExpiry, 8+len(hold)), uint64(at)), hold...)
 }
 
 func (m *Machine) requestKey(client, request string) []byte {
-	return m.key(kindRequest, lenPrefixed(client), []byte(request))
+	return append(appendLenPrefixed(m.keyOf(kindRequest, 1+len(client)+len(request)), client), request...)
 }
 
 func (m *Machine) requestAgeKey(at int64, client, request string) []byte {
-	return m.key(kindRequestAge, u64(uint64(at)), lenPrefixed(client), []byte(request))
+	k := binary.BigEndian.AppendUint64(m.keyOf(kindRequestAge, 9+len(client)+len(request)), uint64(at))
+	return append(appendLenPrefixed(k, client), request...)
 }
 
 var errBadKey = errors.New("fsm: malformed key")

@@ -37,6 +37,13 @@ type Machine struct {
 	expiry  expiryBound
 	// changes remembers which shows' change logs grew lately (events.go).
 	changes changeIndex
+	// records mirrors seats, holds and clients' live holds for the apply
+	// path (cache.go); only the apply goroutine uses it.
+	records recordCache
+	// storeReads counts the apply path's point reads and show scans of
+	// Pebble (the record cache's misses), for benchmarks; apply goroutine
+	// only.
+	storeReads uint64
 }
 
 // Unsafe switches off safety checks so that the fault harness can prove it
@@ -138,7 +145,7 @@ func (m *Machine) Apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result 
 		return nil
 	}
 	tx := m.begin()
-	defer tx.b.Close()
+	defer m.end(tx)
 	results := tx.applyEntry(index, cmd)
 	m.commit(tx)
 	return results
@@ -162,37 +169,46 @@ const applyBatchBytesMax = 4 << 20
 func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 	out := make([][]*ledgerpb.Result, len(entries))
 	var tx *txn
+	defer func() {
+		if tx != nil {
+			m.end(tx)
+		}
+	}()
 	for i, e := range entries {
 		if e.Index <= m.applied.Load() || (tx != nil && e.Index <= tx.index) {
 			continue
 		}
 		cmd, err := DecodeCommand(e.Data)
-		must(err, fmt.Sprintf("decode entry %d", e.Index))
+		if err != nil {
+			must(err, fmt.Sprintf("decode entry %d", e.Index))
+		}
 		if tx == nil {
 			tx = m.begin()
 		}
 		out[i] = tx.applyEntry(e.Index, cmd)
 		if tx.b.Len() >= applyBatchBytesMax {
 			m.commit(tx)
-			tx.b.Close()
+			m.end(tx)
 			tx = nil
 		}
 	}
 	if tx != nil {
 		m.commit(tx)
-		tx.b.Close()
 	}
 	return out
 }
 
 // begin starts a Pebble batch for one or more entries.
 func (m *Machine) begin() *txn {
+	m.records.trim()
 	return &txn{m: m, b: m.db.NewIndexedBatch(), index: m.applied.Load(), now: m.clock.Load(), minExpiry: math.MaxInt64}
 }
 
 // applyEntry applies one entry to tx at index.
 func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
-	assertf(index > tx.index, "entry %d applied after %d", index, tx.index)
+	if index <= tx.index {
+		violated("entry %d applied after %d", index, tx.index)
+	}
 	tx.index = index
 	// Never before 1970 (expiry times are stored as unsigned keys) nor
 	// after year 9999 (so now + a TTL cannot overflow).
@@ -215,6 +231,17 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 	return results
 }
 
+// end closes tx's batch. A batch that did not commit (apply panicked) is
+// discarded, and with it what the caches learned from it: they mirror the
+// batch, and nothing of it may outlive the panic.
+func (m *Machine) end(tx *txn) {
+	if !tx.committed {
+		m.records.reset()
+		m.layouts.reset()
+	}
+	tx.b.Close()
+}
+
 // commit writes the applied index and clock of tx's last entry with its
 // changes and publishes them.
 func (m *Machine) commit(tx *txn) {
@@ -222,6 +249,7 @@ func (m *Machine) commit(tx *txn) {
 	// No fsync: the raft log is durable and replays entries above the
 	// persisted applied index after a crash (see Snapshot for compaction).
 	must(tx.b.Commit(pebble.NoSync), "commit batch")
+	tx.committed = true
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
 	m.applied.Store(tx.index)
 	m.clock.Store(tx.now)
@@ -268,6 +296,8 @@ type txn struct {
 	events  map[string][]byte
 	offers  map[string][]byte // show -> encoded QueueOffers of the entry
 	touched map[string]uint64 // show -> last index its change log grew
+	// committed is set once b is committed (Machine.end).
+	committed bool
 }
 
 // applyOne applies one client or leader command with exactly-once handling.
@@ -389,24 +419,88 @@ func payloadHash(c *ledgerpb.Command) []byte {
 
 // get reads and decodes a record through the batch; false if absent.
 func (tx *txn) get(key []byte, msg proto.Message) bool {
+	v, ok := tx.read(key)
+	if !ok {
+		return false
+	}
+	if err := proto.Unmarshal(v, msg); err != nil {
+		panic(fmt.Sprintf("fsm: decode %T: %v", msg, err)) // formatted only when it fails: get is hot
+	}
+	return true
+}
+
+// read returns a record's encoded value as the batch has it, from the
+// record cache when it knows the key (cache.go). The value must not be
+// changed.
+func (tx *txn) read(key []byte) ([]byte, bool) {
+	kind := key[groupPrefixLen]
+	if !cacheable(kind) {
+		return tx.readStore(key)
+	}
+	c := &tx.m.records
+	v, ok, known := c.lookup(key)
+	if !known && byShow(kind) {
+		tx.loadShow(showPrefixOf(key))
+		v, ok, known = c.lookup(key)
+	}
+	if !known {
+		v, ok = tx.readStore(key)
+		c.store(key, v, ok)
+	}
+	if checkRecordCache {
+		sv, sok := tx.readStore(key)
+		assertf(sok == ok && string(sv) == string(v), "record cache disagrees with the store on key %x", key)
+	}
+	return v, ok
+}
+
+// readStore reads a record through the batch; the value is a copy.
+func (tx *txn) readStore(key []byte) ([]byte, bool) {
+	tx.m.storeReads++
 	v, closer, err := tx.b.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return false
+		return nil, false
 	}
 	must(err, "read")
 	defer closer.Close()
-	must(proto.Unmarshal(v, msg), fmt.Sprintf("decode %T", msg))
-	return true
+	return append([]byte(nil), v...), true
 }
+
+// loadShow puts every record under a show prefix (its seats, or its
+// clients' live holds) in the record cache: one range scan through the
+// batch instead of a lookup per key, after which the show's other keys of
+// that kind are known absent (a FREE seat, a client without live holds).
+func (tx *txn) loadShow(prefix []byte) {
+	tx.m.storeReads++
+	it, err := tx.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	must(err, "open show iterator")
+	defer it.Close()
+	c := &tx.m.records
+	for ok := it.First(); ok; ok = it.Next() {
+		c.store(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...), true)
+	}
+	must(it.Error(), "iterate show records")
+	c.know(prefix)
+}
+
+// checkRecordCache makes every record read from the cache be read from the
+// store too and compared (tests turn it on; see helpers_test.go).
+var checkRecordCache = false
 
 func (tx *txn) put(key []byte, msg proto.Message) {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
 	must(err, "marshal record")
 	must(tx.b.Set(key, b, nil), "write")
+	if cacheable(key[groupPrefixLen]) {
+		tx.m.records.store(key, b, true)
+	}
 }
 
 func (tx *txn) del(key []byte) {
 	must(tx.b.Delete(key, nil), "delete")
+	if cacheable(key[groupPrefixLen]) {
+		tx.m.records.store(key, nil, false)
+	}
 }
 
 func (tx *txn) request(client, request string) *ledgerpb.RequestRecord {

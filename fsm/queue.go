@@ -60,6 +60,27 @@ func (tx *txn) putQueueStat(show string, s queueStat) {
 	must(tx.b.Set(tx.m.queueStatKey(show), b[:], nil), "write queue stat")
 }
 
+// QueueTotals sums every show's waiting queue in the group: the entries
+// waiting and the seats they ask for (the metrics' queue lengths). It walks
+// one small record per show that has waiters.
+func (v *View) QueueTotals() (waiting, seats uint64, err error) {
+	prefix := v.m.key(kindQueueStat)
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		val := it.Value()
+		if len(val) != 8 {
+			return 0, 0, fmt.Errorf("fsm: queue stat %x has %d bytes", it.Key(), len(val))
+		}
+		waiting += uint64(binary.BigEndian.Uint32(val))
+		seats += uint64(binary.BigEndian.Uint32(val[4:]))
+	}
+	return waiting, seats, it.Error()
+}
+
 // queueToken is the secret of a queue entry: the show's token key over a
 // domain-separated entry id, so it can never equal a hold token.
 func queueToken(key []byte, entryID string) string { return HoldToken(key, "queue:"+entryID) }

@@ -39,3 +39,55 @@ func TestOffersInChangeLog(t *testing.T) {
 		t.Fatalf("changes at revision 4 = %v, want the two seats freed and held again", e.Changes)
 	}
 }
+
+// TestQueueTotals: the group's queue totals (the metrics' queue lengths)
+// count waiting entries and the seats they ask for across shows, and drop an
+// entry once it is offered seats.
+func TestQueueTotals(t *testing.T) {
+	m := newTestMachine(t, newTestDB(t), 0)
+	totals := func() (uint64, uint64) {
+		t.Helper()
+		v, err := m.View()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		w, s, err := v.QueueTotals()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, s
+	}
+	if w, s := totals(); w != 0 || s != 0 {
+		t.Fatalf("QueueTotals of an empty group = %d, %d; want 0, 0", w, s)
+	}
+	index := uint64(0)
+	apply := func(cmd *ledgerpb.Command) *ledgerpb.Result {
+		index++
+		return mustApply(t, m, index, at(1000, cmd), 1)[0]
+	}
+	var first *ledgerpb.Result
+	for _, show := range []string{"s1", "s2"} {
+		apply(cmdShow("admin", "r"+show, testShow(show, "A:2:std", "std:100:EUR")))
+		if h := apply(cmdBest("c0", "r"+show, show, 0, 2, "")); first == nil {
+			first = h
+		}
+	}
+	for i, want := range []struct {
+		show  string
+		count uint32
+	}{{"s1", 2}, {"s1", 1}, {"s2", 2}} {
+		w := cmdBest("w"+strconv.Itoa(i), "r", want.show, 0, want.count, "")
+		w.GetHold().Wait = true
+		if r := apply(w); r.Code != ledgerpb.Code_CODE_QUEUED {
+			t.Fatalf("Hold(%s, count=%d, wait) = %s, want QUEUED", want.show, want.count, resultString(r))
+		}
+	}
+	if w, s := totals(); w != 3 || s != 5 {
+		t.Fatalf("QueueTotals with three waiters = %d, %d; want 3, 5", w, s)
+	}
+	apply(cmdRelease("c0", "r2", "s1", first.HoldId)) // s1's first waiter is offered both seats
+	if w, s := totals(); w != 2 || s != 3 {
+		t.Fatalf("QueueTotals after an offer = %d, %d; want 2, 3", w, s)
+	}
+}

@@ -139,6 +139,7 @@ func (m *Machine) Restore(r io.Reader) error {
 	m.clock.Store(clock)
 	// The group's state was replaced: forget what was derived from it.
 	m.layouts.reset()
+	m.records.reset()
 	m.expiry.reset()
 	return nil
 }

@@ -3,11 +3,15 @@ package gateway
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/x509"
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
+	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/shard"
 )
 
@@ -24,11 +28,26 @@ import (
 // AdminTokenLenMin bounds how short a configured admin token may be.
 const AdminTokenLenMin = 16
 
-// Auth holds the node's admin token; the zero value checks nothing.
-type Auth struct{ token string }
+// Auth holds the node's admin token and, with peer mutual TLS, the CAs a
+// Peer caller's certificate must chain to; the zero value checks nothing.
+// Set before serving and read-only afterwards.
+type Auth struct {
+	token string
+	// peerCAs, if set, make the Peer service require a client certificate
+	// verified by the TLS handshake and rooted in one of them.
+	peerCAs []*x509.Certificate
+}
 
 // NewAuth checks nothing when token is empty.
 func NewAuth(token string) *Auth { return &Auth{token: token} }
+
+// RequirePeerCert makes the Peer service refuse callers whose TLS client
+// certificate is not a node certificate chaining to one of cas (seatd serve
+// --peer-mtls). The
+// gRPC port also serves the public API, so it cannot require a certificate
+// of every caller; this check does it for the one service only nodes call.
+// The admin token is still required on top. Call before serving.
+func (a *Auth) RequirePeerCert(cas []*x509.Certificate) { a.peerCAs = cas }
 
 // SetAuth sets the admin credential of every admin call the server and the
 // services made with it serve; call before serving.
@@ -84,10 +103,11 @@ func AdminContext(ctx context.Context, token string) context.Context {
 const peerMethodPrefix = "/seatledger.v1.Peer/"
 
 // peerAuthUnary and peerAuthStream guard the Peer service: it takes raw
-// commands for any group, so only nodes (holding the token) may call it.
+// commands for any group, so only nodes (holding the token, and with peer
+// mutual TLS a node certificate) may call it.
 func (a *Auth) peerAuthUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	if strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
-		if err := a.admin(ctx); err != nil {
+		if err := a.peer(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -96,9 +116,31 @@ func (a *Auth) peerAuthUnary(ctx context.Context, req any, info *grpc.UnaryServe
 
 func (a *Auth) peerAuthStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 	if strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
-		if err := a.admin(ss.Context()); err != nil {
+		if err := a.peer(ss.Context()); err != nil {
 			return err
 		}
 	}
 	return h(srv, ss)
+}
+
+// peer checks a Peer service caller: the certificate first (a caller
+// without one learns nothing about the token), then the admin token.
+func (a *Auth) peer(ctx context.Context) error {
+	if a != nil && a.peerCAs != nil && !peerCertOK(ctx, a.peerCAs) {
+		return newStatus("PEER_CERT_REQUIRED", "the Peer service needs a node certificate signed by the cluster CA (--peer-mtls)")
+	}
+	return a.admin(ctx)
+}
+
+// peerCertOK reports whether the connection's TLS handshake verified a node
+// certificate (one that also allows server authentication) chaining to one
+// of cas. The handshake did the signature checks; this only looks at the
+// chain, so it costs no crypto per call.
+func peerCertOK(ctx context.Context, cas []*x509.Certificate) bool {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return false
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	return ok && certs.PeerChain(info.State.VerifiedChains, cas)
 }

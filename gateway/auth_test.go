@@ -1,17 +1,27 @@
 // This file proves the admin credential: an admin call without the token is
 // 401 UNAUTHENTICATED, with another token 403, with the token allowed; a
 // node without a configured token checks nothing; the Peer service is
-// guarded by the interceptor while booking methods pass through it.
+// guarded by the interceptor while booking methods pass through it; and with
+// peer mutual TLS the Peer service also wants a verified node certificate
+// from the cluster CA (not another CA's, not a client certificate, not none)
+// while booking calls still need none.
 package gateway
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net/http"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/seatledger/seatledger/internal/certs"
 )
 
 func TestAdminToken(t *testing.T) {
@@ -56,5 +66,56 @@ func TestPeerInterceptor(t *testing.T) {
 	}
 	if r, err := a.peerAuthUnary(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/seatledger.v1.Booking/Hold"}, ok); err != nil || r != "served" {
 		t.Errorf("Booking/Hold without a token = %v, %v, want served (fans need no admin token)", r, err)
+	}
+}
+
+// tlsPeer returns ctx as a gRPC server sees a TLS caller whose handshake
+// verified chains.
+func tlsPeer(ctx context.Context, chains [][]*x509.Certificate) context.Context {
+	return peer.NewContext(ctx, &peer.Peer{AuthInfo: credentials.TLSInfo{State: tls.ConnectionState{VerifiedChains: chains}}})
+}
+
+func TestPeerInterceptorRequiresPeerCert(t *testing.T) {
+	now := time.Now()
+	cluster, err := certs.NewAuthority("cluster CA", now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := certs.NewAuthority("client CA", now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "s3cret-token-0123456789"
+	a := NewAuth(token)
+	a.RequirePeerCert([]*x509.Certificate{cluster.Cert})
+	withToken := AdminContext(context.Background(), token)
+	node := &x509.Certificate{Raw: []byte("node"), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}
+	client := &x509.Certificate{Raw: []byte("client"), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	ok := func(context.Context, any) (any, error) { return "served", nil }
+	propose := &grpc.UnaryServerInfo{FullMethod: "/seatledger.v1.Peer/Propose"}
+	tests := []struct {
+		name string
+		ctx  context.Context
+		code codes.Code
+	}{
+		{"token, plaintext", withToken, codes.Unauthenticated},
+		{"token, TLS without a certificate", tlsPeer(withToken, nil), codes.Unauthenticated},
+		{"token, certificate from another CA", tlsPeer(withToken, [][]*x509.Certificate{{node, other.Cert}}), codes.Unauthenticated},
+		{"token, client certificate from the cluster CA", tlsPeer(withToken, [][]*x509.Certificate{{client, cluster.Cert}}), codes.Unauthenticated},
+		{"node certificate, no token", tlsPeer(context.Background(), [][]*x509.Certificate{{node, cluster.Cert}}), codes.Unauthenticated},
+		{"node certificate and token", tlsPeer(withToken, [][]*x509.Certificate{{node, cluster.Cert}}), codes.OK},
+	}
+	for _, tt := range tests {
+		_, err := a.peerAuthUnary(tt.ctx, nil, propose, ok)
+		if status.Code(err) != tt.code {
+			t.Errorf("Peer/Propose with %s = %v, want %v", tt.name, err, tt.code)
+		}
+	}
+	_, err = a.peerAuthUnary(withToken, nil, propose, ok)
+	if reason := reasonOf(status.Convert(err)); reason != "PEER_CERT_REQUIRED" {
+		t.Errorf("Peer/Propose without a certificate: reason %q, want PEER_CERT_REQUIRED", reason)
+	}
+	if r, err := a.peerAuthUnary(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/seatledger.v1.Booking/Hold"}, ok); err != nil || r != "served" {
+		t.Errorf("Booking/Hold without a certificate = %v, %v, want served (fans need none)", r, err)
 	}
 }

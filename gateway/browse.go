@@ -84,6 +84,46 @@ func (c *Catalog) GetCinema(ctx context.Context, req *ledgerpb.GetCinemaRequest)
 	return ans.Cinemas[0], nil
 }
 
+// GetCity returns a city.
+func (c *Catalog) GetCity(ctx context.Context, req *ledgerpb.GetCityRequest) (*ledgerpb.City, error) {
+	if fe := fsm.ValidateCatalogID("city_id", req.CityId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	ans, err := c.browse(ctx, &ledgerpb.CatalogQuery{Kind: ledgerpb.CatalogQueryKind_CATALOG_QUERY_CITY, CityId: req.CityId})
+	if err != nil {
+		return nil, err
+	}
+	return ans.Cities[0], nil
+}
+
+// GetMovie returns a movie. Unlike ListMovies it finds a movie without
+// shows from now on, so a client can tell an existing movie from a new one
+// before creating it.
+func (c *Catalog) GetMovie(ctx context.Context, req *ledgerpb.GetMovieRequest) (*ledgerpb.Movie, error) {
+	if fe := fsm.ValidateCatalogID("movie_id", req.MovieId); fe != nil {
+		return nil, fieldError(fe)
+	}
+	ans, err := c.browse(ctx, &ledgerpb.CatalogQuery{Kind: ledgerpb.CatalogQueryKind_CATALOG_QUERY_MOVIE, MovieId: req.MovieId})
+	if err != nil {
+		return nil, err
+	}
+	return ans.Movies[0], nil
+}
+
+// GetShowListing returns a listed show with its free seats, whatever its
+// date. A show that exists but is not listed (made with CreateShow, or a
+// schedule cut off half way) is SHOW_NOT_FOUND here.
+func (c *Catalog) GetShowListing(ctx context.Context, req *ledgerpb.GetShowListingRequest) (*ledgerpb.ShowListing, error) {
+	if !fsm.ValidID(req.ShowId, fsm.ShowIDLenMax) {
+		return nil, fieldError(&fsm.FieldError{Field: "show_id", Message: fmt.Sprintf("must be 1..%d characters of [A-Za-z0-9._:-]", fsm.ShowIDLenMax)})
+	}
+	ans, err := c.browse(ctx, &ledgerpb.CatalogQuery{Kind: ledgerpb.CatalogQueryKind_CATALOG_QUERY_LISTING, ShowId: req.ShowId})
+	if err != nil {
+		return nil, err
+	}
+	return c.withSeats(ctx, ans.Listings)[0], nil
+}
+
 // ListShows lists a cinema's shows on a date, with free seats.
 func (c *Catalog) ListShows(ctx context.Context, req *ledgerpb.ListShowsRequest) (*ledgerpb.ListShowsResponse, error) {
 	if fe := fsm.ValidateCatalogID("cinema_id", req.CinemaId); fe != nil {

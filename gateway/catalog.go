@@ -210,16 +210,25 @@ func listShowCmd(req *ledgerpb.ScheduleShowRequest) (*ledgerpb.ListShowCmd, erro
 	ls := &ledgerpb.ListShowCmd{ShowId: req.ShowId, CinemaId: req.CinemaId, ScreenId: req.ScreenId,
 		MovieId: req.MovieId, StartsAtMs: req.StartsAt.AsTime().UnixMilli()}
 	if ls.ShowId == "" {
-		ls.ShowId = strings.Join([]string{ls.CinemaId, ls.ScreenId, req.StartsAt.AsTime().UTC().Format("20060102T1504Z")}, ".")
-		if len(ls.ShowId) > fsm.ShowIDLenMax {
-			sum := sha256.Sum256([]byte(ls.ShowId))
-			ls.ShowId = "show-" + hex.EncodeToString(sum[:12])
-		}
+		ls.ShowId = ScheduledShowID(ls.CinemaId, ls.ScreenId, req.StartsAt.AsTime())
 	}
 	if fe := fsm.ValidateListShow(ls); fe != nil {
 		return nil, fieldError(fe)
 	}
 	return ls, nil
+}
+
+// ScheduledShowID is the show id ScheduleShow gives a show scheduled
+// without one: cinema, screen and start (UTC, to the minute), hashed when
+// that would not fit the show id limit. Clients that must name the show
+// before scheduling it (seatctl show import) call it too.
+func ScheduledShowID(cinemaID, screenID string, startsAt time.Time) string {
+	id := strings.Join([]string{cinemaID, screenID, startsAt.UTC().Format("20060102T1504Z")}, ".")
+	if len(id) > fsm.ShowIDLenMax {
+		sum := sha256.Sum256([]byte(id))
+		id = "show-" + hex.EncodeToString(sum[:12])
+	}
+	return id
 }
 
 // scheduleTargets reads what a schedule needs from the catalog group's

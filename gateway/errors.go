@@ -65,6 +65,7 @@ var reasons = map[string]rule{
 	"TOO_MANY_WATCHERS":   {codes.ResourceExhausted, http.StatusTooManyRequests},
 	"UNAUTHENTICATED":     {codes.Unauthenticated, http.StatusUnauthorized},
 	"ADMIN_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden},
+	"PEER_CERT_REQUIRED":  {codes.Unauthenticated, http.StatusUnauthorized},
 	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable},
 	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable},
 	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable},

@@ -52,6 +52,10 @@ type Config struct {
 	// Listener, if set, is an already bound raft port (RaftAddr is then
 	// only its name).
 	Listener net.Listener
+	// TLS, if set, encrypts the raft port both ways (mux.go); nil keeps it
+	// plaintext. Its ServerName and Logger may be left nil: the node maps
+	// dial addresses to its peers' advertised hosts and logs with Logger.
+	TLS *MuxTLS
 	// Peers is the seed list (--peers), this node included: the peer
 	// table a node starts with, joined with the one it saved (peers.go);
 	// the node registry replaces it at run time (SetPeers). A node that
@@ -208,6 +212,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout && c.HeartbeatTimeout != 0 {
 		return errors.New("raftnode: leader lease timeout must not exceed the heartbeat timeout")
+	}
+	if c.TLS != nil {
+		return c.TLS.Validate()
 	}
 	return nil
 }

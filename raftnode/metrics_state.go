@@ -25,7 +25,11 @@ var (
 	descLogBytes      = stateDesc("log_bytes", "Size of the group's raft log file (raft-boltdb's raft.db; bbolt reuses freed pages, so it does not shrink after compaction).")
 	descSnapshotBytes = stateDesc("snapshot_bytes", "Size of the group's newest raft snapshot on this node (0 before the first).")
 	descSnapshotIndex = stateDesc("snapshot_index", "Last log index covered by the group's newest snapshot on this node.")
-	descFollowerLag   = stateDesc("follower_lag_entries",
+	descQueueWaiting  = prometheus.NewDesc("seatledger_ledger_queue_waiting",
+		"Waiting-queue entries of every show of the group, as this replica has applied them.", []string{"group"}, nil)
+	descQueueSeats = prometheus.NewDesc("seatledger_ledger_queue_seats",
+		"Seats the group's waiting-queue entries ask for, as this replica has applied them.", []string{"group"}, nil)
+	descFollowerLag = stateDesc("follower_lag_entries",
 		"On the leader only: its last index minus the follower's last log index from the follower's latest AppendEntries answer (heartbeats included); the whole log if it never answered this node.", "follower")
 )
 
@@ -35,7 +39,7 @@ type stateCollector struct{ n *Node }
 // Describe sends the state descriptors.
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIsLeader, descTerm, descLastIndex, descCommitIndex, descAppliedIndex,
-		descLogBytes, descSnapshotBytes, descSnapshotIndex, descFollowerLag} {
+		descLogBytes, descSnapshotBytes, descSnapshotIndex, descFollowerLag, descQueueWaiting, descQueueSeats} {
 		ch <- d
 	}
 }
@@ -71,6 +75,14 @@ func (g *Group) collectState(ch chan<- prometheus.Metric) {
 		}
 		gauge(descSnapshotBytes, float64(size))
 		gauge(descSnapshotIndex, float64(index))
+	}
+	if v, err := g.machine.View(); err == nil {
+		waiting, seats, err := v.QueueTotals()
+		v.Close()
+		if err == nil {
+			gauge(descQueueWaiting, float64(waiting))
+			gauge(descQueueSeats, float64(seats))
+		}
 	}
 	if !leader {
 		return

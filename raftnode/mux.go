@@ -1,10 +1,12 @@
 package raftnode
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -27,9 +29,14 @@ const (
 // Limits of the Mux, named once.
 const (
 	// headerTimeout bounds how long an accepted connection may take to send
-	// its header; a client that sends nothing must not hold a goroutine and a
-	// file descriptor for ever.
+	// its header, its TLS handshake included; a client that sends nothing
+	// must not hold a goroutine and a file descriptor for ever.
 	headerTimeout = 5 * time.Second
+
+	// handshakeLogEvery bounds how often failed TLS handshakes are logged:
+	// a misconfigured peer retries many times a second, and one line a
+	// second names it well enough.
+	handshakeLogEvery = time.Second
 
 	// acceptQueueMax is how many routed connections a layer holds before its
 	// raft transport calls Accept. Beyond it the router goroutine waits rather
@@ -55,7 +62,37 @@ var (
 	// ErrLayerClosed is returned by a layer's Accept and Dial after the layer
 	// or its Mux has been closed; raft's transport treats it as a stop.
 	ErrLayerClosed = errors.New("raftnode: layer closed")
+
+	// ErrMuxTLS is returned by NewTLSMux for an incomplete configuration.
+	ErrMuxTLS = errors.New("raftnode: mux TLS needs a server config with a certificate and a client config")
 )
+
+// MuxTLS encrypts a Mux's connections, header included, so a peer's group
+// ids and raft traffic never cross the network in the clear.
+type MuxTLS struct {
+	// Server is what accepted connections handshake with. With ClientAuth
+	// RequireAndVerifyClientCert (mutual TLS) only holders of a certificate
+	// from its ClientCAs get as far as the header.
+	Server *tls.Config
+	// Client is what the layers dial peers with; it is cloned per dial and
+	// given the peer's server name.
+	Client *tls.Config
+	// ServerName returns the name a peer's certificate must carry when it
+	// is dialed at addr; nil, or "", means addr's host. (A proxy between
+	// nodes in the fault harness has another address than the peer.)
+	ServerName func(addr string) string
+	// Logger receives failed handshakes, at most one line per second; nil
+	// drops them (they are counted in Rejected either way).
+	Logger *slog.Logger
+}
+
+// Validate reports whether c can serve and dial.
+func (c *MuxTLS) Validate() error {
+	if c.Server == nil || c.Client == nil || (len(c.Server.Certificates) == 0 && c.Server.GetCertificate == nil) {
+		return ErrMuxTLS
+	}
+	return nil
+}
 
 // Mux accepts connections on one listener and hands each to the raft stream layer of the group named in the connection's header.
 //
@@ -69,6 +106,13 @@ type Mux struct {
 	// headerWait is headerTimeout except in tests, which shorten it. Set
 	// before Serve starts and read-only afterwards.
 	headerWait time.Duration
+
+	// tls, if set, encrypts every connection; read-only after NewTLSMux.
+	tls *MuxTLS
+
+	// lastHandshakeLog is when a failed handshake was last logged (Unix
+	// nanoseconds); atomic so routers rate-limit without a lock.
+	lastHandshakeLog atomic.Int64
 
 	// rejected counts connections closed for a bad header or an unknown
 	// group; atomic so Rejected needs no lock.
@@ -107,12 +151,25 @@ func NewMux(ln net.Listener) *Mux {
 	return m
 }
 
+// NewTLSMux returns a Mux that will serve ln with TLS: a connection must
+// complete its handshake and send its header within the header timeout, and
+// layers dial peers with t.Client.
+func NewTLSMux(ln net.Listener, t MuxTLS) (*Mux, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	m := NewMux(ln)
+	m.tls = &t
+	return m, nil
+}
+
 // Addr returns the listener's address, which every group on this node
 // advertises to its peers.
 func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
 
-// Rejected returns how many connections were closed because their header was
-// malformed, late, or named a group with no layer.
+// Rejected returns how many connections were closed because their TLS
+// handshake failed or their header was malformed, late, or named a group
+// with no layer.
 func (m *Mux) Rejected() uint64 { return m.rejected.Load() }
 
 // Serve accepts connections until Close is called, then returns. It never
@@ -161,22 +218,63 @@ func (m *Mux) startRouter(conn net.Conn) bool {
 	return true
 }
 
-// route reads conn's header and hands conn to its group's layer, or closes
-// it. It runs in its own goroutine so the accept loop never blocks on a
-// client.
-func (m *Mux) route(conn net.Conn) {
+// route reads raw's header (after a TLS handshake if the Mux has TLS) and
+// hands the connection to its group's layer, or closes it. It runs in its own
+// goroutine so the accept loop never blocks on a client.
+func (m *Mux) route(raw net.Conn) {
 	defer m.routers.Done()
-	group, err := readMuxHeader(conn, m.headerWait)
-	l, open := m.finishReading(conn, group, err == nil)
+	conn, group, err := m.open(raw)
+	l, open := m.finishReading(raw, group, err == nil)
 	if !open {
-		// Close already closed conn; a shutdown is not the client's fault.
+		// Close already closed raw; a shutdown is not the client's fault.
 		return
 	}
 	if err != nil || l == nil {
-		m.reject(conn)
+		// The raw connection, not the TLS one: its Close would try to
+		// send close_notify to a client that may not read.
+		m.reject(raw)
 		return
 	}
 	l.deliver(conn)
+}
+
+// open runs the TLS handshake, if any, and reads the header, both before
+// one deadline: a slow handshake must not buy a client more time.
+func (m *Mux) open(raw net.Conn) (net.Conn, uint32, error) {
+	if err := raw.SetDeadline(time.Now().Add(m.headerWait)); err != nil {
+		return nil, 0, err
+	}
+	conn := raw
+	if m.tls != nil {
+		tc := tls.Server(raw, m.tls.Server)
+		if err := tc.Handshake(); err != nil {
+			m.logHandshake(raw, err)
+			return nil, 0, err
+		}
+		conn = tc
+	}
+	group, err := readMuxHeader(conn)
+	if err != nil {
+		return nil, 0, err
+	}
+	// raft sets its own deadlines per RPC from here on.
+	if err := raw.SetDeadline(time.Time{}); err != nil {
+		return nil, 0, err
+	}
+	return conn, group, nil
+}
+
+// logHandshake logs a failed handshake unless one was logged within the
+// last handshakeLogEvery. A shutdown's closed connection is not logged.
+func (m *Mux) logHandshake(conn net.Conn, err error) {
+	if m.tls.Logger == nil || m.isClosed() {
+		return
+	}
+	now, last := time.Now().UnixNano(), m.lastHandshakeLog.Load()
+	if now-last < int64(handshakeLogEvery) || !m.lastHandshakeLog.CompareAndSwap(last, now) {
+		return
+	}
+	m.tls.Logger.Warn("raft port: TLS handshake failed; connection closed", "remote", conn.RemoteAddr().String(), "err", err)
 }
 
 // finishReading removes conn from the reading set and, if the header was
@@ -310,8 +408,9 @@ func (l *muxLayer) Close() error {
 // Addr returns the Mux's listener address, shared by all groups.
 func (l *muxLayer) Addr() net.Addr { return l.mux.Addr() }
 
-// Dial connects to the Mux at address and writes this layer's header, so the
-// remote Mux routes the connection to the same group.
+// Dial connects to the Mux at address, runs the TLS handshake if the Mux
+// has TLS, and writes this layer's header, so the remote Mux routes the
+// connection to the same group.
 func (l *muxLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	select {
 	case <-l.done:
@@ -323,11 +422,51 @@ func (l *muxLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
 	}
+	if l.mux.tls != nil {
+		if conn, err = l.mux.clientHandshake(conn, string(address), timeout); err != nil {
+			return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
+		}
+	}
 	if err := writeMuxHeader(conn, l.group, timeout); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
 	}
 	return conn, nil
+}
+
+// clientHandshake wraps raw in TLS and completes the handshake within
+// timeout, closing raw on failure. With TLS 1.3 a server that refuses this
+// node's client certificate says so only on the first read, which raft's
+// transport then reports.
+func (m *Mux) clientHandshake(raw net.Conn, addr string, timeout time.Duration) (net.Conn, error) {
+	cfg := m.tls.Client.Clone()
+	if m.tls.ServerName != nil {
+		cfg.ServerName = m.tls.ServerName(addr)
+	}
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+		cfg.ServerName = host
+	}
+	if timeout > 0 {
+		if err := raw.SetDeadline(time.Now().Add(timeout)); err != nil {
+			_ = raw.Close()
+			return nil, err
+		}
+	}
+	tc := tls.Client(raw, cfg)
+	if err := tc.Handshake(); err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("tls handshake: %w", err)
+	}
+	if err := raw.SetDeadline(time.Time{}); err != nil {
+		_ = raw.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 // deliver queues conn for Accept, waiting while the queue is full, or closes
@@ -383,17 +522,10 @@ func writeMuxHeader(conn net.Conn, group uint32, timeout time.Duration) error {
 	return conn.SetWriteDeadline(time.Time{})
 }
 
-// readMuxHeader reads and decodes the header within timeout, then clears the
-// read deadline so raft's own deadlines govern the rest of the stream.
-func readMuxHeader(conn net.Conn, timeout time.Duration) (uint32, error) {
-	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		return 0, err
-	}
+// readMuxHeader reads and decodes the header; the caller sets the deadline.
+func readMuxHeader(conn net.Conn) (uint32, error) {
 	var hdr [muxHeaderBytes]byte
 	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
-		return 0, err
-	}
-	if err := conn.SetReadDeadline(time.Time{}); err != nil {
 		return 0, err
 	}
 	return decodeMuxHeader(hdr)

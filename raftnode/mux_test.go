@@ -2,7 +2,8 @@
 // connections reach the layer their header names, bad or silent clients are
 // closed and counted without stalling the accept loop, a full accept queue
 // waits instead of dropping, two real 3-node hashicorp/raft clusters
-// replicate over three shared Muxes, and Close is idempotent.
+// replicate over three shared Muxes, and Close is idempotent. mux_tls_test.go
+// proves the same over TLS.
 package raftnode
 
 import (
@@ -27,11 +28,22 @@ const muxTestWait = 10 * time.Second
 // and closes it (waiting for Serve) when the test ends.
 func newTestMux(t *testing.T, headerWait time.Duration) *Mux {
 	t.Helper()
+	return serveTestMux(t, headerWait, nil)
+}
+
+// serveTestMux is newTestMux with TLS when mt is not nil.
+func serveTestMux(t *testing.T, headerWait time.Duration, mt *MuxTLS) *Mux {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("net.Listen = %v, want nil", err)
 	}
 	m := NewMux(ln)
+	if mt != nil {
+		if m, err = NewTLSMux(ln, *mt); err != nil {
+			t.Fatalf("NewTLSMux = %v, want nil", err)
+		}
+	}
 	m.headerWait = headerWait
 	served := make(chan struct{})
 	go func() {
@@ -486,7 +498,15 @@ func TestMuxCarriesTwoRaftClusters(t *testing.T) {
 	for range nodesPerGroup {
 		muxes = append(muxes, newTestMux(t, headerTimeout))
 	}
+	replicateTwoGroups(t, muxes)
+}
 
+// replicateTwoGroups runs groups 1 and 2 as raft clusters with one replica
+// on each Mux, applies a different number of entries to each, and checks
+// that every replica applied exactly its group's entries and that no Mux
+// rejected a connection.
+func replicateTwoGroups(t *testing.T, muxes []*Mux) {
+	t.Helper()
 	groups := []uint32{1, 2}
 	entries := map[uint32]int{1: 3, 2: 5} // different counts catch crossed wires
 	cluster := make(map[uint32][]*muxTestNode)

@@ -74,7 +74,13 @@ func Start(cfg Config) (*Node, error) {
 		db.Close()
 		return nil, fmt.Errorf("raftnode: listen on %s: %w", cfg.RaftAddr, err)
 	}
-	n := &Node{cfg: cfg, db: db, mux: NewMux(ln), muxDone: make(chan struct{}), stop: make(chan struct{})}
+	mux, err := cfg.newMux(ln)
+	if err != nil {
+		ln.Close()
+		db.Close()
+		return nil, err
+	}
+	n := &Node{cfg: cfg, db: db, mux: mux, muxDone: make(chan struct{}), stop: make(chan struct{})}
 	n.mu.groups = map[uint32]*Group{}
 	n.peers.Store(peers)
 	if n.metrics, err = newNodeMetrics(cfg.Metrics, n); err != nil {
@@ -99,6 +105,29 @@ func Start(cfg Config) (*Node, error) {
 		go n.runBalancer()
 	}
 	return n, nil
+}
+
+// newMux returns the raft port's Mux, with TLS if configured. A peer dialed
+// through a proxy (RaftDial) must still present a certificate for its
+// advertised host, so dial targets map back to RaftAddr's host.
+func (c *Config) newMux(ln net.Listener) (*Mux, error) {
+	if c.TLS == nil {
+		return NewMux(ln), nil
+	}
+	t := *c.TLS
+	if t.ServerName == nil {
+		names := map[string]string{}
+		for _, p := range c.Peers {
+			if host, _, err := net.SplitHostPort(p.RaftAddr); err == nil {
+				names[p.RaftTarget()] = host
+			}
+		}
+		t.ServerName = func(addr string) string { return names[addr] }
+	}
+	if t.Logger == nil {
+		t.Logger = c.Logger
+	}
+	return NewTLSMux(ln, t)
 }
 
 type hosting struct {

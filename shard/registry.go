@@ -204,7 +204,7 @@ func (r *Router) Join(ctx context.Context, addrs []string, self raftnode.Peer) e
 
 // nodesAt asks the node at a gRPC address for the registry.
 func (r *Router) nodesAt(ctx context.Context, addr string) (*ledgerpb.NodeList, error) {
-	c, err := r.connAddr(addr)
+	c, err := r.connAddr(addr, "")
 	if err != nil {
 		return nil, err
 	}

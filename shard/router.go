@@ -2,15 +2,16 @@ package shard
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -36,6 +37,9 @@ type Router struct {
 	// peerToken authenticates this node's forwarded calls (set once before
 	// serving).
 	peerToken string
+	// peerTLS, if set, is the template of forwarded calls' TLS (set once
+	// before serving); nil dials peers in plaintext.
+	peerTLS *tls.Config
 
 	mu struct {
 		sync.Mutex
@@ -207,17 +211,21 @@ func (r *Router) conn(id string) (*grpc.ClientConn, error) {
 	if !ok || p.GRPCTarget() == "" {
 		return nil, fmt.Errorf("%w: no gRPC address for node %s", raftnode.ErrUnavailable, id)
 	}
-	return r.connAddr(p.GRPCTarget())
+	// The certificate must name the host the node advertises, even when
+	// the address dialled is a proxy (the fault harness).
+	host, _, _ := net.SplitHostPort(p.GRPCAddr)
+	return r.connAddr(p.GRPCTarget(), host)
 }
 
-// connAddr returns the shared connection to a gRPC address.
-func (r *Router) connAddr(addr string) (*grpc.ClientConn, error) {
+// connAddr returns the shared connection to a gRPC address; host is the
+// name its TLS certificate must carry ("" for the address's own host).
+func (r *Router) connAddr(addr, host string) (*grpc.ClientConn, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.mu.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(r.transportCredentials(host)),
 		grpc.WithPerRPCCredentials(BearerCredentials(r.peerToken)),
 		// Reconnect to a restarted peer within a second, not gRPC's
 		// default of up to two minutes: forwarding is on the write path.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -81,9 +83,13 @@ type grpcAPI struct {
 	c ledgerpb.BookingClient
 }
 
-// dialGRPC opens conns connections to each endpoint; every api returned
-// shares one connection.
-func dialGRPC(endpoints []string, conns int, adminToken string) ([]api, func(), error) {
+// dialGRPC opens conns connections to each endpoint, with TLS when
+// tlsCfg is set; every api returned shares one connection.
+func dialGRPC(endpoints []string, conns int, adminToken string, tlsCfg *tls.Config) ([]api, func(), error) {
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
 	var out []api
 	var all []*grpc.ClientConn
 	closeAll := func() {
@@ -93,7 +99,7 @@ func dialGRPC(endpoints []string, conns int, adminToken string) ([]api, func(), 
 	}
 	for range conns {
 		for _, ep := range endpoints {
-			cc, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			cc, err := grpc.NewClient(ep, grpc.WithTransportCredentials(creds),
 				grpc.WithPerRPCCredentials(shard.BearerCredentials(adminToken)))
 			if err != nil {
 				closeAll()
@@ -164,12 +170,18 @@ type httpAPI struct {
 	token  string // the admin token, sent with every request
 }
 
-func newHTTPAPIs(endpoints []string, clients int, adminToken string) ([]api, func()) {
-	tr := &http.Transport{MaxIdleConns: clients + 16, MaxIdleConnsPerHost: clients + 16, IdleConnTimeout: 30 * time.Second}
+// newHTTPAPIs calls each endpoint over http, or https when tlsCfg is set.
+func newHTTPAPIs(endpoints []string, clients int, adminToken string, tlsCfg *tls.Config) ([]api, func()) {
+	tr := &http.Transport{MaxIdleConns: clients + 16, MaxIdleConnsPerHost: clients + 16, IdleConnTimeout: 30 * time.Second,
+		TLSClientConfig: tlsCfg, ForceAttemptHTTP2: tlsCfg != nil}
 	hc := &http.Client{Transport: tr}
+	scheme := "http://"
+	if tlsCfg != nil {
+		scheme = "https://"
+	}
 	var out []api
 	for _, ep := range endpoints {
-		out = append(out, &httpAPI{base: "http://" + ep, client: hc, token: adminToken})
+		out = append(out, &httpAPI{base: scheme + ep, client: hc, token: adminToken})
 	}
 	return out, tr.CloseIdleConnections
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,8 +47,12 @@ type env struct {
 	stats   *stats
 	out     io.Writer // progress and summary
 	cluster *proccluster.Cluster
-	extra   map[string]any
-	checks  []Check
+	// healthc reads the local cluster's /healthz (https with --tls).
+	healthc *http.Client
+	// tls is what the APIs dial with; nil is plaintext.
+	tls    *tls.Config
+	extra  map[string]any
+	checks []Check
 }
 
 func (e *env) addCheck(name string, ok bool, format string, args ...any) {
@@ -57,7 +63,7 @@ func (e *env) addCheck(name string, ok bool, format string, args ...any) {
 // given, and prints and returns the summary.
 func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.Writer) (*Summary, error) {
 	w := workloads[cfg.workload]
-	e := &env{cfg: cfg, stats: &stats{}, out: stdout, extra: map[string]any{}}
+	e := &env{cfg: cfg, stats: &stats{}, out: stdout, extra: map[string]any{}, tls: cfg.clientTLS}
 	sum := &Summary{Workload: cfg.workload, Transport: "grpc", Clients: cfg.clients, Shows: cfg.shows, Seats: cfg.seats,
 		DurationS: cfg.duration.Seconds(), Machine: machineInfo()}
 	if cfg.http {
@@ -70,7 +76,9 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 			return nil, err
 		}
 		defer cleanup()
-		e.cluster = cl
+		e.cluster, e.tls = cl, cl.ClientTLS()
+		e.healthc = cl.HTTPClient()
+		defer e.healthc.CloseIdleConnections()
 		cfg.adminToken = cl.AdminToken()
 		for _, n := range cl.Nodes() {
 			if cfg.http {
@@ -85,6 +93,9 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 		}
 	}
 	sum.Cluster.Endpoints = endpoints
+	if e.tls != nil {
+		sum.Transport += "+tls" // so summaries with and without TLS compare
+	}
 	closeAPIs, err := e.dial(endpoints)
 	if err != nil {
 		return nil, err
@@ -125,7 +136,7 @@ func (e *env) appliedTotal(ctx context.Context) uint64 {
 	if e.cluster == nil {
 		return 0
 	}
-	applied, err := healthApplied(ctx, e.cluster.Nodes()[0].HTTPAddr)
+	applied, err := e.healthApplied(ctx, e.cluster.Nodes()[0])
 	if err != nil {
 		return 0
 	}
@@ -149,11 +160,11 @@ func (e *env) mutations() uint64 {
 
 func (e *env) dial(endpoints []string) (func(), error) {
 	if e.cfg.http {
-		apis, closeFn := newHTTPAPIs(endpoints, e.cfg.clients, e.cfg.adminToken)
+		apis, closeFn := newHTTPAPIs(endpoints, e.cfg.clients, e.cfg.adminToken, e.tls)
 		e.apis = apis
 		return closeFn, nil
 	}
-	apis, closeFn, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.adminToken)
+	apis, closeFn, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.adminToken, e.tls)
 	e.apis = apis
 	return closeFn, err
 }
@@ -215,8 +226,12 @@ func startCluster(ctx context.Context, cfg *config, noBatch bool, stderr io.Writ
 	sctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
 	defer cancel()
 	start := time.Now()
+	var tlsOpts *proccluster.TLS
+	if cfg.tls {
+		tlsOpts = &proccluster.TLS{PeerMTLS: true}
+	}
 	cl, err := proccluster.Start(sctx, proccluster.Config{Binary: bin, Nodes: cfg.nodes, Dir: filepath.Join(dir, "cluster"),
-		Groups: cfg.groups, Args: clusterArgs(cfg, noBatch)})
+		Groups: cfg.groups, Args: clusterArgs(cfg, noBatch), TLS: tlsOpts})
 	if err != nil {
 		cleanup()
 		return nil, nil, err

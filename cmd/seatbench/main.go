@@ -13,11 +13,14 @@
 // Every mutating call carries client_id + request_id and is retried on
 // 503/UNAVAILABLE with the same ids (exactly once). It prints a progress line
 // each second and a summary at the end (--json FILE for JSON). Load goes to
-// loopback addresses only unless --allow-remote.
+// loopback addresses only unless --allow-remote. --tls starts the local cluster
+// with TLS on every port and peer mTLS; --cacert, --cert and --key (seatctl's
+// flags) reach a TLS cluster given by --endpoints.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,6 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/seatledger/seatledger/internal/certs"
 )
 
 // durationMax bounds one measured run; load tests here are short by design.
@@ -61,6 +66,10 @@ type config struct {
 	jsonPath     string
 	prefix       string
 	seatdArgs    []string
+	// tls starts the local cluster with TLS and peer mTLS; clientTLS is
+	// what --cacert/--cert/--key give for --endpoints (nil: plaintext).
+	tls       bool
+	clientTLS *tls.Config
 }
 
 var workloads = map[string]workload{
@@ -109,6 +118,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.jsonPath, "json", "", "write the JSON summary to this file")
 	fs.StringVar(&c.prefix, "prefix", "", "show and client id prefix (default: unique per run)")
 	seatdArgs := fs.String("seatd-args", "", "extra space-separated arguments for every local seatd")
+	fs.BoolVar(&c.tls, "tls", false, "start the local cluster with TLS on every port and --peer-mtls, and call it over TLS (measures TLS's cost)")
+	var tlsFiles certs.ClientFiles
+	fs.StringVar(&tlsFiles.CAFile, "cacert", os.Getenv("SEATCTL_CACERT"), "with --endpoints: speak TLS, verifying the nodes with this CA (default $SEATCTL_CACERT)")
+	fs.StringVar(&tlsFiles.CertFile, "cert", os.Getenv("SEATCTL_CERT"), "with --endpoints: client certificate for nodes started with --client-ca (default $SEATCTL_CERT)")
+	fs.StringVar(&tlsFiles.KeyFile, "key", os.Getenv("SEATCTL_KEY"), "key of --cert (default $SEATCTL_KEY)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -127,6 +141,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c.endpoints = strings.Split(*endpoints, ",")
 	}
 	c.seatdArgs = strings.Fields(*seatdArgs)
+	var err error
+	if c.clientTLS, err = tlsFiles.Config(); err != nil {
+		return nil, err
+	}
+	if c.clientTLS != nil && *endpoints == "" {
+		return nil, errors.New("--cacert, --cert and --key are for --endpoints (--tls starts a local TLS cluster)")
+	}
 	if err := c.fillDefaults(); err != nil {
 		return nil, err
 	}
@@ -175,8 +196,8 @@ func (c *config) validate() error {
 		return errors.New("--nodes must be 3 or 5")
 	}
 	if len(c.endpoints) > 0 {
-		if c.noBatch || c.compareBatch {
-			return errors.New("--no-batch and --compare-batch start their own clusters: drop --endpoints")
+		if c.noBatch || c.compareBatch || c.tls {
+			return errors.New("--no-batch, --compare-batch and --tls start their own clusters: drop --endpoints")
 		}
 		if c.workload == "recovery" || c.workload == "idle" {
 			return fmt.Errorf("--workload %s needs its own cluster: drop --endpoints", c.workload)
@@ -262,7 +283,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // Summary is the JSON summary of one run.
 type Summary struct {
 	Workload  string         `json:"workload"`
-	Transport string         `json:"transport"`
+	Transport string         `json:"transport"` // grpc or http, +tls over TLS
 	Clients   int            `json:"clients"`
 	Shows     int            `json:"shows"`
 	Seats     int            `json:"seats_per_show"`

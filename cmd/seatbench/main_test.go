@@ -2,7 +2,8 @@
 // real 3-node cluster of seatd processes and check that the results are
 // sane: calls succeed, the stampede books exactly its 200 seats with no
 // double grant, expired holds cannot be confirmed, and --compare-batch runs
-// both clusters. They prove the tool works, not how fast the ledger is.
+// both clusters, and the tool reaches a TLS cluster over gRPC and https with
+// --cacert. They prove the tool works, not how fast the ledger is.
 package main
 
 import (
@@ -127,6 +128,36 @@ func TestWorkloads(t *testing.T) {
 	})
 }
 
+func TestTLSEndpoints(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := proccluster.Start(ctx, proccluster.Config{Binary: seatdBin, Nodes: 3, Dir: t.TempDir(),
+		TLS: &proccluster.TLS{PeerMTLS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	t.Setenv("SEATCTL_ADMIN_TOKEN", cl.AdminToken())
+	var grpcEPs, httpEPs []string
+	for _, n := range cl.Nodes() {
+		grpcEPs, httpEPs = append(grpcEPs, n.GRPCAddr), append(httpEPs, n.HTTPAddr)
+	}
+	ca := "--cacert=" + cl.TLSDir().CA()
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"grpc+tls", []string{ca, "--endpoints=" + strings.Join(grpcEPs, ",")}},
+		{"http+tls", []string{ca, "--http", "--endpoints=" + strings.Join(httpEPs, ",")}},
+	} {
+		var s Summary
+		runJSON(t, &s, append(tc.args, "--workload=uniform", "--shows=100", "--clients=16", "--duration=1s")...)
+		if h := call(&s, "hold"); h.OK == 0 || h.OK+h.Conflicts != h.Attempts || s.Transport != tc.name {
+			t.Errorf("uniform over %s: hold %+v, transport %q; want successes, no errors, transport %s", tc.name, h, s.Transport, tc.name)
+		}
+	}
+}
+
 func TestCompareBatch(t *testing.T) {
 	var c Compare
 	runJSON(t, &c, "--seatd="+seatdBin, "--compare-batch", "--workload=uniform", "--shows=200", "--clients=32", "--duration=1s")
@@ -144,6 +175,9 @@ func TestFlags(t *testing.T) {
 		{"--workload=nope"},
 		{"--duration=11m"},
 		{"--ttl=1500ms"},
+		{"--endpoints=127.0.0.1:9090", "--tls"},
+		{"--cacert=ca.pem"},
+		{"--endpoints=127.0.0.1:9090", "--cert=client.pem"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {

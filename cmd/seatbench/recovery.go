@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/seatledger/seatledger/internal/proccluster"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
@@ -45,7 +46,7 @@ func (r *recovery) run(ctx context.Context, e *env) time.Duration {
 	nodes := e.cluster.Nodes()
 	victim := nodes[recoveryVictim]
 	e.nodeRSS("rss_loaded_mib")
-	applied, err := healthApplied(ctx, victim.HTTPAddr)
+	applied, err := e.healthApplied(ctx, victim)
 	if err != nil {
 		e.addCheck("restart", false, "read /healthz before the kill: %v", err)
 		return time.Since(start)
@@ -62,7 +63,7 @@ func (r *recovery) run(ctx context.Context, e *env) time.Duration {
 		return time.Since(start)
 	}
 	e.extra["restart_to_healthz_s"] = secs(time.Since(killed))
-	if err := waitApplied(rctx, victim.HTTPAddr, applied); err != nil {
+	if err := e.waitApplied(rctx, victim, applied); err != nil {
 		e.addCheck("restart", false, "%s catching up: %v", victim.ID, err)
 		return time.Since(start)
 	}
@@ -79,13 +80,14 @@ func (r *recovery) run(ctx context.Context, e *env) time.Duration {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
-// healthApplied reads a node's applied index per group from /healthz.
-func healthApplied(ctx context.Context, addr string) (map[uint32]uint64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+// healthApplied reads a local node's applied index per group from /healthz
+// (over https on a --tls cluster).
+func (e *env) healthApplied(ctx context.Context, n *proccluster.Node) (map[uint32]uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cluster.HTTPURL(n, "/healthz"), nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.healthc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +109,9 @@ func healthApplied(ctx context.Context, addr string) (map[uint32]uint64, error) 
 }
 
 // waitApplied polls /healthz until every group has applied at least want.
-func waitApplied(ctx context.Context, addr string, want map[uint32]uint64) error {
+func (e *env) waitApplied(ctx context.Context, n *proccluster.Node, want map[uint32]uint64) error {
 	for {
-		got, err := healthApplied(ctx, addr)
+		got, err := e.healthApplied(ctx, n)
 		if err == nil {
 			behind := false
 			for g, idx := range want {

@@ -119,7 +119,7 @@ creating the same show again is a no-op, as with POST /v1/shows.`,
 	}
 	create.Flags().StringVar(&clientID, "client-id", "", "client id of the request (default: the server's \"admin\")")
 	create.Flags().StringVar(&requestID, "request-id", "", "request id (default: derived from the show's content)")
-	return parentCmd("show", "Manage shows", create)
+	return parentCmd("show", "Manage shows: create one, or import a catalog", create, newShowImportCmd(a))
 }
 
 // readShowFile reads a show file, or stdin for "-".

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +16,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/shard"
 )
@@ -45,6 +48,10 @@ type app struct {
 	// calls need it; booking calls ignore it). tokenFile names where to
 	// read it from.
 	token, tokenFile string
+	// tlsFiles are --cacert, --cert and --key; validate loads them into
+	// tls, which stays nil for plaintext.
+	tlsFiles certs.ClientFiles
+	tls      *tls.Config
 
 	// mu guards conns: status polls dial every node concurrently.
 	mu struct {
@@ -61,6 +68,10 @@ func (a *app) validate() error {
 			return usagef("--admin-token-file: %v", err)
 		}
 		a.token = strings.TrimSpace(string(b))
+	}
+	var err error
+	if a.tls, err = a.tlsFiles.Config(); err != nil {
+		return usagef("%v", err)
 	}
 	var eps []string
 	for _, e := range a.endpoints {
@@ -92,7 +103,7 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := a.mu.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(a.transportCredentials()),
 		grpc.WithPerRPCCredentials(shard.BearerCredentials(a.token)),
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: a.timeout,
 			Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}}))
@@ -104,6 +115,14 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	}
 	a.mu.conns[addr] = c
 	return c, nil
+}
+
+// transportCredentials is TLS with --cacert/--cert/--key, else plaintext.
+func (a *app) transportCredentials() credentials.TransportCredentials {
+	if a.tls == nil {
+		return insecure.NewCredentials()
+	}
+	return credentials.NewTLS(a.tls)
 }
 
 func (a *app) admin(addr string) (ledgerpb.AdminClient, error) {
@@ -333,6 +352,37 @@ func describe(err error) string {
 		}
 	}
 	return oneLine(s)
+}
+
+// tlsHint returns what to try when a call failed with msg because the TLS
+// flags do not match the node's, or "". gRPC reports a mismatch as a bare
+// transport error, and which one depends on the flags: plaintext to a TLS
+// port is "server preface" or a reset; with TLS 1.3 a refused client
+// certificate is often only a broken pipe.
+func (a *app) tlsHint(msg string) string {
+	has := func(s ...string) bool {
+		for _, x := range s {
+			if strings.Contains(msg, x) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("certificate signed by unknown authority"):
+		return "verify the nodes with the cluster's CA: --cacert ca.pem"
+	case has("certificate is valid for"):
+		return "the node's certificate does not name the address dialed: use the address in --peers"
+	case has("first record does not look like a TLS handshake"):
+		return "the node serves plaintext: drop --cacert, --cert and --key"
+	case a.tls == nil && has("server preface", "connection reset by peer", "broken pipe"):
+		return "if the node serves TLS, pass --cacert with the cluster's CA"
+	case a.tls != nil && len(a.tls.Certificates) == 0 && has("certificate required", "broken pipe", "connection reset by peer", "EOF"):
+		return "if the node requires client certificates (--client-ca), pass --cert and --key"
+	case a.tls != nil && has("bad certificate", "unknown certificate authority", "certificate required"):
+		return "the node refused the client certificate: use one signed by its --client-ca"
+	}
+	return ""
 }
 
 // codeName is a gRPC code in SCREAMING_SNAKE as in ErrorInfo reasons.

@@ -173,7 +173,8 @@ type seatctl struct {
 	t         *testing.T
 	ctx       context.Context
 	endpoints string
-	tokenFile string // the cluster's admin token
+	tokenFile string   // the cluster's admin token
+	flags     []string // more global flags (TLS)
 }
 
 // run runs one command line and returns its stdout, stderr and exit status.
@@ -184,7 +185,7 @@ func (sc *seatctl) run(args ...string) (string, string, int) {
 // runAs runs seatctl with the admin token of tokenFile ("" for none).
 func (sc *seatctl) runAs(tokenFile string, args ...string) (string, string, int) {
 	var out, errOut bytes.Buffer
-	args = append([]string{"--endpoints", sc.endpoints}, args...)
+	args = append(append([]string{"--endpoints", sc.endpoints}, sc.flags...), args...)
 	if tokenFile != "" {
 		args = append([]string{"--admin-token-file", tokenFile}, args...)
 	}

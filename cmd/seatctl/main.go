@@ -38,6 +38,13 @@ const endpointsEnv = "SEATCTL_ENDPOINTS"
 // adminTokenEnv names the environment variable that holds the admin token.
 const adminTokenEnv = "SEATCTL_ADMIN_TOKEN"
 
+// Environment variables of the TLS flags, after etcdctl's ETCDCTL_CACERT.
+const (
+	cacertEnv = "SEATCTL_CACERT"
+	certEnv   = "SEATCTL_CERT"
+	keyEnv    = "SEATCTL_KEY"
+)
+
 // timeoutDefault bounds one RPC; retried steps get timeoutDefault*3.
 const timeoutDefault = 5 * time.Second
 
@@ -64,7 +71,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "seatctl: %s\n", oneLine(err.Error()))
+	msg := oneLine(err.Error())
+	if hint := a.tlsHint(msg); hint != "" {
+		msg += " (hint: " + hint + ")"
+	}
+	fmt.Fprintf(stderr, "seatctl: %s\n", msg)
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -98,6 +109,7 @@ func newRootCmd(a *app, getenv func(string) string) *cobra.Command {
 		Long: `seatctl operates a seatledger cluster over the gRPC APIs of its seatd nodes.
 
 Endpoints come from --endpoints, else $SEATCTL_ENDPOINTS, else ` + defaultEndpoint + ` (seatd dev).
+TLS is on when --cacert (or --cert/--key) is given: the nodes' certificates are always verified.
 Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -116,6 +128,9 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 	pf.StringVar(&a.token, "admin-token", getenv(adminTokenEnv), "the cluster's admin token, for admin calls (env "+adminTokenEnv+")")
 	pf.StringVar(&a.tokenFile, "admin-token-file", "", "read the admin token from this file (seatd dev: DATA_DIR/admin.token)")
 	pf.DurationVar(&a.timeout, "timeout", timeoutDefault, "bound on one call; retried steps (membership, writes) get 3x")
+	pf.StringVar(&a.tlsFiles.CAFile, "cacert", getenv(cacertEnv), "speak TLS and verify the nodes with this CA certificate (seatd certgen: ca.pem) (env "+cacertEnv+")")
+	pf.StringVar(&a.tlsFiles.CertFile, "cert", getenv(certEnv), "client certificate, for nodes started with --client-ca (env "+certEnv+")")
+	pf.StringVar(&a.tlsFiles.KeyFile, "key", getenv(keyEnv), "key of --cert (env "+keyEnv+")")
 	root.AddCommand(
 		newStatusCmd(a),
 		newShardsCmd(a),

@@ -4,8 +4,9 @@
 // screen's layout, and scheduling again is harmless); every browse listing
 // finds them, pages through them and states its staleness bound; a show's
 // free-seat count drops after a hold (eventually: the counts are stale
-// reads); search finds shows by keyword, city and date; bad input is 400
-// naming the field, unknown ids 404, conflicts 409; and a show that exists
+// reads); search finds shows by keyword, city and date; a city, a movie
+// (with or without shows) and a listed show are read by id; bad input is
+// 400 naming the field, unknown ids 404, conflicts 409; and a show that exists
 // but is not listed — what a schedule cut off half way leaves, or the demo
 // show — is listed by scheduling it (again), unless its layout differs.
 package main
@@ -72,7 +73,8 @@ func catalogCreate(t *testing.T, base string) {
 		t.Errorf("POST /v1/cinemas = %s, want screen_count 2 and seat_count 25", r.raw)
 	}
 	for _, m := range []string{`{"movie":{"movie_id":"dune2","title":"Dune: Part Two","duration_minutes":166}}`,
-		`{"movie":{"movie_id":"alien","title":"Alien","duration_minutes":117}}`} {
+		`{"movie":{"movie_id":"alien","title":"Alien","duration_minutes":117}}`,
+		`{"movie":{"movie_id":"nosferatu","title":"Nosferatu","duration_minutes":94}}`} {
 		httpCall(t, "POST", base+"/v1/movies", m).wantStatus(t, "POST /v1/movies", http.StatusOK)
 	}
 	r = httpCall(t, "GET", base+"/v1/cinemas/odeon", "").wantStatus(t, "GET /v1/cinemas/odeon", http.StatusOK)
@@ -148,6 +150,7 @@ func catalogBrowse(t *testing.T, base, date1, date2 string, shows []string) {
 	wantList(t, base+"/v1/search?q=ODEON+leic&city_id=lon&date="+date2, "shows", "show_id", shows[2:])
 	wantList(t, base+"/v1/search?q=dune&city_id=par", "shows", "show_id", nil)
 	wantList(t, base+"/v1/search?city_id=lon", "shows", "show_id", shows)
+	catalogPointReads(t, base, shows[2])
 
 	// Shows page by page; each carries its free seats.
 	r = httpCall(t, "GET", base+"/v1/cinemas/odeon/shows?page_size=1&date="+date1, "").wantStatus(t, "GET shows page 1", http.StatusOK)
@@ -163,6 +166,24 @@ func catalogBrowse(t *testing.T, base, date1, date2 string, shows []string) {
 		wantStatus(t, "GET shows page 2", http.StatusOK)
 	if got := ids(r, "shows", "show_id"); !slices.Equal(got, shows[1:2]) {
 		t.Errorf("GET shows page 2 lists %v, want %v", got, shows[1:2])
+	}
+}
+
+// catalogPointReads reads a city, a movie with no show (which no listing
+// finds) and a listed show by id, after the listings showed them (the
+// reads are as stale as those, from the same node).
+func catalogPointReads(t *testing.T, base, show string) {
+	r := httpCall(t, "GET", base+"/v1/cities/lon", "").wantStatus(t, "GET /v1/cities/lon", http.StatusOK)
+	if r.str("name") != "London" || r.str("time_zone") != catalogZone {
+		t.Errorf("GET /v1/cities/lon = %s, want London in %s", r.raw, catalogZone)
+	}
+	r = httpCall(t, "GET", base+"/v1/movies/nosferatu", "").wantStatus(t, "GET /v1/movies/nosferatu", http.StatusOK)
+	if r.str("title") != "Nosferatu" || r.body["duration_minutes"] != float64(94) {
+		t.Errorf("GET /v1/movies/nosferatu = %s, want Nosferatu, 94 minutes", r.raw)
+	}
+	r = httpCall(t, "GET", base+"/v1/shows/"+show+"/listing", "").wantStatus(t, "GET /v1/shows/"+show+"/listing", http.StatusOK)
+	if r.str("show_id") != show || r.str("movie_id") != "alien" || r.str("screen_id") != "s1" || r.body["total_seats"] != float64(20) {
+		t.Errorf("GET /v1/shows/%s/listing = %s, want alien on odeon s1 with 20 seats", show, r.raw)
 	}
 }
 
@@ -219,6 +240,9 @@ func catalogBadInput(t *testing.T, base string) {
 		{"/v1/cities/lon/movies/nope/cinemas", "MOVIE_NOT_FOUND"},
 		{"/v1/cinemas/nope/shows", "CINEMA_NOT_FOUND"},
 		{"/v1/cinemas/nope", "CINEMA_NOT_FOUND"},
+		{"/v1/cities/nope", "CITY_NOT_FOUND"},
+		{"/v1/movies/nope", "MOVIE_NOT_FOUND"},
+		{"/v1/shows/nope/listing", "SHOW_NOT_FOUND"},
 		{"/v1/search?city_id=nope", "CITY_NOT_FOUND"},
 	} {
 		wantReason(t, "GET "+tt.path, httpCall(t, "GET", base+tt.path, ""), http.StatusNotFound, tt.reason)
@@ -241,6 +265,8 @@ func catalogAdopt(t *testing.T, base string, at time.Time) {
 	httpCall(t, "POST", base+"/v1/cinemas/odeon/screens/s2/shows", body("pre-1")).wantStatus(t, "schedule pre-1 on s2", http.StatusOK)
 	r := httpCall(t, "POST", base+"/v1/cinemas/odeon/screens/s2/shows", body("pre-2"))
 	wantReason(t, "schedule pre-2 (6 seats) on s2 (5 seats)", r, http.StatusConflict, "SHOW_EXISTS")
+	// pre-2 exists in its group but is not listed: no listing to read.
+	wantReason(t, "GET /v1/shows/pre-2/listing", httpCall(t, "GET", base+"/v1/shows/pre-2/listing", ""), http.StatusNotFound, "SHOW_NOT_FOUND")
 	wantList(t, base+"/v1/search?q=alien", "shows", "show_id", []string{"pre-1", "alien-1"})
 }
 

@@ -17,6 +17,8 @@ Usage:
   seatd serve --id ID --raft ADDR --grpc ADDR [--http ADDR] --data-dir DIR
               --peers ID=RAFT/GRPC,... [--groups N] [--replicas N]
               [--admin-http ADDR] [--log-json] [--raft-log-level LEVEL]
+              [--tls-cert FILE --tls-key FILE --tls-ca FILE [--peer-mtls]
+              [--client-ca FILE]]
               one node of a multi-process cluster
   seatd restore --from FILE --id ID --data-dir DIR --peers ID=RAFT/GRPC,...
               [--groups N] [--replicas N]
@@ -26,6 +28,9 @@ Usage:
               write a new ticket key (give every node the same --ticket-key)
   seatd tokengen FILE
               write a new admin token (give every node the same --admin-token-file)
+  seatd certgen DIR [--nodes n1,n2,n3] [--hosts HOST,...] [--days N]
+              write a CA and per-node and client TLS certificates (to try TLS
+              without openssl; ECDSA P-256)
 
 Run "seatd dev -h" or "seatd serve -h" for the flags.
 `
@@ -47,6 +52,8 @@ func main() {
 		err = runKeygen(os.Args[2:])
 	case "tokengen":
 		err = runTokengen(os.Args[2:])
+	case "certgen":
+		err = runCertgen(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/seatledger/seatledger/gateway"
+	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/raftnode"
 	"github.com/seatledger/seatledger/shard"
 )
@@ -59,6 +60,9 @@ type nodeConfig struct {
 	// AdminToken is the cluster's admin credential, also presented when
 	// forwarding to peers; "" turns the check off (test clusters only).
 	AdminToken string
+	// TLS, if set, encrypts every port and every dial to a peer (tls.go);
+	// nil is plaintext (seatd dev, which listens on loopback only).
+	TLS *certs.Node
 }
 
 // node is a running seatd node: raft groups, router, gRPC and HTTP servers.
@@ -130,6 +134,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		rc.Now = clock.now
 	}
 	applyBrokenRaft(cfg.Broken, &rc)
+	rc.TLS = raftTLS(cfg.TLS)
 	rn, err := raftnode.Start(rc)
 	if err != nil {
 		return nil, err
@@ -142,7 +147,9 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		return nil, err
 	}
 	srv := gateway.NewServer(router)
-	srv.SetAuth(gateway.NewAuth(cfg.AdminToken))
+	auth := gateway.NewAuth(cfg.AdminToken)
+	grpcOpts := append(api.ServerOptions(), grpcTLS(cfg.TLS, router, auth)...)
+	srv.SetAuth(auth)
 	if cfg.Admission != nil {
 		srv.SetAdmission(*cfg.Admission)
 	}
@@ -150,7 +157,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		srv.SetTicketKey(cfg.TicketKey)
 	}
 	applyBrokenServing(cfg.Broken, router, srv)
-	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, api.ServerOptions()...),
+	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, grpcOpts...),
 		done: make(chan struct{}), fatal: make(chan error, 1)}
 	n.gather = cfg.gatherer(reg)
 	if cfg.HTTPLn != nil {
@@ -171,6 +178,15 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	if cfg.AdminLn != nil {
 		n.admin = &http.Server{Handler: adminHandler(n.gather), ReadHeaderTimeout: 10 * time.Second}
 	}
+	if cfg.TLS != nil {
+		// /metrics and pprof are served over TLS too: one rule, every
+		// port of a TLS node is TLS.
+		for _, s := range []*http.Server{n.http, n.admin} {
+			if s != nil {
+				s.TLSConfig = cfg.TLS.HTTPServer()
+			}
+		}
+	}
 	go n.serve()
 	n.startRegistry()
 	return n, nil
@@ -183,17 +199,26 @@ func (n *node) serve() {
 	waits := 1
 	if n.http != nil {
 		waits++
-		go func() { errc <- n.http.Serve(n.cfg.HTTPLn) }()
+		go func() { errc <- serveHTTP(n.http, n.cfg.HTTPLn) }()
 	}
 	if n.admin != nil {
 		waits++
-		go func() { errc <- n.admin.Serve(n.cfg.AdminLn) }()
+		go func() { errc <- serveHTTP(n.admin, n.cfg.AdminLn) }()
 	}
 	for i := 0; i < waits; i++ {
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, grpc.ErrServerStopped) {
 			n.cfg.Logger.Error("server stopped", "node", n.cfg.ID, "err", err)
 		}
 	}
+}
+
+// serveHTTP serves s on ln, with TLS if s has a TLS config (the
+// certificate is in it, so no file names are passed).
+func serveHTTP(s *http.Server, ln net.Listener) error {
+	if s.TLSConfig != nil {
+		return s.ServeTLS(ln, "", "")
+	}
+	return s.Serve(ln)
 }
 
 // shutdownGrace bounds how long in-flight requests may finish on shutdown.

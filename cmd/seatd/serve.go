@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/seatledger/seatledger/gateway"
+	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/raftnode"
 	"github.com/seatledger/seatledger/shard"
 )
@@ -31,6 +33,7 @@ func runServe(args []string) error {
 	raftLogLevel := fs.String("raft-log-level", "warn", "least severity of raft's own log lines: debug, info, warn, error or off")
 	adminAddr := fs.String("admin-http", "", "admin HTTP address serving /debug/pprof/ and /metrics (off by default; keep it private)")
 	maxBatch := fs.Int("max-batch", 0, "client commands per raft entry (group commit); 1 turns batching off (default 1024)")
+	maxInflight := fs.Int("max-inflight", 0, "raft entries a group's leader keeps proposed but not yet committed; fewer make group commit put more commands in each (default 4)")
 	heartbeat := fs.Duration("heartbeat-timeout", 0, "raft heartbeat timeout (default 1s; heartbeats go out at a tenth of it)")
 	election := fs.Duration("election-timeout", 0, "raft election timeout (default 1s)")
 	clientRate := fs.Float64("client-rate", gateway.ClientRateDefault, "writes per second each client_id may send to this node (429 RATE_LIMITED past it); 0 turns the limit off")
@@ -41,6 +44,12 @@ func runServe(args []string) error {
 	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
 	unsafeHooks := fs.Bool("unsafe-test-hooks", false, "test only: serve POST /debug/unsafe/clock?offset_ms=N on --http to skew this node's clock")
 	broken := fs.String("unsafe-broken", "", "test only: run a deliberately WRONG server ("+strings.Join(brokenModes, ", ")+") to prove the fault harness catches it")
+	var tlsFiles certs.NodeFiles
+	fs.StringVar(&tlsFiles.CertFile, "tls-cert", "", "this node's TLS certificate (PEM; seatd certgen): every port then serves TLS, and the node presents it to its peers")
+	fs.StringVar(&tlsFiles.KeyFile, "tls-key", "", "the key of --tls-cert (PEM)")
+	fs.StringVar(&tlsFiles.CAFile, "tls-ca", "", "CA certificates (PEM) the nodes verify each other with (default: the system's roots)")
+	fs.BoolVar(&tlsFiles.PeerMTLS, "peer-mtls", false, "mutual TLS between nodes: the raft port and the internal Peer service require a certificate signed by --tls-ca")
+	fs.StringVar(&tlsFiles.ClientCAFile, "client-ca", "", "CA certificates (PEM): the public gRPC and HTTP ports require a client certificate signed by one of them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +76,10 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	tlsNode, err := loadServeTLS(tlsFiles, *id, peers, time.Now())
+	if err != nil {
+		return err
+	}
 	// raft's DEBUG lines need a handler that lets DEBUG through.
 	hopts := &slog.HandlerOptions{Level: min(slog.LevelInfo, raftLevel)}
 	var handler slog.Handler = slog.NewTextHandler(os.Stderr, hopts)
@@ -78,9 +91,10 @@ func runServe(args []string) error {
 	base := slog.New(handler)
 	logger := base.With("node", *id)
 	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Join: join, Groups: uint32(*groups), Replicas: *replicas,
-		Logger: base, RaftLogLevel: raftLevel, Broken: *broken, ClockHook: *unsafeHooks,
+		Logger: base, RaftLogLevel: raftLevel, Broken: *broken, ClockHook: *unsafeHooks, TLS: tlsNode,
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
+	cfg.Raft.InflightEntriesMax = *maxInflight
 	switch {
 	case *adminTokenPath != "" && *noAuth:
 		return fmt.Errorf("--admin-token-file and --insecure-no-auth exclude each other")
@@ -101,6 +115,7 @@ func runServe(args []string) error {
 	if cfg.TicketKey, err = loadTicketKey(keyPath, *ticketKey == ""); err != nil {
 		return err
 	}
+	logTLS(logger, tlsNode, time.Now())
 	if *broken != "" || *unsafeHooks {
 		logger.Warn("UNSAFE test options are on: this node is not fit for real bookings", "broken", *broken, "test_hooks", *unsafeHooks)
 	}
@@ -128,7 +143,8 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("serving", "raft", *raftAddr, "grpc", *grpcAddr, "http", *httpAddr, "admin_http", *adminAddr, "groups", *groups)
+	logger.Info("serving", "raft", *raftAddr, "grpc", *grpcAddr, "http", *httpAddr, "admin_http", *adminAddr, "groups", *groups,
+		"tls", tlsNode != nil, "peer_mtls", tlsFiles.PeerMTLS)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	select {

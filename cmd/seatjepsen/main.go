@@ -72,6 +72,7 @@ func runTest(args []string) error {
 	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 300*time.Millisecond, "seatd --heartbeat-timeout")
 	fs.DurationVar(&cfg.ElectionTimeout, "election-timeout", 300*time.Millisecond, "seatd --election-timeout")
 	fs.DurationVar(&cfg.CheckTimeout, "check-timeout", 60*time.Second, "budget for the linearizability search")
+	fs.BoolVar(&cfg.TLS, "tls", false, "run the nodes with TLS on every port and --peer-mtls, and the clients over TLS (certificates made for the run)")
 	expect := fs.Bool("expect-violation", false, "succeed only if the checks find a violation (for --broken)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -9,11 +9,16 @@
 // that calls Close leaves no zombie and no goroutine behind. On Linux the
 // children also get SIGKILL when this process dies (Pdeathsig), so a crashed
 // test does not leave seatd orphans holding ports.
+//
+// With Config.TLS the nodes serve TLS on every port, with certificates made
+// for the run in Dir/tls; ClientTLS, HTTPURL and HTTPClient give clients
+// what they need to reach them.
 package proccluster
 
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -31,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/shard"
 )
 
@@ -108,12 +114,29 @@ type Config struct {
 	// AdminToken is the cluster's admin token, written to Dir/admin.token
 	// and given to every node; "" draws one (Cluster.AdminToken).
 	AdminToken string
+	// TLS, if set, starts every node with TLS on all its ports; the
+	// certificates are made in Dir/tls (seatd certgen's layout) for
+	// 127.0.0.1 and localhost. Nil is plaintext.
+	TLS *TLS
 	// Prepare, if set, runs once the nodes' addresses, data directories and
 	// PeersFlag are chosen and before any node starts: seatd restore seeds
 	// the data directories there. It runs again if Start retries on fresh
 	// ports (the directories are removed first).
 	Prepare func(c *Cluster) error
 }
+
+// TLS says how a cluster's nodes use TLS.
+type TLS struct {
+	// PeerMTLS starts the nodes with --peer-mtls.
+	PeerMTLS bool
+	// ClientCA starts the nodes with --client-ca (the cluster's CA): every
+	// client must present a certificate, as ClientTLS does. Read at every
+	// start and restart, so a test may set it between restarts.
+	ClientCA bool
+}
+
+// tlsValidity is how long the test certificates last: longer than any run.
+const tlsValidity = 7 * 24 * time.Hour
 
 // Validate reports the first thing wrong with the config.
 func (c *Config) Validate() error {
@@ -164,6 +187,10 @@ type Cluster struct {
 	peers     string
 	client    *http.Client
 	reaper    sync.WaitGroup // one per started process
+	// tlsDir holds the certificates when cfg.TLS is set; clientTLS is
+	// what every client of the cluster dials with (nil: plaintext).
+	tlsDir    certs.Dir
+	clientTLS *tls.Config
 }
 
 // Start picks free loopback ports, starts n1..nN with the same --peers, and
@@ -196,7 +223,7 @@ func start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, client: &http.Client{Transport: &http.Transport{}, Timeout: probeTimeout}}
+	c := &Cluster{cfg: cfg}
 	if c.cfg.AdminToken == "" {
 		var raw [18]byte
 		crand.Read(raw[:])
@@ -209,6 +236,10 @@ func start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := os.WriteFile(c.tokenPath, []byte(c.cfg.AdminToken+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("proccluster: write admin token: %w", err)
 	}
+	if err := c.makeCerts(); err != nil {
+		return nil, err
+	}
+	c.client = &http.Client{Transport: &http.Transport{TLSClientConfig: c.clientTLS}, Timeout: probeTimeout}
 	var peers []string
 	for i := range cfg.Nodes {
 		id := fmt.Sprintf("n%d", i+1)
@@ -246,6 +277,57 @@ func start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// makeCerts makes the cluster's CA and certificates (kept if Dir/tls has
+// them already, as on a retried start) and the clients' TLS configuration.
+func (c *Cluster) makeCerts() error {
+	if c.cfg.TLS == nil {
+		return nil
+	}
+	c.tlsDir = certs.Dir(filepath.Join(c.cfg.Dir, "tls"))
+	ids := make([]string, c.cfg.Nodes)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("n%d", i+1)
+	}
+	if _, err := certs.MakeDir(c.tlsDir, ids, []string{"127.0.0.1", "localhost"}, time.Now(), tlsValidity); err != nil {
+		return fmt.Errorf("proccluster: certificates: %w", err)
+	}
+	cfg, err := certs.ClientFiles{CAFile: c.tlsDir.CA(), CertFile: c.tlsDir.ClientCert(), KeyFile: c.tlsDir.ClientKey()}.Config()
+	if err != nil {
+		return fmt.Errorf("proccluster: client certificate: %w", err)
+	}
+	c.clientTLS = cfg
+	return nil
+}
+
+// TLSDir is where the cluster's certificates are ("" without TLS): CA()
+// is what clients verify nodes with (seatctl --cacert).
+func (c *Cluster) TLSDir() certs.Dir { return c.tlsDir }
+
+// ClientTLS is the TLS configuration clients of the cluster dial with: the
+// cluster's CA, and the client certificate (required under TLS.ClientCA).
+// Nil without TLS. Callers get their own copy.
+func (c *Cluster) ClientTLS() *tls.Config {
+	if c.clientTLS == nil {
+		return nil
+	}
+	return c.clientTLS.Clone()
+}
+
+// HTTPURL is the URL of path on the node's HTTP port: https with TLS.
+func (c *Cluster) HTTPURL(n *Node, path string) string {
+	if c.clientTLS != nil {
+		return "https://" + n.HTTPAddr + path
+	}
+	return "http://" + n.HTTPAddr + path
+}
+
+// HTTPClient returns a client for the nodes' HTTP ports (with TLS, it
+// verifies them and presents the client certificate). It has no timeout:
+// callers bound requests with their contexts.
+func (c *Cluster) HTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: c.ClientTLS()}}
 }
 
 // freePorts reserves n distinct loopback ports below the kernel's ephemeral
@@ -343,6 +425,13 @@ func (c *Cluster) AddNode(id string) (*Node, error) {
 	if len(n.Join) == 0 {
 		return nil, errors.New("proccluster: no running node to join through")
 	}
+	if c.cfg.TLS != nil {
+		// A certificate from the cluster's CA, as seatd certgen --nodes
+		// issues for a node added later.
+		if _, err := certs.MakeDir(c.tlsDir, []string{id}, []string{"127.0.0.1", "localhost"}, time.Now(), tlsValidity); err != nil {
+			return nil, fmt.Errorf("proccluster: certificate of %s: %w", id, err)
+		}
+	}
 	c.nodes = append(c.nodes, n)
 	return n, nil
 }
@@ -357,6 +446,15 @@ func (c *Cluster) args(n *Node) []string {
 		"--data-dir", n.DataDir}, append(peers, "--admin-token-file", c.tokenPath)...)
 	if c.cfg.Groups > 0 {
 		a = append(a, "--groups", strconv.Itoa(c.cfg.Groups))
+	}
+	if t := c.cfg.TLS; t != nil {
+		a = append(a, "--tls-cert", c.tlsDir.Cert(n.ID), "--tls-key", c.tlsDir.Key(n.ID), "--tls-ca", c.tlsDir.CA())
+		if t.PeerMTLS {
+			a = append(a, "--peer-mtls")
+		}
+		if t.ClientCA {
+			a = append(a, "--client-ca", c.tlsDir.CA())
+		}
 	}
 	a = append(a, c.cfg.Args...)
 	if c.cfg.NodeArgs != nil {
@@ -588,7 +686,7 @@ func (n *Node) ExitErr() error {
 // waitHealthy polls GET /healthz until it answers 200; it fails early if the
 // process exits.
 func (c *Cluster) waitHealthy(ctx context.Context, n *Node) error {
-	url := "http://" + n.HTTPAddr + "/healthz"
+	url := c.HTTPURL(n, "/healthz")
 	for {
 		code, _, err := c.get(ctx, url)
 		if err == nil && code == http.StatusOK {
@@ -623,7 +721,7 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 }
 
 func (c *Cluster) waitProbe(ctx context.Context, n *Node, show string) error {
-	url := "http://" + n.HTTPAddr + "/v1/shows/" + show + "/seats"
+	url := c.HTTPURL(n, "/v1/shows/"+show+"/seats")
 	for {
 		code, body, err := c.get(ctx, url)
 		if err == nil && code == http.StatusNotFound {

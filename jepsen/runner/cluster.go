@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"sort"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/seatledger/seatledger/internal/proccluster"
@@ -173,8 +175,7 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("n%d", i+1)
 	}
-	tc := &testCluster{cfg: cfg, net: newNetwork(ids), admin: map[string]ledgerpb.AdminClient{},
-		http: &http.Client{Timeout: 5 * time.Second}}
+	tc := &testCluster{cfg: cfg, net: newNetwork(ids), admin: map[string]ledgerpb.AdminClient{}}
 	// Every proxy listens before the nodes' ports are chosen, so that no
 	// proxy takes a port proccluster picked for a node.
 	if err := tc.net.listenAll(cfg.Seed); err != nil {
@@ -186,8 +187,12 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 	if cfg.Broken != "" {
 		args = append(args, "--unsafe-broken", cfg.Broken)
 	}
+	var tlsOpts *proccluster.TLS
+	if cfg.TLS {
+		tlsOpts = &proccluster.TLS{PeerMTLS: true}
+	}
 	procs, err := proccluster.Start(ctx, proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: cfg.Dir,
-		Groups: cfg.Groups, Args: args, NodeArgs: func(n *proccluster.Node) []string {
+		Groups: cfg.Groups, Args: args, TLS: tlsOpts, NodeArgs: func(n *proccluster.Node) []string {
 			a, err := tc.net.dialArgs(n, cfg.Seed)
 			if err != nil {
 				panic(fmt.Sprintf("jepsen: proxies for %s: %v", n.ID, err)) // listening on loopback failed
@@ -199,6 +204,8 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 		return nil, err
 	}
 	tc.procs = procs
+	tc.http = procs.HTTPClient()
+	tc.http.Timeout = 5 * time.Second
 	for i, n := range procs.Nodes() {
 		l, err := netproxy.Listen("client->"+n.ID, n.GRPCAddr, uint64(cfg.Seed)+uint64(1000+i))
 		if err != nil {
@@ -208,13 +215,13 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 		tc.clientLinks = append(tc.clientLinks, l)
 		// Clients are fans: no admin token. The harness's own admin
 		// connections (nemesis, final reads' setup) carry it.
-		conn, err := dialGRPC(l.Addr(), "")
+		conn, err := dialGRPC(l.Addr(), "", procs.ClientTLS())
 		if err != nil {
 			tc.close()
 			return nil, err
 		}
 		tc.conns = append(tc.conns, conn)
-		ac, err := dialGRPC(n.GRPCAddr, procs.AdminToken())
+		ac, err := dialGRPC(n.GRPCAddr, procs.AdminToken(), procs.ClientTLS())
 		if err != nil {
 			tc.close()
 			return nil, err
@@ -225,8 +232,14 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 	return tc, nil
 }
 
-func dialGRPC(addr, adminToken string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+// dialGRPC dials addr with TLS when tlsCfg is set (a proxy's address is
+// 127.0.0.1, which the test certificates name).
+func dialGRPC(addr, adminToken string, tlsCfg *tls.Config) (*grpc.ClientConn, error) {
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 		grpc.WithPerRPCCredentials(shard.BearerCredentials(adminToken)),
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,
 			Backoff: backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: 300 * time.Millisecond}}))
@@ -238,6 +251,9 @@ func (tc *testCluster) close() {
 	}
 	for _, l := range tc.clientLinks {
 		l.Close()
+	}
+	if tc.http != nil {
+		tc.http.CloseIdleConnections()
 	}
 	if tc.procs != nil {
 		tc.procs.Close()
@@ -297,7 +313,7 @@ func (tc *testCluster) topLeader(ctx context.Context, fallback string) string {
 // setClock sets a node's clock offset through its test hook.
 func (tc *testCluster) setClock(ctx context.Context, id string, offset time.Duration) error {
 	n := tc.procs.Node(id)
-	url := fmt.Sprintf("http://%s/debug/unsafe/clock?offset_ms=%d", n.HTTPAddr, offset.Milliseconds())
+	url := tc.procs.HTTPURL(n, fmt.Sprintf("/debug/unsafe/clock?offset_ms=%d", offset.Milliseconds()))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return err

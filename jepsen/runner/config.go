@@ -67,6 +67,10 @@ type Config struct {
 	HeartbeatTimeout, ElectionTimeout time.Duration
 	// CheckTimeout bounds the linearizability search.
 	CheckTimeout time.Duration
+	// TLS runs every node with TLS on every port and --peer-mtls, and the
+	// clients over TLS: faults then hit encrypted links (a cut or stalled
+	// proxy breaks a TLS stream mid-record, which must heal like any other).
+	TLS bool
 }
 
 // Defaults for a short run.

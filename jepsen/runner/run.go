@@ -62,8 +62,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 			return nil, err
 		}
 	}
-	fmt.Fprintf(log, "jepsen: seed %d, %d nodes, %d groups, %d clients, %v, nemeses %v, broken %q\n",
-		cfg.Seed, cfg.Nodes, cfg.Groups, cfg.Clients, cfg.Duration, cfg.Nemeses, cfg.Broken)
+	fmt.Fprintf(log, "jepsen: seed %d, %d nodes, %d groups, %d clients, %v, nemeses %v, broken %q, tls %v\n",
+		cfg.Seed, cfg.Nodes, cfg.Groups, cfg.Clients, cfg.Duration, cfg.Nemeses, cfg.Broken, cfg.TLS)
 	tc, err := startTestCluster(ctx, &cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)

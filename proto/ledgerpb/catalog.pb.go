@@ -1530,6 +1530,138 @@ func (x *GetCinemaRequest) GetCinemaId() string {
 	return ""
 }
 
+type GetCityRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CityId        string                 `protobuf:"bytes,1,opt,name=city_id,json=cityId,proto3" json:"city_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCityRequest) Reset() {
+	*x = GetCityRequest{}
+	mi := &file_catalog_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCityRequest) ProtoMessage() {}
+
+func (x *GetCityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCityRequest.ProtoReflect.Descriptor instead.
+func (*GetCityRequest) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetCityRequest) GetCityId() string {
+	if x != nil {
+		return x.CityId
+	}
+	return ""
+}
+
+type GetMovieRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MovieId       string                 `protobuf:"bytes,1,opt,name=movie_id,json=movieId,proto3" json:"movie_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMovieRequest) Reset() {
+	*x = GetMovieRequest{}
+	mi := &file_catalog_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMovieRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMovieRequest) ProtoMessage() {}
+
+func (x *GetMovieRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMovieRequest.ProtoReflect.Descriptor instead.
+func (*GetMovieRequest) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GetMovieRequest) GetMovieId() string {
+	if x != nil {
+		return x.MovieId
+	}
+	return ""
+}
+
+type GetShowListingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetShowListingRequest) Reset() {
+	*x = GetShowListingRequest{}
+	mi := &file_catalog_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetShowListingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetShowListingRequest) ProtoMessage() {}
+
+func (x *GetShowListingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetShowListingRequest.ProtoReflect.Descriptor instead.
+func (*GetShowListingRequest) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetShowListingRequest) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
 type ListShowsRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	CinemaId string                 `protobuf:"bytes,1,opt,name=cinema_id,json=cinemaId,proto3" json:"cinema_id,omitempty"`
@@ -1543,7 +1675,7 @@ type ListShowsRequest struct {
 
 func (x *ListShowsRequest) Reset() {
 	*x = ListShowsRequest{}
-	mi := &file_catalog_proto_msgTypes[21]
+	mi := &file_catalog_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1687,7 @@ func (x *ListShowsRequest) String() string {
 func (*ListShowsRequest) ProtoMessage() {}
 
 func (x *ListShowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[21]
+	mi := &file_catalog_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1700,7 @@ func (x *ListShowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShowsRequest.ProtoReflect.Descriptor instead.
 func (*ListShowsRequest) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{21}
+	return file_catalog_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListShowsRequest) GetCinemaId() string {
@@ -1610,7 +1742,7 @@ type ListShowsResponse struct {
 
 func (x *ListShowsResponse) Reset() {
 	*x = ListShowsResponse{}
-	mi := &file_catalog_proto_msgTypes[22]
+	mi := &file_catalog_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1754,7 @@ func (x *ListShowsResponse) String() string {
 func (*ListShowsResponse) ProtoMessage() {}
 
 func (x *ListShowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[22]
+	mi := &file_catalog_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1767,7 @@ func (x *ListShowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShowsResponse.ProtoReflect.Descriptor instead.
 func (*ListShowsResponse) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{22}
+	return file_catalog_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListShowsResponse) GetShows() []*ShowListing {
@@ -1676,7 +1808,7 @@ type SearchRequest struct {
 
 func (x *SearchRequest) Reset() {
 	*x = SearchRequest{}
-	mi := &file_catalog_proto_msgTypes[23]
+	mi := &file_catalog_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1820,7 @@ func (x *SearchRequest) String() string {
 func (*SearchRequest) ProtoMessage() {}
 
 func (x *SearchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[23]
+	mi := &file_catalog_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1833,7 @@ func (x *SearchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchRequest.ProtoReflect.Descriptor instead.
 func (*SearchRequest) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{23}
+	return file_catalog_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SearchRequest) GetQ() string {
@@ -1752,7 +1884,7 @@ type SearchResponse struct {
 
 func (x *SearchResponse) Reset() {
 	*x = SearchResponse{}
-	mi := &file_catalog_proto_msgTypes[24]
+	mi := &file_catalog_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1896,7 @@ func (x *SearchResponse) String() string {
 func (*SearchResponse) ProtoMessage() {}
 
 func (x *SearchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[24]
+	mi := &file_catalog_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1909,7 @@ func (x *SearchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResponse.ProtoReflect.Descriptor instead.
 func (*SearchResponse) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{24}
+	return file_catalog_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SearchResponse) GetShows() []*ShowListing {
@@ -1817,7 +1949,7 @@ type CatalogCmd struct {
 
 func (x *CatalogCmd) Reset() {
 	*x = CatalogCmd{}
-	mi := &file_catalog_proto_msgTypes[25]
+	mi := &file_catalog_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +1961,7 @@ func (x *CatalogCmd) String() string {
 func (*CatalogCmd) ProtoMessage() {}
 
 func (x *CatalogCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[25]
+	mi := &file_catalog_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +1974,7 @@ func (x *CatalogCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogCmd.ProtoReflect.Descriptor instead.
 func (*CatalogCmd) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{25}
+	return file_catalog_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CatalogCmd) GetOp() isCatalogCmd_Op {
@@ -1925,7 +2057,7 @@ type CreateCityCmd struct {
 
 func (x *CreateCityCmd) Reset() {
 	*x = CreateCityCmd{}
-	mi := &file_catalog_proto_msgTypes[26]
+	mi := &file_catalog_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2069,7 @@ func (x *CreateCityCmd) String() string {
 func (*CreateCityCmd) ProtoMessage() {}
 
 func (x *CreateCityCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[26]
+	mi := &file_catalog_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2082,7 @@ func (x *CreateCityCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCityCmd.ProtoReflect.Descriptor instead.
 func (*CreateCityCmd) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{26}
+	return file_catalog_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateCityCmd) GetCity() *City {
@@ -1969,7 +2101,7 @@ type CreateCinemaCmd struct {
 
 func (x *CreateCinemaCmd) Reset() {
 	*x = CreateCinemaCmd{}
-	mi := &file_catalog_proto_msgTypes[27]
+	mi := &file_catalog_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1981,7 +2113,7 @@ func (x *CreateCinemaCmd) String() string {
 func (*CreateCinemaCmd) ProtoMessage() {}
 
 func (x *CreateCinemaCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[27]
+	mi := &file_catalog_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1994,7 +2126,7 @@ func (x *CreateCinemaCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCinemaCmd.ProtoReflect.Descriptor instead.
 func (*CreateCinemaCmd) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{27}
+	return file_catalog_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateCinemaCmd) GetCinema() *Cinema {
@@ -2013,7 +2145,7 @@ type CreateMovieCmd struct {
 
 func (x *CreateMovieCmd) Reset() {
 	*x = CreateMovieCmd{}
-	mi := &file_catalog_proto_msgTypes[28]
+	mi := &file_catalog_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2157,7 @@ func (x *CreateMovieCmd) String() string {
 func (*CreateMovieCmd) ProtoMessage() {}
 
 func (x *CreateMovieCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[28]
+	mi := &file_catalog_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2170,7 @@ func (x *CreateMovieCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMovieCmd.ProtoReflect.Descriptor instead.
 func (*CreateMovieCmd) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{28}
+	return file_catalog_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateMovieCmd) GetMovie() *Movie {
@@ -2064,7 +2196,7 @@ type ListShowCmd struct {
 
 func (x *ListShowCmd) Reset() {
 	*x = ListShowCmd{}
-	mi := &file_catalog_proto_msgTypes[29]
+	mi := &file_catalog_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +2208,7 @@ func (x *ListShowCmd) String() string {
 func (*ListShowCmd) ProtoMessage() {}
 
 func (x *ListShowCmd) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[29]
+	mi := &file_catalog_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +2221,7 @@ func (x *ListShowCmd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShowCmd.ProtoReflect.Descriptor instead.
 func (*ListShowCmd) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{29}
+	return file_catalog_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListShowCmd) GetShowId() string {
@@ -2147,7 +2279,7 @@ type ListingRecord struct {
 
 func (x *ListingRecord) Reset() {
 	*x = ListingRecord{}
-	mi := &file_catalog_proto_msgTypes[30]
+	mi := &file_catalog_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2291,7 @@ func (x *ListingRecord) String() string {
 func (*ListingRecord) ProtoMessage() {}
 
 func (x *ListingRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[30]
+	mi := &file_catalog_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2304,7 @@ func (x *ListingRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListingRecord.ProtoReflect.Descriptor instead.
 func (*ListingRecord) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{30}
+	return file_catalog_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListingRecord) GetShowId() string {
@@ -2268,7 +2400,7 @@ type CatalogQuery struct {
 
 func (x *CatalogQuery) Reset() {
 	*x = CatalogQuery{}
-	mi := &file_catalog_proto_msgTypes[31]
+	mi := &file_catalog_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2280,7 +2412,7 @@ func (x *CatalogQuery) String() string {
 func (*CatalogQuery) ProtoMessage() {}
 
 func (x *CatalogQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[31]
+	mi := &file_catalog_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2293,7 +2425,7 @@ func (x *CatalogQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogQuery.ProtoReflect.Descriptor instead.
 func (*CatalogQuery) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{31}
+	return file_catalog_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CatalogQuery) GetKind() CatalogQueryKind {
@@ -2385,7 +2517,7 @@ type CatalogAnswer struct {
 
 func (x *CatalogAnswer) Reset() {
 	*x = CatalogAnswer{}
-	mi := &file_catalog_proto_msgTypes[32]
+	mi := &file_catalog_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2529,7 @@ func (x *CatalogAnswer) String() string {
 func (*CatalogAnswer) ProtoMessage() {}
 
 func (x *CatalogAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[32]
+	mi := &file_catalog_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2542,7 @@ func (x *CatalogAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogAnswer.ProtoReflect.Descriptor instead.
 func (*CatalogAnswer) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{32}
+	return file_catalog_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CatalogAnswer) GetCities() []*City {
@@ -2484,7 +2616,7 @@ type ShowSeatCount struct {
 
 func (x *ShowSeatCount) Reset() {
 	*x = ShowSeatCount{}
-	mi := &file_catalog_proto_msgTypes[33]
+	mi := &file_catalog_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2628,7 @@ func (x *ShowSeatCount) String() string {
 func (*ShowSeatCount) ProtoMessage() {}
 
 func (x *ShowSeatCount) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[33]
+	mi := &file_catalog_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2641,7 @@ func (x *ShowSeatCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowSeatCount.ProtoReflect.Descriptor instead.
 func (*ShowSeatCount) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{33}
+	return file_catalog_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ShowSeatCount) GetShowId() string {
@@ -2672,7 +2804,13 @@ const file_catalog_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x126\n" +
 	"\tfreshness\x18\x03 \x01(\v2\x18.seatledger.v1.FreshnessR\tfreshness\"/\n" +
 	"\x10GetCinemaRequest\x12\x1b\n" +
-	"\tcinema_id\x18\x01 \x01(\tR\bcinemaId\"\x7f\n" +
+	"\tcinema_id\x18\x01 \x01(\tR\bcinemaId\")\n" +
+	"\x0eGetCityRequest\x12\x17\n" +
+	"\acity_id\x18\x01 \x01(\tR\x06cityId\",\n" +
+	"\x0fGetMovieRequest\x12\x19\n" +
+	"\bmovie_id\x18\x01 \x01(\tR\amovieId\"0\n" +
+	"\x15GetShowListingRequest\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\"\x7f\n" +
 	"\x10ListShowsRequest\x12\x1b\n" +
 	"\tcinema_id\x18\x01 \x01(\tR\bcinemaId\x12\x12\n" +
 	"\x04date\x18\x02 \x01(\tR\x04date\x12\x1b\n" +
@@ -2771,7 +2909,7 @@ const file_catalog_proto_rawDesc = "" +
 	"\x12CATALOG_QUERY_CITY\x10\x06\x12\x18\n" +
 	"\x14CATALOG_QUERY_CINEMA\x10\a\x12\x17\n" +
 	"\x13CATALOG_QUERY_MOVIE\x10\b\x12\x19\n" +
-	"\x15CATALOG_QUERY_LISTING\x10\t2\xbc\x06\n" +
+	"\x15CATALOG_QUERY_LISTING\x10\t2\x91\b\n" +
 	"\aCatalog\x12Q\n" +
 	"\n" +
 	"CreateCity\x12 .seatledger.v1.CreateCityRequest\x1a!.seatledger.v1.CreateCityResponse\x12W\n" +
@@ -2783,7 +2921,10 @@ const file_catalog_proto_rawDesc = "" +
 	"\n" +
 	"ListMovies\x12 .seatledger.v1.ListMoviesRequest\x1a!.seatledger.v1.ListMoviesResponse\x12T\n" +
 	"\vListCinemas\x12!.seatledger.v1.ListCinemasRequest\x1a\".seatledger.v1.ListCinemasResponse\x12C\n" +
-	"\tGetCinema\x12\x1f.seatledger.v1.GetCinemaRequest\x1a\x15.seatledger.v1.Cinema\x12N\n" +
+	"\tGetCinema\x12\x1f.seatledger.v1.GetCinemaRequest\x1a\x15.seatledger.v1.Cinema\x12=\n" +
+	"\aGetCity\x12\x1d.seatledger.v1.GetCityRequest\x1a\x13.seatledger.v1.City\x12@\n" +
+	"\bGetMovie\x12\x1e.seatledger.v1.GetMovieRequest\x1a\x14.seatledger.v1.Movie\x12R\n" +
+	"\x0eGetShowListing\x12$.seatledger.v1.GetShowListingRequest\x1a\x1a.seatledger.v1.ShowListing\x12N\n" +
 	"\tListShows\x12\x1f.seatledger.v1.ListShowsRequest\x1a .seatledger.v1.ListShowsResponse\x12E\n" +
 	"\x06Search\x12\x1c.seatledger.v1.SearchRequest\x1a\x1d.seatledger.v1.SearchResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
@@ -2800,7 +2941,7 @@ func file_catalog_proto_rawDescGZIP() []byte {
 }
 
 var file_catalog_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_catalog_proto_goTypes = []any{
 	(CatalogQueryKind)(0),         // 0: seatledger.v1.CatalogQueryKind
 	(*City)(nil),                  // 1: seatledger.v1.City
@@ -2824,41 +2965,44 @@ var file_catalog_proto_goTypes = []any{
 	(*ListCinemasRequest)(nil),    // 19: seatledger.v1.ListCinemasRequest
 	(*ListCinemasResponse)(nil),   // 20: seatledger.v1.ListCinemasResponse
 	(*GetCinemaRequest)(nil),      // 21: seatledger.v1.GetCinemaRequest
-	(*ListShowsRequest)(nil),      // 22: seatledger.v1.ListShowsRequest
-	(*ListShowsResponse)(nil),     // 23: seatledger.v1.ListShowsResponse
-	(*SearchRequest)(nil),         // 24: seatledger.v1.SearchRequest
-	(*SearchResponse)(nil),        // 25: seatledger.v1.SearchResponse
-	(*CatalogCmd)(nil),            // 26: seatledger.v1.CatalogCmd
-	(*CreateCityCmd)(nil),         // 27: seatledger.v1.CreateCityCmd
-	(*CreateCinemaCmd)(nil),       // 28: seatledger.v1.CreateCinemaCmd
-	(*CreateMovieCmd)(nil),        // 29: seatledger.v1.CreateMovieCmd
-	(*ListShowCmd)(nil),           // 30: seatledger.v1.ListShowCmd
-	(*ListingRecord)(nil),         // 31: seatledger.v1.ListingRecord
-	(*CatalogQuery)(nil),          // 32: seatledger.v1.CatalogQuery
-	(*CatalogAnswer)(nil),         // 33: seatledger.v1.CatalogAnswer
-	(*ShowSeatCount)(nil),         // 34: seatledger.v1.ShowSeatCount
-	(*Row)(nil),                   // 35: seatledger.v1.Row
-	(*Category)(nil),              // 36: seatledger.v1.Category
-	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
+	(*GetCityRequest)(nil),        // 22: seatledger.v1.GetCityRequest
+	(*GetMovieRequest)(nil),       // 23: seatledger.v1.GetMovieRequest
+	(*GetShowListingRequest)(nil), // 24: seatledger.v1.GetShowListingRequest
+	(*ListShowsRequest)(nil),      // 25: seatledger.v1.ListShowsRequest
+	(*ListShowsResponse)(nil),     // 26: seatledger.v1.ListShowsResponse
+	(*SearchRequest)(nil),         // 27: seatledger.v1.SearchRequest
+	(*SearchResponse)(nil),        // 28: seatledger.v1.SearchResponse
+	(*CatalogCmd)(nil),            // 29: seatledger.v1.CatalogCmd
+	(*CreateCityCmd)(nil),         // 30: seatledger.v1.CreateCityCmd
+	(*CreateCinemaCmd)(nil),       // 31: seatledger.v1.CreateCinemaCmd
+	(*CreateMovieCmd)(nil),        // 32: seatledger.v1.CreateMovieCmd
+	(*ListShowCmd)(nil),           // 33: seatledger.v1.ListShowCmd
+	(*ListingRecord)(nil),         // 34: seatledger.v1.ListingRecord
+	(*CatalogQuery)(nil),          // 35: seatledger.v1.CatalogQuery
+	(*CatalogAnswer)(nil),         // 36: seatledger.v1.CatalogAnswer
+	(*ShowSeatCount)(nil),         // 37: seatledger.v1.ShowSeatCount
+	(*Row)(nil),                   // 38: seatledger.v1.Row
+	(*Category)(nil),              // 39: seatledger.v1.Category
+	(*timestamppb.Timestamp)(nil), // 40: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 41: google.protobuf.Duration
 }
 var file_catalog_proto_depIdxs = []int32{
 	3,  // 0: seatledger.v1.Cinema.screens:type_name -> seatledger.v1.Screen
-	35, // 1: seatledger.v1.Screen.rows:type_name -> seatledger.v1.Row
-	36, // 2: seatledger.v1.Screen.categories:type_name -> seatledger.v1.Category
-	37, // 3: seatledger.v1.ShowListing.starts_at:type_name -> google.protobuf.Timestamp
-	37, // 4: seatledger.v1.ShowListing.free_seats_as_of:type_name -> google.protobuf.Timestamp
-	37, // 5: seatledger.v1.Freshness.as_of:type_name -> google.protobuf.Timestamp
-	38, // 6: seatledger.v1.Freshness.max_staleness:type_name -> google.protobuf.Duration
+	38, // 1: seatledger.v1.Screen.rows:type_name -> seatledger.v1.Row
+	39, // 2: seatledger.v1.Screen.categories:type_name -> seatledger.v1.Category
+	40, // 3: seatledger.v1.ShowListing.starts_at:type_name -> google.protobuf.Timestamp
+	40, // 4: seatledger.v1.ShowListing.free_seats_as_of:type_name -> google.protobuf.Timestamp
+	40, // 5: seatledger.v1.Freshness.as_of:type_name -> google.protobuf.Timestamp
+	41, // 6: seatledger.v1.Freshness.max_staleness:type_name -> google.protobuf.Duration
 	1,  // 7: seatledger.v1.CreateCityRequest.city:type_name -> seatledger.v1.City
-	37, // 8: seatledger.v1.CreateCityResponse.applied_at:type_name -> google.protobuf.Timestamp
+	40, // 8: seatledger.v1.CreateCityResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 9: seatledger.v1.CreateCinemaRequest.cinema:type_name -> seatledger.v1.Cinema
-	37, // 10: seatledger.v1.CreateCinemaResponse.applied_at:type_name -> google.protobuf.Timestamp
+	40, // 10: seatledger.v1.CreateCinemaResponse.applied_at:type_name -> google.protobuf.Timestamp
 	4,  // 11: seatledger.v1.CreateMovieRequest.movie:type_name -> seatledger.v1.Movie
-	37, // 12: seatledger.v1.CreateMovieResponse.applied_at:type_name -> google.protobuf.Timestamp
-	37, // 13: seatledger.v1.ScheduleShowRequest.starts_at:type_name -> google.protobuf.Timestamp
+	40, // 12: seatledger.v1.CreateMovieResponse.applied_at:type_name -> google.protobuf.Timestamp
+	40, // 13: seatledger.v1.ScheduleShowRequest.starts_at:type_name -> google.protobuf.Timestamp
 	5,  // 14: seatledger.v1.ScheduleShowResponse.show:type_name -> seatledger.v1.ShowListing
-	37, // 15: seatledger.v1.ScheduleShowResponse.applied_at:type_name -> google.protobuf.Timestamp
+	40, // 15: seatledger.v1.ScheduleShowResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 16: seatledger.v1.ListCitiesResponse.cities:type_name -> seatledger.v1.City
 	6,  // 17: seatledger.v1.ListCitiesResponse.freshness:type_name -> seatledger.v1.Freshness
 	4,  // 18: seatledger.v1.ListMoviesResponse.movies:type_name -> seatledger.v1.Movie
@@ -2869,10 +3013,10 @@ var file_catalog_proto_depIdxs = []int32{
 	6,  // 23: seatledger.v1.ListShowsResponse.freshness:type_name -> seatledger.v1.Freshness
 	5,  // 24: seatledger.v1.SearchResponse.shows:type_name -> seatledger.v1.ShowListing
 	6,  // 25: seatledger.v1.SearchResponse.freshness:type_name -> seatledger.v1.Freshness
-	27, // 26: seatledger.v1.CatalogCmd.create_city:type_name -> seatledger.v1.CreateCityCmd
-	28, // 27: seatledger.v1.CatalogCmd.create_cinema:type_name -> seatledger.v1.CreateCinemaCmd
-	29, // 28: seatledger.v1.CatalogCmd.create_movie:type_name -> seatledger.v1.CreateMovieCmd
-	30, // 29: seatledger.v1.CatalogCmd.list_show:type_name -> seatledger.v1.ListShowCmd
+	30, // 26: seatledger.v1.CatalogCmd.create_city:type_name -> seatledger.v1.CreateCityCmd
+	31, // 27: seatledger.v1.CatalogCmd.create_cinema:type_name -> seatledger.v1.CreateCinemaCmd
+	32, // 28: seatledger.v1.CatalogCmd.create_movie:type_name -> seatledger.v1.CreateMovieCmd
+	33, // 29: seatledger.v1.CatalogCmd.list_show:type_name -> seatledger.v1.ListShowCmd
 	1,  // 30: seatledger.v1.CreateCityCmd.city:type_name -> seatledger.v1.City
 	2,  // 31: seatledger.v1.CreateCinemaCmd.cinema:type_name -> seatledger.v1.Cinema
 	4,  // 32: seatledger.v1.CreateMovieCmd.movie:type_name -> seatledger.v1.Movie
@@ -2880,7 +3024,7 @@ var file_catalog_proto_depIdxs = []int32{
 	1,  // 34: seatledger.v1.CatalogAnswer.cities:type_name -> seatledger.v1.City
 	2,  // 35: seatledger.v1.CatalogAnswer.cinemas:type_name -> seatledger.v1.Cinema
 	4,  // 36: seatledger.v1.CatalogAnswer.movies:type_name -> seatledger.v1.Movie
-	31, // 37: seatledger.v1.CatalogAnswer.listings:type_name -> seatledger.v1.ListingRecord
+	34, // 37: seatledger.v1.CatalogAnswer.listings:type_name -> seatledger.v1.ListingRecord
 	7,  // 38: seatledger.v1.Catalog.CreateCity:input_type -> seatledger.v1.CreateCityRequest
 	9,  // 39: seatledger.v1.Catalog.CreateCinema:input_type -> seatledger.v1.CreateCinemaRequest
 	11, // 40: seatledger.v1.Catalog.CreateMovie:input_type -> seatledger.v1.CreateMovieRequest
@@ -2889,20 +3033,26 @@ var file_catalog_proto_depIdxs = []int32{
 	17, // 43: seatledger.v1.Catalog.ListMovies:input_type -> seatledger.v1.ListMoviesRequest
 	19, // 44: seatledger.v1.Catalog.ListCinemas:input_type -> seatledger.v1.ListCinemasRequest
 	21, // 45: seatledger.v1.Catalog.GetCinema:input_type -> seatledger.v1.GetCinemaRequest
-	22, // 46: seatledger.v1.Catalog.ListShows:input_type -> seatledger.v1.ListShowsRequest
-	24, // 47: seatledger.v1.Catalog.Search:input_type -> seatledger.v1.SearchRequest
-	8,  // 48: seatledger.v1.Catalog.CreateCity:output_type -> seatledger.v1.CreateCityResponse
-	10, // 49: seatledger.v1.Catalog.CreateCinema:output_type -> seatledger.v1.CreateCinemaResponse
-	12, // 50: seatledger.v1.Catalog.CreateMovie:output_type -> seatledger.v1.CreateMovieResponse
-	14, // 51: seatledger.v1.Catalog.ScheduleShow:output_type -> seatledger.v1.ScheduleShowResponse
-	16, // 52: seatledger.v1.Catalog.ListCities:output_type -> seatledger.v1.ListCitiesResponse
-	18, // 53: seatledger.v1.Catalog.ListMovies:output_type -> seatledger.v1.ListMoviesResponse
-	20, // 54: seatledger.v1.Catalog.ListCinemas:output_type -> seatledger.v1.ListCinemasResponse
-	2,  // 55: seatledger.v1.Catalog.GetCinema:output_type -> seatledger.v1.Cinema
-	23, // 56: seatledger.v1.Catalog.ListShows:output_type -> seatledger.v1.ListShowsResponse
-	25, // 57: seatledger.v1.Catalog.Search:output_type -> seatledger.v1.SearchResponse
-	48, // [48:58] is the sub-list for method output_type
-	38, // [38:48] is the sub-list for method input_type
+	22, // 46: seatledger.v1.Catalog.GetCity:input_type -> seatledger.v1.GetCityRequest
+	23, // 47: seatledger.v1.Catalog.GetMovie:input_type -> seatledger.v1.GetMovieRequest
+	24, // 48: seatledger.v1.Catalog.GetShowListing:input_type -> seatledger.v1.GetShowListingRequest
+	25, // 49: seatledger.v1.Catalog.ListShows:input_type -> seatledger.v1.ListShowsRequest
+	27, // 50: seatledger.v1.Catalog.Search:input_type -> seatledger.v1.SearchRequest
+	8,  // 51: seatledger.v1.Catalog.CreateCity:output_type -> seatledger.v1.CreateCityResponse
+	10, // 52: seatledger.v1.Catalog.CreateCinema:output_type -> seatledger.v1.CreateCinemaResponse
+	12, // 53: seatledger.v1.Catalog.CreateMovie:output_type -> seatledger.v1.CreateMovieResponse
+	14, // 54: seatledger.v1.Catalog.ScheduleShow:output_type -> seatledger.v1.ScheduleShowResponse
+	16, // 55: seatledger.v1.Catalog.ListCities:output_type -> seatledger.v1.ListCitiesResponse
+	18, // 56: seatledger.v1.Catalog.ListMovies:output_type -> seatledger.v1.ListMoviesResponse
+	20, // 57: seatledger.v1.Catalog.ListCinemas:output_type -> seatledger.v1.ListCinemasResponse
+	2,  // 58: seatledger.v1.Catalog.GetCinema:output_type -> seatledger.v1.Cinema
+	1,  // 59: seatledger.v1.Catalog.GetCity:output_type -> seatledger.v1.City
+	4,  // 60: seatledger.v1.Catalog.GetMovie:output_type -> seatledger.v1.Movie
+	5,  // 61: seatledger.v1.Catalog.GetShowListing:output_type -> seatledger.v1.ShowListing
+	26, // 62: seatledger.v1.Catalog.ListShows:output_type -> seatledger.v1.ListShowsResponse
+	28, // 63: seatledger.v1.Catalog.Search:output_type -> seatledger.v1.SearchResponse
+	51, // [51:64] is the sub-list for method output_type
+	38, // [38:51] is the sub-list for method input_type
 	38, // [38:38] is the sub-list for extension type_name
 	38, // [38:38] is the sub-list for extension extendee
 	0,  // [0:38] is the sub-list for field type_name
@@ -2914,7 +3064,7 @@ func file_catalog_proto_init() {
 		return
 	}
 	file_booking_proto_init()
-	file_catalog_proto_msgTypes[25].OneofWrappers = []any{
+	file_catalog_proto_msgTypes[28].OneofWrappers = []any{
 		(*CatalogCmd_CreateCity)(nil),
 		(*CatalogCmd_CreateCinema)(nil),
 		(*CatalogCmd_CreateMovie)(nil),
@@ -2926,7 +3076,7 @@ func file_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_catalog_proto_rawDesc), len(file_catalog_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

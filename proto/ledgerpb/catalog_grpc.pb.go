@@ -30,16 +30,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Catalog_CreateCity_FullMethodName   = "/seatledger.v1.Catalog/CreateCity"
-	Catalog_CreateCinema_FullMethodName = "/seatledger.v1.Catalog/CreateCinema"
-	Catalog_CreateMovie_FullMethodName  = "/seatledger.v1.Catalog/CreateMovie"
-	Catalog_ScheduleShow_FullMethodName = "/seatledger.v1.Catalog/ScheduleShow"
-	Catalog_ListCities_FullMethodName   = "/seatledger.v1.Catalog/ListCities"
-	Catalog_ListMovies_FullMethodName   = "/seatledger.v1.Catalog/ListMovies"
-	Catalog_ListCinemas_FullMethodName  = "/seatledger.v1.Catalog/ListCinemas"
-	Catalog_GetCinema_FullMethodName    = "/seatledger.v1.Catalog/GetCinema"
-	Catalog_ListShows_FullMethodName    = "/seatledger.v1.Catalog/ListShows"
-	Catalog_Search_FullMethodName       = "/seatledger.v1.Catalog/Search"
+	Catalog_CreateCity_FullMethodName     = "/seatledger.v1.Catalog/CreateCity"
+	Catalog_CreateCinema_FullMethodName   = "/seatledger.v1.Catalog/CreateCinema"
+	Catalog_CreateMovie_FullMethodName    = "/seatledger.v1.Catalog/CreateMovie"
+	Catalog_ScheduleShow_FullMethodName   = "/seatledger.v1.Catalog/ScheduleShow"
+	Catalog_ListCities_FullMethodName     = "/seatledger.v1.Catalog/ListCities"
+	Catalog_ListMovies_FullMethodName     = "/seatledger.v1.Catalog/ListMovies"
+	Catalog_ListCinemas_FullMethodName    = "/seatledger.v1.Catalog/ListCinemas"
+	Catalog_GetCinema_FullMethodName      = "/seatledger.v1.Catalog/GetCinema"
+	Catalog_GetCity_FullMethodName        = "/seatledger.v1.Catalog/GetCity"
+	Catalog_GetMovie_FullMethodName       = "/seatledger.v1.Catalog/GetMovie"
+	Catalog_GetShowListing_FullMethodName = "/seatledger.v1.Catalog/GetShowListing"
+	Catalog_ListShows_FullMethodName      = "/seatledger.v1.Catalog/ListShows"
+	Catalog_Search_FullMethodName         = "/seatledger.v1.Catalog/Search"
 )
 
 // CatalogClient is the client API for Catalog service.
@@ -67,6 +70,13 @@ type CatalogClient interface {
 	ListCinemas(ctx context.Context, in *ListCinemasRequest, opts ...grpc.CallOption) (*ListCinemasResponse, error)
 	// GetCinema returns a cinema with its screens and their layouts.
 	GetCinema(ctx context.Context, in *GetCinemaRequest, opts ...grpc.CallOption) (*Cinema, error)
+	// GetCity returns a city.
+	GetCity(ctx context.Context, in *GetCityRequest, opts ...grpc.CallOption) (*City, error)
+	// GetMovie returns a movie, whether or not it has shows.
+	GetMovie(ctx context.Context, in *GetMovieRequest, opts ...grpc.CallOption) (*Movie, error)
+	// GetShowListing returns a listed show, past or future, with its
+	// free-seat count.
+	GetShowListing(ctx context.Context, in *GetShowListingRequest, opts ...grpc.CallOption) (*ShowListing, error)
 	// ListShows lists a cinema's shows on a date (in its city's time zone),
 	// each with its free-seat count.
 	ListShows(ctx context.Context, in *ListShowsRequest, opts ...grpc.CallOption) (*ListShowsResponse, error)
@@ -163,6 +173,36 @@ func (c *catalogClient) GetCinema(ctx context.Context, in *GetCinemaRequest, opt
 	return out, nil
 }
 
+func (c *catalogClient) GetCity(ctx context.Context, in *GetCityRequest, opts ...grpc.CallOption) (*City, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(City)
+	err := c.cc.Invoke(ctx, Catalog_GetCity_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *catalogClient) GetMovie(ctx context.Context, in *GetMovieRequest, opts ...grpc.CallOption) (*Movie, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Movie)
+	err := c.cc.Invoke(ctx, Catalog_GetMovie_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *catalogClient) GetShowListing(ctx context.Context, in *GetShowListingRequest, opts ...grpc.CallOption) (*ShowListing, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ShowListing)
+	err := c.cc.Invoke(ctx, Catalog_GetShowListing_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *catalogClient) ListShows(ctx context.Context, in *ListShowsRequest, opts ...grpc.CallOption) (*ListShowsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListShowsResponse)
@@ -208,6 +248,13 @@ type CatalogServer interface {
 	ListCinemas(context.Context, *ListCinemasRequest) (*ListCinemasResponse, error)
 	// GetCinema returns a cinema with its screens and their layouts.
 	GetCinema(context.Context, *GetCinemaRequest) (*Cinema, error)
+	// GetCity returns a city.
+	GetCity(context.Context, *GetCityRequest) (*City, error)
+	// GetMovie returns a movie, whether or not it has shows.
+	GetMovie(context.Context, *GetMovieRequest) (*Movie, error)
+	// GetShowListing returns a listed show, past or future, with its
+	// free-seat count.
+	GetShowListing(context.Context, *GetShowListingRequest) (*ShowListing, error)
 	// ListShows lists a cinema's shows on a date (in its city's time zone),
 	// each with its free-seat count.
 	ListShows(context.Context, *ListShowsRequest) (*ListShowsResponse, error)
@@ -247,6 +294,15 @@ func (UnimplementedCatalogServer) ListCinemas(context.Context, *ListCinemasReque
 }
 func (UnimplementedCatalogServer) GetCinema(context.Context, *GetCinemaRequest) (*Cinema, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetCinema not implemented")
+}
+func (UnimplementedCatalogServer) GetCity(context.Context, *GetCityRequest) (*City, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCity not implemented")
+}
+func (UnimplementedCatalogServer) GetMovie(context.Context, *GetMovieRequest) (*Movie, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetMovie not implemented")
+}
+func (UnimplementedCatalogServer) GetShowListing(context.Context, *GetShowListingRequest) (*ShowListing, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetShowListing not implemented")
 }
 func (UnimplementedCatalogServer) ListShows(context.Context, *ListShowsRequest) (*ListShowsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListShows not implemented")
@@ -419,6 +475,60 @@ func _Catalog_GetCinema_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Catalog_GetCity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCityRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CatalogServer).GetCity(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Catalog_GetCity_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CatalogServer).GetCity(ctx, req.(*GetCityRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Catalog_GetMovie_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetMovieRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CatalogServer).GetMovie(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Catalog_GetMovie_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CatalogServer).GetMovie(ctx, req.(*GetMovieRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Catalog_GetShowListing_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetShowListingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CatalogServer).GetShowListing(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Catalog_GetShowListing_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CatalogServer).GetShowListing(ctx, req.(*GetShowListingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Catalog_ListShows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListShowsRequest)
 	if err := dec(in); err != nil {
@@ -493,6 +603,18 @@ var Catalog_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetCinema",
 			Handler:    _Catalog_GetCinema_Handler,
+		},
+		{
+			MethodName: "GetCity",
+			Handler:    _Catalog_GetCity_Handler,
+		},
+		{
+			MethodName: "GetMovie",
+			Handler:    _Catalog_GetMovie_Handler,
+		},
+		{
+			MethodName: "GetShowListing",
+			Handler:    _Catalog_GetShowListing_Handler,
 		},
 		{
 			MethodName: "ListShows",
