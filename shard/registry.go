@@ -19,8 +19,9 @@ import (
 // are), every RegistryRefreshInterval, and hands the live nodes to its peer
 // table (raftnode/peers.go): raft's dials, AddVoter, the balancer, the
 // router's forwards and Status all use it. A node that does not host the
-// catalog group answers registry reads with the registry it last learned,
-// so a node joining the cluster can learn it from any node it is given.
+// catalog group (or whose replica cannot serve and knows no leader) answers
+// registry reads with the registry it last learned, so a node joining the
+// cluster can learn it from any node it is given.
 
 // Registry timing.
 const (
@@ -256,9 +257,10 @@ func (r *Router) RegisterSeeds(ctx context.Context, seeds []raftnode.Peer) error
 	}
 }
 
-// knownNodes answers a forwarded registry read of a catalog group this node
-// does not host with the registry it last learned; nil for other reads or
-// before it learned one.
+// knownNodes answers a forwarded registry read of the catalog group that
+// this node's replica cannot serve (it hosts none, or its replica is too
+// stale and knows no leader) with the registry it last learned; nil for
+// other reads or before it learned one.
 func (r *Router) knownNodes(req *ledgerpb.ReadRequest) *ledgerpb.ReadResponse {
 	if req.Kind != ledgerpb.ReadKind_READ_KIND_NODES || req.GroupId != r.smap.CatalogGroup() {
 		return nil
