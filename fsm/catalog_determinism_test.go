@@ -216,6 +216,12 @@ func browseAll(t *testing.T, m *Machine) string {
 
 func TestCatalogDeterminism(t *testing.T) {
 	seed := testSeed(t)
+	removed := false // some run removed a node (each does with ~97% odds)
+	defer func() {
+		if !removed && !t.Failed() {
+			t.Errorf("no run removed a node: the generator tests too little")
+		}
+	}()
 	for run := range 3 {
 		g := &catalogGen{r: rand.New(rand.NewPCG(seed, uint64(run)))}
 		a := newTestMachine(t, newTestDB(t), 2)
@@ -233,9 +239,10 @@ func TestCatalogDeterminism(t *testing.T) {
 		if !strings.Contains(want, "show") {
 			t.Fatalf("run %d listed no show at all: the generator tests nothing: %s", run, want)
 		}
-		if !strings.Contains(want, "NODE_STATE_REMOVED") || !strings.Contains(want, "NODE_STATE_ACTIVE") {
-			t.Fatalf("run %d registered no node or removed none: the generator tests too little: %s", run, want)
+		if !strings.Contains(want, "node ") {
+			t.Fatalf("run %d registered no node: the generator tests too little: %s", run, want)
 		}
+		removed = removed || strings.Contains(want, "NODE_STATE_REMOVED")
 		for i, m := range []*Machine{b, c} {
 			if got := browseAll(t, m); got != want {
 				t.Fatalf("run %d: replica %d browses\n%s\nreplica 0 browses\n%s", run, i+1, got, want)
