@@ -131,11 +131,13 @@ const recordOverheadBytes = 64
 // through txn.put or txn.del, which update it. So it changes no result, and
 // replicas stay identical whatever each one has cached.
 //
-// A show's seats, and its clients' live-hold lists, are known as a whole:
-// the first lookup of either kind in a show reads all of that kind's records
-// of the show (one range scan, few records: a FREE seat has none, a client
-// without live holds none), after which an uncached key of that show is
-// absent without asking Pebble. Requests are not cached: a new request id is
+// A busy show's seats, and its clients' live-hold lists, are known as a
+// whole: after showScanMisses lookups of one kind in a show have missed,
+// the next reads all of that kind's records of the show (one range scan, few
+// records: a FREE seat has none, a client without live holds none), after
+// which an uncached key of that show is absent without asking Pebble. A
+// show seen once or twice is cheaper to look up key by key: a range scan
+// opens an iterator over every level of the store. Requests are not cached: a new request id is
 // absent and an old one is read only when a client retries.
 //
 // Only the apply goroutine uses it (Apply, ApplyEntries, Restore), so it
@@ -143,10 +145,15 @@ const recordOverheadBytes = 64
 type recordCache struct {
 	recs map[string]cachedRecord
 	// known holds the show prefixes (showPrefixOf) whose every record is
-	// in recs.
-	known map[string]bool
-	bytes int
+	// in recs; misses counts lookups under the others that missed.
+	known  map[string]bool
+	misses map[string]int
+	bytes  int
 }
+
+// showScanMisses is how many lookups of a kind in one show miss before the
+// show's records of that kind are read as a whole.
+const showScanMisses = 4
 
 // cachedRecord is a record's encoded value, or its absence.
 type cachedRecord struct {
@@ -187,6 +194,20 @@ func (c *recordCache) store(key, val []byte, present bool) {
 	c.recs[string(key)] = cachedRecord{val: val, present: present}
 }
 
+// missed counts a lookup under a show prefix that missed and reports
+// whether the show's records should now be read as a whole.
+func (c *recordCache) missed(prefix []byte) bool {
+	if c.recs == nil {
+		c.reset()
+	}
+	n := c.misses[string(prefix)]
+	if n == 0 {
+		c.bytes += len(prefix) + recordOverheadBytes
+	}
+	c.misses[string(prefix)] = n + 1
+	return n+1 > showScanMisses
+}
+
 // know notes that recs now holds every record under prefix (a
 // showPrefixOf).
 func (c *recordCache) know(prefix []byte) {
@@ -208,6 +229,7 @@ func (c *recordCache) trim() {
 func (c *recordCache) reset() {
 	c.recs = make(map[string]cachedRecord)
 	c.known = make(map[string]bool)
+	c.misses = make(map[string]int)
 	c.bytes = 0
 }
 

@@ -439,7 +439,7 @@ func (tx *txn) read(key []byte) ([]byte, bool) {
 	}
 	c := &tx.m.records
 	v, ok, known := c.lookup(key)
-	if !known && byShow(kind) {
+	if !known && byShow(kind) && c.missed(showPrefixOf(key)) {
 		tx.loadShow(showPrefixOf(key))
 		v, ok, known = c.lookup(key)
 	}
