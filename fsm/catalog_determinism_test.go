@@ -1,5 +1,5 @@
-// This file proves S6 for the catalog: two replicas fed the same random
-// catalog commands (valid and invalid ones, retries, reused request ids,
+// This file proves S6 for the catalog group: two replicas fed the same random
+// catalog and node registry commands (valid and invalid ones, retries, reused request ids,
 // conflicting records, batches) return the same results and have equal
 // digests after every entry; a replica restored from a snapshot has the
 // source's digest and then continues identically; and every browse read
@@ -46,8 +46,31 @@ func (g *catalogGen) command() *ledgerpb.Command {
 		return c
 	}
 	c := &ledgerpb.Command{ClientId: g.pick("admin", 2), RequestId: fmt.Sprintf("r%d", len(g.sent)), Op: g.catalogOp()}
+	if g.r.IntN(5) == 0 {
+		// The node registry lives in the catalog group too.
+		c.Op = g.nodeOp()
+	}
 	g.sent = append(g.sent, c)
 	return c
+}
+
+// nodeOp returns a registry command over few ids and addresses, so that
+// addresses collide, removed ids come back and seeds meet existing records.
+func (g *catalogGen) nodeOp() *ledgerpb.Command_Node {
+	nc := &ledgerpb.NodeCmd{}
+	if g.r.IntN(3) == 0 {
+		states := []ledgerpb.NodeState{ledgerpb.NodeState_NODE_STATE_ACTIVE, ledgerpb.NodeState_NODE_STATE_DRAINING,
+			ledgerpb.NodeState_NODE_STATE_REMOVED, ledgerpb.NodeState_NODE_STATE_UNSPECIFIED}
+		nc.Op = &ledgerpb.NodeCmd_SetState{SetState: &ledgerpb.SetNodeStateCmd{NodeId: g.pick("n", 6), State: states[g.r.IntN(len(states))]}}
+		return &ledgerpb.Command_Node{Node: nc}
+	}
+	add := &ledgerpb.AddNodeCmd{Seed: g.r.IntN(3) == 0}
+	for range 1 + g.r.IntN(3) {
+		add.Nodes = append(add.Nodes, &ledgerpb.NodeRecord{NodeId: g.pick("n", 6),
+			RaftAddr: fmt.Sprintf("h:%d", 7000+g.r.IntN(5)), GrpcAddr: fmt.Sprintf("h:%d", 9000+g.r.IntN(5))})
+	}
+	nc.Op = &ledgerpb.NodeCmd_AddNode{AddNode: add}
+	return &ledgerpb.Command_Node{Node: nc}
 }
 
 func (g *catalogGen) catalogOp() *ledgerpb.Command_Catalog {
@@ -129,6 +152,13 @@ func browseAll(t *testing.T, m *Machine) string {
 	}
 	defer v.Close()
 	var b strings.Builder
+	nodes, err := v.Nodes()
+	if err != nil {
+		t.Fatalf("nodes: %v", err)
+	}
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "node %s %s %s %v %d|", n.NodeId, n.RaftAddr, n.GrpcAddr, n.State, n.Revision)
+	}
 	pages := func(what string, page func(after []byte) ([]string, []byte, error)) {
 		var after []byte
 		for {
@@ -186,6 +216,12 @@ func browseAll(t *testing.T, m *Machine) string {
 
 func TestCatalogDeterminism(t *testing.T) {
 	seed := testSeed(t)
+	removed := false // some run removed a node (each does with ~97% odds)
+	defer func() {
+		if !removed && !t.Failed() {
+			t.Errorf("no run removed a node: the generator tests too little")
+		}
+	}()
 	for run := range 3 {
 		g := &catalogGen{r: rand.New(rand.NewPCG(seed, uint64(run)))}
 		a := newTestMachine(t, newTestDB(t), 2)
@@ -203,6 +239,10 @@ func TestCatalogDeterminism(t *testing.T) {
 		if !strings.Contains(want, "show") {
 			t.Fatalf("run %d listed no show at all: the generator tests nothing: %s", run, want)
 		}
+		if !strings.Contains(want, "node ") {
+			t.Fatalf("run %d registered no node: the generator tests too little: %s", run, want)
+		}
+		removed = removed || strings.Contains(want, "NODE_STATE_REMOVED")
 		for i, m := range []*Machine{b, c} {
 			if got := browseAll(t, m); got != want {
 				t.Fatalf("run %d: replica %d browses\n%s\nreplica 0 browses\n%s", run, i+1, got, want)

@@ -25,6 +25,13 @@
 //	listing <show> <field>=<value>... | listing <show> absent
 //	screen <cinema> <screen> seats=<n>
 //	seatcounts <show> total=<n> free=<n>
+//
+// and the node registry's (node_test.go):
+//
+//	node-add <client> <request> <id>@<raft>@<grpc>[,...] [seed]
+//	node-state <client> <request> <id> ACTIVE|DRAINING|REMOVED
+//	nodes => <id>/<state>/<revision>,...   (every record, in id order)
+//	node <id> <raft> <grpc>                (a record's addresses)
 package fsm
 
 import (
@@ -90,6 +97,12 @@ func (s *scenario) catalogStatement(f []string) {
 		s.checkScreen(f)
 	case "seatcounts":
 		s.checkSeatCounts(f)
+	case "node-add", "node-state":
+		cmd, want := s.parseNodeEntry(f) // node_test.go
+		cmd.ProposedAtMs = s.at
+		s.apply(cmd, []*expect{want})
+	case "nodes", "node":
+		s.checkNodes(f)
 	case "batch":
 		s.fatalf("batches are not supported in catalog scripts")
 	default:

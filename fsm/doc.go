@@ -88,6 +88,15 @@
 //	0x28 len(city) city movie_id          u64: latest start of the movie's shows in the city
 //	0x29 len(city) city len(movie) movie cinema_id   u64: latest start of the movie at the cinema
 //
+// The node registry (node.go), written only in the catalog group:
+//
+//	0x2F node_id                          ledgerpb.NodeRecord (REMOVED ones stay: the id is retired)
+//
+// Registry rejections, after 1 and 2 above: AddNode CODE_NODE_REMOVED, then
+// CODE_NODE_ADDRESS_TAKEN, then CODE_INVALID_ARGUMENT past NodesMax (a seed
+// AddNode refuses nothing and adds only unseen ids); SetNodeState
+// CODE_NODE_NOT_FOUND, then CODE_NODE_REMOVED (removal is final).
+//
 // Catalog rejections, after 1 and 2 above: CreateCinema CODE_CITY_NOT_FOUND;
 // ListShow CODE_CINEMA_NOT_FOUND, CODE_SCREEN_NOT_FOUND, CODE_MOVIE_NOT_FOUND;
 // then CODE_CITY_EXISTS / CODE_CINEMA_EXISTS / CODE_MOVIE_EXISTS /

@@ -397,6 +397,8 @@ func opName(c *ledgerpb.Command) string {
 		return "Batch{" + strings.Join(names, " ") + "}"
 	case *ledgerpb.Command_Catalog:
 		return catalogOpName(op.Catalog)
+	case *ledgerpb.Command_Node:
+		return nodeOpName(op.Node) // node_test.go
 	}
 	return fmt.Sprintf("%T", c.Op)
 }

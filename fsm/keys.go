@@ -195,6 +195,9 @@ const (
 	kindShowTime      byte = 0x27 // every listed show by start time
 	kindCityMovie     byte = 0x28 // a city's movies, with their last start
 	kindCityMovieCine byte = 0x29 // a city's cinemas per movie, with their last start
+	// kindNode is the node registry (node.go), kept in the catalog group
+	// too; last below kindEnd so that the catalog's kinds can grow.
+	kindNode byte = 0x2F // node_id -> NodeRecord
 )
 
 func (m *Machine) cityKey(id string) []byte    { return m.key(kindCity, []byte(id)) }

@@ -81,6 +81,17 @@ const (
 	ClockMaxMs = 253402300799999
 )
 
+// Node registry limits (node.go).
+const (
+	// NodesMax bounds the registry's records, removed nodes included (their
+	// ids stay retired): one registry read is one short scan.
+	NodesMax = 64
+	// NodeIDLenMax bounds a node id (ValidID's alphabet).
+	NodeIDLenMax = 64
+	// NodeAddrLenMax bounds a node's HOST:PORT address.
+	NodeAddrLenMax = 255
+)
+
 // Catalog limits (catalog.go). Ids of cities, cinemas, screens and movies
 // follow ValidID's alphabet.
 const (

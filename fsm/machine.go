@@ -344,6 +344,8 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.leaveQueue(c.ClientId, op.LeaveQueue)
 	case *ledgerpb.Command_Catalog:
 		r = tx.catalog(op.Catalog)
+	case *ledgerpb.Command_Node:
+		r = tx.node(op.Node)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -374,6 +376,8 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateLeaveQueue(op.LeaveQueue)
 	case *ledgerpb.Command_Catalog:
 		return ValidateCatalog(op.Catalog)
+	case *ledgerpb.Command_Node:
+		return ValidateNodeCmd(op.Node)
 	}
 	return nil
 }

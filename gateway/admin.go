@@ -36,7 +36,7 @@ func (a *Admin) Status(ctx context.Context, req *ledgerpb.StatusRequest) (*ledge
 	n := a.router.Node()
 	resp := &ledgerpb.StatusResponse{NodeId: n.ID(), Version: Version}
 	for _, p := range n.Peers() {
-		resp.Nodes = append(resp.Nodes, &ledgerpb.NodeInfo{Id: p.ID, RaftAddr: p.RaftAddr, GrpcAddr: p.GRPCAddr})
+		resp.Nodes = append(resp.Nodes, &ledgerpb.NodeInfo{Id: p.ID, RaftAddr: p.RaftAddr, GrpcAddr: p.GRPCAddr, State: nodeState(p)})
 	}
 	for _, g := range n.Groups() {
 		gs, err := a.groupStatus(g.ID(), req.Digests)
@@ -91,6 +91,12 @@ func (a *Admin) TransferLeader(ctx context.Context, req *ledgerpb.TransferLeader
 	} else {
 		addr := a.router.RaftAddr(req.ToNode)
 		if addr == "" {
+			// Registered moments ago? Reread the registry once.
+			if _, err := a.router.RefreshNodes(ctx); err == nil {
+				addr = a.router.RaftAddr(req.ToNode)
+			}
+		}
+		if addr == "" {
 			return nil, fieldError(&fsm.FieldError{Field: "to_node", Message: fmt.Sprintf("no node %q", req.ToNode)})
 		}
 		f = g.Raft().LeadershipTransferToServer(raft.ServerID(req.ToNode), raft.ServerAddress(addr))
@@ -128,7 +134,9 @@ func (a *Admin) AddVoter(ctx context.Context, req *ledgerpb.VoterRequest) (*ledg
 	if err := a.auth.admin(ctx); err != nil {
 		return nil, err
 	}
-	return a.changeVoters(req, func(g *raftnode.Group) error { return g.AddVoter(ctx, req.Node) })
+	return a.changeVoters(req, func(g *raftnode.Group) error {
+		return a.withPeer(ctx, func() error { return g.AddVoter(ctx, req.Node) })
+	})
 }
 
 // RemoveVoter removes a node from a group; this node must lead it.

@@ -81,6 +81,10 @@ var reasons = map[string]rule{
 	"CINEMA_EXISTS":    {codes.AlreadyExists, http.StatusConflict},
 	"MOVIE_EXISTS":     {codes.AlreadyExists, http.StatusConflict},
 	"SHOW_LISTED":      {codes.AlreadyExists, http.StatusConflict},
+	// Node registry (nodes.go).
+	"NODE_NOT_FOUND":     {codes.NotFound, http.StatusNotFound},
+	"NODE_REMOVED":       {codes.FailedPrecondition, http.StatusConflict},
+	"NODE_ADDRESS_TAKEN": {codes.AlreadyExists, http.StatusConflict},
 }
 
 // codeReasons names each FSM result code.
@@ -112,6 +116,9 @@ var codeReasons = map[ledgerpb.Code]string{
 	ledgerpb.Code_CODE_CINEMA_EXISTS:       "CINEMA_EXISTS",
 	ledgerpb.Code_CODE_MOVIE_EXISTS:        "MOVIE_EXISTS",
 	ledgerpb.Code_CODE_SHOW_LISTED:         "SHOW_LISTED",
+	ledgerpb.Code_CODE_NODE_NOT_FOUND:      "NODE_NOT_FOUND",
+	ledgerpb.Code_CODE_NODE_REMOVED:        "NODE_REMOVED",
+	ledgerpb.Code_CODE_NODE_ADDRESS_TAKEN:  "NODE_ADDRESS_TAKEN",
 }
 
 // newStatus builds a status with an ErrorInfo for reason plus details.

@@ -15,6 +15,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
 // Backup and restore of a group's state (seatctl snapshot save, seatd
@@ -55,10 +56,15 @@ type SeedConfig struct {
 	// node seeds exactly the groups whose replicas name it.
 	Peers  []Peer
 	Groups map[uint32][]string
-	// Open returns a fresh reader of a group's fsm snapshot stream; Seed
-	// reads it twice (into Pebble, and into raft's snapshot store).
-	Open   func(group uint32) (io.Reader, error)
-	Logger *slog.Logger
+	// Open returns a reader of a group's fsm snapshot stream.
+	Open func(group uint32) (io.Reader, error)
+	// Registry, when not empty, replaces the node registry of group
+	// RegistryGroup (the catalog group) once it is restored: the backup's
+	// registry names the old cluster's nodes and addresses (fsm.ResetNodes).
+	// Every node of the new cluster must seed the same Registry.
+	Registry      []*ledgerpb.NodeRecord
+	RegistryGroup uint32
+	Logger        *slog.Logger
 }
 
 // Validate reports the first thing wrong with the config: what Config
@@ -66,6 +72,9 @@ type SeedConfig struct {
 func (c *SeedConfig) Validate() error {
 	if c.Open == nil {
 		return errors.New("raftnode: seeding needs a snapshot source")
+	}
+	if _, ok := c.Groups[c.RegistryGroup]; len(c.Registry) > 0 && !ok {
+		return fmt.Errorf("raftnode: registry group %d is not a group of the cluster", c.RegistryGroup)
 	}
 	// RaftAddr is not used to seed; Config.Validate wants one.
 	check := Config{NodeID: c.NodeID, DataDir: c.DataDir, RaftAddr: "seed", Peers: c.Peers, Groups: c.Groups}
@@ -75,7 +84,8 @@ func (c *SeedConfig) Validate() error {
 // Seed writes, for every group this node will host, the group's state into
 // Pebble and a raft snapshot of it at the state's applied index, with the
 // group's initial configuration. It returns each seeded group's digest,
-// computed from Pebble after the restore. DataDir must be empty or absent.
+// computed from Pebble after the restore and before any registry reset (so
+// it can be checked against the backup's). DataDir must be empty or absent.
 //
 // Why a raft snapshot: the FSM skips entries at or below its applied index
 // (idempotent apply), and the restored applied index A comes from the old
@@ -84,8 +94,8 @@ func (c *SeedConfig) Validate() error {
 // index A (term 1) holding the configuration, raft starts with lastIndex =
 // lastApplied = A and appends from A+1 on: the FSM's index and raft's agree,
 // revisions keep growing from the backup's, and a replica that falls behind
-// before the first real snapshot is sent this one, which is the same
-// stream. NoSnapshotRestoreOnStart keeps raft from restoring it again on
+// before the first real snapshot is sent this one, which holds the same
+// state as its peers' Pebble. NoSnapshotRestoreOnStart keeps raft from restoring it again on
 // start: Pebble has it already.
 func Seed(cfg SeedConfig) (map[uint32]fsm.Digest, error) {
 	if cfg.Logger == nil {
@@ -126,7 +136,12 @@ func Seed(cfg SeedConfig) (map[uint32]fsm.Digest, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := seedRaft(cfg, id, m.Applied()); err != nil {
+		if len(cfg.Registry) > 0 && id == cfg.RegistryGroup {
+			if err := fsm.ResetNodes(db, id, cfg.Registry); err != nil {
+				return nil, err
+			}
+		}
+		if err := seedRaft(cfg, m); err != nil {
 			return nil, err
 		}
 		out[id] = d
@@ -143,8 +158,11 @@ var keyCurrentTerm = []byte("CurrentTerm")
 const seedTerm = 1
 
 // seedRaft creates the group's raft log (empty, term 1) and a snapshot at
-// applied holding the group's stream and initial configuration.
-func seedRaft(cfg SeedConfig, id uint32, applied uint64) error {
+// the machine's applied index holding the group's state as seeded in Pebble
+// (a reset registry included, so a replica sent this snapshot before the
+// first real one gets what its peers have) and its initial configuration.
+func seedRaft(cfg SeedConfig, m *fsm.Machine) error {
+	id, applied := m.Group(), m.Applied()
 	dir := groupDirOf(cfg.DataDir, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("raftnode: group dir: %w", err)
@@ -177,12 +195,13 @@ func seedRaft(cfg SeedConfig, id uint32, applied uint64) error {
 	if err != nil {
 		return fmt.Errorf("raftnode: create snapshot of group %d: %w", id, err)
 	}
-	r, err := cfg.Open(id)
+	snap, err := m.Snapshot()
 	if err != nil {
 		sink.Cancel()
 		return err
 	}
-	if _, err := io.Copy(sink, r); err != nil {
+	defer snap.Close()
+	if _, err := snap.WriteTo(sink); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("raftnode: write snapshot of group %d: %w", id, err)
 	}

@@ -2,9 +2,11 @@
 // holds every acknowledged write (a follower refuses with ErrNotLeader); a
 // new three-node cluster seeded from that stream starts with every replica
 // at the backup's applied index and digest, raft's log continues after that
-// index (a new hold applies, a seat held before the backup stays taken), a
-// replica that lost its disk catches up from the seeded snapshot, and Seed
-// refuses a data directory that is not empty.
+// index (a new hold applies, a seat held before the backup stays taken), the
+// node registry is the new cluster's on every replica, a replica that lost
+// its disk catches up from the seeded snapshot (which holds that registry
+// too: its digest ends equal to the leader's), and Seed refuses a data
+// directory that is not empty.
 package raftnode
 
 import (
@@ -70,9 +72,14 @@ func TestBackupSeedsNewCluster(t *testing.T) {
 	}
 	groups := map[uint32][]string{0: {"n1", "n2", "n3"}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var registry []*ledgerpb.NodeRecord
+	for i, p := range peers {
+		registry = append(registry, &ledgerpb.NodeRecord{NodeId: p.ID, RaftAddr: p.RaftAddr, GrpcAddr: fmt.Sprintf("127.0.0.1:%d", 1+i)})
+	}
 	for _, p := range peers {
 		digests, err := Seed(SeedConfig{NodeID: p.ID, DataDir: filepath.Join(dir, p.ID), Peers: peers, Groups: groups, Logger: quiet,
-			Open: func(uint32) (io.Reader, error) { return bytes.NewReader(stream.Bytes()), nil }})
+			Open:     func(uint32) (io.Reader, error) { return bytes.NewReader(stream.Bytes()), nil },
+			Registry: registry, RegistryGroup: 0})
 		if err != nil {
 			t.Fatalf("Seed(%s) = %v", p.ID, err)
 		}
@@ -100,11 +107,26 @@ func TestBackupSeedsNewCluster(t *testing.T) {
 		tc.nodes = append(tc.nodes, n)
 		t.Cleanup(func() { n.Close() })
 	}
+	var seeded []string
 	for _, n := range tc.nodes {
 		ng, _ := n.Group(0)
-		if got, err := ng.Machine().Digest(); err != nil || got != want {
-			t.Fatalf("%s digest after start = %v (%v), want the backup's %v", n.ID(), got, err, want)
+		got, err := ng.Machine().Digest()
+		if err != nil || got.Applied != want.Applied || got == want {
+			t.Fatalf("%s digest after start = %v (%v), want the backup's index %d and a new registry", n.ID(), got, err, want.Applied)
 		}
+		seeded = append(seeded, fmt.Sprint(got))
+		v, err := ng.Machine().View()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := v.Nodes()
+		v.Close()
+		if err != nil || len(recs) != 3 || recs[2].NodeId != "n3" || recs[2].RaftAddr != peers[2].RaftAddr {
+			t.Fatalf("%s registry after start = %v (%v), want the new cluster's n1..n3", n.ID(), recs, err)
+		}
+	}
+	if seeded[0] != seeded[1] || seeded[0] != seeded[2] {
+		t.Fatalf("seeded digests differ: %v", seeded)
 	}
 	ng, _ := tc.leader()
 	if res := mustPropose(t, ng, holdCmd("d1", "after-A1", 600_000, "A1")); res.Code == ledgerpb.Code_CODE_OK {

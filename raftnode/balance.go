@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"math"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -10,60 +11,91 @@ import (
 // up leading most groups (after a restart, every group another node led
 // while it was down). A leader does all of a group's fsyncs first and serves
 // its reads, so each node hands away, one group per round, the leadership it
-// holds beyond its fair share to the least loaded up replica. It judges by
-// what its own replicas know, which with full replication is the whole
-// cluster.
+// holds beyond its fair share to the least loaded up replica.
+//
+// The fair share is the cluster's groups over the nodes that can lead: the
+// nodes named by the configurations of the groups this node hosts, less
+// those the registry marks DRAINING (peers.go). With every node hosting
+// every group that is exact. With fewer replicas than nodes a node sees
+// only its own groups' leaders, so it knows its own count exactly and
+// others' from below: it never gives away a share it is owed (no churn once
+// every node is at or under its share), and a leadership it gives to a node
+// that had its share already comes back out at that node's next round. A
+// node that hosts every group knows every count, so it also evens out
+// counts within the share (2,2,0 becomes 2,1,1 when a node comes back). A
+// DRAINING node's share is zero: it hands every leadership away.
 
-// balanceRound moves at most one leadership off this node.
-func (n *Node) balanceRound() {
-	groups := n.Groups()
+// groupLead is what a balance round knows of one hosted group.
+type groupLead struct {
+	id       uint32
+	leader   string
+	replicas []string
+	// down: followers the leader's heartbeats fail to reach (only known
+	// where this node leads).
+	down func(id string) bool
+}
+
+// balanceView is the input of one balance round.
+type balanceView struct {
+	self     string
+	total    int // groups in the cluster
+	groups   []groupLead
+	draining func(id string) bool
+}
+
+// pick chooses at most one leadership to hand away: the group and the
+// replica to hand it to, or ok false.
+func (v balanceView) pick() (group uint32, to string, ok bool) {
 	leads := map[string]int{}
-	var mine []*Group
 	nodes := map[string]bool{}
-	for _, g := range groups {
-		if l := g.Leader(); l != "" {
-			leads[l]++
+	var mine []groupLead
+	for _, g := range v.groups {
+		if g.leader != "" {
+			leads[g.leader]++
 		}
-		if g.IsLeader() {
+		if g.leader == v.self {
 			mine = append(mine, g)
 		}
-		reps, err := g.Replicas()
-		if err != nil {
-			return
-		}
-		for _, r := range reps {
-			nodes[r] = true
+		for _, r := range g.replicas {
+			if !v.draining(r) {
+				nodes[r] = true
+			}
 		}
 	}
-	if len(nodes) == 0 {
-		return
+	if len(nodes) == 0 || len(mine) == 0 {
+		return 0, "", false
 	}
-	fair := (len(groups) + len(nodes) - 1) / len(nodes)
+	fair := (max(v.total, len(v.groups)) + len(nodes) - 1) / len(nodes)
+	limit := fair // a target must lead fewer than this
+	if v.draining(v.self) {
+		fair, limit = 0, math.MaxInt
+	}
 	if len(mine) <= fair {
-		return
+		if len(v.groups) < v.total || len(mine) < 2 {
+			return 0, "", false
+		}
+		// This node hosts every group, so its counts are exact: at its
+		// share it still hands one to a node leading two fewer (a node
+		// that came back leads none, and 2,2,0 is within a share of 2).
+		// Each such move lowers the sum of squared counts: no churn.
+		limit = len(mine) - 1
 	}
 	for _, g := range mine {
-		to := leastLoaded(g, leads, fair, n.cfg.NodeID)
-		if to == "" {
-			continue
+		if to := v.leastLoaded(g, leads, limit); to != "" {
+			return g.id, to, true
 		}
-		n.cfg.Logger.Info("moving leadership to balance", "group", g.id, "term", g.raft.CurrentTerm(), "to", to, "leads_here", len(mine), "fair", fair)
-		g.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(peerAddr(n.cfg.Peers, to)))
-		return
 	}
+	return 0, "", false
 }
 
 // leastLoaded picks g's replica leading the fewest groups, if it leads
-// fewer than fair and the leader's heartbeats to it are not failing (a
-// transfer to a dead node would stall the group's writes until it times out).
-func leastLoaded(g *Group, leads map[string]int, fair int, self string) string {
-	reps, err := g.Replicas()
-	if err != nil {
-		return ""
-	}
+// fewer than limit, is not draining, and the leader's heartbeats to it are
+// not failing (a transfer to a dead node would stall the group's writes
+// until it times out).
+func (v balanceView) leastLoaded(g groupLead, leads map[string]int, limit int) string {
 	best := ""
-	for _, r := range reps {
-		if r == self || g.followerDown(r) || leads[r] >= fair {
+	for _, r := range g.replicas {
+		if r == v.self || v.draining(r) || g.down(r) || leads[r] >= limit {
 			continue
 		}
 		if best == "" || leads[r] < leads[best] || (leads[r] == leads[best] && r < best) {
@@ -71,6 +103,47 @@ func leastLoaded(g *Group, leads map[string]int, fair int, self string) string {
 		}
 	}
 	return best
+}
+
+// balanceRound moves at most one leadership off this node.
+func (n *Node) balanceRound() {
+	v := balanceView{self: n.cfg.NodeID, total: len(n.cfg.Groups),
+		draining: func(id string) bool { p, _ := n.Peer(id); return p.Draining }}
+	byID := map[uint32]*Group{}
+	for _, g := range n.Groups() {
+		reps, err := g.Replicas()
+		if err != nil {
+			return
+		}
+		v.groups = append(v.groups, groupLead{id: g.id, leader: g.Leader(), replicas: reps, down: g.followerDown})
+		byID[g.id] = g
+	}
+	id, to, ok := v.pick()
+	if !ok {
+		return
+	}
+	g := byID[id]
+	if !g.IsLeader() {
+		return // lost it meanwhile
+	}
+	n.cfg.Logger.Info("moving leadership to balance", "group", g.id, "term", g.raft.CurrentTerm(), "to", to)
+	g.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(g.serverAddr(to)))
+}
+
+// serverAddr is a replica's address: the peer table's, else the one in the
+// group's configuration.
+func (g *Group) serverAddr(id string) string {
+	if a := g.node.raftAddr(id); a != "" {
+		return a
+	}
+	if f := g.raft.GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			if string(s.ID) == id {
+				return string(s.Address)
+			}
+		}
+	}
+	return ""
 }
 
 // watchHeartbeats tracks, while this replica leads, which followers its

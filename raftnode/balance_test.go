@@ -1,9 +1,17 @@
 // This file proves leadership balancing: with every one of six groups led by
 // one node, balance rounds hand leaderships away until each of the three
-// nodes leads two, and once balanced more rounds move nothing.
+// nodes leads two, and once balanced more rounds move nothing. Its table
+// proves one round's choice when every node hosts every group (counts are
+// exact: a node that came back is handed a leadership even within the
+// share), when nodes host only some groups (the fair share counts the
+// cluster's groups, so a node at its share keeps it), when nodes
+// drain (a draining node hands everything away and is never handed
+// anything), and that a follower whose heartbeats fail is skipped.
 package raftnode
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,5 +75,84 @@ func TestBalanceSpreadsLeaders(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if l := leaders(); l["n1"] != 2 || l["n2"] != 2 || l["n3"] != 2 {
 		t.Fatalf("after balancing, more rounds changed the leaders: %v", l)
+	}
+}
+
+func TestBalancePick(t *testing.T) {
+	// g makes a hosted group: id, leader, replicas.
+	g := func(id uint32, leader string, reps ...string) groupLead {
+		return groupLead{id: id, leader: leader, replicas: reps, down: func(string) bool { return false }}
+	}
+	none := func(string) bool { return false }
+	for _, tc := range []struct {
+		name     string
+		self     string
+		total    int
+		groups   []groupLead
+		draining []string
+		down     string // a follower of every group whose heartbeats fail
+		want     string // "group->node" or "-"
+	}{
+		{name: "full replication, over the share", self: "n1", total: 3,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n2", "n3"), g(2, "n2", "n1", "n2", "n3")},
+			want:   "0->n3"},
+		{name: "full replication, at the share", self: "n1", total: 3,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n2", "n1", "n2", "n3"), g(2, "n3", "n1", "n2", "n3")},
+			want:   "-"},
+		// 4 groups over 3 nodes: 2,2,0 is within the share of 2, but a node
+		// that came back should lead one: counts are exact, so even out.
+		{name: "full replication, a node came back", self: "n1", total: 4,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n2", "n3"), g(2, "n2", "n1", "n2", "n3"), g(3, "n2", "n1", "n2", "n3")},
+			want:   "0->n3"},
+		{name: "full replication, 2,1,1 is even", self: "n1", total: 4,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n2", "n3"), g(2, "n2", "n1", "n2", "n3"), g(3, "n3", "n1", "n2", "n3")},
+			want:   "-"},
+		// 8 groups of 3 replicas over 5 nodes: n1 hosts five and leads two,
+		// its share of 8/5. Counting only hosted groups (5/5 = 1) would hand
+		// one away, and the receiver would hand one back: churn.
+		{name: "partial replication, at the cluster's share", self: "n1", total: 8,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n4", "n5"), g(2, "n2", "n1", "n2", "n4"),
+				g(3, "n3", "n1", "n3", "n5"), g(4, "n5", "n1", "n2", "n5")},
+			want: "-"},
+		// Seen counts are lower bounds there: n4 may lead others. No
+		// evening out below the share.
+		{name: "partial replication, a node leading none of these", self: "n1", total: 8,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n4"), g(1, "n1", "n1", "n4", "n5"), g(2, "n2", "n1", "n2", "n4")},
+			want:   "-"},
+		{name: "partial replication, over the share", self: "n1", total: 8,
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n4", "n5"), g(2, "n1", "n1", "n2", "n4"),
+				g(3, "n3", "n1", "n3", "n5"), g(4, "n5", "n1", "n2", "n5")},
+			want: "0->n2"},
+		{name: "draining node hands away even to a node at its share", self: "n1", total: 3, draining: []string{"n1"},
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n2", "n1", "n2", "n3"), g(2, "n3", "n1", "n2", "n3")},
+			want:   "0->n2"},
+		{name: "draining node is never handed a leadership", self: "n1", total: 3, draining: []string{"n2"},
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n2", "n3"), g(2, "n1", "n1", "n2", "n3")},
+			want:   "0->n3"},
+		{name: "a follower whose heartbeats fail is skipped", self: "n1", total: 3, down: "n2",
+			groups: []groupLead{g(0, "n1", "n1", "n2", "n3"), g(1, "n1", "n1", "n2", "n3"), g(2, "n1", "n1", "n2", "n3")},
+			want:   "0->n3"},
+		{name: "a joined node without replicas changes nothing", self: "n1", total: 2,
+			groups: []groupLead{g(0, "n1", "n1", "n2"), g(1, "n2", "n1", "n2")},
+			want:   "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := balanceView{self: tc.self, total: tc.total, groups: tc.groups, draining: none}
+			if tc.draining != nil {
+				v.draining = func(id string) bool { return slices.Contains(tc.draining, id) }
+			}
+			if tc.down != "" {
+				for i := range v.groups {
+					v.groups[i].down = func(id string) bool { return id == tc.down }
+				}
+			}
+			got := "-"
+			if group, to, ok := v.pick(); ok {
+				got = fmt.Sprintf("%d->%s", group, to)
+			}
+			if got != tc.want {
+				t.Errorf("pick() = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -22,6 +22,9 @@ type Peer struct {
 	// Raft configurations keep RaftAddr, so every node agrees on them.
 	RaftDial string
 	GRPCDial string
+	// Draining is set for a node the registry marks DRAINING: it is being
+	// emptied, so no leadership (balance.go) is handed to it.
+	Draining bool
 }
 
 // RaftTarget is the address this node dials for the peer's raft port.
@@ -53,10 +56,15 @@ type Config struct {
 	// plaintext. Its ServerName and Logger may be left nil: the node maps
 	// dial addresses to its peers' advertised hosts and logs with Logger.
 	TLS *MuxTLS
-	// Peers lists every node of the cluster, this one included.
+	// Peers is the seed list (--peers), this node included: the peer
+	// table a node starts with, joined with the one it saved (peers.go);
+	// the node registry replaces it at run time (SetPeers). A node that
+	// joins a running cluster lists only itself.
 	Peers []Peer
-	// Groups maps each group to its replicas' node ids; this node hosts the
-	// groups that name it.
+	// Groups maps every group of the cluster to its initial replicas' node
+	// ids: this node bootstraps the groups that name it, and on restart
+	// hosts any group whose raft state it has. A node that joins a running
+	// cluster lists every group with no replicas (it bootstraps nothing).
 	Groups map[uint32][]string
 	// Bootstrap makes a group with no raft state start with Groups as its
 	// configuration. Every replica may do so: identical configurations are

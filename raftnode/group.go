@@ -115,7 +115,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		MaxPool:               transportPool,
 		Timeout:               transportTimeout,
 		Logger:                hlog,
-		ServerAddressProvider: peerAddresses(cfg.Peers),
+		ServerAddressProvider: peerAddresses{g.node},
 	})
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -171,31 +171,9 @@ func (g *Group) bootstrap(rc *raft.Config, logs raft.LogStore, store *raftboltdb
 	}
 	var servers []raft.Server
 	for _, id := range replicas {
-		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(peerAddr(g.node.cfg.Peers, id))})
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(g.node.raftAddr(id))})
 	}
 	return raft.BootstrapCluster(rc, logs, store, snaps, g.transport, raft.Configuration{Servers: servers})
-}
-
-// peerAddresses resolves a server id to its raft address from the peer list
-// at dial time, so a node whose address changed is still found.
-type peerAddresses []Peer
-
-func (p peerAddresses) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
-	for _, peer := range p {
-		if peer.ID == string(id) && peer.RaftTarget() != "" {
-			return raft.ServerAddress(peer.RaftTarget()), nil
-		}
-	}
-	return "", fmt.Errorf("raftnode: no address for node %s", id)
-}
-
-func peerAddr(peers []Peer, id string) string {
-	for _, p := range peers {
-		if p.ID == id {
-			return p.RaftAddr
-		}
-	}
-	return ""
 }
 
 // ID is the group's id.

@@ -125,16 +125,14 @@ func (g *Group) Replicas() ([]string, error) {
 }
 
 // AddVoter adds node id to the group; call it on the leader. The new replica
-// must be hosted (HostGroup) on that node.
+// must be hosted (HostGroup) on that node, and the node be in this node's
+// peer table (registered).
 func (g *Group) AddVoter(ctx context.Context, id string) error {
-	addr := ""
-	for _, p := range g.node.cfg.Peers {
-		if p.ID == id {
-			addr = p.RaftAddr
-		}
-	}
+	// The registry's address (peers.go): a node added after this one
+	// started is known by it, not by the seed list.
+	addr := g.node.raftAddr(id)
 	if addr == "" {
-		return fmt.Errorf("%w: %s", ErrUnknownPeer, id)
+		return fmt.Errorf("%w: %s (not in this node's peer table: register it with seatctl node add)", ErrUnknownPeer, id)
 	}
 	if !g.IsLeader() {
 		return ErrNotLeader

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -22,6 +23,10 @@ type Node struct {
 	mux *Mux
 	// metrics is set before any group starts and not changed after.
 	metrics *nodeMetrics
+	// peers is the peer table (peers.go): an immutable snapshot, swapped
+	// whole by SetPeers, read without a lock by raft's dials and the
+	// router.
+	peers atomic.Pointer[peerTable]
 
 	// mu guards the hosted groups, which membership changes add and drop
 	// (membership.go); changes hold it for their whole start or stop.
@@ -53,6 +58,10 @@ func Start(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftnode: data dir: %w", err)
 	}
+	peers, err := initialPeers(cfg)
+	if err != nil {
+		return nil, err
+	}
 	db, err := fsm.OpenDB(filepath.Join(cfg.DataDir, "state"))
 	if err != nil {
 		return nil, err
@@ -73,6 +82,7 @@ func Start(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, db: db, mux: mux, muxDone: make(chan struct{}), stop: make(chan struct{})}
 	n.mu.groups = map[uint32]*Group{}
+	n.peers.Store(peers)
 	if n.metrics, err = newNodeMetrics(cfg.Metrics, n); err != nil {
 		ln.Close()
 		db.Close()
@@ -159,9 +169,6 @@ func groupDirOf(dataDir string, id uint32) string {
 
 // ID is this node's id.
 func (n *Node) ID() string { return n.cfg.NodeID }
-
-// Peers lists the cluster's nodes.
-func (n *Node) Peers() []Peer { return n.cfg.Peers }
 
 // Group returns this node's replica of a group.
 func (n *Node) Group(id uint32) (*Group, error) {

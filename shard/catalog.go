@@ -143,7 +143,8 @@ func (r *Router) browseOnce(ctx context.Context, req *ledgerpb.ReadRequest) (*le
 
 // isBrowse reports whether a read is a browse read (served by serveBrowse).
 func isBrowse(k ledgerpb.ReadKind) bool {
-	return k == ledgerpb.ReadKind_READ_KIND_CATALOG || k == ledgerpb.ReadKind_READ_KIND_SEAT_COUNTS
+	return k == ledgerpb.ReadKind_READ_KIND_CATALOG || k == ledgerpb.ReadKind_READ_KIND_SEAT_COUNTS ||
+		k == ledgerpb.ReadKind_READ_KIND_NODES
 }
 
 // serveBrowse serves a browse read from this node's replica: ErrStale or
@@ -186,6 +187,12 @@ func (r *Router) serveBrowse(ctx context.Context, g *raftnode.Group, req *ledger
 			}
 			resp.SeatCounts = append(resp.SeatCounts, c)
 		}
+	case ledgerpb.ReadKind_READ_KIND_NODES:
+		nodes, err := v.Nodes()
+		if err != nil {
+			return nil, err
+		}
+		resp.NodeList = &ledgerpb.NodeList{Nodes: nodes, Revision: v.Applied(), AsOfMs: asOf.UnixMilli(), ServedBy: r.node.ID()}
 	default:
 		return nil, fmt.Errorf("shard: %v is not a browse read", req.Kind)
 	}

@@ -35,15 +35,16 @@ func (r *Router) SetPeerToken(token string) { r.peerToken = token }
 // keeps plaintext.
 func (r *Router) SetPeerTLS(cfg *tls.Config) { r.peerTLS = cfg }
 
-// transportCredentials is how this node dials node id's gRPC port. The
-// certificate must name the host the peer advertises, not the address
-// dialed, which in the fault harness is a proxy.
-func (r *Router) transportCredentials(id string) credentials.TransportCredentials {
+// transportCredentials is how this node dials a node's gRPC port. The
+// certificate must name host, the host the peer advertises, not the address
+// dialed, which in the fault harness is a proxy; "" verifies the dialled
+// address's host.
+func (r *Router) transportCredentials(host string) credentials.TransportCredentials {
 	if r.peerTLS == nil {
 		return insecure.NewCredentials()
 	}
 	cfg := r.peerTLS.Clone()
-	if host := r.grpcHost[id]; host != "" {
+	if host != "" {
 		cfg.ServerName = host
 	}
 	return credentials.NewTLS(cfg)

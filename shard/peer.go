@@ -37,10 +37,20 @@ func (p peerServer) Propose(ctx context.Context, req *ledgerpb.ProposeRequest) (
 func (p peerServer) Read(ctx context.Context, req *ledgerpb.ReadRequest) (*ledgerpb.ReadResponse, error) {
 	g, err := p.r.node.Group(req.GroupId)
 	if err != nil {
+		if resp := p.r.knownNodes(req); resp != nil {
+			return resp, nil // registry.go: what this node learned
+		}
 		return &ledgerpb.ReadResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER, Message: err.Error()}, nil
 	}
 	if isBrowse(req.Kind) {
-		return p.r.servePeerBrowse(ctx, g, req), nil
+		resp := p.r.servePeerBrowse(ctx, g, req)
+		if known := p.r.knownNodes(req); resp.Status != ledgerpb.ForwardStatus_FORWARD_STATUS_OK && resp.LeaderId == "" && known != nil {
+			// A catalog replica too stale to answer and no leader to send
+			// the caller to: the registry this node learned is the best
+			// answer a joining node can get.
+			return known, nil
+		}
+		return resp, nil
 	}
 	resp, err := p.r.readLocal(ctx, g, req, true)
 	if err != nil {

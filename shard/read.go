@@ -124,6 +124,7 @@ func (r *Router) forwardRead(ctx context.Context, req *ledgerpb.ReadRequest, wha
 	}
 	client, err := r.peer(target)
 	if err != nil {
+		r.setHint(req.GroupId, "") // a node that left the peer table: ask another
 		return nil, err
 	}
 	fctx, cancel := context.WithTimeout(ctx, forwardTimeoutMax)

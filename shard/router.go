@@ -28,12 +28,8 @@ const (
 
 // Router sends each request to the leader of its show's group.
 type Router struct {
-	node     *raftnode.Node
-	smap     Map
-	grpcAddr map[string]string // node id -> gRPC address
-	// grpcHost is a node's advertised gRPC host, the name its certificate
-	// is verified against even when grpcAddr is a proxy.
-	grpcHost map[string]string
+	node *raftnode.Node
+	smap Map
 	// unsafeStaleReads serves linearizable reads from the local replica
 	// without asking the leader (set once before serving; harness
 	// self-tests only).
@@ -51,19 +47,17 @@ type Router struct {
 		// hints: the leader of a group this node does not host, as the
 		// last forward's answer named it.
 		hints map[uint32]string
+		// registry is the node registry as this node last learned it
+		// (registry.go); nil until then.
+		registry *ledgerpb.NodeList
 	}
 }
 
 // NewRouter routes with smap over node's groups. Where a group's replicas
-// are is learned at run time (they move), not fixed here.
+// are is learned at run time (they move), and where each node listens from
+// the node's peer table (the node registry, registry.go).
 func NewRouter(node *raftnode.Node, smap Map) *Router {
-	r := &Router{node: node, smap: smap, grpcAddr: map[string]string{}, grpcHost: map[string]string{}}
-	for _, p := range node.Peers() {
-		r.grpcAddr[p.ID] = p.GRPCTarget()
-		if host, _, err := net.SplitHostPort(p.GRPCAddr); err == nil {
-			r.grpcHost[p.ID] = host
-		}
-	}
+	r := &Router{node: node, smap: smap}
 	r.mu.conns = map[string]*grpc.ClientConn{}
 	r.mu.hints = map[uint32]string{}
 	return r
@@ -79,12 +73,8 @@ func (r *Router) Map() Map { return r.smap }
 
 // RaftAddr returns a node's raft address, or "" for an unknown node.
 func (r *Router) RaftAddr(id string) string {
-	for _, p := range r.node.Peers() {
-		if p.ID == id {
-			return p.RaftAddr
-		}
-	}
-	return ""
+	p, _ := r.node.Peer(id)
+	return p.RaftAddr
 }
 
 // Node returns the local node.
@@ -153,6 +143,7 @@ func (r *Router) proposeOnce(ctx context.Context, group uint32, cmd *ledgerpb.Co
 	}
 	client, err := r.peer(target)
 	if err != nil {
+		r.setHint(group, "") // a node that left the peer table: ask another
 		return nil, err
 	}
 	fctx, cancel := context.WithTimeout(ctx, forwardTimeoutMax)
@@ -178,7 +169,7 @@ func (r *Router) leaderNode(group uint32) string {
 	r.mu.Lock()
 	hint := r.mu.hints[group]
 	r.mu.Unlock()
-	if hint != "" {
+	if _, known := r.node.Peer(hint); hint != "" && known {
 		return hint
 	}
 	// Replicas move (membership changes), so ask any other node: one that
@@ -216,16 +207,25 @@ func (r *Router) peer(id string) (ledgerpb.PeerClient, error) {
 
 // conn returns the shared connection to a node's gRPC port.
 func (r *Router) conn(id string) (*grpc.ClientConn, error) {
-	addr, ok := r.grpcAddr[id]
-	if !ok || addr == "" {
+	p, ok := r.node.Peer(id)
+	if !ok || p.GRPCTarget() == "" {
 		return nil, fmt.Errorf("%w: no gRPC address for node %s", raftnode.ErrUnavailable, id)
 	}
+	// The certificate must name the host the node advertises, even when
+	// the address dialled is a proxy (the fault harness).
+	host, _, _ := net.SplitHostPort(p.GRPCAddr)
+	return r.connAddr(p.GRPCTarget(), host)
+}
+
+// connAddr returns the shared connection to a gRPC address; host is the
+// name its TLS certificate must carry ("" for the address's own host).
+func (r *Router) connAddr(addr, host string) (*grpc.ClientConn, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.mu.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(r.transportCredentials(id)),
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(r.transportCredentials(host)),
 		grpc.WithPerRPCCredentials(BearerCredentials(r.peerToken)),
 		// Reconnect to a restarted peer within a second, not gRPC's
 		// default of up to two minutes: forwarding is on the write path.

@@ -170,32 +170,63 @@ func (a *app) status(ctx context.Context, addr string, digests bool) (*ledgerpb.
 }
 
 // discover asks the endpoints in order for Status until one answers, and
-// returns that answer: its peer list is the cluster's nodes.
-func (a *app) discover(ctx context.Context, digests bool) (*ledgerpb.StatusResponse, error) {
+// returns that answer and the endpoint that gave it.
+func (a *app) discover(ctx context.Context, digests bool) (*ledgerpb.StatusResponse, string, error) {
 	var errs []string
 	for _, ep := range a.endpoints {
 		resp, err := a.status(ctx, ep, digests)
 		if err == nil {
-			return resp, nil
+			return resp, ep, nil
 		}
 		errs = append(errs, ep+": "+describe(err))
 	}
-	return nil, fmt.Errorf("no endpoint answered Status: %s", strings.Join(errs, "; "))
+	return nil, "", fmt.Errorf("no endpoint answered Status: %s", strings.Join(errs, "; "))
 }
 
-// poll learns the peer list from one endpoint, then asks every node for its
-// Status concurrently. A node that does not answer is reported with its
-// error; poll fails only if no endpoint answers.
-func (a *app) poll(ctx context.Context, digests bool) ([]nodeAnswer, error) {
-	first, err := a.discover(ctx, digests)
+// listNodes reads the node registry through the node at addr.
+func (a *app) listNodes(ctx context.Context, addr string) (*ledgerpb.NodeList, error) {
+	c, err := a.admin(addr)
 	if err != nil {
 		return nil, err
 	}
-	peers := slices.Clone(first.Nodes)
-	if !slices.ContainsFunc(peers, func(n *ledgerpb.NodeInfo) bool { return n.Id == first.NodeId }) {
-		// A node that does not list itself: still show what it said.
-		peers = append(peers, &ledgerpb.NodeInfo{Id: first.NodeId})
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	return c.ListNodes(ctx, &ledgerpb.ListNodesRequest{})
+}
+
+// clusterNodes is the cluster's nodes: the registry's ACTIVE and DRAINING
+// ones, read through the endpoint that answered first; if the registry
+// cannot be read, that node's peer table (its Status).
+func (a *app) clusterNodes(ctx context.Context, first *ledgerpb.StatusResponse, ep string) []*ledgerpb.NodeInfo {
+	list, err := a.listNodes(ctx, ep)
+	if err != nil || len(list.Nodes) == 0 {
+		// No registry (yet): the answering node's peer table, with itself.
+		peers := slices.Clone(first.Nodes)
+		if !slices.ContainsFunc(peers, func(n *ledgerpb.NodeInfo) bool { return n.Id == first.NodeId }) {
+			peers = append(peers, &ledgerpb.NodeInfo{Id: first.NodeId})
+		}
+		return peers
 	}
+	var out []*ledgerpb.NodeInfo
+	for _, n := range list.Nodes {
+		if n.State != ledgerpb.NodeState_NODE_STATE_REMOVED {
+			out = append(out, &ledgerpb.NodeInfo{Id: n.NodeId, RaftAddr: n.RaftAddr, GrpcAddr: n.GrpcAddr, State: n.State})
+		}
+	}
+	return out
+}
+
+// poll learns the cluster's nodes through one endpoint, then asks every node
+// for its Status concurrently. A node that does not answer is reported with
+// its error; poll fails only if no endpoint answers.
+func (a *app) poll(ctx context.Context, digests bool) ([]nodeAnswer, error) {
+	first, ep, err := a.discover(ctx, digests)
+	if err != nil {
+		return nil, err
+	}
+	// A removed node still running (an endpoint that answered) is not
+	// one of them.
+	peers := a.clusterNodes(ctx, first, ep)
 	slices.SortFunc(peers, func(x, y *ledgerpb.NodeInfo) int { return strings.Compare(x.Id, y.Id) })
 	out := make([]nodeAnswer, len(peers))
 	var wg sync.WaitGroup

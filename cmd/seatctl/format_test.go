@@ -26,7 +26,11 @@ import (
 )
 
 func info(id string) *ledgerpb.NodeInfo {
-	return &ledgerpb.NodeInfo{Id: id, RaftAddr: "r-" + id, GrpcAddr: "g-" + id}
+	st := ledgerpb.NodeState_NODE_STATE_ACTIVE
+	if id == "n3" {
+		st = ledgerpb.NodeState_NODE_STATE_DRAINING
+	}
+	return &ledgerpb.NodeInfo{Id: id, RaftAddr: "r-" + id, GrpcAddr: "g-" + id, State: st}
 }
 
 func gs(group uint32, state, leader string, term, applied uint64, replicas ...string) *ledgerpb.GroupStatus {
@@ -109,8 +113,8 @@ func TestWriteStatusAndShards(t *testing.T) {
 	writeStatus(&b, v)
 	out := b.String()
 	for _, want := range []string{
-		"n3    r-n3       g-n3       down",
-		"n1    r-n1       g-n1       up      v1",
+		"n3    r-n3       g-n3       draining  down",
+		"n1    r-n1       g-n1       active    up      v1",
 		"0      00000000-0fffffff  n2      2     n1,n2,n3  n1       Follower  4       4        0",
 		"                                                n3       down      -       -        -",
 		"1      10000000-1fffffff  n1      2     n1,n2,n3  n1       Leader    10      10       0",

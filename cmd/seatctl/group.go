@@ -62,7 +62,7 @@ leader, RemoveVoter(FROM) on the leader, DropGroup on FROM.`,
 			return a.changeMembership(c.Context(), group, args[2], args[1])
 		},
 	}
-	return parentCmd("group", "Change a raft group's replicas, one at a time", add, remove, move)
+	return parentCmd("group", "Change a raft group's replicas, one at a time", add, remove, move, newRebalanceCmd(a))
 }
 
 // step is one membership step: it returns what it did.
@@ -108,9 +108,18 @@ func (a *app) changeMembership(ctx context.Context, group uint32, add, remove st
 		steps = append(steps, a.hostStep(group, add), a.addVoterStep(group, add))
 	}
 	if remove != "" {
-		steps = append(steps, a.removeVoterStep(group, remove), a.dropStep(group, remove))
+		steps = append(steps, a.removeVoterStep(group, remove))
+		if v.up(remove) {
+			steps = append(steps, a.dropStep(group, remove))
+		}
 	}
-	return a.runSteps(ctx, steps)
+	if err := a.runSteps(ctx, steps); err != nil {
+		return err
+	}
+	if remove != "" && !v.up(remove) {
+		fmt.Fprintf(a.out, "%s is down: its copy of group %d stays on its disk until it answers (then re-run remove-replica %d %s to drop it)\n", remove, group, group, remove)
+	}
+	return nil
 }
 
 // runSteps runs the steps in order, each retried for the retry window,
@@ -160,12 +169,24 @@ func (a *app) addVoterStep(group uint32, node string) step {
 	}}
 }
 
-// removeVoterStep removes node from the group on its leader.
+// removeVoterStep removes node from the group on its leader. If node leads
+// the group it first hands leadership to another replica: a leader that
+// removes itself steps down only once the change commits, and the group
+// then waits an election timeout for a new leader, its writes stalled.
 func (a *app) removeVoterStep(group uint32, node string) step {
 	return step{name: "remove-voter", run: func(ctx context.Context) (string, error) {
-		return a.onLeader(ctx, group, "removed "+node, func(ctx context.Context, c ledgerpb.AdminClient) (*ledgerpb.MembershipResponse, error) {
+		handed := ""
+		if _, g, err := a.groupView(ctx, group); err == nil && g.Leader == node && len(g.Replicas) > 1 {
+			res, err := a.transferLeader(ctx, group, "")
+			if err != nil {
+				return "", err
+			}
+			handed = fmt.Sprintf("%s handed group %d to %s; ", node, group, res.To)
+		}
+		msg, err := a.onLeader(ctx, group, "removed "+node, func(ctx context.Context, c ledgerpb.AdminClient) (*ledgerpb.MembershipResponse, error) {
 			return c.RemoveVoter(ctx, &ledgerpb.VoterRequest{Group: group, Node: node})
 		})
+		return handed + msg, err
 	}}
 }
 

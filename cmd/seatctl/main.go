@@ -105,7 +105,7 @@ func newRootCmd(a *app, getenv func(string) string) *cobra.Command {
 	}
 	root := &cobra.Command{
 		Use:   "seatctl",
-		Short: "Operate a seatledger cluster: status, shards, leaders, replicas, digests, shows and holds",
+		Short: "Operate a seatledger cluster: status, shards, nodes, leaders, replicas, digests, shows and holds",
 		Long: `seatctl operates a seatledger cluster over the gRPC APIs of its seatd nodes.
 
 Endpoints come from --endpoints, else $SEATCTL_ENDPOINTS, else ` + defaultEndpoint + ` (seatd dev).
@@ -135,6 +135,7 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 		newStatusCmd(a),
 		newShardsCmd(a),
 		newLeaderCmd(a),
+		newNodeCmd(a),
 		newGroupCmd(a),
 		newCheckCmd(a),
 		newSeatmapCmd(a),

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
 // clusterView is the cluster as the nodes that answered Status see it: the
@@ -18,14 +20,17 @@ type clusterView struct {
 	Groups []groupView `json:"groups"`
 }
 
-// nodeView is one node of the peer list.
+// nodeView is one node of the cluster (the registry's ACTIVE and DRAINING
+// nodes).
 type nodeView struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft_addr"`
 	GRPCAddr string `json:"grpc_addr"`
-	Up       bool   `json:"up"`
-	Version  string `json:"version,omitempty"`
-	Error    string `json:"error,omitempty"`
+	// State is the registry's: active or draining.
+	State   string `json:"state"`
+	Up      bool   `json:"up"`
+	Version string `json:"version,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // groupView is one raft group put together from its replicas' reports.
@@ -73,7 +78,7 @@ func buildView(answers []nodeAnswer) clusterView {
 	reports := map[uint32][]replicaView{}
 	byGroup := map[uint32]*groupView{}
 	for _, a := range answers {
-		n := nodeView{ID: a.info.Id, RaftAddr: a.info.RaftAddr, GRPCAddr: a.info.GrpcAddr}
+		n := nodeView{ID: a.info.Id, RaftAddr: a.info.RaftAddr, GRPCAddr: a.info.GrpcAddr, State: stateName(a.info.State)}
 		if a.err != nil || a.resp == nil {
 			n.Error = "no answer"
 			if a.err != nil {
@@ -202,9 +207,10 @@ func newStatusCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Every node (up or down) and every group (range, leader, term, indexes, lag per replica)",
-		Long: `status learns the peer list from the first endpoint that answers, then asks every
-node for its Status. A node that does not answer is shown down; the command fails
-only if no endpoint answers.`,
+		Long: `status reads the node registry through the first endpoint that answers (its
+ACTIVE and DRAINING nodes; that node's peer table if the registry cannot be read),
+then asks every node for its Status. A node that does not answer is shown down; the
+command fails only if no endpoint answers.`,
 		Example: "  seatctl status\n  seatctl status -o json --endpoints 127.0.0.1:9001,127.0.0.1:9002",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -265,13 +271,13 @@ func shardRows(v clusterView) []shardRow {
 // (the group's columns on its first line only).
 func writeStatus(w io.Writer, v clusterView) {
 	t := newTable(w)
-	t.row("NODE", "RAFT ADDR", "GRPC ADDR", "STATUS", "VERSION", "ERROR")
+	t.row("NODE", "RAFT ADDR", "GRPC ADDR", "STATE", "STATUS", "VERSION", "ERROR")
 	for _, n := range v.Nodes {
 		st := "down"
 		if n.Up {
 			st = "up"
 		}
-		t.row(n.ID, n.RaftAddr, n.GRPCAddr, st, dash(n.Version), dash(n.Error))
+		t.row(n.ID, n.RaftAddr, n.GRPCAddr, dash(n.State), st, dash(n.Version), dash(n.Error))
 	}
 	t.flush()
 	fmt.Fprintln(w)
@@ -308,4 +314,13 @@ func writeShards(w io.Writer, rows []shardRow) {
 // rangeText prints a hash range as fixed-width hex, so ranges line up.
 func rangeText(lo, hi uint32) string {
 	return fmt.Sprintf("%08x-%08x", lo, hi)
+}
+
+// stateName is a registry state in lower case: NODE_STATE_DRAINING ->
+// draining; "" when unset (a node from before the registry).
+func stateName(s ledgerpb.NodeState) string {
+	if s == ledgerpb.NodeState_NODE_STATE_UNSPECIFIED {
+		return ""
+	}
+	return strings.ToLower(strings.TrimPrefix(s.String(), "NODE_STATE_"))
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,9 +22,14 @@ import (
 
 // nodeConfig is everything one node process needs.
 type nodeConfig struct {
-	ID       string
-	DataDir  string
-	Peers    []raftnode.Peer
+	ID      string
+	DataDir string
+	// Peers is the seed list (--peers): the nodes that bootstrap the
+	// cluster; a node joining a running cluster lists only itself.
+	Peers []raftnode.Peer
+	// Join, for a node added to a running cluster, is where to learn the
+	// node registry (gRPC addresses of its nodes); it bootstraps nothing.
+	Join     []string
 	Groups   uint32
 	Replicas int
 	// Listeners already bound: raft and gRPC are required, HTTP optional.
@@ -70,6 +76,12 @@ type node struct {
 	admin  *http.Server        // nil without an admin listener
 	gather prometheus.Gatherer // what /metrics serves
 	done   chan struct{}       // closed when the servers have returned
+	// fatal receives at most one error that means the node must stop
+	// serving: the registry says it was removed (registry.go).
+	fatal chan error
+	// stopBackground ends the registry goroutines; bg waits for them.
+	stopBackground context.CancelFunc
+	bg             sync.WaitGroup
 }
 
 // closeListeners closes every listener a node was given (after a failed
@@ -89,6 +101,9 @@ func (c *nodeConfig) validate() error {
 	if c.Replicas < 1 {
 		return errors.New("--replicas must be at least 1")
 	}
+	if len(c.Join) > 0 && (len(c.Peers) != 1 || c.Peers[0].ID != c.ID) {
+		return errors.New("a node that joins lists only itself as its seed list")
+	}
 	return shard.Map{Groups: c.Groups}.Validate()
 }
 
@@ -103,11 +118,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		return nil, err
 	}
 	smap := shard.Map{Groups: cfg.Groups}
-	ids := make([]string, len(cfg.Peers))
-	for i, p := range cfg.Peers {
-		ids[i] = p.ID
-	}
-	placement := shard.Placement(cfg.Groups, ids, cfg.Replicas)
+	placement := cfg.placement()
 	rc := cfg.Raft
 	rc.NodeID, rc.DataDir, rc.Listener, rc.RaftAddr = cfg.ID, cfg.DataDir, cfg.RaftLn, cfg.RaftLn.Addr().String()
 	rc.Peers, rc.Groups, rc.Bootstrap = cfg.Peers, placement, true
@@ -130,6 +141,11 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	}
 	router := shard.NewRouter(rn, smap)
 	router.SetPeerToken(cfg.AdminToken)
+	if err := cfg.join(router); err != nil {
+		router.Close()
+		rn.Close()
+		return nil, err
+	}
 	srv := gateway.NewServer(router)
 	auth := gateway.NewAuth(cfg.AdminToken)
 	grpcOpts := append(api.ServerOptions(), grpcTLS(cfg.TLS, router, auth)...)
@@ -141,7 +157,8 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		srv.SetTicketKey(cfg.TicketKey)
 	}
 	applyBrokenServing(cfg.Broken, router, srv)
-	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, grpcOpts...), done: make(chan struct{})}
+	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, grpcOpts...),
+		done: make(chan struct{}), fatal: make(chan error, 1)}
 	n.gather = cfg.gatherer(reg)
 	if cfg.HTTPLn != nil {
 		h, err := gateway.NewHTTPHandler(context.Background(), srv, router)
@@ -171,6 +188,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		}
 	}
 	go n.serve()
+	n.startRegistry()
 	return n, nil
 }
 
@@ -230,6 +248,8 @@ func (n *node) close() error {
 		n.grpc.Stop()
 	}
 	<-n.done
+	n.stopBackground()
+	n.bg.Wait()
 	n.router.Close()
 	if err := n.raft.Close(); err != nil {
 		return fmt.Errorf("node %s: %w", n.cfg.ID, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/internal/backup"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
 	"github.com/seatledger/seatledger/shard"
 )
@@ -20,7 +21,8 @@ import (
 // runRestore seeds one node's data directory of a NEW cluster from a backup
 // (seatctl snapshot save), before the node first starts. Run it on every
 // node with the --id, --peers, --groups and --replicas the node will serve
-// with; then start the nodes with seatd serve.
+// with; then start the nodes with seatd serve. The restored node registry
+// is --peers (the backup's names the old cluster's machines).
 func runRestore(args []string) error {
 	return restore(args, os.Stdout)
 }
@@ -61,8 +63,15 @@ func restore(args []string, stdout io.Writer) error {
 	}
 	placement := shard.Placement(uint32(*groups), ids, *replicas)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// The backup's node registry names the old cluster's machines: the new
+	// cluster's is its --peers.
+	var registry []*ledgerpb.NodeRecord
+	for _, p := range peers {
+		registry = append(registry, &ledgerpb.NodeRecord{NodeId: p.ID, RaftAddr: p.RaftAddr, GrpcAddr: p.GRPCAddr})
+	}
 	digests, err := raftnode.Seed(raftnode.SeedConfig{NodeID: *id, DataDir: *dataDir, Peers: peers, Groups: placement, Logger: logger,
-		Open: func(g uint32) (io.Reader, error) { return b.Stream(g), nil }})
+		Open:     func(g uint32) (io.Reader, error) { return b.Stream(g), nil },
+		Registry: registry, RegistryGroup: shard.Map{Groups: uint32(*groups)}.CatalogGroup()})
 	if err == nil {
 		err = sameDigests(b.Header, digests)
 	}

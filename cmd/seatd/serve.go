@@ -20,12 +20,13 @@ import (
 
 func runServe(args []string) error {
 	fs := flag.NewFlagSet("seatd serve", flag.ContinueOnError)
-	id := fs.String("id", "", "this node's id (must appear in --peers)")
+	id := fs.String("id", "", "this node's id (in --peers, or registered with seatctl node add for --join)")
 	raftAddr := fs.String("raft", "", "raft address (host:port), shared by every group")
 	grpcAddr := fs.String("grpc", "", "gRPC address (public API and forwarding between nodes)")
 	httpAddr := fs.String("http", "", "HTTP/JSON address (optional)")
 	dataDir := fs.String("data-dir", "", "data directory")
-	peersFlag := fs.String("peers", "", "every node: ID=RAFT_ADDR/GRPC_ADDR, comma-separated")
+	peersFlag := fs.String("peers", "", "the nodes that bootstrap the cluster: ID=RAFT_ADDR/GRPC_ADDR, comma-separated (the same on each)")
+	joinFlag := fs.String("join", "", "instead of --peers, for a node added to a running cluster: gRPC addresses of some of its nodes, comma-separated")
 	groups := fs.Uint("groups", shard.GroupsDefault, "number of raft groups (the same on every node)")
 	replicas := fs.Int("replicas", 3, "replicas per group")
 	jsonLogs := fs.Bool("log-json", false, "log JSON instead of text")
@@ -52,11 +53,11 @@ func runServe(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *id == "" || *raftAddr == "" || *grpcAddr == "" || *dataDir == "" || *peersFlag == "" {
+	if *id == "" || *raftAddr == "" || *grpcAddr == "" || *dataDir == "" || (*peersFlag == "") == (*joinFlag == "") {
 		fs.Usage()
-		return fmt.Errorf("--id, --raft, --grpc, --data-dir and --peers are required")
+		return fmt.Errorf("--id, --raft, --grpc, --data-dir and one of --peers (a node that bootstraps the cluster) or --join (a node added later) are required")
 	}
-	peers, err := parsePeers(*peersFlag)
+	peers, join, err := seedPeers(*id, *raftAddr, *grpcAddr, *peersFlag, *joinFlag)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func runServe(args []string) error {
 	// the attribute appears once.
 	base := slog.New(handler)
 	logger := base.With("node", *id)
-	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Groups: uint32(*groups), Replicas: *replicas,
+	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Join: join, Groups: uint32(*groups), Replicas: *replicas,
 		Logger: base, RaftLogLevel: raftLevel, Broken: *broken, ClockHook: *unsafeHooks, TLS: tlsNode,
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
@@ -146,9 +147,29 @@ func runServe(args []string) error {
 		"tls", tlsNode != nil, "peer_mtls", tlsFiles.PeerMTLS)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	s := <-sig
-	logger.Info("shutting down", "signal", s.String())
-	return n.close()
+	select {
+	case s := <-sig:
+		logger.Info("shutting down", "signal", s.String())
+		return n.close()
+	case err := <-n.fatal:
+		logger.Error("refusing to serve", "err", err)
+		n.close()
+		return err
+	}
+}
+
+// seedPeers returns the seed list: --peers, or for a node joining with
+// --join only itself, and the join addresses.
+func seedPeers(id, raftAddr, grpcAddr, peersFlag, joinFlag string) ([]raftnode.Peer, []string, error) {
+	if joinFlag != "" {
+		join := strings.FieldsFunc(joinFlag, func(r rune) bool { return r == ',' || r == ' ' })
+		if len(join) == 0 {
+			return nil, nil, fmt.Errorf("--join names no address")
+		}
+		return []raftnode.Peer{{ID: id, RaftAddr: raftAddr, GRPCAddr: grpcAddr}}, join, nil
+	}
+	peers, err := parsePeers(peersFlag)
+	return peers, nil, err
 }
 
 // applyDial sets where this node dials each named peer (a proxy in tests).

@@ -162,6 +162,10 @@ type Node struct {
 	HTTPAddr string
 	DataDir  string
 	LogPath  string
+	// Join is set for a node added to the running cluster (AddNode): the
+	// gRPC addresses it joins through (seatd serve --join) instead of
+	// --peers.
+	Join []string
 
 	// mu guards the process state below; the reaper goroutine of a process
 	// writes exited/exitErr and closes done.
@@ -369,7 +373,8 @@ func portRange() (lo, hi int) {
 	return lo, hi
 }
 
-// Nodes returns the cluster's nodes in id order.
+// Nodes returns the cluster's nodes: n1..nN in id order, then those added
+// (AddNode) in the order they were.
 func (c *Cluster) Nodes() []*Node { return c.nodes }
 
 // Node returns the node with id, or nil.
@@ -397,10 +402,48 @@ func (c *Cluster) node(id string) (*Node, error) {
 	return nil, fmt.Errorf("proccluster: no node %q", id)
 }
 
+// AddNode makes a node that joins the running cluster: free ports and a data
+// directory, started with --join through the gRPC addresses of the nodes
+// running now. It does not start it: register it first (seatctl node add
+// with its addresses), then Restart it. Like Start and Close, call it from
+// the goroutine that drives the cluster.
+func (c *Cluster) AddNode(id string) (*Node, error) {
+	if c.Node(id) != nil {
+		return nil, fmt.Errorf("proccluster: node %s exists", id)
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{ID: id, RaftAddr: ports[0], GRPCAddr: ports[1], HTTPAddr: ports[2],
+		DataDir: filepath.Join(c.cfg.Dir, id, "data"), LogPath: filepath.Join(c.cfg.Dir, id+".log")}
+	for _, m := range c.nodes {
+		if c.Running(m.ID) {
+			n.Join = append(n.Join, m.GRPCAddr)
+		}
+	}
+	if len(n.Join) == 0 {
+		return nil, errors.New("proccluster: no running node to join through")
+	}
+	if c.cfg.TLS != nil {
+		// A certificate from the cluster's CA, as seatd certgen --nodes
+		// issues for a node added later.
+		if _, err := certs.MakeDir(c.tlsDir, []string{id}, []string{"127.0.0.1", "localhost"}, time.Now(), tlsValidity); err != nil {
+			return nil, fmt.Errorf("proccluster: certificate of %s: %w", id, err)
+		}
+	}
+	c.nodes = append(c.nodes, n)
+	return n, nil
+}
+
 // args is the command line of a node.
 func (c *Cluster) args(n *Node) []string {
-	a := []string{"serve", "--id", n.ID, "--raft", n.RaftAddr, "--grpc", n.GRPCAddr, "--http", n.HTTPAddr,
-		"--data-dir", n.DataDir, "--peers", c.peers, "--admin-token-file", c.tokenPath}
+	peers := []string{"--peers", c.peers}
+	if len(n.Join) > 0 {
+		peers = []string{"--join", strings.Join(n.Join, ",")}
+	}
+	a := append([]string{"serve", "--id", n.ID, "--raft", n.RaftAddr, "--grpc", n.GRPCAddr, "--http", n.HTTPAddr,
+		"--data-dir", n.DataDir}, append(peers, "--admin-token-file", c.tokenPath)...)
 	if c.cfg.Groups > 0 {
 		a = append(a, "--groups", strconv.Itoa(c.cfg.Groups))
 	}
@@ -597,7 +640,8 @@ func (c *Cluster) Paused(id string) bool {
 }
 
 // Restart starts a node that is not running again, with the same addresses
-// and data directory, and waits until it answers GET /healthz.
+// and data directory, and waits until it answers GET /healthz; it also
+// starts a node made by AddNode the first time.
 func (c *Cluster) Restart(ctx context.Context, id string) error {
 	n, err := c.node(id)
 	if err != nil {

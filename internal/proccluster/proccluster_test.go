@@ -1,7 +1,8 @@
 // These tests prove that proccluster starts real seatd processes that serve,
 // and that kill, stop, pause, resume and restart do what they say, that a
-// failed start cleans up after itself, and that Close leaves no process, no
-// zombie and no goroutine behind.
+// failed start cleans up after itself, that Close leaves no process, no
+// zombie and no goroutine behind, and that a node added later runs with
+// --join through the running nodes instead of --peers.
 package proccluster
 
 import (
@@ -199,5 +200,29 @@ func TestValidate(t *testing.T) {
 	var c Cluster
 	if err := c.Kill("n9"); err == nil {
 		t.Errorf("Kill(unknown) = %v, want an error", err)
+	}
+}
+
+func TestAddNodeJoins(t *testing.T) {
+	c := &Cluster{cfg: Config{Dir: t.TempDir()}, tokenPath: "tok", peers: "n1=a/b"}
+	if _, err := c.AddNode("n4"); err == nil {
+		t.Fatalf("AddNode with no running node = nil error, want one")
+	}
+	seed := &Node{ID: "n1", GRPCAddr: "127.0.0.1:1"}
+	seed.mu.done = make(chan struct{}) // running
+	c.nodes = []*Node{seed}
+	n, err := c.AddNode("n4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(c.args(n), " ")
+	if !strings.Contains(args, "--join 127.0.0.1:1") || strings.Contains(args, "--peers") {
+		t.Fatalf("added node's args = %q, want --join through n1 and no --peers", args)
+	}
+	if !strings.Contains(strings.Join(c.args(seed), " "), "--peers n1=a/b") {
+		t.Fatalf("seed node's args lack --peers")
+	}
+	if _, err := c.AddNode("n4"); err == nil {
+		t.Fatalf("AddNode(n4) twice = nil error, want one")
 	}
 }

@@ -21,6 +21,413 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// NodeState is where a node stands in the registry.
+type NodeState int32
+
+const (
+	NodeState_NODE_STATE_UNSPECIFIED NodeState = 0
+	NodeState_NODE_STATE_ACTIVE      NodeState = 1
+	// Being emptied: no replica or leadership is moved onto it.
+	NodeState_NODE_STATE_DRAINING NodeState = 2
+	// Out of the cluster for good: its id is never registered again.
+	NodeState_NODE_STATE_REMOVED NodeState = 3
+)
+
+// Enum value maps for NodeState.
+var (
+	NodeState_name = map[int32]string{
+		0: "NODE_STATE_UNSPECIFIED",
+		1: "NODE_STATE_ACTIVE",
+		2: "NODE_STATE_DRAINING",
+		3: "NODE_STATE_REMOVED",
+	}
+	NodeState_value = map[string]int32{
+		"NODE_STATE_UNSPECIFIED": 0,
+		"NODE_STATE_ACTIVE":      1,
+		"NODE_STATE_DRAINING":    2,
+		"NODE_STATE_REMOVED":     3,
+	}
+)
+
+func (x NodeState) Enum() *NodeState {
+	p := new(NodeState)
+	*p = x
+	return p
+}
+
+func (x NodeState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NodeState) Descriptor() protoreflect.EnumDescriptor {
+	return file_admin_proto_enumTypes[0].Descriptor()
+}
+
+func (NodeState) Type() protoreflect.EnumType {
+	return &file_admin_proto_enumTypes[0]
+}
+
+func (x NodeState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NodeState.Descriptor instead.
+func (NodeState) EnumDescriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+// NodeRecord is one node of the registry, as the FSM stores it.
+type NodeRecord struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	NodeId   string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	RaftAddr string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	GrpcAddr string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	State    NodeState              `protobuf:"varint,4,opt,name=state,proto3,enum=seatledger.v1.NodeState" json:"state,omitempty"`
+	// Raft index (of the catalog group) and log time of the record's last
+	// change.
+	Revision      uint64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
+	ChangedAtMs   int64  `protobuf:"varint,6,opt,name=changed_at_ms,json=changedAtMs,proto3" json:"changed_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeRecord) Reset() {
+	*x = NodeRecord{}
+	mi := &file_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeRecord) ProtoMessage() {}
+
+func (x *NodeRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeRecord.ProtoReflect.Descriptor instead.
+func (*NodeRecord) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *NodeRecord) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *NodeRecord) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
+func (x *NodeRecord) GetGrpcAddr() string {
+	if x != nil {
+		return x.GrpcAddr
+	}
+	return ""
+}
+
+func (x *NodeRecord) GetState() NodeState {
+	if x != nil {
+		return x.State
+	}
+	return NodeState_NODE_STATE_UNSPECIFIED
+}
+
+func (x *NodeRecord) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *NodeRecord) GetChangedAtMs() int64 {
+	if x != nil {
+		return x.ChangedAtMs
+	}
+	return 0
+}
+
+// NodeList is the registry at one applied index of the catalog group.
+type NodeList struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Nodes    []*NodeRecord          `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Revision uint64                 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	// When the answering replica was known fresh (Unix ms), and which node
+	// answered.
+	AsOfMs        int64  `protobuf:"varint,3,opt,name=as_of_ms,json=asOfMs,proto3" json:"as_of_ms,omitempty"`
+	ServedBy      string `protobuf:"bytes,4,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeList) Reset() {
+	*x = NodeList{}
+	mi := &file_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeList) ProtoMessage() {}
+
+func (x *NodeList) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeList.ProtoReflect.Descriptor instead.
+func (*NodeList) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *NodeList) GetNodes() []*NodeRecord {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *NodeList) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *NodeList) GetAsOfMs() int64 {
+	if x != nil {
+		return x.AsOfMs
+	}
+	return 0
+}
+
+func (x *NodeList) GetServedBy() string {
+	if x != nil {
+		return x.ServedBy
+	}
+	return ""
+}
+
+type ListNodesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNodesRequest) Reset() {
+	*x = ListNodesRequest{}
+	mi := &file_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNodesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNodesRequest) ProtoMessage() {}
+
+func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
+func (*ListNodesRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{2}
+}
+
+type AddNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	RaftAddr      string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	GrpcAddr      string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddNodeRequest) Reset() {
+	*x = AddNodeRequest{}
+	mi := &file_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddNodeRequest) ProtoMessage() {}
+
+func (x *AddNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddNodeRequest.ProtoReflect.Descriptor instead.
+func (*AddNodeRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AddNodeRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *AddNodeRequest) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
+func (x *AddNodeRequest) GetGrpcAddr() string {
+	if x != nil {
+		return x.GrpcAddr
+	}
+	return ""
+}
+
+type NodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeRequest) Reset() {
+	*x = NodeRequest{}
+	mi := &file_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeRequest) ProtoMessage() {}
+
+func (x *NodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeRequest.ProtoReflect.Descriptor instead.
+func (*NodeRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *NodeRequest) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+type NodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node's record after the change.
+	Node *NodeRecord `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// The catalog group's index at which the change applied.
+	Revision      uint64 `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeResponse) Reset() {
+	*x = NodeResponse{}
+	mi := &file_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeResponse) ProtoMessage() {}
+
+func (x *NodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeResponse.ProtoReflect.Descriptor instead.
+func (*NodeResponse) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *NodeResponse) GetNode() *NodeRecord {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *NodeResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 type SnapshotGroupRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Group         uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
@@ -30,7 +437,7 @@ type SnapshotGroupRequest struct {
 
 func (x *SnapshotGroupRequest) Reset() {
 	*x = SnapshotGroupRequest{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -42,7 +449,7 @@ func (x *SnapshotGroupRequest) String() string {
 func (*SnapshotGroupRequest) ProtoMessage() {}
 
 func (x *SnapshotGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -55,7 +462,7 @@ func (x *SnapshotGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotGroupRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotGroupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SnapshotGroupRequest) GetGroup() uint32 {
@@ -82,7 +489,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -94,7 +501,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -107,7 +514,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SnapshotChunk) GetGroup() uint32 {
@@ -158,7 +565,7 @@ type GroupRequest struct {
 
 func (x *GroupRequest) Reset() {
 	*x = GroupRequest{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -170,7 +577,7 @@ func (x *GroupRequest) String() string {
 func (*GroupRequest) ProtoMessage() {}
 
 func (x *GroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -183,7 +590,7 @@ func (x *GroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupRequest.ProtoReflect.Descriptor instead.
 func (*GroupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GroupRequest) GetGroup() uint32 {
@@ -210,7 +617,7 @@ type VoterRequest struct {
 
 func (x *VoterRequest) Reset() {
 	*x = VoterRequest{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -222,7 +629,7 @@ func (x *VoterRequest) String() string {
 func (*VoterRequest) ProtoMessage() {}
 
 func (x *VoterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -235,7 +642,7 @@ func (x *VoterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VoterRequest.ProtoReflect.Descriptor instead.
 func (*VoterRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VoterRequest) GetGroup() uint32 {
@@ -263,7 +670,7 @@ type MembershipResponse struct {
 
 func (x *MembershipResponse) Reset() {
 	*x = MembershipResponse{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -275,7 +682,7 @@ func (x *MembershipResponse) String() string {
 func (*MembershipResponse) ProtoMessage() {}
 
 func (x *MembershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -288,7 +695,7 @@ func (x *MembershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembershipResponse.ProtoReflect.Descriptor instead.
 func (*MembershipResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MembershipResponse) GetReplicas() []string {
@@ -308,7 +715,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -320,7 +727,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -333,7 +740,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StatusRequest) GetDigests() bool {
@@ -344,17 +751,19 @@ func (x *StatusRequest) GetDigests() bool {
 }
 
 type NodeInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	RaftAddr      string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
-	GrpcAddr      string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	RaftAddr string                 `protobuf:"bytes,2,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	GrpcAddr string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	// ACTIVE or DRAINING, as this node last learned the registry.
+	State         NodeState `protobuf:"varint,4,opt,name=state,proto3,enum=seatledger.v1.NodeState" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +775,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +788,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NodeInfo) GetId() string {
@@ -401,6 +810,13 @@ func (x *NodeInfo) GetGrpcAddr() string {
 		return x.GrpcAddr
 	}
 	return ""
+}
+
+func (x *NodeInfo) GetState() NodeState {
+	if x != nil {
+		return x.State
+	}
+	return NodeState_NODE_STATE_UNSPECIFIED
 }
 
 type GroupStatus struct {
@@ -428,7 +844,7 @@ type GroupStatus struct {
 
 func (x *GroupStatus) Reset() {
 	*x = GroupStatus{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +856,7 @@ func (x *GroupStatus) String() string {
 func (*GroupStatus) ProtoMessage() {}
 
 func (x *GroupStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,7 +869,7 @@ func (x *GroupStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupStatus.ProtoReflect.Descriptor instead.
 func (*GroupStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GroupStatus) GetGroup() uint32 {
@@ -559,7 +975,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +987,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +1000,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatusResponse) GetNodeId() string {
@@ -625,7 +1041,7 @@ type TransferLeaderRequest struct {
 
 func (x *TransferLeaderRequest) Reset() {
 	*x = TransferLeaderRequest{}
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +1053,7 @@ func (x *TransferLeaderRequest) String() string {
 func (*TransferLeaderRequest) ProtoMessage() {}
 
 func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +1066,7 @@ func (x *TransferLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderRequest.ProtoReflect.Descriptor instead.
 func (*TransferLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TransferLeaderRequest) GetGroup() uint32 {
@@ -677,7 +1093,7 @@ type TransferLeaderResponse struct {
 
 func (x *TransferLeaderResponse) Reset() {
 	*x = TransferLeaderResponse{}
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +1105,7 @@ func (x *TransferLeaderResponse) String() string {
 func (*TransferLeaderResponse) ProtoMessage() {}
 
 func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +1118,7 @@ func (x *TransferLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferLeaderResponse.ProtoReflect.Descriptor instead.
 func (*TransferLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TransferLeaderResponse) GetLeaderId() string {
@@ -716,7 +1132,30 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\rseatledger.v1\",\n" +
+	"\vadmin.proto\x12\rseatledger.v1\"\xcf\x01\n" +
+	"\n" +
+	"NodeRecord\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
+	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
+	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\x12.\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x18.seatledger.v1.NodeStateR\x05state\x12\x1a\n" +
+	"\brevision\x18\x05 \x01(\x04R\brevision\x12\"\n" +
+	"\rchanged_at_ms\x18\x06 \x01(\x03R\vchangedAtMs\"\x8e\x01\n" +
+	"\bNodeList\x12/\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x19.seatledger.v1.NodeRecordR\x05nodes\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\x12\x18\n" +
+	"\bas_of_ms\x18\x03 \x01(\x03R\x06asOfMs\x12\x1b\n" +
+	"\tserved_by\x18\x04 \x01(\tR\bservedBy\"\x12\n" +
+	"\x10ListNodesRequest\"c\n" +
+	"\x0eAddNodeRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
+	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
+	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\"&\n" +
+	"\vNodeRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\"Y\n" +
+	"\fNodeResponse\x12-\n" +
+	"\x04node\x18\x01 \x01(\v2\x19.seatledger.v1.NodeRecordR\x04node\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x04R\brevision\",\n" +
 	"\x14SnapshotGroupRequest\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\rR\x05group\"\x91\x01\n" +
 	"\rSnapshotChunk\x12\x14\n" +
@@ -734,11 +1173,12 @@ const file_admin_proto_rawDesc = "" +
 	"\x12MembershipResponse\x12\x1a\n" +
 	"\breplicas\x18\x01 \x03(\tR\breplicas\")\n" +
 	"\rStatusRequest\x12\x18\n" +
-	"\adigests\x18\x01 \x01(\bR\adigests\"T\n" +
+	"\adigests\x18\x01 \x01(\bR\adigests\"\x84\x01\n" +
 	"\bNodeInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\traft_addr\x18\x02 \x01(\tR\braftAddr\x12\x1b\n" +
-	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\"\x81\x03\n" +
+	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\x12.\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x18.seatledger.v1.NodeStateR\x05state\"\x81\x03\n" +
 	"\vGroupStatus\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\rR\x05group\x12\x1f\n" +
 	"\vrange_start\x18\x02 \x01(\rR\n" +
@@ -765,7 +1205,12 @@ const file_admin_proto_rawDesc = "" +
 	"\x05group\x18\x01 \x01(\rR\x05group\x12\x17\n" +
 	"\ato_node\x18\x02 \x01(\tR\x06toNode\"5\n" +
 	"\x16TransferLeaderResponse\x12\x1b\n" +
-	"\tleader_id\x18\x01 \x01(\tR\bleaderId2\xb8\x04\n" +
+	"\tleader_id\x18\x01 \x01(\tR\bleaderId*o\n" +
+	"\tNodeState\x12\x1a\n" +
+	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11NODE_STATE_ACTIVE\x10\x01\x12\x17\n" +
+	"\x13NODE_STATE_DRAINING\x10\x02\x12\x16\n" +
+	"\x12NODE_STATE_REMOVED\x10\x032\xd3\x06\n" +
 	"\x05Admin\x12E\n" +
 	"\x06Status\x12\x1c.seatledger.v1.StatusRequest\x1a\x1d.seatledger.v1.StatusResponse\x12]\n" +
 	"\x0eTransferLeader\x12$.seatledger.v1.TransferLeaderRequest\x1a%.seatledger.v1.TransferLeaderResponse\x12K\n" +
@@ -773,7 +1218,12 @@ const file_admin_proto_rawDesc = "" +
 	"\tDropGroup\x12\x1b.seatledger.v1.GroupRequest\x1a!.seatledger.v1.MembershipResponse\x12J\n" +
 	"\bAddVoter\x12\x1b.seatledger.v1.VoterRequest\x1a!.seatledger.v1.MembershipResponse\x12M\n" +
 	"\vRemoveVoter\x12\x1b.seatledger.v1.VoterRequest\x1a!.seatledger.v1.MembershipResponse\x12T\n" +
-	"\rSnapshotGroup\x12#.seatledger.v1.SnapshotGroupRequest\x1a\x1c.seatledger.v1.SnapshotChunk0\x01B1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"\rSnapshotGroup\x12#.seatledger.v1.SnapshotGroupRequest\x1a\x1c.seatledger.v1.SnapshotChunk0\x01\x12E\n" +
+	"\tListNodes\x12\x1f.seatledger.v1.ListNodesRequest\x1a\x17.seatledger.v1.NodeList\x12E\n" +
+	"\aAddNode\x12\x1d.seatledger.v1.AddNodeRequest\x1a\x1b.seatledger.v1.NodeResponse\x12D\n" +
+	"\tDrainNode\x12\x1a.seatledger.v1.NodeRequest\x1a\x1b.seatledger.v1.NodeResponse\x12E\n" +
+	"\n" +
+	"RemoveNode\x12\x1a.seatledger.v1.NodeRequest\x1a\x1b.seatledger.v1.NodeResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -787,42 +1237,62 @@ func file_admin_proto_rawDescGZIP() []byte {
 	return file_admin_proto_rawDescData
 }
 
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_admin_proto_goTypes = []any{
-	(*SnapshotGroupRequest)(nil),   // 0: seatledger.v1.SnapshotGroupRequest
-	(*SnapshotChunk)(nil),          // 1: seatledger.v1.SnapshotChunk
-	(*GroupRequest)(nil),           // 2: seatledger.v1.GroupRequest
-	(*VoterRequest)(nil),           // 3: seatledger.v1.VoterRequest
-	(*MembershipResponse)(nil),     // 4: seatledger.v1.MembershipResponse
-	(*StatusRequest)(nil),          // 5: seatledger.v1.StatusRequest
-	(*NodeInfo)(nil),               // 6: seatledger.v1.NodeInfo
-	(*GroupStatus)(nil),            // 7: seatledger.v1.GroupStatus
-	(*StatusResponse)(nil),         // 8: seatledger.v1.StatusResponse
-	(*TransferLeaderRequest)(nil),  // 9: seatledger.v1.TransferLeaderRequest
-	(*TransferLeaderResponse)(nil), // 10: seatledger.v1.TransferLeaderResponse
+	(NodeState)(0),                 // 0: seatledger.v1.NodeState
+	(*NodeRecord)(nil),             // 1: seatledger.v1.NodeRecord
+	(*NodeList)(nil),               // 2: seatledger.v1.NodeList
+	(*ListNodesRequest)(nil),       // 3: seatledger.v1.ListNodesRequest
+	(*AddNodeRequest)(nil),         // 4: seatledger.v1.AddNodeRequest
+	(*NodeRequest)(nil),            // 5: seatledger.v1.NodeRequest
+	(*NodeResponse)(nil),           // 6: seatledger.v1.NodeResponse
+	(*SnapshotGroupRequest)(nil),   // 7: seatledger.v1.SnapshotGroupRequest
+	(*SnapshotChunk)(nil),          // 8: seatledger.v1.SnapshotChunk
+	(*GroupRequest)(nil),           // 9: seatledger.v1.GroupRequest
+	(*VoterRequest)(nil),           // 10: seatledger.v1.VoterRequest
+	(*MembershipResponse)(nil),     // 11: seatledger.v1.MembershipResponse
+	(*StatusRequest)(nil),          // 12: seatledger.v1.StatusRequest
+	(*NodeInfo)(nil),               // 13: seatledger.v1.NodeInfo
+	(*GroupStatus)(nil),            // 14: seatledger.v1.GroupStatus
+	(*StatusResponse)(nil),         // 15: seatledger.v1.StatusResponse
+	(*TransferLeaderRequest)(nil),  // 16: seatledger.v1.TransferLeaderRequest
+	(*TransferLeaderResponse)(nil), // 17: seatledger.v1.TransferLeaderResponse
 }
 var file_admin_proto_depIdxs = []int32{
-	6,  // 0: seatledger.v1.StatusResponse.nodes:type_name -> seatledger.v1.NodeInfo
-	7,  // 1: seatledger.v1.StatusResponse.groups:type_name -> seatledger.v1.GroupStatus
-	5,  // 2: seatledger.v1.Admin.Status:input_type -> seatledger.v1.StatusRequest
-	9,  // 3: seatledger.v1.Admin.TransferLeader:input_type -> seatledger.v1.TransferLeaderRequest
-	2,  // 4: seatledger.v1.Admin.HostGroup:input_type -> seatledger.v1.GroupRequest
-	2,  // 5: seatledger.v1.Admin.DropGroup:input_type -> seatledger.v1.GroupRequest
-	3,  // 6: seatledger.v1.Admin.AddVoter:input_type -> seatledger.v1.VoterRequest
-	3,  // 7: seatledger.v1.Admin.RemoveVoter:input_type -> seatledger.v1.VoterRequest
-	0,  // 8: seatledger.v1.Admin.SnapshotGroup:input_type -> seatledger.v1.SnapshotGroupRequest
-	8,  // 9: seatledger.v1.Admin.Status:output_type -> seatledger.v1.StatusResponse
-	10, // 10: seatledger.v1.Admin.TransferLeader:output_type -> seatledger.v1.TransferLeaderResponse
-	4,  // 11: seatledger.v1.Admin.HostGroup:output_type -> seatledger.v1.MembershipResponse
-	4,  // 12: seatledger.v1.Admin.DropGroup:output_type -> seatledger.v1.MembershipResponse
-	4,  // 13: seatledger.v1.Admin.AddVoter:output_type -> seatledger.v1.MembershipResponse
-	4,  // 14: seatledger.v1.Admin.RemoveVoter:output_type -> seatledger.v1.MembershipResponse
-	1,  // 15: seatledger.v1.Admin.SnapshotGroup:output_type -> seatledger.v1.SnapshotChunk
-	9,  // [9:16] is the sub-list for method output_type
-	2,  // [2:9] is the sub-list for method input_type
-	2,  // [2:2] is the sub-list for extension type_name
-	2,  // [2:2] is the sub-list for extension extendee
-	0,  // [0:2] is the sub-list for field type_name
+	0,  // 0: seatledger.v1.NodeRecord.state:type_name -> seatledger.v1.NodeState
+	1,  // 1: seatledger.v1.NodeList.nodes:type_name -> seatledger.v1.NodeRecord
+	1,  // 2: seatledger.v1.NodeResponse.node:type_name -> seatledger.v1.NodeRecord
+	0,  // 3: seatledger.v1.NodeInfo.state:type_name -> seatledger.v1.NodeState
+	13, // 4: seatledger.v1.StatusResponse.nodes:type_name -> seatledger.v1.NodeInfo
+	14, // 5: seatledger.v1.StatusResponse.groups:type_name -> seatledger.v1.GroupStatus
+	12, // 6: seatledger.v1.Admin.Status:input_type -> seatledger.v1.StatusRequest
+	16, // 7: seatledger.v1.Admin.TransferLeader:input_type -> seatledger.v1.TransferLeaderRequest
+	9,  // 8: seatledger.v1.Admin.HostGroup:input_type -> seatledger.v1.GroupRequest
+	9,  // 9: seatledger.v1.Admin.DropGroup:input_type -> seatledger.v1.GroupRequest
+	10, // 10: seatledger.v1.Admin.AddVoter:input_type -> seatledger.v1.VoterRequest
+	10, // 11: seatledger.v1.Admin.RemoveVoter:input_type -> seatledger.v1.VoterRequest
+	7,  // 12: seatledger.v1.Admin.SnapshotGroup:input_type -> seatledger.v1.SnapshotGroupRequest
+	3,  // 13: seatledger.v1.Admin.ListNodes:input_type -> seatledger.v1.ListNodesRequest
+	4,  // 14: seatledger.v1.Admin.AddNode:input_type -> seatledger.v1.AddNodeRequest
+	5,  // 15: seatledger.v1.Admin.DrainNode:input_type -> seatledger.v1.NodeRequest
+	5,  // 16: seatledger.v1.Admin.RemoveNode:input_type -> seatledger.v1.NodeRequest
+	15, // 17: seatledger.v1.Admin.Status:output_type -> seatledger.v1.StatusResponse
+	17, // 18: seatledger.v1.Admin.TransferLeader:output_type -> seatledger.v1.TransferLeaderResponse
+	11, // 19: seatledger.v1.Admin.HostGroup:output_type -> seatledger.v1.MembershipResponse
+	11, // 20: seatledger.v1.Admin.DropGroup:output_type -> seatledger.v1.MembershipResponse
+	11, // 21: seatledger.v1.Admin.AddVoter:output_type -> seatledger.v1.MembershipResponse
+	11, // 22: seatledger.v1.Admin.RemoveVoter:output_type -> seatledger.v1.MembershipResponse
+	8,  // 23: seatledger.v1.Admin.SnapshotGroup:output_type -> seatledger.v1.SnapshotChunk
+	2,  // 24: seatledger.v1.Admin.ListNodes:output_type -> seatledger.v1.NodeList
+	6,  // 25: seatledger.v1.Admin.AddNode:output_type -> seatledger.v1.NodeResponse
+	6,  // 26: seatledger.v1.Admin.DrainNode:output_type -> seatledger.v1.NodeResponse
+	6,  // 27: seatledger.v1.Admin.RemoveNode:output_type -> seatledger.v1.NodeResponse
+	17, // [17:28] is the sub-list for method output_type
+	6,  // [6:17] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -835,13 +1305,14 @@ func file_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   11,
+			NumEnums:      1,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_admin_proto_goTypes,
 		DependencyIndexes: file_admin_proto_depIdxs,
+		EnumInfos:         file_admin_proto_enumTypes,
 		MessageInfos:      file_admin_proto_msgTypes,
 	}.Build()
 	File_admin_proto = out.File

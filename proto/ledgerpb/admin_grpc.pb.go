@@ -26,6 +26,10 @@ const (
 	Admin_AddVoter_FullMethodName       = "/seatledger.v1.Admin/AddVoter"
 	Admin_RemoveVoter_FullMethodName    = "/seatledger.v1.Admin/RemoveVoter"
 	Admin_SnapshotGroup_FullMethodName  = "/seatledger.v1.Admin/SnapshotGroup"
+	Admin_ListNodes_FullMethodName      = "/seatledger.v1.Admin/ListNodes"
+	Admin_AddNode_FullMethodName        = "/seatledger.v1.Admin/AddNode"
+	Admin_DrainNode_FullMethodName      = "/seatledger.v1.Admin/DrainNode"
+	Admin_RemoveNode_FullMethodName     = "/seatledger.v1.Admin/RemoveNode"
 )
 
 // AdminClient is the client API for Admin service.
@@ -36,7 +40,8 @@ const (
 // levers to move it. It is served on the same ports as Booking; HTTP rules
 // are in booking.yaml.
 type AdminClient interface {
-	// Status reports this node's view: its peers and every group replica it
+	// Status reports this node's view: its peers (the registry's ACTIVE and
+	// DRAINING nodes as it last learned them) and every group replica it
 	// hosts, optionally with each group's state digest.
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
 	// TransferLeader asks the group's leader on this node to hand leadership
@@ -57,6 +62,21 @@ type AdminClient interface {
 	// every message carries the next bytes of the stream. A follower answers
 	// NOT_LEADER. seatctl snapshot save calls it once per group.
 	SnapshotGroup(ctx context.Context, in *SnapshotGroupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
+	// The node registry, replicated in the catalog group: every node the
+	// cluster has had, where it listens, and whether it is ACTIVE, DRAINING
+	// (being emptied: nothing is moved onto it) or REMOVED (its id retired).
+	// Every node learns it and dials peers by it. These calls change only
+	// the registry: moving replicas is HostGroup/AddVoter/RemoveVoter/DropGroup
+	// (seatctl node remove --drain and group rebalance run those).
+	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*NodeList, error)
+	// AddNode registers a node (or new addresses of a registered one, or
+	// ends its drain); it hosts nothing until replicas are moved onto it.
+	AddNode(ctx context.Context, in *AddNodeRequest, opts ...grpc.CallOption) (*NodeResponse, error)
+	// DrainNode marks a node DRAINING.
+	DrainNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*NodeResponse, error)
+	// RemoveNode marks a node REMOVED. It does not check that the node hosts
+	// nothing: seatctl node remove does, over every node's Status.
+	RemoveNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*NodeResponse, error)
 }
 
 type adminClient struct {
@@ -146,6 +166,46 @@ func (c *adminClient) SnapshotGroup(ctx context.Context, in *SnapshotGroupReques
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_SnapshotGroupClient = grpc.ServerStreamingClient[SnapshotChunk]
 
+func (c *adminClient) ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*NodeList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodeList)
+	err := c.cc.Invoke(ctx, Admin_ListNodes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) AddNode(ctx context.Context, in *AddNodeRequest, opts ...grpc.CallOption) (*NodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodeResponse)
+	err := c.cc.Invoke(ctx, Admin_AddNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DrainNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*NodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodeResponse)
+	err := c.cc.Invoke(ctx, Admin_DrainNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) RemoveNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*NodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodeResponse)
+	err := c.cc.Invoke(ctx, Admin_RemoveNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -154,7 +214,8 @@ type Admin_SnapshotGroupClient = grpc.ServerStreamingClient[SnapshotChunk]
 // levers to move it. It is served on the same ports as Booking; HTTP rules
 // are in booking.yaml.
 type AdminServer interface {
-	// Status reports this node's view: its peers and every group replica it
+	// Status reports this node's view: its peers (the registry's ACTIVE and
+	// DRAINING nodes as it last learned them) and every group replica it
 	// hosts, optionally with each group's state digest.
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
 	// TransferLeader asks the group's leader on this node to hand leadership
@@ -175,6 +236,21 @@ type AdminServer interface {
 	// every message carries the next bytes of the stream. A follower answers
 	// NOT_LEADER. seatctl snapshot save calls it once per group.
 	SnapshotGroup(*SnapshotGroupRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
+	// The node registry, replicated in the catalog group: every node the
+	// cluster has had, where it listens, and whether it is ACTIVE, DRAINING
+	// (being emptied: nothing is moved onto it) or REMOVED (its id retired).
+	// Every node learns it and dials peers by it. These calls change only
+	// the registry: moving replicas is HostGroup/AddVoter/RemoveVoter/DropGroup
+	// (seatctl node remove --drain and group rebalance run those).
+	ListNodes(context.Context, *ListNodesRequest) (*NodeList, error)
+	// AddNode registers a node (or new addresses of a registered one, or
+	// ends its drain); it hosts nothing until replicas are moved onto it.
+	AddNode(context.Context, *AddNodeRequest) (*NodeResponse, error)
+	// DrainNode marks a node DRAINING.
+	DrainNode(context.Context, *NodeRequest) (*NodeResponse, error)
+	// RemoveNode marks a node REMOVED. It does not check that the node hosts
+	// nothing: seatctl node remove does, over every node's Status.
+	RemoveNode(context.Context, *NodeRequest) (*NodeResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -205,6 +281,18 @@ func (UnimplementedAdminServer) RemoveVoter(context.Context, *VoterRequest) (*Me
 }
 func (UnimplementedAdminServer) SnapshotGroup(*SnapshotGroupRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
 	return status.Error(codes.Unimplemented, "method SnapshotGroup not implemented")
+}
+func (UnimplementedAdminServer) ListNodes(context.Context, *ListNodesRequest) (*NodeList, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListNodes not implemented")
+}
+func (UnimplementedAdminServer) AddNode(context.Context, *AddNodeRequest) (*NodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddNode not implemented")
+}
+func (UnimplementedAdminServer) DrainNode(context.Context, *NodeRequest) (*NodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DrainNode not implemented")
+}
+func (UnimplementedAdminServer) RemoveNode(context.Context, *NodeRequest) (*NodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveNode not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -346,6 +434,78 @@ func _Admin_SnapshotGroup_Handler(srv interface{}, stream grpc.ServerStream) err
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_SnapshotGroupServer = grpc.ServerStreamingServer[SnapshotChunk]
 
+func _Admin_ListNodes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListNodesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListNodes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListNodes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListNodes(ctx, req.(*ListNodesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_AddNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).AddNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_AddNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).AddNode(ctx, req.(*AddNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DrainNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DrainNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DrainNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DrainNode(ctx, req.(*NodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_RemoveNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RemoveNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RemoveNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RemoveNode(ctx, req.(*NodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -376,6 +536,22 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveVoter",
 			Handler:    _Admin_RemoveVoter_Handler,
+		},
+		{
+			MethodName: "ListNodes",
+			Handler:    _Admin_ListNodes_Handler,
+		},
+		{
+			MethodName: "AddNode",
+			Handler:    _Admin_AddNode_Handler,
+		},
+		{
+			MethodName: "DrainNode",
+			Handler:    _Admin_DrainNode_Handler,
+		},
+		{
+			MethodName: "RemoveNode",
+			Handler:    _Admin_RemoveNode_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

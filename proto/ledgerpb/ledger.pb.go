@@ -75,6 +75,11 @@ const (
 	Code_CODE_CINEMA_EXISTS Code = 35
 	Code_CODE_MOVIE_EXISTS  Code = 36
 	Code_CODE_SHOW_LISTED   Code = 37
+	// Node registry (NodeCmd): no node with that id; a removed node (its id
+	// is retired); an address another registered node uses.
+	Code_CODE_NODE_NOT_FOUND     Code = 50
+	Code_CODE_NODE_REMOVED       Code = 51
+	Code_CODE_NODE_ADDRESS_TAKEN Code = 52
 )
 
 // Enum value maps for Code.
@@ -109,6 +114,9 @@ var (
 		35: "CODE_CINEMA_EXISTS",
 		36: "CODE_MOVIE_EXISTS",
 		37: "CODE_SHOW_LISTED",
+		50: "CODE_NODE_NOT_FOUND",
+		51: "CODE_NODE_REMOVED",
+		52: "CODE_NODE_ADDRESS_TAKEN",
 	}
 	Code_value = map[string]int32{
 		"CODE_UNSPECIFIED":         0,
@@ -140,6 +148,9 @@ var (
 		"CODE_CINEMA_EXISTS":       35,
 		"CODE_MOVIE_EXISTS":        36,
 		"CODE_SHOW_LISTED":         37,
+		"CODE_NODE_NOT_FOUND":      50,
+		"CODE_NODE_REMOVED":        51,
+		"CODE_NODE_ADDRESS_TAKEN":  52,
 	}
 )
 
@@ -301,6 +312,10 @@ const (
 	ReadKind_READ_KIND_CATALOG ReadKind = 10
 	// Seat counts of ReadRequest.show_ids, all of the request's group.
 	ReadKind_READ_KIND_SEAT_COUNTS ReadKind = 11
+	// The node registry, from the catalog group (bounded stale, like
+	// catalog reads). A node that does not host the group answers with the
+	// registry it last learned.
+	ReadKind_READ_KIND_NODES ReadKind = 30
 )
 
 // Enum value maps for ReadKind.
@@ -313,6 +328,7 @@ var (
 		4:  "READ_KIND_CLIENT_BOOKINGS",
 		10: "READ_KIND_CATALOG",
 		11: "READ_KIND_SEAT_COUNTS",
+		30: "READ_KIND_NODES",
 	}
 	ReadKind_value = map[string]int32{
 		"READ_KIND_UNSPECIFIED":     0,
@@ -322,6 +338,7 @@ var (
 		"READ_KIND_CLIENT_BOOKINGS": 4,
 		"READ_KIND_CATALOG":         10,
 		"READ_KIND_SEAT_COUNTS":     11,
+		"READ_KIND_NODES":           30,
 	}
 )
 
@@ -375,6 +392,7 @@ type Command struct {
 	//	*Command_Refund
 	//	*Command_LeaveQueue
 	//	*Command_Catalog
+	//	*Command_Node
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -528,6 +546,15 @@ func (x *Command) GetCatalog() *CatalogCmd {
 	return nil
 }
 
+func (x *Command) GetNode() *NodeCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Node); ok {
+			return x.Node
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -573,6 +600,12 @@ type Command_Catalog struct {
 	Catalog *CatalogCmd `protobuf:"bytes,30,opt,name=catalog,proto3,oneof"`
 }
 
+type Command_Node struct {
+	// The node registry (admin.proto's NodeRecord), kept in the catalog
+	// group too: which nodes the cluster has and where they listen.
+	Node *NodeCmd `protobuf:"bytes,40,opt,name=node,proto3,oneof"`
+}
+
 func (*Command_CreateShow) isCommand_Op() {}
 
 func (*Command_Hold) isCommand_Op() {}
@@ -592,6 +625,8 @@ func (*Command_Refund) isCommand_Op() {}
 func (*Command_LeaveQueue) isCommand_Op() {}
 
 func (*Command_Catalog) isCommand_Op() {}
+
+func (*Command_Node) isCommand_Op() {}
 
 // Batch is group commit: many client commands in one log entry. Batches do
 // not nest.
@@ -1170,6 +1205,206 @@ func (x *ExpireCmd) GetLimit() uint32 {
 	return 0
 }
 
+// NodeCmd changes the node registry (fsm/node*.go). Only the catalog group
+// is sent these; the registry is that group's replicated state.
+type NodeCmd struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Op:
+	//
+	//	*NodeCmd_AddNode
+	//	*NodeCmd_SetState
+	Op            isNodeCmd_Op `protobuf_oneof:"op"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeCmd) Reset() {
+	*x = NodeCmd{}
+	mi := &file_ledger_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeCmd) ProtoMessage() {}
+
+func (x *NodeCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeCmd.ProtoReflect.Descriptor instead.
+func (*NodeCmd) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *NodeCmd) GetOp() isNodeCmd_Op {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *NodeCmd) GetAddNode() *AddNodeCmd {
+	if x != nil {
+		if x, ok := x.Op.(*NodeCmd_AddNode); ok {
+			return x.AddNode
+		}
+	}
+	return nil
+}
+
+func (x *NodeCmd) GetSetState() *SetNodeStateCmd {
+	if x != nil {
+		if x, ok := x.Op.(*NodeCmd_SetState); ok {
+			return x.SetState
+		}
+	}
+	return nil
+}
+
+type isNodeCmd_Op interface {
+	isNodeCmd_Op()
+}
+
+type NodeCmd_AddNode struct {
+	AddNode *AddNodeCmd `protobuf:"bytes,1,opt,name=add_node,json=addNode,proto3,oneof"`
+}
+
+type NodeCmd_SetState struct {
+	SetState *SetNodeStateCmd `protobuf:"bytes,2,opt,name=set_state,json=setState,proto3,oneof"`
+}
+
+func (*NodeCmd_AddNode) isNodeCmd_Op() {}
+
+func (*NodeCmd_SetState) isNodeCmd_Op() {}
+
+// AddNodeCmd registers nodes (node_id, raft_addr, grpc_addr; state and
+// revision are the FSM's) as ACTIVE. An ACTIVE or DRAINING node gets the
+// addresses given and becomes ACTIVE; a REMOVED node's id is retired
+// (CODE_NODE_REMOVED); an address another registered node uses is
+// CODE_NODE_ADDRESS_TAKEN. All or nothing.
+//
+// With seed set (a node registering its --peers as it starts) only ids
+// the registry has never seen are added, and nothing is refused: a stale
+// --peers can neither revive a removed node nor move a registered one.
+type AddNodeCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nodes         []*NodeRecord          `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Seed          bool                   `protobuf:"varint,2,opt,name=seed,proto3" json:"seed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddNodeCmd) Reset() {
+	*x = AddNodeCmd{}
+	mi := &file_ledger_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddNodeCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddNodeCmd) ProtoMessage() {}
+
+func (x *AddNodeCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddNodeCmd.ProtoReflect.Descriptor instead.
+func (*AddNodeCmd) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AddNodeCmd) GetNodes() []*NodeRecord {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *AddNodeCmd) GetSeed() bool {
+	if x != nil {
+		return x.Seed
+	}
+	return false
+}
+
+// SetNodeStateCmd moves a registered node to ACTIVE, DRAINING or REMOVED.
+// REMOVED is final (CODE_NODE_REMOVED for any other state afterwards); an
+// unknown id is CODE_NODE_NOT_FOUND; the state it has already is OK.
+type SetNodeStateCmd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	State         NodeState              `protobuf:"varint,2,opt,name=state,proto3,enum=seatledger.v1.NodeState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetNodeStateCmd) Reset() {
+	*x = SetNodeStateCmd{}
+	mi := &file_ledger_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetNodeStateCmd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetNodeStateCmd) ProtoMessage() {}
+
+func (x *SetNodeStateCmd) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetNodeStateCmd.ProtoReflect.Descriptor instead.
+func (*SetNodeStateCmd) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SetNodeStateCmd) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *SetNodeStateCmd) GetState() NodeState {
+	if x != nil {
+		return x.State
+	}
+	return NodeState_NODE_STATE_UNSPECIFIED
+}
+
 // Result is what the FSM returns for one command, and what it stores for a
 // (client_id, request_id) so a retry gets the same answer.
 type Result struct {
@@ -1216,7 +1451,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledger_proto_msgTypes[10]
+	mi := &file_ledger_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1463,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[10]
+	mi := &file_ledger_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1476,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{10}
+	return file_ledger_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Result) GetCode() Code {
@@ -1406,7 +1641,7 @@ type SeatRecord struct {
 
 func (x *SeatRecord) Reset() {
 	*x = SeatRecord{}
-	mi := &file_ledger_proto_msgTypes[11]
+	mi := &file_ledger_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1653,7 @@ func (x *SeatRecord) String() string {
 func (*SeatRecord) ProtoMessage() {}
 
 func (x *SeatRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[11]
+	mi := &file_ledger_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1666,7 @@ func (x *SeatRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatRecord.ProtoReflect.Descriptor instead.
 func (*SeatRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{11}
+	return file_ledger_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SeatRecord) GetHoldId() string {
@@ -1478,7 +1713,7 @@ type HoldRecord struct {
 
 func (x *HoldRecord) Reset() {
 	*x = HoldRecord{}
-	mi := &file_ledger_proto_msgTypes[12]
+	mi := &file_ledger_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1725,7 @@ func (x *HoldRecord) String() string {
 func (*HoldRecord) ProtoMessage() {}
 
 func (x *HoldRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[12]
+	mi := &file_ledger_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1738,7 @@ func (x *HoldRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRecord.ProtoReflect.Descriptor instead.
 func (*HoldRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{12}
+	return file_ledger_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HoldRecord) GetHoldId() string {
@@ -1626,7 +1861,7 @@ type QueueEntryRecord struct {
 
 func (x *QueueEntryRecord) Reset() {
 	*x = QueueEntryRecord{}
-	mi := &file_ledger_proto_msgTypes[13]
+	mi := &file_ledger_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1873,7 @@ func (x *QueueEntryRecord) String() string {
 func (*QueueEntryRecord) ProtoMessage() {}
 
 func (x *QueueEntryRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[13]
+	mi := &file_ledger_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1886,7 @@ func (x *QueueEntryRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueEntryRecord.ProtoReflect.Descriptor instead.
 func (*QueueEntryRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{13}
+	return file_ledger_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *QueueEntryRecord) GetEntryId() string {
@@ -1742,7 +1977,7 @@ type ClientHoldsRecord struct {
 
 func (x *ClientHoldsRecord) Reset() {
 	*x = ClientHoldsRecord{}
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1989,7 @@ func (x *ClientHoldsRecord) String() string {
 func (*ClientHoldsRecord) ProtoMessage() {}
 
 func (x *ClientHoldsRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[14]
+	mi := &file_ledger_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +2002,7 @@ func (x *ClientHoldsRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientHoldsRecord.ProtoReflect.Descriptor instead.
 func (*ClientHoldsRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{14}
+	return file_ledger_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ClientHoldsRecord) GetHolds() []*ClientHold {
@@ -1787,7 +2022,7 @@ type ClientHold struct {
 
 func (x *ClientHold) Reset() {
 	*x = ClientHold{}
-	mi := &file_ledger_proto_msgTypes[15]
+	mi := &file_ledger_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +2034,7 @@ func (x *ClientHold) String() string {
 func (*ClientHold) ProtoMessage() {}
 
 func (x *ClientHold) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[15]
+	mi := &file_ledger_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +2047,7 @@ func (x *ClientHold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientHold.ProtoReflect.Descriptor instead.
 func (*ClientHold) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{15}
+	return file_ledger_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ClientHold) GetHoldId() string {
@@ -1845,7 +2080,7 @@ type SeatEventRecord struct {
 
 func (x *SeatEventRecord) Reset() {
 	*x = SeatEventRecord{}
-	mi := &file_ledger_proto_msgTypes[16]
+	mi := &file_ledger_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +2092,7 @@ func (x *SeatEventRecord) String() string {
 func (*SeatEventRecord) ProtoMessage() {}
 
 func (x *SeatEventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[16]
+	mi := &file_ledger_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +2105,7 @@ func (x *SeatEventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatEventRecord.ProtoReflect.Descriptor instead.
 func (*SeatEventRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{16}
+	return file_ledger_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SeatEventRecord) GetAppliedAtMs() int64 {
@@ -1906,7 +2141,7 @@ type RequestRecord struct {
 
 func (x *RequestRecord) Reset() {
 	*x = RequestRecord{}
-	mi := &file_ledger_proto_msgTypes[17]
+	mi := &file_ledger_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2153,7 @@ func (x *RequestRecord) String() string {
 func (*RequestRecord) ProtoMessage() {}
 
 func (x *RequestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[17]
+	mi := &file_ledger_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2166,7 @@ func (x *RequestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
 func (*RequestRecord) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{17}
+	return file_ledger_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RequestRecord) GetPayloadHash() []byte {
@@ -1967,7 +2202,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_ledger_proto_msgTypes[18]
+	mi := &file_ledger_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1979,7 +2214,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[18]
+	mi := &file_ledger_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1992,7 +2227,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{18}
+	return file_ledger_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ProposeRequest) GetGroupId() uint32 {
@@ -2028,7 +2263,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_ledger_proto_msgTypes[19]
+	mi := &file_ledger_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +2275,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[19]
+	mi := &file_ledger_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +2288,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{19}
+	return file_ledger_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProposeResponse) GetStatus() ForwardStatus {
@@ -2113,7 +2348,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_ledger_proto_msgTypes[20]
+	mi := &file_ledger_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2125,7 +2360,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[20]
+	mi := &file_ledger_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2138,7 +2373,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{20}
+	return file_ledger_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReadRequest) GetGroupId() uint32 {
@@ -2250,13 +2485,14 @@ type ReadResponse struct {
 	Seats         []*Seat          `protobuf:"bytes,10,rep,name=seats,proto3" json:"seats,omitempty"`
 	SeatCounts    []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
 	Catalog       *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	NodeList      *NodeList        `protobuf:"bytes,30,opt,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_ledger_proto_msgTypes[21]
+	mi := &file_ledger_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2504,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[21]
+	mi := &file_ledger_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2517,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{21}
+	return file_ledger_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReadResponse) GetStatus() ForwardStatus {
@@ -2368,11 +2604,18 @@ func (x *ReadResponse) GetCatalog() *CatalogAnswer {
 	return nil
 }
 
+func (x *ReadResponse) GetNodeList() *NodeList {
+	if x != nil {
+		return x.NodeList
+	}
+	return nil
+}
+
 var File_ledger_proto protoreflect.FileDescriptor
 
 const file_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\fledger.proto\x12\rseatledger.v1\x1a\rbooking.proto\x1a\rcatalog.proto\"\x90\x05\n" +
+	"\fledger.proto\x12\rseatledger.v1\x1a\vadmin.proto\x1a\rbooking.proto\x1a\rcatalog.proto\"\xbe\x05\n" +
 	"\aCommand\x12$\n" +
 	"\x0eproposed_at_ms\x18\x01 \x01(\x03R\fproposedAtMs\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
@@ -2390,7 +2633,8 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06refund\x18\x11 \x01(\v2\x18.seatledger.v1.RefundCmdH\x00R\x06refund\x12?\n" +
 	"\vleave_queue\x18\x12 \x01(\v2\x1c.seatledger.v1.LeaveQueueCmdH\x00R\n" +
 	"leaveQueue\x125\n" +
-	"\acatalog\x18\x1e \x01(\v2\x19.seatledger.v1.CatalogCmdH\x00R\acatalogB\x04\n" +
+	"\acatalog\x18\x1e \x01(\v2\x19.seatledger.v1.CatalogCmdH\x00R\acatalog\x12,\n" +
+	"\x04node\x18( \x01(\v2\x16.seatledger.v1.NodeCmdH\x00R\x04nodeB\x04\n" +
 	"\x02op\";\n" +
 	"\x05Batch\x122\n" +
 	"\bcommands\x18\x01 \x03(\v2\x16.seatledger.v1.CommandR\bcommands\"U\n" +
@@ -2437,7 +2681,18 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\":\n" +
 	"\tExpireCmd\x12\x17\n" +
 	"\aupto_ms\x18\x01 \x01(\x03R\x06uptoMs\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\rR\x05limit\"\xc8\x05\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"\x86\x01\n" +
+	"\aNodeCmd\x126\n" +
+	"\badd_node\x18\x01 \x01(\v2\x19.seatledger.v1.AddNodeCmdH\x00R\aaddNode\x12=\n" +
+	"\tset_state\x18\x02 \x01(\v2\x1e.seatledger.v1.SetNodeStateCmdH\x00R\bsetStateB\x04\n" +
+	"\x02op\"Q\n" +
+	"\n" +
+	"AddNodeCmd\x12/\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x19.seatledger.v1.NodeRecordR\x05nodes\x12\x12\n" +
+	"\x04seed\x18\x02 \x01(\bR\x04seed\"Z\n" +
+	"\x0fSetNodeStateCmd\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.NodeStateR\x05state\"\xc8\x05\n" +
 	"\x06Result\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
@@ -2543,7 +2798,7 @@ const file_ledger_proto_rawDesc = "" +
 	" \x01(\tR\tholdToken\x12\x19\n" +
 	"\bshow_ids\x18\x14 \x03(\tR\ashowIds\x12@\n" +
 	"\rcatalog_query\x18\x15 \x01(\v2\x1b.seatledger.v1.CatalogQueryR\fcatalogQuery\x12\"\n" +
-	"\flinearizable\x18\x16 \x01(\bR\flinearizable\"\xab\x04\n" +
+	"\flinearizable\x18\x16 \x01(\bR\flinearizable\"\xe1\x04\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -2559,7 +2814,8 @@ const file_ledger_proto_rawDesc = "" +
 	" \x03(\v2\x13.seatledger.v1.SeatR\x05seats\x12=\n" +
 	"\vseat_counts\x18\x14 \x03(\v2\x1c.seatledger.v1.ShowSeatCountR\n" +
 	"seatCounts\x126\n" +
-	"\acatalog\x18\x15 \x01(\v2\x1c.seatledger.v1.CatalogAnswerR\acatalog*\xba\x05\n" +
+	"\acatalog\x18\x15 \x01(\v2\x1c.seatledger.v1.CatalogAnswerR\acatalog\x124\n" +
+	"\tnode_list\x18\x1e \x01(\v2\x17.seatledger.v1.NodeListR\bnodeList*\x87\x06\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -2590,7 +2846,10 @@ const file_ledger_proto_rawDesc = "" +
 	"\x10CODE_CITY_EXISTS\x10\"\x12\x16\n" +
 	"\x12CODE_CINEMA_EXISTS\x10#\x12\x15\n" +
 	"\x11CODE_MOVIE_EXISTS\x10$\x12\x14\n" +
-	"\x10CODE_SHOW_LISTED\x10%*q\n" +
+	"\x10CODE_SHOW_LISTED\x10%\x12\x17\n" +
+	"\x13CODE_NODE_NOT_FOUND\x102\x12\x15\n" +
+	"\x11CODE_NODE_REMOVED\x103\x12\x1b\n" +
+	"\x17CODE_NODE_ADDRESS_TAKEN\x104*q\n" +
 	"\n" +
 	"QueueState\x12\x1b\n" +
 	"\x17QUEUE_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -2603,7 +2862,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x19FORWARD_STATUS_NOT_LEADER\x10\x02\x12\"\n" +
 	"\x1eFORWARD_STATUS_OUTCOME_UNKNOWN\x10\x03\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNAVAILABLE\x10\x04\x12\x1a\n" +
-	"\x16FORWARD_STATUS_INVALID\x10\x05*\xbd\x01\n" +
+	"\x16FORWARD_STATUS_INVALID\x10\x05*\xd2\x01\n" +
 	"\bReadKind\x12\x19\n" +
 	"\x15READ_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12READ_KIND_SEAT_MAP\x10\x01\x12\x12\n" +
@@ -2612,7 +2871,8 @@ const file_ledger_proto_rawDesc = "" +
 	"\x19READ_KIND_CLIENT_BOOKINGS\x10\x04\x12\x15\n" +
 	"\x11READ_KIND_CATALOG\x10\n" +
 	"\x12\x19\n" +
-	"\x15READ_KIND_SEAT_COUNTS\x10\v2\x91\x01\n" +
+	"\x15READ_KIND_SEAT_COUNTS\x10\v\x12\x13\n" +
+	"\x0fREAD_KIND_NODES\x10\x1e2\x91\x01\n" +
 	"\x04Peer\x12H\n" +
 	"\aPropose\x12\x1d.seatledger.v1.ProposeRequest\x1a\x1e.seatledger.v1.ProposeResponse\x12?\n" +
 	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
@@ -2630,7 +2890,7 @@ func file_ledger_proto_rawDescGZIP() []byte {
 }
 
 var file_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_ledger_proto_goTypes = []any{
 	(Code)(0),                 // 0: seatledger.v1.Code
 	(QueueState)(0),           // 1: seatledger.v1.QueueState
@@ -2646,31 +2906,37 @@ var file_ledger_proto_goTypes = []any{
 	(*LeaveQueueCmd)(nil),     // 11: seatledger.v1.LeaveQueueCmd
 	(*RefundCmd)(nil),         // 12: seatledger.v1.RefundCmd
 	(*ExpireCmd)(nil),         // 13: seatledger.v1.ExpireCmd
-	(*Result)(nil),            // 14: seatledger.v1.Result
-	(*SeatRecord)(nil),        // 15: seatledger.v1.SeatRecord
-	(*HoldRecord)(nil),        // 16: seatledger.v1.HoldRecord
-	(*QueueEntryRecord)(nil),  // 17: seatledger.v1.QueueEntryRecord
-	(*ClientHoldsRecord)(nil), // 18: seatledger.v1.ClientHoldsRecord
-	(*ClientHold)(nil),        // 19: seatledger.v1.ClientHold
-	(*SeatEventRecord)(nil),   // 20: seatledger.v1.SeatEventRecord
-	(*RequestRecord)(nil),     // 21: seatledger.v1.RequestRecord
-	(*ProposeRequest)(nil),    // 22: seatledger.v1.ProposeRequest
-	(*ProposeResponse)(nil),   // 23: seatledger.v1.ProposeResponse
-	(*ReadRequest)(nil),       // 24: seatledger.v1.ReadRequest
-	(*ReadResponse)(nil),      // 25: seatledger.v1.ReadResponse
-	(*CatalogCmd)(nil),        // 26: seatledger.v1.CatalogCmd
-	(*Show)(nil),              // 27: seatledger.v1.Show
-	(HoldState)(0),            // 28: seatledger.v1.HoldState
-	(SeatState)(0),            // 29: seatledger.v1.SeatState
-	(*SeatChange)(nil),        // 30: seatledger.v1.SeatChange
-	(*QueueOffer)(nil),        // 31: seatledger.v1.QueueOffer
-	(*CatalogQuery)(nil),      // 32: seatledger.v1.CatalogQuery
-	(*SeatMap)(nil),           // 33: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),          // 34: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),        // 35: seatledger.v1.QueueEntry
-	(*Seat)(nil),              // 36: seatledger.v1.Seat
-	(*ShowSeatCount)(nil),     // 37: seatledger.v1.ShowSeatCount
-	(*CatalogAnswer)(nil),     // 38: seatledger.v1.CatalogAnswer
+	(*NodeCmd)(nil),           // 14: seatledger.v1.NodeCmd
+	(*AddNodeCmd)(nil),        // 15: seatledger.v1.AddNodeCmd
+	(*SetNodeStateCmd)(nil),   // 16: seatledger.v1.SetNodeStateCmd
+	(*Result)(nil),            // 17: seatledger.v1.Result
+	(*SeatRecord)(nil),        // 18: seatledger.v1.SeatRecord
+	(*HoldRecord)(nil),        // 19: seatledger.v1.HoldRecord
+	(*QueueEntryRecord)(nil),  // 20: seatledger.v1.QueueEntryRecord
+	(*ClientHoldsRecord)(nil), // 21: seatledger.v1.ClientHoldsRecord
+	(*ClientHold)(nil),        // 22: seatledger.v1.ClientHold
+	(*SeatEventRecord)(nil),   // 23: seatledger.v1.SeatEventRecord
+	(*RequestRecord)(nil),     // 24: seatledger.v1.RequestRecord
+	(*ProposeRequest)(nil),    // 25: seatledger.v1.ProposeRequest
+	(*ProposeResponse)(nil),   // 26: seatledger.v1.ProposeResponse
+	(*ReadRequest)(nil),       // 27: seatledger.v1.ReadRequest
+	(*ReadResponse)(nil),      // 28: seatledger.v1.ReadResponse
+	(*CatalogCmd)(nil),        // 29: seatledger.v1.CatalogCmd
+	(*Show)(nil),              // 30: seatledger.v1.Show
+	(*NodeRecord)(nil),        // 31: seatledger.v1.NodeRecord
+	(NodeState)(0),            // 32: seatledger.v1.NodeState
+	(HoldState)(0),            // 33: seatledger.v1.HoldState
+	(SeatState)(0),            // 34: seatledger.v1.SeatState
+	(*SeatChange)(nil),        // 35: seatledger.v1.SeatChange
+	(*QueueOffer)(nil),        // 36: seatledger.v1.QueueOffer
+	(*CatalogQuery)(nil),      // 37: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),           // 38: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),          // 39: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),        // 40: seatledger.v1.QueueEntry
+	(*Seat)(nil),              // 41: seatledger.v1.Seat
+	(*ShowSeatCount)(nil),     // 42: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),     // 43: seatledger.v1.CatalogAnswer
+	(*NodeList)(nil),          // 44: seatledger.v1.NodeList
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -2682,41 +2948,47 @@ var file_ledger_proto_depIdxs = []int32{
 	10, // 6: seatledger.v1.Command.extend:type_name -> seatledger.v1.ExtendCmd
 	12, // 7: seatledger.v1.Command.refund:type_name -> seatledger.v1.RefundCmd
 	11, // 8: seatledger.v1.Command.leave_queue:type_name -> seatledger.v1.LeaveQueueCmd
-	26, // 9: seatledger.v1.Command.catalog:type_name -> seatledger.v1.CatalogCmd
-	4,  // 10: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	27, // 11: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
-	0,  // 12: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	28, // 13: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	29, // 14: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	28, // 15: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
-	1,  // 16: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
-	19, // 17: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
-	30, // 18: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	31, // 19: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
-	14, // 20: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	4,  // 21: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	2,  // 22: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	14, // 23: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	3,  // 24: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	32, // 25: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
-	2,  // 26: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	33, // 27: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	34, // 28: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 29: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	35, // 30: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	34, // 31: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	36, // 32: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	37, // 33: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
-	38, // 34: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
-	22, // 35: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	24, // 36: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	23, // 37: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	25, // 38: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	37, // [37:39] is the sub-list for method output_type
-	35, // [35:37] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	29, // 9: seatledger.v1.Command.catalog:type_name -> seatledger.v1.CatalogCmd
+	14, // 10: seatledger.v1.Command.node:type_name -> seatledger.v1.NodeCmd
+	4,  // 11: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
+	30, // 12: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	15, // 13: seatledger.v1.NodeCmd.add_node:type_name -> seatledger.v1.AddNodeCmd
+	16, // 14: seatledger.v1.NodeCmd.set_state:type_name -> seatledger.v1.SetNodeStateCmd
+	31, // 15: seatledger.v1.AddNodeCmd.nodes:type_name -> seatledger.v1.NodeRecord
+	32, // 16: seatledger.v1.SetNodeStateCmd.state:type_name -> seatledger.v1.NodeState
+	0,  // 17: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
+	33, // 18: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	34, // 19: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	33, // 20: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	1,  // 21: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
+	22, // 22: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
+	35, // 23: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	36, // 24: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
+	17, // 25: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 26: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 27: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	17, // 28: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	3,  // 29: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	37, // 30: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	2,  // 31: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	38, // 32: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	39, // 33: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 34: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	40, // 35: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	39, // 36: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	41, // 37: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	42, // 38: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	43, // 39: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	44, // 40: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
+	25, // 41: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	27, // 42: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	26, // 43: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	28, // 44: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	43, // [43:45] is the sub-list for method output_type
+	41, // [41:43] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -2724,6 +2996,7 @@ func file_ledger_proto_init() {
 	if File_ledger_proto != nil {
 		return
 	}
+	file_admin_proto_init()
 	file_booking_proto_init()
 	file_catalog_proto_init()
 	file_ledger_proto_msgTypes[0].OneofWrappers = []any{
@@ -2737,6 +3010,11 @@ func file_ledger_proto_init() {
 		(*Command_Refund)(nil),
 		(*Command_LeaveQueue)(nil),
 		(*Command_Catalog)(nil),
+		(*Command_Node)(nil),
+	}
+	file_ledger_proto_msgTypes[10].OneofWrappers = []any{
+		(*NodeCmd_AddNode)(nil),
+		(*NodeCmd_SetState)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2744,7 +3022,7 @@ func file_ledger_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledger_proto_rawDesc), len(file_ledger_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
