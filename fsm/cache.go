@@ -116,7 +116,7 @@ func (m *Machine) ExpiryDue(now int64) (bool, error) {
 // recordOverheadBytes each): past it, the cache starts over before the next
 // batch of entries (within one batch it may grow by that batch's records,
 // applyBatchBytesMax at most).
-const recordCacheBytesMax = 8 << 20
+const recordCacheBytesMax = 2 << 20
 
 // recordOverheadBytes is what the cache counts per entry besides its key and
 // value: map slot, string and slice headers.

@@ -43,10 +43,7 @@ func TestBackupRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*e2eTimeout)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "seatd")
-	if err := proccluster.Build(ctx, bin); err != nil {
-		t.Fatal(err)
-	}
+	bin := seatdBinary(t)
 	old, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: filepath.Join(dir, "old"), Groups: e2eGroups})
 	if err != nil {
 		t.Fatal(err)

@@ -48,10 +48,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "seatd")
-	if err := proccluster.Build(ctx, bin); err != nil {
-		t.Fatal(err)
-	}
+	bin := seatdBinary(t)
 	c, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: dir, Groups: e2eGroups})
 	if err != nil {
 		t.Fatal(err)

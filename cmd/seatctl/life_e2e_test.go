@@ -69,10 +69,7 @@ func TestClusterLife(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), lifeTimeout)
 	defer cancel()
 	dir := t.TempDir()
-	r := &lifeRun{t: t, ctx: ctx, dir: dir, bin: filepath.Join(dir, "seatd")}
-	if err := proccluster.Build(ctx, r.bin); err != nil {
-		t.Fatal(err)
-	}
+	r := &lifeRun{t: t, ctx: ctx, dir: dir, bin: seatdBinary(t)}
 	c, err := proccluster.Start(ctx, proccluster.Config{Binary: r.bin, Nodes: 3, Dir: filepath.Join(dir, "old"), Groups: lifeGroups, Args: lifeArgs})
 	if err != nil {
 		t.Fatal(err)
