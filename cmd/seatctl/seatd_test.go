@@ -1,0 +1,52 @@
+// This file proves nothing by itself: it builds the seatd binary that the
+// end-to-end tests start as real processes, once for the whole package
+// instead of once per test (each build links the whole server).
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seatledger/seatledger/internal/proccluster"
+)
+
+// seatdBuild is the package's one build of ./cmd/seatd.
+var seatdBuild struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// seatdBinary returns the path of a seatd built from this checkout, building
+// it on first use.
+func seatdBinary(t *testing.T) string {
+	t.Helper()
+	seatdBuild.once.Do(func() {
+		seatdBuild.dir, seatdBuild.err = os.MkdirTemp("", "seatctl-e2e-bin-")
+		if seatdBuild.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		seatdBuild.path = filepath.Join(seatdBuild.dir, "seatd")
+		seatdBuild.err = proccluster.Build(ctx, seatdBuild.path)
+	})
+	if seatdBuild.err != nil {
+		t.Fatalf("build seatd: %v", seatdBuild.err)
+	}
+	return seatdBuild.path
+}
+
+// TestMain removes the built binary after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if seatdBuild.dir != "" {
+		os.RemoveAll(seatdBuild.dir)
+	}
+	os.Exit(code)
+}
