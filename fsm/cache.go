@@ -137,11 +137,12 @@ const recordOverheadBytes = 64
 // records: a FREE seat has none, a client without live holds none), after
 // which an uncached key of that show is absent without asking Pebble. A
 // show seen once or twice is cheaper to look up key by key: a range scan
-// opens an iterator over every level of the store. Requests are not cached: a new request id is
-// absent and an old one is read only when a client retries.
+// opens an iterator over every level of the store. Requests are not cached:
+// a new request id is absent and an old one is read only when a client
+// retries.
 //
 // Only the apply goroutine uses it (Apply, ApplyEntries, Restore), so it
-// needs no lock; Restore empties it.
+// needs no lock; Restore and a batch that panics (Machine.end) empty it.
 type recordCache struct {
 	recs map[string]cachedRecord
 	// known holds the show prefixes (showPrefixOf) whose every record is
