@@ -41,12 +41,7 @@ func TestImportEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
 	dir := t.TempDir()
-	bin := seatdBinary(t)
-	c, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: dir, Groups: e2eGroups})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := startCluster(t, ctx, dir, proccluster.Config{})
 	sc := clusterCtl(t, ctx, c)
 	// The test browses one node, which may be a follower: its first reads
 	// after the import poll until the import's writes show there.

@@ -42,6 +42,26 @@ func seatdBinary(t *testing.T) string {
 	return seatdBuild.path
 }
 
+// startCluster starts a cluster of real seatd processes in dir for an
+// end-to-end test and stops it when the test ends: cfg's binary is this
+// package's build, and unset nodes and groups default to 3 and e2eGroups.
+func startCluster(t *testing.T, ctx context.Context, dir string, cfg proccluster.Config) *proccluster.Cluster {
+	t.Helper()
+	cfg.Binary, cfg.Dir = seatdBinary(t), dir
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Groups == 0 {
+		cfg.Groups = e2eGroups
+	}
+	c, err := proccluster.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestMain removes the built binary after the tests.
 func TestMain(m *testing.M) {
 	code := m.Run()

@@ -44,13 +44,8 @@ func TestTLSEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
 	dir := t.TempDir()
-	bin := seatdBinary(t)
 	tlsOpts := &proccluster.TLS{PeerMTLS: true}
-	c, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: dir, Groups: e2eGroups, TLS: tlsOpts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := startCluster(t, ctx, dir, proccluster.Config{TLS: tlsOpts})
 	var eps []string
 	for _, n := range c.Nodes() {
 		eps = append(eps, n.GRPCAddr)
