@@ -23,7 +23,11 @@ type Group struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
+	logs      raft.LogStore // raft's view of the group's log (cached)
 	metrics   *groupMetrics
+	// commits is what this replica last learned of its leader's commit
+	// index, for bounded-stale reads (stale.go).
+	commits commitKnown
 
 	proposals chan *proposal
 	notify    chan bool
@@ -150,7 +154,8 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 			return err
 		}
 	}
-	trans := progressTransport{g.transport, g.metrics.followers}
+	g.logs = logs
+	trans := progressTransport{g.transport, g.metrics.followers, relayCommits(g.transport.Consumer(), &g.commits, g.stop)}
 	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, trans)
 	if err != nil {
 		store.Close()

@@ -144,7 +144,12 @@ func (p *followerProgress) lastIndex(id raft.ServerID) uint64 {
 type progressTransport struct {
 	*raft.NetworkTransport
 	progress *followerProgress
+	// consumer is the transport's incoming RPCs, relayed (stale.go).
+	consumer <-chan raft.RPC
 }
+
+// Consumer is the channel of incoming RPCs raft serves.
+func (t progressTransport) Consumer() <-chan raft.RPC { return t.consumer }
 
 // AppendEntries sends one AppendEntries RPC and notes the follower's log end.
 func (t progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
