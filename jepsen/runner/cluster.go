@@ -293,6 +293,18 @@ func (tc *testCluster) leaders(ctx context.Context) map[uint32]string {
 	return out
 }
 
+// liveBooking is a Booking client, with the admin token, on the first node
+// still running: the corrupt-log nemesis leaves its victim down for good,
+// and that may be n1, whose connection created the shows.
+func (tc *testCluster) liveBooking() ledgerpb.BookingClient {
+	for i, id := range tc.ids() {
+		if tc.procs.Running(id) {
+			return ledgerpb.NewBookingClient(tc.adminConns[i])
+		}
+	}
+	return ledgerpb.NewBookingClient(tc.adminConns[0])
+}
+
 // replicas maps each group to its replicas (sorted), as the first node
 // hosting it that answers says.
 func (tc *testCluster) replicas(ctx context.Context) map[uint32][]string {

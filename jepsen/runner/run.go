@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 
 	h := &history.History{Seed: cfg.Seed, StartUnixNano: rec.start.UnixNano(), Layouts: showLayouts(cfg.Seed, showCount(cfg.Duration)),
 		Ops: rec.mu.ops, Faults: rec.mu.faults}
-	final, err := finalRead(ctx, tc, setup, h, len(nem.dead))
+	final, err := finalRead(ctx, tc, tc.liveBooking(), h, len(nem.dead))
 	if err != nil {
 		// Still write the history: it is the evidence.
 		fmt.Fprintf(log, "jepsen: final read failed: %v\n", err)
