@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/seatledger/seatledger/jepsen/netproxy"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
