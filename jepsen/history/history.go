@@ -200,8 +200,8 @@ type record struct {
 	Layout *Layout `json:"layout,omitempty"`
 }
 
-// Write stores h as JSON lines: the seed (with the start time), the show layouts, the ops in ID
-// order, the faults, then the final reads.
+// Write stores h as JSON lines: the seed (with the start time), the show
+// layouts, the ops in ID order, the faults, then the final reads.
 func (h *History) Write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
