@@ -97,7 +97,7 @@ func runTest(args []string) error {
 	if err != nil {
 		fmt.Printf("seatjepsen: run error (checking what was recorded): %v\n", err)
 	}
-	printUnavailability(res.Unavailability)
+	printUnavailability(res.Unavailability, res.History.StartUnixNano)
 	rep := checker.Check(res.History, checker.Options{Timeout: cfg.CheckTimeout, OutDir: cfg.Dir})
 	for _, p := range res.Problems {
 		fmt.Println("seatjepsen: VIOLATION:", p)
@@ -121,6 +121,7 @@ func checkFile(args []string) error {
 		return err
 	}
 	dir := filepath.Dir(path)
+	printUnavailability(runner.Unavailability(h), h.StartUnixNano)
 	rep := checker.Check(h, checker.Options{Timeout: *timeout, OutDir: dir})
 	return verdict(rep, dir, path, false, nil)
 }
@@ -147,13 +148,23 @@ func verdict(rep *checker.Report, dir, historyPath string, expectViolation bool,
 	return nil
 }
 
-func printUnavailability(ws []runner.FaultWindow) {
+// printUnavailability prints each fault's measured unavailability; times are
+// since the run's start, which startNs (0: unknown) gives on the wall clock
+// the nodes' logs use.
+func printUnavailability(ws []runner.FaultWindow, startNs int64) {
 	if len(ws) == 0 {
 		return
 	}
-	fmt.Println("unavailability (longest gap between answered writes of a busy show, per fault):")
+	fmt.Println("unavailability (per fault, until the next: the longest time one show's writes waited with none answered):")
+	if startNs != 0 {
+		fmt.Printf("  (times since the run's start, %s in the nodes' logs)\n", time.Unix(0, startNs).UTC().Format("2006-01-02T15:04:05.000Z"))
+	}
 	for _, w := range ws {
-		fmt.Printf("  %6.1fs %-17s %-12s %v\n", w.At.Seconds(), w.Kind, w.Nodes, w.Gap.Round(time.Millisecond))
+		fmt.Printf("  %6.1fs %-17s %-12s %v", w.At.Seconds(), w.Kind, w.Nodes, w.Gap.Round(time.Millisecond))
+		if w.Show != "" {
+			fmt.Printf(" (%s from %.1fs)", w.Show, w.From.Seconds())
+		}
+		fmt.Println()
 	}
 	fmt.Println("  " + runner.GapSummary(ws))
 }

@@ -178,6 +178,10 @@ type Fault struct {
 // History is a whole run.
 type History struct {
 	Seed int64 `json:"seed"`
+	// StartUnixNano is the wall-clock time of the run's start (the zero of
+	// every op's and fault's time), to line the history up with the nodes'
+	// logs; 0 when unknown.
+	StartUnixNano int64 `json:"-"`
 	// Layouts of the shows, when the runner recorded them; a show without
 	// one is checked without categories.
 	Layouts []Layout `json:"-"`
@@ -192,15 +196,16 @@ type record struct {
 	Fault  *Fault  `json:"fault,omitempty"`
 	Final  *Final  `json:"final,omitempty"`
 	Seed   *int64  `json:"seed,omitempty"`
+	Start  int64   `json:"start_unix_ns,omitempty"` // with the seed
 	Layout *Layout `json:"layout,omitempty"`
 }
 
-// Write stores h as JSON lines: the seed, the show layouts, the ops in ID
-// order, the faults, then the final reads.
+// Write stores h as JSON lines: the seed (with the start time), the show
+// layouts, the ops in ID order, the faults, then the final reads.
 func (h *History) Write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	if err := enc.Encode(record{Seed: &h.Seed}); err != nil {
+	if err := enc.Encode(record{Seed: &h.Seed, Start: h.StartUnixNano}); err != nil {
 		return err
 	}
 	for i := range h.Layouts {
@@ -241,7 +246,7 @@ func Read(r io.Reader) (*History, error) {
 		}
 		switch {
 		case rec.Seed != nil:
-			h.Seed = *rec.Seed
+			h.Seed, h.StartUnixNano = *rec.Seed, rec.Start
 		case rec.Op != nil:
 			h.Ops = append(h.Ops, *rec.Op)
 		case rec.Fault != nil:

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -286,6 +287,36 @@ func (tc *testCluster) leaders(ctx context.Context) map[uint32]string {
 				if g.State == "Leader" {
 					out[g.Group] = id
 				}
+			}
+		}
+	}
+	return out
+}
+
+// liveBooking is a Booking client, with the admin token, on the first node
+// still running: the corrupt-log nemesis leaves its victim down for good,
+// and that may be n1, whose connection created the shows.
+func (tc *testCluster) liveBooking() ledgerpb.BookingClient {
+	for i, id := range tc.ids() {
+		if tc.procs.Running(id) {
+			return ledgerpb.NewBookingClient(tc.adminConns[i])
+		}
+	}
+	return ledgerpb.NewBookingClient(tc.adminConns[0])
+}
+
+// replicas maps each group to its replicas (sorted), as the first node
+// hosting it that answers says.
+func (tc *testCluster) replicas(ctx context.Context) map[uint32][]string {
+	out := map[uint32][]string{}
+	for _, id := range tc.ids() {
+		st := tc.status(ctx, id, false)
+		if st == nil {
+			continue
+		}
+		for _, g := range st.Groups {
+			if _, ok := out[g.Group]; !ok && len(g.Replicas) > 0 {
+				out[g.Group] = slices.Sorted(slices.Values(g.Replicas))
 			}
 		}
 	}

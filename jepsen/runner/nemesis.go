@@ -197,13 +197,45 @@ func (n *nemesis) ring(order []string) {
 	n.rec.fault(NemPartitionRing, fmt.Sprintf("order %v", order))
 }
 
+// kill kills ids and records the fault with the groups it leaves without a
+// quorum of live replicas: for those, writes stopping until the heal is the
+// expected outcome, not a liveness bug.
 func (n *nemesis) kill(ctx context.Context, ids []string, kind string) {
+	replicas := n.tc.replicas(ctx) // before the kill: the nodes answer now
 	for _, id := range ids {
 		if n.tc.procs.Kill(id) == nil {
 			n.killed = append(n.killed, id)
 		}
 	}
-	n.rec.fault(kind, strings.Join(ids, ","))
+	desc := strings.Join(ids, ",")
+	if lost := quorumLost(replicas, ids); lost != "" {
+		desc += "; no quorum: " + lost
+	}
+	n.rec.fault(kind, desc)
+}
+
+// quorumLost names the groups (with their replicas) that down leaves
+// without a majority of live replicas, as "g1[n2 n3 n4] ...", or "".
+func quorumLost(replicas map[uint32][]string, down []string) string {
+	groups := make([]uint32, 0, len(replicas))
+	for g := range replicas {
+		groups = append(groups, g)
+	}
+	slices.Sort(groups)
+	var out []string
+	for _, g := range groups {
+		reps := replicas[g]
+		dead := 0
+		for _, r := range reps {
+			if slices.Contains(down, r) {
+				dead++
+			}
+		}
+		if live := len(reps) - dead; 2*live <= len(reps) {
+			out = append(out, fmt.Sprintf("g%d%v", g, reps))
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // transfer moves one random group's leadership to a random other replica.

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -21,20 +20,11 @@ type Result struct {
 	History     *history.History
 	HistoryPath string
 	// Unavailability is, for each fault that can stop writes, the longest
-	// time any busy show went without a successful write during the fault
-	// window (and until writes resumed after it).
+	// time one show's writes waited with none answered (see Unavailability).
 	Unavailability []FaultWindow
 	// Problems are failures the runner itself saw (a corrupted log a node
 	// did not detect); each is a violation.
 	Problems []string
-}
-
-// FaultWindow is one fault's measured unavailability.
-type FaultWindow struct {
-	Kind  string
-	Nodes string
-	At    time.Duration
-	Gap   time.Duration
 }
 
 // convergeTimeout bounds the wait for replicas to agree after healing.
@@ -111,16 +101,16 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	}
 	fmt.Fprintf(log, "jepsen: healed; waiting for replicas to converge\n")
 
-	h := &history.History{Seed: cfg.Seed, Layouts: showLayouts(cfg.Seed, showCount(cfg.Duration)),
+	h := &history.History{Seed: cfg.Seed, StartUnixNano: rec.start.UnixNano(), Layouts: showLayouts(cfg.Seed, showCount(cfg.Duration)),
 		Ops: rec.mu.ops, Faults: rec.mu.faults}
-	final, err := finalRead(ctx, tc, setup, h, len(nem.dead))
+	final, err := finalRead(ctx, tc, tc.liveBooking(), h, len(nem.dead))
 	if err != nil {
 		// Still write the history: it is the evidence.
 		fmt.Fprintf(log, "jepsen: final read failed: %v\n", err)
 	}
 	h.Final = final
 	res := &Result{History: h, HistoryPath: filepath.Join(cfg.Dir, "history.jsonl"),
-		Unavailability: unavailability(h, cfg.FaultFor), Problems: nem.problems}
+		Unavailability: Unavailability(h), Problems: nem.problems}
 	f, ferr := os.Create(res.HistoryPath)
 	if ferr != nil {
 		return res, ferr
@@ -262,89 +252,3 @@ func converge(ctx context.Context, tc *testCluster, final *history.Final, dead i
 
 // replicasOf is the number of replicas per group seatd uses by default.
 func replicasOf(cfg *Config) int { return min(3, cfg.Nodes) }
-
-// faultsThatStop are the fault kinds after which writes may pause.
-var faultsThatStop = map[string]bool{
-	NemPartitionOne: true, NemPartitionLeader: true, NemPartitionHalf: true, NemPartitionRing: true,
-	NemKillOne: true, NemKillLeader: true, NemKillMinority: true, NemKillAll: true, NemPauseLeader: true,
-}
-
-// answered reports whether a write got an answer from the state machine:
-// applied, or rejected by it (a conflict is the ledger working).
-func answered(op history.Op) bool {
-	if !isWrite(op.Kind) {
-		return false
-	}
-	switch op.Outcome {
-	case history.OK:
-		return true
-	case history.Fail:
-		return op.Reason != "" && op.Reason != "UNAVAILABLE" && op.Reason != "NOT_LEADER"
-	}
-	return false
-}
-
-// unavailability measures, per fault, the longest gap between answered
-// writes of any one busy show from the fault until window after it.
-func unavailability(h *history.History, window time.Duration) []FaultWindow {
-	byShow := map[string][]int64{}
-	for _, op := range h.Ops {
-		if answered(op) {
-			byShow[op.Show] = append(byShow[op.Show], op.Return)
-		}
-	}
-	for _, ts := range byShow {
-		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
-	}
-	var out []FaultWindow
-	for _, f := range h.Faults {
-		if !faultsThatStop[f.Kind] {
-			continue
-		}
-		from, to := f.At, f.At+int64(window)
-		var worst int64
-		for show, ts := range byShow {
-			busy := showsAt(h.Seed, time.Duration(f.At))
-			if !contains(busy, show) {
-				continue
-			}
-			prev := from
-			for _, t := range ts {
-				if t <= from {
-					continue
-				}
-				worst = max(worst, t-prev)
-				prev = t
-				if t > to {
-					break
-				}
-			}
-		}
-		out = append(out, FaultWindow{Kind: f.Kind, Nodes: f.Nodes, At: time.Duration(f.At), Gap: time.Duration(worst)})
-	}
-	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
-}
-
-// GapSummary is the p50/p99/max of the fault windows' gaps.
-func GapSummary(ws []FaultWindow) string {
-	if len(ws) == 0 {
-		return "no faults that stop writes"
-	}
-	gaps := make([]time.Duration, len(ws))
-	for i, w := range ws {
-		gaps[i] = w.Gap
-	}
-	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
-	q := func(p float64) time.Duration { return gaps[min(len(gaps)-1, int(p*float64(len(gaps))))] }
-	return fmt.Sprintf("unavailability over %d faults: p50 %v, p99 %v, max %v", len(gaps),
-		q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
-}

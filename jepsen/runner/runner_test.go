@@ -2,7 +2,8 @@
 // processes (3 nodes) behind fault-injecting proxies, partitions and kills,
 // every history checked, once in plaintext and once with TLS and peer mTLS
 // on every link — and the checkers' self-test: each deliberately broken
-// server mode must be caught. Longer runs: `make jepsen` (README).
+// server mode must be caught; and that the final reads survive a node that
+// stays down. Longer runs: `make jepsen` (README).
 package runner
 
 import (
@@ -16,6 +17,8 @@ import (
 
 	"github.com/seatledger/seatledger/internal/proccluster"
 	"github.com/seatledger/seatledger/jepsen/checker"
+	"github.com/seatledger/seatledger/jepsen/history"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
 // seatdBinary is built once for every test of the package.
@@ -103,5 +106,37 @@ func TestCheckersCatchBrokenServers(t *testing.T) {
 				t.Fatalf("--unsafe-broken=%s: every check passed; the checkers missed a wrong server", tt.mode)
 			}
 		})
+	}
+}
+
+// TestFinalReadsSkipDeadNode: a node the corrupt-log nemesis left down (here
+// n1, whose connection created the shows) must not stop the final reads;
+// seed 21 lost them all that way.
+func TestFinalReadsSkipDeadNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: no processes")
+	}
+	cfg := Config{Seed: 5, Nodes: 3, Binary: seatdBinary, Dir: t.TempDir()}
+	cfg.SetDefaults()
+	ctx := context.Background()
+	tc, err := startTestCluster(ctx, &cfg)
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	defer tc.close()
+	show := showName(cfg.Seed, 0)
+	if err := createShows(ctx, ledgerpb.NewBookingClient(tc.adminConns[0]), cfg.Seed, 1); err != nil {
+		t.Fatalf("create show: %v", err)
+	}
+	if err := tc.procs.Kill("n1"); err != nil {
+		t.Fatalf("kill n1: %v", err)
+	}
+	h := &history.History{Seed: cfg.Seed, Ops: []history.Op{{Kind: history.KindRead, Show: show}}}
+	final, err := finalRead(ctx, tc, tc.liveBooking(), h, 1)
+	if err != nil {
+		t.Fatalf("finalRead with n1 down = %v, want the reads from a running node", err)
+	}
+	if got := len(final.Seats[show]); got != showRows*showRowSeats {
+		t.Errorf("final read of %s has %d seats, want %d", show, got, showRows*showRowSeats)
 	}
 }
