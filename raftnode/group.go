@@ -28,6 +28,8 @@ type Group struct {
 	// commits is what this replica last learned of its leader's commit
 	// index, for bounded-stale reads (stale.go).
 	commits commitKnown
+	// catchUp keeps a fresh replica from voting (catchup.go).
+	catchUp catchUp
 
 	proposals chan *proposal
 	notify    chan bool
@@ -73,6 +75,7 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 		notify: make(chan bool, 16),
 		stop:   make(chan struct{}),
 	}
+	g.catchUp.on.Store(exists(filepath.Join(dir, catchUpFile)))
 	if err := g.openRaft(dir, bootstrap); err != nil {
 		return nil, err
 	}
@@ -155,13 +158,16 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		}
 	}
 	g.logs = logs
-	trans := progressTransport{g.transport, g.metrics.followers, relayCommits(g.transport.Consumer(), &g.commits, g.stop)}
+	rpcs := make(chan raft.RPC)
+	trans := progressTransport{g.transport, g.metrics.followers, rpcs}
 	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, trans)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)
 	}
 	g.raft = r
+	g.wg.Add(1)
+	go g.relay(g.transport.Consumer(), rpcs)
 	obs := make(chan raft.Observation, 16)
 	g.raft.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {

@@ -59,6 +59,10 @@ func (n *Node) HostGroup(id uint32) error {
 	if err := n.wipeGroup(id); err != nil {
 		return err
 	}
+	// It votes once it holds what was committed when it joined (catchup.go).
+	if err := markCatchUp(n.groupDir(id)); err != nil {
+		return fmt.Errorf("raftnode: mark group %d catching up: %w", id, err)
+	}
 	g, err := startGroup(n, id, nil)
 	if err != nil {
 		return err

@@ -96,27 +96,28 @@ func (c *commitKnown) get() knownCommit {
 	return c.last
 }
 
-// relayCommits passes the RPCs of in to raft, noting the commit index each
-// AppendEntries carries, until stop.
-func relayCommits(in <-chan raft.RPC, known *commitKnown, stop <-chan struct{}) <-chan raft.RPC {
-	out := make(chan raft.RPC)
-	go func() {
-		for {
-			var rpc raft.RPC
-			select {
-			case rpc = <-in:
-			case <-stop:
-				return
-			}
-			if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok && req.LeaderCommitIndex > 0 {
-				known.note(knownCommit{at: time.Now(), index: req.LeaderCommitIndex, term: req.Term})
-			}
-			select {
-			case out <- rpc:
-			case <-stop:
-				return
-			}
+// relay passes the RPCs of in to raft through out, noting the commit index
+// each AppendEntries carries (FreshView) and letting screen answer some
+// itself (catchup.go), until stop. It starts once raft exists.
+func (g *Group) relay(in <-chan raft.RPC, out chan<- raft.RPC) {
+	defer g.wg.Done()
+	for {
+		var rpc raft.RPC
+		select {
+		case rpc = <-in:
+		case <-g.stop:
+			return
 		}
-	}()
-	return out
+		if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok && req.LeaderCommitIndex > 0 {
+			g.commits.note(knownCommit{at: time.Now(), index: req.LeaderCommitIndex, term: req.Term})
+		}
+		if g.screen(rpc) {
+			continue
+		}
+		select {
+		case out <- rpc:
+		case <-g.stop:
+			return
+		}
+	}
 }
