@@ -168,7 +168,7 @@ func TestClusterMetrics(t *testing.T) {
 		{"seatledger_raft_log_store_latency_seconds", group, 1},
 		{"seatledger_grpc_requests_total", map[string]string{"method": "/seatledger.v1.Booking/Hold", "code": "OK"}, holds},
 		{"seatledger_grpc_requests_total", map[string]string{"method": "/seatledger.v1.Booking/Hold", "code": "Aborted"}, 1},
-		{"seatledger_grpc_requests_total", map[string]string{"method": "/seatledger.v1.Peer/Propose", "code": "OK"}, 1},
+		{"seatledger_grpc_requests_total", map[string]string{"method": "/seatledger.v1.Peer/ProposeBatch", "code": "OK"}, 1},
 		{"seatledger_http_requests_total", map[string]string{"route": "POST /v1/shows/{show_id}/holds", "code": "200"}, 1},
 	} {
 		if got := total(w.name, w.labels); got < w.min {
