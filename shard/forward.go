@@ -129,9 +129,6 @@ func (r *Router) forwarder(target string) (*forwarder, error) {
 	if f, ok := r.mu.forwarders[target]; ok {
 		return f, nil
 	}
-	if r.mu.forwarders == nil {
-		r.mu.forwarders = map[string]*forwarder{}
-	}
 	f := &forwarder{r: r, target: target}
 	r.mu.forwarders[target] = f
 	return f, nil
@@ -287,13 +284,13 @@ func (f *forwarder) leaveLocked(s *sender) {
 // whole: each of its commands' outcome is unknown (retryable, with the same
 // request id).
 func (f *forwarder) send(batch []*forward) {
-	f.r.observeForward(len(batch))
 	client, err := f.r.peer(f.target)
 	if err != nil {
 		f.r.learnLeaders(batch, nil) // a node that left the peer table: ask another
 		finish(batch, nil, err)
 		return
 	}
+	f.r.observeForward(len(batch))
 	req := &ledgerpb.ProposeBatchRequest{Requests: make([]*ledgerpb.ProposeRequest, len(batch))}
 	last := batch[0].deadline
 	for i, fw := range batch {

@@ -647,7 +647,7 @@ func TestForwardStalledCallsDoNotCount(t *testing.T) {
 }
 
 func TestForwardLeftBeforeSentIsNeverSent(t *testing.T) {
-	r := &Router{}
+	r := NewRouter(nil, Map{Groups: 1}) // no node: nothing here may dial
 	f, err := r.forwarder("n1")
 	if err != nil {
 		t.Fatal(err)
