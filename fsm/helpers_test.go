@@ -305,6 +305,32 @@ func checkS1(m *Machine, shows []string) error {
 				return fmt.Errorf("SeatMap(%s) seat %s = %s, want %s", show, s.SeatId, s.State, w)
 			}
 		}
+		if err := sameSeatStates(v, sm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameSeatStates checks that the layout-less map (SeatStates) says what the
+// full map sm says, seat by seat and in its counts.
+func sameSeatStates(v *View, sm *ledgerpb.SeatMap) error {
+	st, err := v.SeatStates(sm.ShowId)
+	if err != nil {
+		return fmt.Errorf("SeatStates(%s): %v", sm.ShowId, err)
+	}
+	if len(st.SeatStates) != len(sm.Seats) || len(st.Seats) != 0 || len(st.Categories) != 0 {
+		return fmt.Errorf("SeatStates(%s): %d letters, %d seats, %d categories; want %d letters only",
+			sm.ShowId, len(st.SeatStates), len(st.Seats), len(st.Categories), len(sm.Seats))
+	}
+	for i, s := range sm.Seats {
+		if got := SeatStateOfLetter(st.SeatStates[i]); got != s.State {
+			return fmt.Errorf("SeatStates(%s)[%d] = %c (%s), full map says %s for %s", sm.ShowId, i, st.SeatStates[i], got, s.State, s.SeatId)
+		}
+	}
+	if st.Free != sm.Free || st.Held != sm.Held || st.Booked != sm.Booked || st.Revision != sm.Revision {
+		return fmt.Errorf("SeatStates(%s) counts %d/%d/%d at %d, full map %d/%d/%d at %d", sm.ShowId,
+			st.Free, st.Held, st.Booked, st.Revision, sm.Free, sm.Held, sm.Booked, sm.Revision)
 	}
 	return nil
 }

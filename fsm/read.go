@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -98,20 +99,78 @@ func (v *View) SeatMap(showID string) (*ledgerpb.SeatMap, error) {
 	}
 	sm := &ledgerpb.SeatMap{ShowId: l.show.ShowId, Title: l.show.Title, Categories: cats,
 		Seats: freeSeats(l), Revision: v.applied}
-	if err := v.overlaySeats(showID, sm); err != nil {
+	sm.Free = uint32(l.total)
+	err = v.overlaySeats(showID, l.total, func(idx int, state ledgerpb.SeatState) {
+		sm.Seats[idx].State = state
+		countSeat(sm, state)
+	})
+	if err != nil {
 		return nil, err
 	}
-	for _, s := range sm.Seats {
-		switch s.State {
-		case ledgerpb.SeatState_FREE:
-			sm.Free++
-		case ledgerpb.SeatState_HELD:
-			sm.Held++
-		case ledgerpb.SeatState_BOOKED:
-			sm.Booked++
-		}
-	}
 	return sm, nil
+}
+
+// SeatStates returns a show's seat map without its layout: SeatStates holds
+// one letter per seat in layout order (the order of SeatMap's seats): F
+// free, H held, B booked; the counts are set, the seats, categories and
+// title are not. Seats of holds expired by the view's clock read FREE.
+func (v *View) SeatStates(showID string) (*ledgerpb.SeatMap, error) {
+	l, err := v.layout(showID)
+	if err != nil {
+		return nil, err
+	}
+	sm := &ledgerpb.SeatMap{ShowId: l.show.ShowId, Revision: v.applied, Free: uint32(l.total)}
+	states := bytes.Repeat([]byte{SeatLetterFree}, l.total)
+	err = v.overlaySeats(showID, l.total, func(idx int, state ledgerpb.SeatState) {
+		states[idx] = seatLetter(state)
+		countSeat(sm, state)
+	})
+	if err != nil {
+		return nil, err
+	}
+	sm.SeatStates = string(states)
+	return sm, nil
+}
+
+// The letters of SeatMap.seat_states.
+const (
+	SeatLetterFree   = 'F'
+	SeatLetterHeld   = 'H'
+	SeatLetterBooked = 'B'
+)
+
+func seatLetter(s ledgerpb.SeatState) byte {
+	switch s {
+	case ledgerpb.SeatState_HELD:
+		return SeatLetterHeld
+	case ledgerpb.SeatState_BOOKED:
+		return SeatLetterBooked
+	}
+	return SeatLetterFree
+}
+
+// SeatStateOfLetter is the state a letter of SeatMap.seat_states stands for
+// (FREE for any other byte).
+func SeatStateOfLetter(c byte) ledgerpb.SeatState {
+	switch c {
+	case SeatLetterHeld:
+		return ledgerpb.SeatState_HELD
+	case SeatLetterBooked:
+		return ledgerpb.SeatState_BOOKED
+	}
+	return ledgerpb.SeatState_FREE
+}
+
+// countSeat moves one seat, counted FREE, to its state's count.
+func countSeat(sm *ledgerpb.SeatMap, state ledgerpb.SeatState) {
+	switch state {
+	case ledgerpb.SeatState_HELD:
+		sm.Free--
+		sm.Held++
+	case ledgerpb.SeatState_BOOKED:
+		sm.Free--
+		sm.Booked++
+	}
 }
 
 // layout returns the layout of a show that exists in the view, from the
@@ -180,8 +239,10 @@ func digits(n int) int {
 	return d
 }
 
-// overlaySeats applies the stored seat records (held or booked) to sm.
-func (v *View) overlaySeats(showID string, sm *ledgerpb.SeatMap) error {
+// overlaySeats calls set with the state of each seat that has a stored
+// record (held or booked; FREE for a hold expired by the view's clock), by
+// its index in layout order; total is the show's seat count.
+func (v *View) overlaySeats(showID string, total int, set func(idx int, state ledgerpb.SeatState)) error {
 	prefix := v.m.seatPrefix(showID)
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
@@ -194,7 +255,7 @@ func (v *View) overlaySeats(showID string, sm *ledgerpb.SeatMap) error {
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		idx := int(k[len(k)-2])<<8 | int(k[len(k)-1])
-		if idx >= len(sm.Seats) {
+		if idx >= total {
 			return fmt.Errorf("fsm: seat index %d beyond show %s", idx, showID)
 		}
 		state, seen := states[string(it.Value())]
@@ -204,7 +265,9 @@ func (v *View) overlaySeats(showID string, sm *ledgerpb.SeatMap) error {
 			}
 			states[string(it.Value())] = state
 		}
-		sm.Seats[idx].State = state
+		if state != ledgerpb.SeatState_FREE {
+			set(idx, state)
+		}
 	}
 	return it.Error()
 }

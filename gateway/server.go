@@ -129,14 +129,19 @@ func (s *Server) CreateShow(ctx context.Context, req *ledgerpb.CreateShowRequest
 	return &ledgerpb.CreateShowResponse{ShowId: req.Show.ShowId, SeatCount: seats, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)}, nil
 }
 
-// GetSeatMap returns a show's seats with their states.
+// GetSeatMap returns a show's seats with their states, or with states_only
+// just the states, one letter per seat.
 func (s *Server) GetSeatMap(ctx context.Context, req *ledgerpb.GetSeatMapRequest) (*ledgerpb.SeatMap, error) {
 	if !fsm.ValidID(req.ShowId, fsm.ShowIDLenMax) {
 		return nil, fieldError(&fsm.FieldError{Field: "show_id", Message: "is not a show id"})
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	sm, err := s.router.SeatMap(ctx, req.ShowId, req.Consistency)
+	read := s.router.SeatMap
+	if req.StatesOnly {
+		read = s.router.SeatStates
+	}
+	sm, err := read(ctx, req.ShowId, req.Consistency)
 	if err != nil {
 		return nil, routeError(err)
 	}

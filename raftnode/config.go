@@ -125,7 +125,16 @@ const (
 	heartbeatTimeoutDefault   = 1000 * time.Millisecond
 	electionTimeoutDefault    = 1000 * time.Millisecond
 	leaderLeaseTimeoutDefault = 500 * time.Millisecond
-	commitTimeoutDefault      = 20 * time.Millisecond
+	// commitTimeoutDefault is how often (randomly once to twice per
+	// interval) a leader sends each follower an AppendEntries when no new
+	// entry prompts one: it only tells followers the commit index (raft's
+	// appends carry it; heartbeats do not). Under load every new entry
+	// carries it, so this matters only between bursts, where it sets how
+	// stale an idle follower's reads are (FreshView reports exactly that),
+	// and how long after a lone write (CreateShow) a follower still lacks
+	// it. At 20 ms these empty appends were most of an idle cluster's CPU:
+	// 8 groups x 2 followers x ~33 RPCs/s (docs/PERFORMANCE.md, idle).
+	commitTimeoutDefault      = 100 * time.Millisecond
 	batchCommandsDefault      = 1024
 	inflightEntriesDefault    = 4
 	expireIntervalDefault     = 100 * time.Millisecond

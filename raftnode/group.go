@@ -23,7 +23,11 @@ type Group struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
+	logs      raft.LogStore // raft's view of the group's log (cached)
 	metrics   *groupMetrics
+	// commits is what this replica last learned of its leader's commit
+	// index, for bounded-stale reads (stale.go).
+	commits commitKnown
 
 	proposals chan *proposal
 	notify    chan bool
@@ -82,18 +86,25 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 func (g *Group) openRaft(dir string, replicas []string) error {
 	cfg := g.node.cfg
 	hlog := newRaftLogger(g.log, cfg.RaftLogLevel)
-	// NoSync false: an acknowledged entry is on disk on a quorum.
+	// The group's stable store (term and vote); its log is in the node log
+	// (nodelog.go). NoSync false: a vote is on disk before it is cast.
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), NoSync: false})
 	if err != nil {
-		return fmt.Errorf("raftnode: open raft log of group %d: %w", g.id, err)
+		return fmt.Errorf("raftnode: open raft state of group %d: %w", g.id, err)
 	}
 	g.store = store
-	checked := checkedLogs{store}
+	// An earlier version kept the group's log in raft.db: group moves it.
+	glog, err := g.node.log.group(g.id, store)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("raftnode: group %d refuses to start on a damaged log (%s): %w", g.id, g.node.log.path, err)
+	}
+	checked := checkedLogs{glog}
 	if err := checked.verifyAll(); err != nil {
 		store.Close()
-		return fmt.Errorf("raftnode: group %d refuses to start on a damaged log (%s): %w", g.id, filepath.Join(dir, "raft.db"), err)
+		return fmt.Errorf("raftnode: group %d refuses to start on a damaged log (%s): %w", g.id, g.node.log.path, err)
 	}
-	g.metrics.logPath = filepath.Join(dir, "raft.db")
+	g.metrics.logPath = g.node.log.path
 	logs, err := raft.NewLogCache(logCacheEntries, timedLogs{checked, g.metrics.logStoreLatency})
 	if err != nil {
 		store.Close()
@@ -143,7 +154,8 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 			return err
 		}
 	}
-	trans := progressTransport{g.transport, g.metrics.followers}
+	g.logs = logs
+	trans := progressTransport{g.transport, g.metrics.followers, relayCommits(g.transport.Consumer(), &g.commits, g.stop)}
 	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, trans)
 	if err != nil {
 		store.Close()

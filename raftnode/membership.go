@@ -99,8 +99,12 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 	return nil
 }
 
-// wipeGroup deletes a group's raft files and its state machine range.
+// wipeGroup deletes a group's raft files, its entries in the node log and
+// its state machine range.
 func (n *Node) wipeGroup(id uint32) error {
+	if err := n.log.wipe(id); err != nil {
+		return fmt.Errorf("raftnode: remove group %d's log: %w", id, err)
+	}
 	if err := os.RemoveAll(n.groupDir(id)); err != nil {
 		return fmt.Errorf("raftnode: remove group %d files: %w", id, err)
 	}

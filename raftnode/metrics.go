@@ -82,16 +82,17 @@ type nodeMetrics struct {
 	reg        prometheus.Registerer
 	registered []prometheus.Collector
 
-	leaderChanges   *prometheus.CounterVec
-	proposeFailures *prometheus.CounterVec
-	commitLatency   *prometheus.HistogramVec
-	batchCommands   *prometheus.HistogramVec
-	applyLatency    *prometheus.HistogramVec
-	applyEntries    *prometheus.HistogramVec
-	applyCommands   *prometheus.HistogramVec
-	logStoreLatency *prometheus.HistogramVec
-	ledger          [ledgerEvents]*prometheus.CounterVec
-	rejections      *prometheus.CounterVec
+	leaderChanges    *prometheus.CounterVec
+	proposeFailures  *prometheus.CounterVec
+	commitLatency    *prometheus.HistogramVec
+	batchCommands    *prometheus.HistogramVec
+	applyLatency     *prometheus.HistogramVec
+	applyEntries     *prometheus.HistogramVec
+	applyCommands    *prometheus.HistogramVec
+	logStoreLatency  *prometheus.HistogramVec
+	logCommitAppends prometheus.Histogram
+	ledger           [ledgerEvents]*prometheus.CounterVec
+	rejections       *prometheus.CounterVec
 }
 
 // newNodeMetrics registers n's metrics with reg (a private registry when
@@ -112,7 +113,9 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 	m.applyLatency = histogram("apply_latency_seconds", "Time the state machine took to apply one batch of committed entries handed over by raft.", latencyBuckets)
 	m.applyEntries = histogram("apply_batch_entries", "Command entries per batch applied by the state machine.", countBuckets)
 	m.applyCommands = histogram("apply_batch_commands", "Client commands per batch applied by the state machine.", countBuckets)
-	m.logStoreLatency = histogram("log_store_latency_seconds", "Time to seal, write and fsync one append to the raft log (raft-boltdb).", storeBuckets)
+	m.logStoreLatency = histogram("log_store_latency_seconds", "Time to seal, write and fsync one append to the raft log (raft-boltdb), waiting for other groups' appends in the same commit included.", storeBuckets)
+	m.logCommitAppends = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "raft", Name: "log_commit_appends",
+		Help: "Appends (of any group) written by one commit of the node's raft log: the groups sharing one pair of fsyncs.", Buckets: countBuckets})
 	for ev, c := range ledgerCounters {
 		m.ledger[ev] = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "ledger", Name: c.name,
 			Help: c.help + " Counted by the proposing leader."}, group)
@@ -121,7 +124,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 		Help: "Client commands answered with a result code other than OK, by command and code. Counted by the proposing leader."}, []string{"group", "op", "code"})
 
 	cs := []prometheus.Collector{m.leaderChanges, m.proposeFailures, m.commitLatency, m.batchCommands,
-		m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.rejections, stateCollector{n}}
+		m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.logCommitAppends, m.rejections, stateCollector{n}}
 	for _, c := range m.ledger {
 		cs = append(cs, c)
 	}
@@ -134,6 +137,9 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 	}
 	return m, nil
 }
+
+// observeLogCommit records the appends one commit of the node log carried.
+func (m *nodeMetrics) observeLogCommit(appends int) { m.logCommitAppends.Observe(float64(appends)) }
 
 func histogram(name, help string, buckets []float64) *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "raft", Name: name, Help: help, Buckets: buckets}, []string{"group"})

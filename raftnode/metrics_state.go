@@ -22,7 +22,7 @@ var (
 	descLastIndex     = stateDesc("last_index", "Index of the last entry in this replica's log (or snapshot).")
 	descCommitIndex   = stateDesc("commit_index", "Highest index this replica knows to be committed.")
 	descAppliedIndex  = stateDesc("applied_index", "Highest index raft has handed to this replica's state machine.")
-	descLogBytes      = stateDesc("log_bytes", "Size of the group's raft log file (raft-boltdb's raft.db; bbolt reuses freed pages, so it does not shrink after compaction).")
+	descLogBytes      = stateDesc("log_bytes", "Size of the node's raft log file, which holds every hosted group's log (raft/log.db, raft-boltdb; bbolt reuses freed pages, so it does not shrink after compaction). The same value for each group of a node.")
 	descSnapshotBytes = stateDesc("snapshot_bytes", "Size of the group's newest raft snapshot on this node (0 before the first).")
 	descSnapshotIndex = stateDesc("snapshot_index", "Last log index covered by the group's newest snapshot on this node.")
 	descQueueWaiting  = prometheus.NewDesc("seatledger_ledger_queue_waiting",
@@ -144,7 +144,12 @@ func (p *followerProgress) lastIndex(id raft.ServerID) uint64 {
 type progressTransport struct {
 	*raft.NetworkTransport
 	progress *followerProgress
+	// consumer is the transport's incoming RPCs, relayed (stale.go).
+	consumer <-chan raft.RPC
 }
+
+// Consumer is the channel of incoming RPCs raft serves.
+func (t progressTransport) Consumer() <-chan raft.RPC { return t.consumer }
 
 // AppendEntries sends one AppendEntries RPC and notes the follower's log end.
 func (t progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {

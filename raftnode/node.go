@@ -20,6 +20,8 @@ import (
 type Node struct {
 	cfg Config
 	db  *pebble.DB
+	// log is the raft log of every hosted group (nodelog.go).
+	log *nodeLog
 	mux *Mux
 	// metrics is set before any group starts and not changed after.
 	metrics *nodeMetrics
@@ -66,28 +68,42 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "raft"), 0o755); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("raftnode: data dir: %w", err)
+	}
+	rlog, err := openNodeLog(nodeLogPath(cfg.DataDir))
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	closeStores := func() {
+		rlog.close()
+		db.Close()
+	}
 	ln := cfg.Listener
 	if ln == nil {
 		ln, err = net.Listen("tcp", cfg.RaftAddr)
 	}
 	if err != nil {
-		db.Close()
+		closeStores()
 		return nil, fmt.Errorf("raftnode: listen on %s: %w", cfg.RaftAddr, err)
 	}
 	mux, err := cfg.newMux(ln)
 	if err != nil {
 		ln.Close()
-		db.Close()
+		closeStores()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, db: db, mux: mux, muxDone: make(chan struct{}), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, db: db, log: rlog, mux: mux, muxDone: make(chan struct{}), stop: make(chan struct{})}
 	n.mu.groups = map[uint32]*Group{}
 	n.peers.Store(peers)
 	if n.metrics, err = newNodeMetrics(cfg.Metrics, n); err != nil {
 		ln.Close()
-		db.Close()
+		closeStores()
 		return nil, err
 	}
+	rlog.observe = n.metrics.observeLogCommit
 	go func() {
 		defer close(n.muxDone)
 		n.mux.Serve()
@@ -162,6 +178,9 @@ func exists(path string) bool {
 
 func (n *Node) groupDir(id uint32) string { return groupDirOf(n.cfg.DataDir, id) }
 
+// nodeLogPath is the node log's file under a data directory.
+func nodeLogPath(dataDir string) string { return filepath.Join(dataDir, "raft", "log.db") }
+
 // groupDirOf is where a group's raft files live under a data directory.
 func groupDirOf(dataDir string, id uint32) string {
 	return filepath.Join(dataDir, "raft", fmt.Sprintf("group-%d", id))
@@ -208,6 +227,7 @@ func (n *Node) Close() error {
 		n.mu.Unlock()
 		errs = append(errs, n.mux.Close())
 		<-n.muxDone
+		errs = append(errs, n.log.close())
 		errs = append(errs, n.db.Close())
 		n.metrics.unregister()
 		n.closeErr = errors.Join(errs...)

@@ -3,7 +3,10 @@ package raftnode
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/seatledger/seatledger/fsm"
 )
@@ -26,9 +29,9 @@ const (
 //   - at a leader whose start-of-term barrier completed, now: a leader that
 //     lost its quorum steps down within LeaderLeaseTimeout, which must be
 //     shorter than maxStale;
-//   - at a follower, the time it last heard from its leader, which must be
-//     within maxStale, once it has applied every entry it knew committed
-//     when the call began.
+//   - at a follower, the time it last received its leader's commit index
+//     (commitKnown), which must be within maxStale, once it has applied up
+//     to that index.
 //
 // Otherwise it returns ErrStale. It never talks to other replicas, so it
 // costs the group's leader nothing: browse reads use it.
@@ -37,15 +40,14 @@ func (g *Group) FreshView(ctx context.Context, maxStale time.Duration) (*fsm.Vie
 		v, err := g.machine.View()
 		return v, time.Now(), err
 	}
-	last := g.raft.LastContact()
-	if g.IsLeader() || last.IsZero() || time.Since(last) > maxStale {
+	k := g.commits.get()
+	if g.IsLeader() || k.at.IsZero() || time.Since(k.at) > maxStale {
 		return nil, time.Time{}, ErrStale
 	}
 	// Raft counts the entries it has handed to the FSM goroutine, which
 	// applies them in order right after: the view lags by that queue only.
-	committed := g.raft.CommitIndex()
 	deadline := time.Now().Add(staleApplyWaitMax)
-	for g.raft.AppliedIndex() < committed {
+	for g.raft.AppliedIndex() < k.index {
 		if time.Now().After(deadline) {
 			return nil, time.Time{}, ErrStale
 		}
@@ -55,6 +57,66 @@ func (g *Group) FreshView(ctx context.Context, maxStale time.Duration) (*fsm.Vie
 		case <-time.After(staleApplyPoll):
 		}
 	}
+	// A leader's commit index covers every entry committed before it was
+	// elected only once it has committed an entry of its own term (until
+	// then it may lag what its predecessor acknowledged).
+	var e raft.Log
+	if err := g.logs.GetLog(k.index, &e); err != nil || e.Term != k.term {
+		return nil, time.Time{}, ErrStale
+	}
 	v, err := g.machine.View()
-	return v, last, err
+	return v, k.at, err
+}
+
+// commitKnown is what a follower last learned of its leader's commit index:
+// when (the time the AppendEntries carrying it arrived), the index, and the
+// leader's term. Heartbeats do not carry the commit index, so the time of
+// the last heartbeat (raft's LastContact) says nothing of what the follower
+// knows to be committed: between appends, a leader tells its followers its
+// commit index only every CommitTimeout to 2×CommitTimeout.
+type commitKnown struct {
+	mu   sync.Mutex
+	last knownCommit
+}
+
+type knownCommit struct {
+	at          time.Time
+	index, term uint64
+}
+
+func (c *commitKnown) note(k knownCommit) {
+	c.mu.Lock()
+	c.last = k
+	c.mu.Unlock()
+}
+
+func (c *commitKnown) get() knownCommit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// relayCommits passes the RPCs of in to raft, noting the commit index each
+// AppendEntries carries, until stop.
+func relayCommits(in <-chan raft.RPC, known *commitKnown, stop <-chan struct{}) <-chan raft.RPC {
+	out := make(chan raft.RPC)
+	go func() {
+		for {
+			var rpc raft.RPC
+			select {
+			case rpc = <-in:
+			case <-stop:
+				return
+			}
+			if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok && req.LeaderCommitIndex > 0 {
+				known.note(knownCommit{at: time.Now(), index: req.LeaderCommitIndex, term: req.Term})
+			}
+			select {
+			case out <- rpc:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return out
 }

@@ -18,7 +18,17 @@ import (
 // SeatMap reads a show's seat map. Linearizable reads go to the group's
 // leader; stale reads are served by this node's replica when it has one.
 func (r *Router) SeatMap(ctx context.Context, showID string, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
-	resp, err := r.read(ctx, &ledgerpb.ReadRequest{Kind: ledgerpb.ReadKind_READ_KIND_SEAT_MAP, ShowId: showID}, c)
+	return r.seatMap(ctx, &ledgerpb.ReadRequest{Kind: ledgerpb.ReadKind_READ_KIND_SEAT_MAP, ShowId: showID}, c)
+}
+
+// SeatStates reads a show's seat map without its layout (fsm.View.SeatStates),
+// as SeatMap does.
+func (r *Router) SeatStates(ctx context.Context, showID string, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
+	return r.seatMap(ctx, &ledgerpb.ReadRequest{Kind: ledgerpb.ReadKind_READ_KIND_SEAT_MAP, ShowId: showID, StatesOnly: true}, c)
+}
+
+func (r *Router) seatMap(ctx context.Context, req *ledgerpb.ReadRequest, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
+	resp, err := r.read(ctx, req, c)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +114,15 @@ func readErr(resp *ledgerpb.ReadResponse) error {
 
 func (r *Router) readOnce(ctx context.Context, req *ledgerpb.ReadRequest, stale bool) (*ledgerpb.ReadResponse, error) {
 	if g, err := r.node.Group(req.GroupId); err == nil && (stale || g.IsLeader()) {
-		return r.readLocal(ctx, g, req, !stale)
+		resp, err := r.readLocal(ctx, g, req, !stale)
+		if err == nil && stale && resp.Code == ledgerpb.Code_CODE_SHOW_NOT_FOUND && !g.IsLeader() {
+			// A follower learns that an entry committed with the next
+			// append, up to 2x CommitTimeout later when no write follows:
+			// a show created a moment ago is not yet here. Not found is
+			// not an answer a stale replica can give; its leader can.
+			return r.forwardRead(ctx, req, "read")
+		}
+		return resp, err
 	} else if err == nil && r.unsafeStaleReads {
 		resp, err := r.readLocal(ctx, g, req, false)
 		if err == nil && resp.SeatMap != nil {
@@ -154,7 +172,11 @@ func (r *Router) readLocal(ctx context.Context, g *raftnode.Group, req *ledgerpb
 	resp := &ledgerpb.ReadResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_OK, Code: ledgerpb.Code_CODE_OK}
 	switch req.Kind {
 	case ledgerpb.ReadKind_READ_KIND_SEAT_MAP:
-		sm, err := v.SeatMap(req.ShowId)
+		read := v.SeatMap
+		if req.StatesOnly {
+			read = v.SeatStates
+		}
+		sm, err := read(req.ShowId)
 		if errors.Is(err, fsm.ErrNotFound) {
 			resp.Code = ledgerpb.Code_CODE_SHOW_NOT_FOUND
 			return resp, nil

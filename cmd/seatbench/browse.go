@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,11 +76,20 @@ func (b *browse) run(ctx context.Context, e *env) time.Duration {
 		if c == ledgerpb.Consistency_STALE {
 			name = "seatmap_stale"
 		}
+		read := func(w *worker) func(context.Context, string, ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
+			return w.api.SeatMap
+		}
+		if e.cfg.seatStates {
+			name = strings.Replace(name, "seatmap", "seatstates", 1)
+			read = func(w *worker) func(context.Context, string, ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
+				return w.api.SeatStates
+			}
+		}
 		call := e.stats.call(name)
 		d := e.runWorkers(ctx, e.cfg.clients, e.cfg.duration/time.Duration(len(phases)), func(ctx context.Context, w *worker) {
 			for !w.stopped() {
 				show := b.shows[w.rng.IntN(len(b.shows))]
-				call.run(ctx, func(ctx context.Context) error { _, err := w.api.SeatMap(ctx, show, c); return err })
+				call.run(ctx, func(ctx context.Context) error { _, err := read(w)(ctx, show, c); return err })
 			}
 		})
 		call.window.Store(int64(d))

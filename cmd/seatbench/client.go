@@ -31,6 +31,8 @@ import (
 type api interface {
 	CreateShow(ctx context.Context, req *ledgerpb.CreateShowRequest) error
 	SeatMap(ctx context.Context, show string, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error)
+	// SeatStates reads a seat map without its layout (states_only).
+	SeatStates(ctx context.Context, show string, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error)
 	Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb.HoldResponse, error)
 	Confirm(ctx context.Context, req *ledgerpb.ConfirmRequest) (*ledgerpb.ConfirmResponse, error)
 	Release(ctx context.Context, req *ledgerpb.ReleaseRequest) (*ledgerpb.ReleaseResponse, error)
@@ -140,6 +142,11 @@ func (g *grpcAPI) CreateShow(ctx context.Context, req *ledgerpb.CreateShowReques
 
 func (g *grpcAPI) SeatMap(ctx context.Context, show string, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
 	sm, err := g.c.GetSeatMap(ctx, &ledgerpb.GetSeatMapRequest{ShowId: show, Consistency: c})
+	return sm, grpcErr(err)
+}
+
+func (g *grpcAPI) SeatStates(ctx context.Context, show string, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
+	sm, err := g.c.GetSeatMap(ctx, &ledgerpb.GetSeatMapRequest{ShowId: show, Consistency: c, StatesOnly: true})
 	return sm, grpcErr(err)
 }
 
@@ -260,12 +267,22 @@ func (h *httpAPI) CreateShow(ctx context.Context, req *ledgerpb.CreateShowReques
 }
 
 func (h *httpAPI) SeatMap(ctx context.Context, show string, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
+	return h.seatMap(ctx, show, c, "")
+}
+
+func (h *httpAPI) SeatStates(ctx context.Context, show string, c ledgerpb.Consistency) (*ledgerpb.SeatMap, error) {
+	return h.seatMap(ctx, show, c, "states_only=true")
+}
+
+func (h *httpAPI) seatMap(ctx context.Context, show string, c ledgerpb.Consistency, query string) (*ledgerpb.SeatMap, error) {
 	sm := &ledgerpb.SeatMap{}
-	q := ""
 	if c == ledgerpb.Consistency_STALE {
-		q = "?consistency=STALE"
+		query = strings.TrimPrefix(query+"&consistency=STALE", "&")
 	}
-	return sm, h.do(ctx, http.MethodGet, "/v1/shows/"+url.PathEscape(show)+"/seats"+q, nil, sm)
+	if query != "" {
+		query = "?" + query
+	}
+	return sm, h.do(ctx, http.MethodGet, "/v1/shows/"+url.PathEscape(show)+"/seats"+query, nil, sm)
 }
 
 func (h *httpAPI) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb.HoldResponse, error) {

@@ -193,7 +193,7 @@ func (e *env) forwardTotals(ctx context.Context) (calls, commands float64) {
 func (e *env) mutations() uint64 {
 	var n uint64
 	for _, c := range e.stats.calls() {
-		if !strings.HasPrefix(c.name, "seatmap") && c.name != "final_read" {
+		if !strings.HasPrefix(c.name, "seatmap") && !strings.HasPrefix(c.name, "seatstates") && c.name != "final_read" {
 			n += c.attempts.Load()
 		}
 	}

@@ -54,6 +54,7 @@ type config struct {
 	conns        int
 	ttl          time.Duration
 	read         string
+	seatStates   bool
 	fill         float64
 	noBatch      bool
 	compareBatch bool
@@ -106,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	tokenFile := fs.String("admin-token-file", "", "with --endpoints: the cluster's admin token (creating shows is an admin call); default $SEATCTL_ADMIN_TOKEN")
 	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lifecycle: hold TTL (whole seconds, 1s..30m)")
 	fs.StringVar(&c.read, "read", "both", "browse: stale, linearizable or both (half the duration each)")
+	fs.BoolVar(&c.seatStates, "seat-states", false, "browse: read seat maps without their layout (states_only), as a client polling a map it already has does")
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
 	fs.BoolVar(&c.noBatch, "no-batch", false, "start the cluster with seatd serve --max-batch 1 (one command per raft entry)")
 	fs.BoolVar(&c.compareBatch, "compare-batch", false, "run the workload on a batched cluster, then on a --no-batch one, and print the ratio")

@@ -8,11 +8,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
 // stampede is release morning for one show: every client reads the seat map
-// (at most every 50 ms), holds the two adjacent free seats nearest the
+// (at most every 50 ms: the whole map once, then its states only), holds the two adjacent free seats nearest the
 // centre (one seat when no pair is left), and, once it wins, confirms and
 // stops. A conflict names the taken seats, so the client tries the next
 // best seats without reading again. The run ends when the show is sold out.
@@ -60,8 +61,17 @@ func (s *stampede) client(ctx context.Context, e *env, w *worker) {
 				time.Sleep(wait)
 			}
 			lastRead = time.Now()
+			// The first read takes the layout; later ones poll the states
+			// only (a show's layout never changes).
 			err := readCall.run(ctx, func(ctx context.Context) (err error) {
-				sm, err = w.api.SeatMap(ctx, s.show, ledgerpb.Consistency_STALE)
+				if sm == nil {
+					sm, err = w.api.SeatMap(ctx, s.show, ledgerpb.Consistency_STALE)
+					return err
+				}
+				st, err := w.api.SeatStates(ctx, s.show, ledgerpb.Consistency_STALE)
+				if err == nil {
+					err = applySeatStates(sm, st)
+				}
 				return err
 			})
 			if err != nil {
@@ -102,6 +112,18 @@ func (s *stampede) client(ctx context.Context, e *env, w *worker) {
 			stale = true
 		}
 	}
+}
+
+// applySeatStates sets the states of sm's seats from a states-only read.
+func applySeatStates(sm, st *ledgerpb.SeatMap) error {
+	if len(st.SeatStates) != len(sm.Seats) {
+		return &apiError{Reason: "BAD_SEAT_STATES", Msg: fmt.Sprintf("%d seat states for %d seats", len(st.SeatStates), len(sm.Seats))}
+	}
+	for i := range sm.Seats {
+		sm.Seats[i].State = fsm.SeatStateOfLetter(st.SeatStates[i])
+	}
+	sm.Free, sm.Held, sm.Booked, sm.Revision = st.Free, st.Held, st.Booked, st.Revision
+	return nil
 }
 
 // won records a winning hold and confirms it.

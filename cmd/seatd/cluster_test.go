@@ -110,8 +110,9 @@ func (l *logTail) String() string {
 }
 
 // startCluster starts three nodes on fresh data dirs; every node also
-// serves HTTP when withHTTP is set. It returns once every group has a leader.
-func startCluster(t *testing.T, withHTTP bool) *testCluster {
+// serves HTTP when withHTTP is set; tune may change each node's
+// configuration. It returns once every group has a leader.
+func startCluster(t *testing.T, withHTTP bool, tune ...func(*nodeConfig)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, dir: t.TempDir(), smap: shard.Map{Groups: clusterGroups}, logs: &logTail{},
 		httpAddr: make([]string, clusterNodes), nodes: make([]*node, clusterNodes)}
@@ -132,6 +133,9 @@ func startCluster(t *testing.T, withHTTP bool) *testCluster {
 	t.Cleanup(c.stopAll)
 	for i := range c.peers {
 		cfg := c.config(i)
+		for _, f := range tune {
+			f(&cfg)
+		}
 		cfg.RaftLn, cfg.GRPCLn = raftLns[i], grpcLns[i]
 		if withHTTP {
 			cfg.HTTPLn = httpLns[i]
@@ -1134,6 +1138,19 @@ func httpSeats(t *testing.T, base, show string) map[string]string {
 	if len(out) != showSeats {
 		t.Fatalf("GET seats listed %d seats with seat_id, want %d: %.300s", len(out), showSeats, r.raw)
 	}
+	// The layout-less map for pollers says the same, one letter per seat
+	// in the full map's order.
+	rs := httpCall(t, "GET", base+"/v1/shows/"+show+"/seats?states_only=true", "").wantStatus(t, "GET seats?states_only", http.StatusOK)
+	letters, _ := rs.body["seat_states"].(string)
+	if listed, _ := rs.body["seats"].([]any); len(listed) > 0 || len(letters) != len(seats) {
+		t.Fatalf("GET seats?states_only: %d letters (want %d) and %d seats listed (want none): %.300s", len(letters), len(seats), len(listed), rs.raw)
+	}
+	for i, s := range seats {
+		m, _ := s.(map[string]any)
+		if got, want := fsm.SeatStateOfLetter(letters[i]).String(), m["state"]; got != want {
+			t.Fatalf("GET seats?states_only: seat %v is %q (%c), the full map says %v", m["seat_id"], got, letters[i], want)
+		}
+	}
 	return out
 }
 
@@ -1296,4 +1313,27 @@ func httpInputsAndRelease(t *testing.T, base, show string) {
 	}
 	httpCall(t, "POST", holds, `{"count":11,"client_id":"erin","request_id":"r2"}`).
 		wantStatus(t, "POST holds count=11", http.StatusBadRequest)
+}
+
+// A follower learns that an entry is committed with the leader's next
+// append, a CommitTimeout or two later when nothing else is written: a stale
+// seat map read through it right after CreateShow must still find the show
+// (the follower asks its leader instead of answering "not found").
+func TestStaleSeatMapFindsAShowJustCreated(t *testing.T) {
+	c := startCluster(t, false, func(cfg *nodeConfig) { cfg.Raft.CommitTimeout = 3 * time.Second })
+	for k := 0; k < 3; k++ {
+		show := fmt.Sprintf("fresh-%d", k)
+		c.createShow(k, show)
+		for i := range c.peers {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			sm, err := c.clients[i].GetSeatMap(ctx, &ledgerpb.GetSeatMapRequest{ShowId: show, Consistency: ledgerpb.Consistency_STALE, StatesOnly: true})
+			cancel()
+			if err != nil {
+				t.Fatalf("STALE GetSeatMap(%s) via %s right after CreateShow: %s", show, c.peers[i].ID, outcomeOf(err))
+			}
+			if len(sm.SeatStates) == 0 || sm.Free == 0 {
+				t.Fatalf("STALE GetSeatMap(%s) via %s: %d seat states, %d free", show, c.peers[i].ID, len(sm.SeatStates), sm.Free)
+			}
+		}
+	}
 }

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-
 	"github.com/seatledger/seatledger/jepsen/netproxy"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
 )
 
 // step is one fault of the schedule: inject at At, heal at At+For.
@@ -293,37 +290,5 @@ func (n *nemesis) corrupt(ctx context.Context) {
 // corruptLogEntry flips one bit of the data of a random entry of a random
 // group's raft log under dataDir (the node must be stopped).
 func corruptLogEntry(dataDir string, rng *rand.Rand) (string, error) {
-	dbs, err := filepath.Glob(filepath.Join(dataDir, "raft", "group-*", "raft.db"))
-	if err != nil || len(dbs) == 0 {
-		return "", fmt.Errorf("no raft log under %s", dataDir)
-	}
-	slices.Sort(dbs)
-	path := dbs[rng.IntN(len(dbs))]
-	store, err := raftboltdb.New(raftboltdb.Options{Path: path})
-	if err != nil {
-		return "", err
-	}
-	defer store.Close()
-	first, err := store.FirstIndex()
-	if err != nil {
-		return "", err
-	}
-	last, err := store.LastIndex()
-	if err != nil || last == 0 {
-		return "", fmt.Errorf("empty log %s", path)
-	}
-	idx := first + uint64(rng.Int64N(int64(last-first+1)))
-	var l raft.Log
-	if err := store.GetLog(idx, &l); err != nil {
-		return "", err
-	}
-	if len(l.Data) == 0 {
-		return "", fmt.Errorf("entry %d of %s has no data", idx, path)
-	}
-	bit := rng.IntN(len(l.Data) * 8)
-	l.Data[bit/8] ^= 1 << (bit % 8)
-	if err := store.StoreLog(&l); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%s entry %d bit %d", filepath.Base(filepath.Dir(path)), idx, bit), nil
+	return raftnode.CorruptLogEntry(dataDir, rng.IntN)
 }

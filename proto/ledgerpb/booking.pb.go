@@ -518,9 +518,14 @@ func (x *CreateShowResponse) GetAppliedAt() *timestamppb.Timestamp {
 }
 
 type GetSeatMapRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
-	Consistency   Consistency            `protobuf:"varint,2,opt,name=consistency,proto3,enum=seatledger.v1.Consistency" json:"consistency,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ShowId      string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	Consistency Consistency            `protobuf:"varint,2,opt,name=consistency,proto3,enum=seatledger.v1.Consistency" json:"consistency,omitempty"`
+	// Only the seats' states, in seat_states: for polling a map whose layout
+	// the client already has (a show's layout never changes). The answer
+	// leaves out seats, categories and title, and is a few hundred bytes
+	// instead of tens of kilobytes.
+	StatesOnly    bool `protobuf:"varint,3,opt,name=states_only,json=statesOnly,proto3" json:"states_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -567,6 +572,13 @@ func (x *GetSeatMapRequest) GetConsistency() Consistency {
 		return x.Consistency
 	}
 	return Consistency_CONSISTENCY_UNSPECIFIED
+}
+
+func (x *GetSeatMapRequest) GetStatesOnly() bool {
+	if x != nil {
+		return x.StatesOnly
+	}
+	return false
 }
 
 type Seat struct {
@@ -667,7 +679,10 @@ type SeatMap struct {
 	AsOf        *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
 	Consistency Consistency            `protobuf:"varint,10,opt,name=consistency,proto3,enum=seatledger.v1.Consistency" json:"consistency,omitempty"`
 	// For STALE reads: the node that served it.
-	ServedBy      string `protobuf:"bytes,11,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	ServedBy string `protobuf:"bytes,11,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	// With states_only: one letter per seat, in the order of a full map's
+	// seats: F free, H held, B booked.
+	SeatStates    string `protobuf:"bytes,12,opt,name=seat_states,json=seatStates,proto3" json:"seat_states,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -775,6 +790,13 @@ func (x *SeatMap) GetConsistency() Consistency {
 func (x *SeatMap) GetServedBy() string {
 	if x != nil {
 		return x.ServedBy
+	}
+	return ""
+}
+
+func (x *SeatMap) GetSeatStates() string {
+	if x != nil {
+		return x.SeatStates
 	}
 	return ""
 }
@@ -3168,10 +3190,12 @@ const file_booking_proto_rawDesc = "" +
 	"seat_count\x18\x02 \x01(\rR\tseatCount\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x129\n" +
 	"\n" +
-	"applied_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\"j\n" +
+	"applied_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\"\x8b\x01\n" +
 	"\x11GetSeatMapRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12<\n" +
-	"\vconsistency\x18\x02 \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\"\xb6\x01\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\x12\x1f\n" +
+	"\vstates_only\x18\x03 \x01(\bR\n" +
+	"statesOnly\"\xb6\x01\n" +
 	"\x04Seat\x12\x17\n" +
 	"\aseat_id\x18\x01 \x01(\tR\x06seatId\x12\x10\n" +
 	"\x03row\x18\x02 \x01(\tR\x03row\x12\x16\n" +
@@ -3179,7 +3203,7 @@ const file_booking_proto_rawDesc = "" +
 	"\bcategory\x18\x04 \x01(\tR\bcategory\x12\x1f\n" +
 	"\vprice_minor\x18\x05 \x01(\x03R\n" +
 	"priceMinor\x12.\n" +
-	"\x05state\x18\x06 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\x84\x03\n" +
+	"\x05state\x18\x06 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xa5\x03\n" +
 	"\aSeatMap\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12)\n" +
@@ -3194,7 +3218,9 @@ const file_booking_proto_rawDesc = "" +
 	"\x05as_of\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12<\n" +
 	"\vconsistency\x18\n" +
 	" \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\x12\x1b\n" +
-	"\tserved_by\x18\v \x01(\tR\bservedBy\"\xe4\x01\n" +
+	"\tserved_by\x18\v \x01(\tR\bservedBy\x12\x1f\n" +
+	"\vseat_states\x18\f \x01(\tR\n" +
+	"seatStates\"\xe4\x01\n" +
 	"\vHoldRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x1b\n" +

@@ -2451,7 +2451,9 @@ type ReadRequest struct {
 	// READ_KIND_CATALOG and READ_KIND_SEAT_COUNTS are served by any replica
 	// within the browse staleness bound, unless this asks for the leader's
 	// linearizable view (the admin's schedule path does).
-	Linearizable  bool `protobuf:"varint,22,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	Linearizable bool `protobuf:"varint,22,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	// READ_KIND_SEAT_MAP: only the seats' states (SeatMap.seat_states).
+	StatesOnly    bool `protobuf:"varint,23,opt,name=states_only,json=statesOnly,proto3" json:"states_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2573,6 +2575,13 @@ func (x *ReadRequest) GetCatalogQuery() *CatalogQuery {
 func (x *ReadRequest) GetLinearizable() bool {
 	if x != nil {
 		return x.Linearizable
+	}
+	return false
+}
+
+func (x *ReadRequest) GetStatesOnly() bool {
+	if x != nil {
+		return x.StatesOnly
 	}
 	return false
 }
@@ -2897,7 +2906,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x14ProposeBatchResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12<\n" +
-	"\tresponses\x18\x03 \x03(\v2\x1e.seatledger.v1.ProposeResponseR\tresponses\"\xaa\x03\n" +
+	"\tresponses\x18\x03 \x03(\v2\x1e.seatledger.v1.ProposeResponseR\tresponses\"\xcb\x03\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.seatledger.v1.ReadKindR\x04kind\x12\x17\n" +
@@ -2914,7 +2923,9 @@ const file_ledger_proto_rawDesc = "" +
 	" \x01(\tR\tholdToken\x12\x19\n" +
 	"\bshow_ids\x18\x14 \x03(\tR\ashowIds\x12@\n" +
 	"\rcatalog_query\x18\x15 \x01(\v2\x1b.seatledger.v1.CatalogQueryR\fcatalogQuery\x12\"\n" +
-	"\flinearizable\x18\x16 \x01(\bR\flinearizable\"\xe1\x04\n" +
+	"\flinearizable\x18\x16 \x01(\bR\flinearizable\x12\x1f\n" +
+	"\vstates_only\x18\x17 \x01(\bR\n" +
+	"statesOnly\"\xe1\x04\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +

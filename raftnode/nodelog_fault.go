@@ -1,0 +1,74 @@
+package raftnode
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// CorruptLogEntry flips one bit in the data of one entry of one group's
+// log in the node log under dataDir, for the fault harness (jepsen/): the
+// node must be stopped, and must then refuse to start. pick(n) chooses in
+// [0, n). It returns what it changed.
+func CorruptLogEntry(dataDir string, pick func(n int) int) (string, error) {
+	dirs, err := filepath.Glob(filepath.Join(dataDir, "raft", "group-*"))
+	if err != nil {
+		return "", err
+	}
+	var ids []uint32
+	for _, d := range dirs {
+		if id, err := strconv.ParseUint(strings.TrimPrefix(filepath.Base(d), "group-"), 10, 32); err == nil {
+			ids = append(ids, uint32(id))
+		}
+	}
+	slices.Sort(ids)
+	path := nodeLogPath(dataDir)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("no raft log under %s: %w", dataDir, err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{Path: path})
+	if err != nil {
+		return "", err
+	}
+	defer store.Close()
+	nl := &nodeLog{store: store, path: path}
+	type span struct {
+		g *groupLog
+		b logBounds
+	}
+	var spans []span
+	for _, id := range ids {
+		g := &groupLog{nl: nl, id: id, base: uint64(id) << logIndexBits}
+		b, err := g.readBounds()
+		if err != nil {
+			return "", err
+		}
+		if b.last > 0 {
+			spans = append(spans, span{g, b})
+		}
+	}
+	if len(spans) == 0 {
+		return "", fmt.Errorf("no group has entries in %s", path)
+	}
+	s := spans[pick(len(spans))]
+	idx := s.b.first + uint64(pick(int(s.b.last-s.b.first+1)))
+	var l raft.Log
+	if err := store.GetLog(s.g.key(idx), &l); err != nil {
+		return "", fmt.Errorf("entry %d of group %d: %w", idx, s.g.id, err)
+	}
+	if len(l.Data) == 0 {
+		return "", fmt.Errorf("entry %d of group %d has no data", idx, s.g.id)
+	}
+	bit := pick(len(l.Data) * 8)
+	l.Data[bit/8] ^= 1 << (bit % 8)
+	if err := store.StoreLog(&l); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("group-%d entry %d bit %d", s.g.id, idx, bit), nil
+}

@@ -1,0 +1,337 @@
+// This file proves the node log (nodelog.go) keeps each group's raft log
+// as a store of its own would: entries, first and last index, removals of
+// a prefix, a suffix or everything; across a restart, including one that
+// interrupted a removal; with many groups appending at once (and sharing
+// commits); and that a log kept in a group's raft.db by an earlier version
+// is moved into it.
+package raftnode
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+func openTestLog(t *testing.T, path string) *nodeLog {
+	t.Helper()
+	nl, err := openNodeLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nl
+}
+
+func openTestGroup(t *testing.T, nl *nodeLog, id uint32) *groupLog {
+	t.Helper()
+	g, err := nl.group(id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func entries(group uint32, first, last uint64) []*raft.Log {
+	var out []*raft.Log
+	for i := first; i <= last; i++ {
+		out = append(out, &raft.Log{Index: i, Term: 1 + i/10, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("g%d-e%d", group, i))})
+	}
+	return out
+}
+
+// checkRange asserts g holds exactly [first, last] (0, 0: nothing) with
+// the data entries() gives, and nothing around it.
+func checkRange(t *testing.T, g *groupLog, first, last uint64) {
+	t.Helper()
+	if f, _ := g.FirstIndex(); f != first {
+		t.Fatalf("group %d FirstIndex = %d, want %d", g.id, f, first)
+	}
+	if l, _ := g.LastIndex(); l != last {
+		t.Fatalf("group %d LastIndex = %d, want %d", g.id, l, last)
+	}
+	var l raft.Log
+	for i := first; i <= last && last > 0; i++ {
+		if err := g.GetLog(i, &l); err != nil {
+			t.Fatalf("group %d GetLog(%d): %v", g.id, i, err)
+		}
+		if want := fmt.Sprintf("g%d-e%d", g.id, i); l.Index != i || string(l.Data) != want || l.Term != 1+i/10 {
+			t.Fatalf("group %d GetLog(%d) = index %d term %d %q, want %q", g.id, i, l.Index, l.Term, l.Data, want)
+		}
+	}
+	if last == 0 {
+		for _, i := range []uint64{0, 1, 2} {
+			if err := g.GetLog(i, &l); !errors.Is(err, raft.ErrLogNotFound) {
+				t.Fatalf("empty group %d GetLog(%d) = %v, want ErrLogNotFound", g.id, i, err)
+			}
+		}
+		return
+	}
+	for _, i := range []uint64{first - 1, last + 1} {
+		if err := g.GetLog(i, &l); !errors.Is(err, raft.ErrLogNotFound) {
+			t.Fatalf("group %d GetLog(%d) outside [%d, %d] = %v, want ErrLogNotFound", g.id, i, first, last, err)
+		}
+		// The store itself holds nothing of the group there.
+		if err := g.nl.store.GetLog(g.key(i), &l); i > 0 && !errors.Is(err, raft.ErrLogNotFound) {
+			t.Fatalf("group %d: the store still holds index %d outside [%d, %d] (%v)", g.id, i, first, last, err)
+		}
+	}
+}
+
+func mkdirGroup(dataDir string, id uint32) error {
+	return os.MkdirAll(groupDirOf(dataDir, id), 0o755)
+}
+
+func TestNodeLogKeepsGroupsApart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.db")
+	nl := openTestLog(t, path)
+	a, b, c := openTestGroup(t, nl, 0), openTestGroup(t, nl, 1), openTestGroup(t, nl, 1023)
+	checkRange(t, a, 0, 0)
+	for _, g := range []*groupLog{a, b, c} {
+		if err := g.StoreLogs(entries(g.id, 1, 30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.StoreLog(entries(1, 31, 31)[0]); err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, a, 1, 30)
+	checkRange(t, b, 1, 31)
+	checkRange(t, c, 1, 30)
+
+	// Compaction removes a prefix; a follower's conflict a suffix.
+	if err := a.DeleteRange(1, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteRange(21, 31); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteRange(1, 30); err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, a, 11, 30)
+	checkRange(t, b, 1, 20)
+	checkRange(t, c, 0, 0)
+	// After a snapshot install the log starts anywhere.
+	if err := c.StoreLogs(entries(1023, 500, 505)); err != nil {
+		t.Fatal(err)
+	}
+	checkRange(t, c, 500, 505)
+	if err := nl.close(); err != nil {
+		t.Fatal(err)
+	}
+
+	nl = openTestLog(t, path)
+	defer nl.close()
+	a, b, c = openTestGroup(t, nl, 0), openTestGroup(t, nl, 1), openTestGroup(t, nl, 1023)
+	checkRange(t, a, 11, 30)
+	checkRange(t, b, 1, 20)
+	checkRange(t, c, 500, 505)
+	if err := nl.wipe(1); err != nil {
+		t.Fatal(err)
+	}
+	b = openTestGroup(t, nl, 1)
+	checkRange(t, b, 0, 0)
+	checkRange(t, a, 11, 30)
+}
+
+// A crash after a removal wrote the new bounds but before it deleted the
+// entries leaves them in the store; the next start deletes them.
+func TestNodeLogFinishesAnInterruptedRemoval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.db")
+	nl := openTestLog(t, path)
+	g := openTestGroup(t, nl, 3)
+	if err := g.StoreLogs(entries(3, 1, 50)); err != nil {
+		t.Fatal(err)
+	}
+	// The first half of remove(1, 20) only: the bounds, not the delete.
+	b := logBounds{first: 21, last: 50, delFirst: 1, delLast: 20}
+	if err := nl.store.StoreLogs([]*raft.Log{g.boundsLog(b)}); err != nil {
+		t.Fatal(err)
+	}
+	nl.close()
+
+	nl = openTestLog(t, path)
+	defer nl.close()
+	g = openTestGroup(t, nl, 3)
+	checkRange(t, g, 21, 50)
+	var l raft.Log
+	for i := uint64(1); i <= 20; i++ {
+		if err := nl.store.GetLog(g.key(i), &l); !errors.Is(err, raft.ErrLogNotFound) {
+			t.Fatalf("entry %d of the interrupted removal is still stored (%v)", i, err)
+		}
+	}
+}
+
+func TestNodeLogRefusesDamagedBounds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.db")
+	nl := openTestLog(t, path)
+	g := openTestGroup(t, nl, 2)
+	if err := g.StoreLogs(entries(2, 1, 5)); err != nil {
+		t.Fatal(err)
+	}
+	data := logBounds{first: 1, last: 5}.encode()
+	data[3] ^= 0x10
+	if err := nl.store.StoreLogs([]*raft.Log{{Index: g.key(boundsIndex), Data: data}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nl.group(2, nil); !errors.Is(err, ErrCorruptLog) {
+		t.Fatalf("opening a group with damaged bounds: %v, want ErrCorruptLog", err)
+	}
+	if err := g.StoreLogs([]*raft.Log{{Index: logIndexMax + 1}}); err == nil {
+		t.Fatal("an index beyond the group's key space was stored")
+	}
+	nl.close()
+}
+
+// Groups appending at once share commits, and each reads back exactly its
+// own entries.
+func TestNodeLogConcurrentGroupsShareCommits(t *testing.T) {
+	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+	defer nl.close()
+	var commits, appends atomic.Int64
+	nl.observe = func(n int) { commits.Add(1); appends.Add(int64(n)) }
+	const groups, rounds, per = 8, 40, 5
+	gs := make([]*groupLog, groups)
+	for i := range gs {
+		gs[i] = openTestGroup(t, nl, uint32(i))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, groups)
+	for _, g := range gs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g.id), 1))
+			next := uint64(1)
+			for r := 0; r < rounds; r++ {
+				n := uint64(1 + rng.IntN(per))
+				if err := g.StoreLogs(entries(g.id, next, next+n-1)); err != nil {
+					errs <- err
+					return
+				}
+				next += n
+				if r == rounds/2 {
+					if err := g.DeleteRange(1, next/2); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, g := range gs {
+		first, last := g.bounds()
+		if first < 2 || last < rounds {
+			t.Fatalf("group %d holds [%d, %d]", g.id, first, last)
+		}
+		checkRange(t, g, first, last)
+	}
+	if appends.Load() != groups*rounds {
+		t.Fatalf("%d appends observed, want %d", appends.Load(), groups*rounds)
+	}
+	t.Logf("%d appends in %d commits", appends.Load(), commits.Load())
+}
+
+// A group's log kept in its raft.db by an earlier version moves into the
+// node log on open, once, whatever a crash interrupts.
+func TestNodeLogMovesALegacyLog(t *testing.T) {
+	dir := t.TempDir()
+	legacyPath := filepath.Join(dir, "raft.db")
+	legacy, err := raftboltdb.New(raftboltdb.Options{Path: legacyPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := checkedLogs{legacy}
+	if err := sealed.StoreLogs(entries(5, 40, 1300)); err != nil {
+		t.Fatal(err)
+	}
+	if err := legacy.SetUint64(keyCurrentTerm, 7); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "log.db")
+	nl := openTestLog(t, path)
+	// A first move that a crash cut short: half the entries and their
+	// bounds are in the node log, all of them still in raft.db.
+	g := openTestGroup(t, nl, 5)
+	if err := g.StoreLogs(entries(5, 40, 700)); err != nil {
+		t.Fatal(err)
+	}
+	g, err = nl.group(5, legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := checkedLogs{g}
+	if err := checked.verifyAll(); err != nil {
+		t.Fatalf("moved log fails verification: %v", err)
+	}
+	if f, l := g.bounds(); f != 40 || l != 1300 {
+		t.Fatalf("moved log holds [%d, %d], want [40, 1300]", f, l)
+	}
+	var e raft.Log
+	if err := checked.GetLog(1000, &e); err != nil || string(e.Data) != "g5-e1000" {
+		t.Fatalf("GetLog(1000) = %q, %v", e.Data, err)
+	}
+	if last, _ := legacy.LastIndex(); last != 0 {
+		t.Fatalf("raft.db still holds entries up to %d after the move", last)
+	}
+	if term, err := legacy.GetUint64(keyCurrentTerm); err != nil || term != 7 {
+		t.Fatalf("raft.db's term = %d, %v; want 7 kept", term, err)
+	}
+	legacy.Close()
+	nl.close()
+
+	nl = openTestLog(t, path)
+	defer nl.close()
+	legacy, err = raftboltdb.New(raftboltdb.Options{Path: legacyPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.Close()
+	g, err = nl.group(5, legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, l := g.bounds(); f != 40 || l != 1300 {
+		t.Fatalf("after a restart the log holds [%d, %d], want [40, 1300]", f, l)
+	}
+}
+
+// The fault harness's corruption reaches an entry, and the group then
+// refuses it.
+func TestCorruptLogEntryIsDetected(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []uint32{0, 1} {
+		if err := mkdirGroup(dir, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nl := openTestLog(t, nodeLogPath(dir))
+	g := openTestGroup(t, nl, 1)
+	if err := (checkedLogs{g}).StoreLogs(entries(1, 1, 20)); err != nil {
+		t.Fatal(err)
+	}
+	nl.close()
+	rng := rand.New(rand.NewPCG(9, 9))
+	what, err := CorruptLogEntry(dir, rng.IntN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl = openTestLog(t, nodeLogPath(dir))
+	defer nl.close()
+	g = openTestGroup(t, nl, 1)
+	if err := (checkedLogs{g}).verifyAll(); !errors.Is(err, ErrCorruptLog) {
+		t.Fatalf("after %s: verifyAll = %v, want ErrCorruptLog", what, err)
+	}
+}
