@@ -1,10 +1,11 @@
 // This file proves the admin credential: an admin call without the token is
 // 401 UNAUTHENTICATED, with another token 403, with the token allowed; a
 // node without a configured token checks nothing; the Peer service is
-// guarded by the interceptor while booking methods pass through it; and with
-// peer mutual TLS the Peer service also wants a verified node certificate
-// from the cluster CA (not another CA's, not a client certificate, not none)
-// while booking calls still need none.
+// guarded by the interceptor (every method, ProposeBatch included) while
+// booking methods pass through it; and with peer mutual TLS the Peer
+// service also wants a verified node certificate from the cluster CA (not
+// another CA's, not a client certificate, not none) while booking calls
+// still need none.
 package gateway
 
 import (
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/seatledger/seatledger/internal/certs"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
 func TestAdminToken(t *testing.T) {
@@ -57,8 +59,10 @@ func TestAdminToken(t *testing.T) {
 func TestPeerInterceptor(t *testing.T) {
 	a := NewAuth("s3cret-token-0123456789")
 	ok := func(context.Context, any) (any, error) { return "served", nil }
-	if _, err := a.peerAuthUnary(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/seatledger.v1.Peer/Propose"}, ok); status.Code(err) != codes.Unauthenticated {
-		t.Errorf("Peer/Propose without the token = %v, want Unauthenticated", err)
+	for _, m := range []string{ledgerpb.Peer_Propose_FullMethodName, ledgerpb.Peer_ProposeBatch_FullMethodName, ledgerpb.Peer_Read_FullMethodName} {
+		if _, err := a.peerAuthUnary(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: m}, ok); status.Code(err) != codes.Unauthenticated {
+			t.Errorf("%s without the token = %v, want Unauthenticated", m, err)
+		}
 	}
 	if r, err := a.peerAuthUnary(AdminContext(context.Background(), "s3cret-token-0123456789"), nil,
 		&grpc.UnaryServerInfo{FullMethod: "/seatledger.v1.Peer/Propose"}, ok); err != nil || r != "served" {

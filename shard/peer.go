@@ -2,6 +2,8 @@ package shard
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -17,21 +19,53 @@ type peerServer struct {
 }
 
 func (p peerServer) Propose(ctx context.Context, req *ledgerpb.ProposeRequest) (*ledgerpb.ProposeResponse, error) {
-	g, err := p.r.node.Group(req.GroupId)
-	if err != nil {
-		return &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER, Message: err.Error()}, nil
+	return p.propose(ctx, req), nil
+}
+
+// ProposeBatch answers each request as Propose would. The requests are
+// proposed concurrently, so that those of one group ride the same
+// group-commit entries (raftnode's proposer batches what is queued
+// together); the call returns once every one has its answer.
+func (p peerServer) ProposeBatch(ctx context.Context, req *ledgerpb.ProposeBatchRequest) (*ledgerpb.ProposeBatchResponse, error) {
+	n := len(req.Requests)
+	if n > forwardBatchMax {
+		return &ledgerpb.ProposeBatchResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_INVALID,
+			Message: fmt.Sprintf("a batch of %d commands: at most %d may be forwarded in one call", n, forwardBatchMax)}, nil
 	}
-	if req.Command == nil || req.Command.ClientId == "" || req.Command.GetBatch() != nil || req.Command.GetExpire() != nil {
+	resp := &ledgerpb.ProposeBatchResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_OK,
+		Responses: make([]*ledgerpb.ProposeResponse, n)}
+	if n == 0 {
+		return resp, nil
+	}
+	var wg sync.WaitGroup
+	for i, r := range req.Requests[:n-1] {
+		wg.Go(func() { resp.Responses[i] = p.propose(ctx, r) })
+	}
+	// The last on this goroutine: one goroutine fewer, and a batch of one
+	// costs what Propose costs.
+	resp.Responses[n-1] = p.propose(ctx, req.Requests[n-1])
+	wg.Wait()
+	return resp, nil
+}
+
+// propose is one forwarded command, whether it came alone or in a batch.
+func (p peerServer) propose(ctx context.Context, req *ledgerpb.ProposeRequest) *ledgerpb.ProposeResponse {
+	g, err := p.r.node.Group(req.GetGroupId())
+	if err != nil {
+		return &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER, Message: err.Error()}
+	}
+	cmd := req.GetCommand()
+	if cmd == nil || cmd.ClientId == "" || cmd.GetBatch() != nil || cmd.GetExpire() != nil {
 		// Only client commands travel between nodes: leader-issued entries
 		// are made by the leader itself.
-		return &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_INVALID, Message: "only client commands may be forwarded"}, nil
+		return &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_INVALID, Message: "only client commands may be forwarded"}
 	}
-	res, err := g.Propose(ctx, req.Command)
+	res, err := g.Propose(ctx, cmd)
 	resp := &ledgerpb.ProposeResponse{Status: forwardStatus(err), Result: res, LeaderId: g.Leader()}
 	if err != nil {
 		resp.Message = err.Error()
 	}
-	return resp, nil
+	return resp
 }
 
 func (p peerServer) Read(ctx context.Context, req *ledgerpb.ReadRequest) (*ledgerpb.ReadResponse, error) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
@@ -41,9 +42,21 @@ type Router struct {
 	// before serving); nil dials peers in plaintext.
 	peerTLS *tls.Config
 
+	// forwardCommands observes the commands of each forwarded call (set
+	// once before serving; nil observes nothing).
+	forwardCommands prometheus.Observer
+	// senders counts the forwarders' sender goroutines (forward.go), which
+	// Close waits for.
+	senders sync.WaitGroup
+
 	mu struct {
 		sync.Mutex
-		conns map[string]*grpc.ClientConn // by address
+		// closed: Close was called; no connection or forwarder is made.
+		closed bool
+		conns  map[string]*grpc.ClientConn // by address
+		// forwarders batch the commands forwarded to each node, by node id
+		// (forward.go).
+		forwarders map[string]*forwarder
 		// hints: the leader of a group this node does not host, as the
 		// last forward's answer named it.
 		hints map[uint32]string
@@ -60,6 +73,7 @@ func NewRouter(node *raftnode.Node, smap Map) *Router {
 	r := &Router{node: node, smap: smap}
 	r.mu.conns = map[string]*grpc.ClientConn{}
 	r.mu.hints = map[uint32]string{}
+	r.mu.forwarders = map[string]*forwarder{}
 	return r
 }
 
@@ -80,16 +94,49 @@ func (r *Router) RaftAddr(id string) string {
 // Node returns the local node.
 func (r *Router) Node() *raftnode.Node { return r.node }
 
-// Close closes forwarding connections.
+// Close stops forwarding: commands still queued fail (never sent), calls in
+// flight fail as their connections close, and Close returns once the
+// forwarders' senders have stopped.
 func (r *Router) Close() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.closed = true
+	fws := make([]*forwarder, 0, len(r.mu.forwarders))
+	for _, f := range r.mu.forwarders {
+		fws = append(fws, f)
+	}
+	r.mu.Unlock()
+	// Every forwarder closed before the wait: no sender starts after it.
+	for _, f := range fws {
+		f.close()
+	}
+	r.mu.Lock()
 	var errs []error
 	for _, c := range r.mu.conns {
 		errs = append(errs, c.Close())
 	}
 	r.mu.conns = map[string]*grpc.ClientConn{}
+	r.mu.Unlock()
+	r.senders.Wait()
 	return errors.Join(errs...)
+}
+
+// SetMetrics registers the forwarding metrics with reg; call before
+// serving.
+func (r *Router) SetMetrics(reg prometheus.Registerer) error {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "forward", Name: "batch_commands",
+		Help:    "Client commands per Peer call this node made to forward them to a group leader (ProposeBatch; 1 for a Propose to a node without it). _count is calls, _sum commands.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 10)}) // 1 to forwardBatchMax
+	if err := reg.Register(h); err != nil {
+		return fmt.Errorf("shard: register metrics: %w", err)
+	}
+	r.forwardCommands = h
+	return nil
+}
+
+func (r *Router) observeForward(commands int) {
+	if r.forwardCommands != nil {
+		r.forwardCommands.Observe(float64(commands))
+	}
 }
 
 // Propose applies a client command to the show's group. Client commands
@@ -141,20 +188,11 @@ func (r *Router) proposeOnce(ctx context.Context, group uint32, cmd *ledgerpb.Co
 	if target == "" {
 		return nil, fmt.Errorf("%w: group %d has no known leader", raftnode.ErrUnavailable, group)
 	}
-	client, err := r.peer(target)
+	f, err := r.forwarder(target)
 	if err != nil {
-		r.setHint(group, "") // a node that left the peer table: ask another
 		return nil, err
 	}
-	fctx, cancel := context.WithTimeout(ctx, forwardTimeoutMax)
-	defer cancel()
-	resp, err := client.Propose(fctx, &ledgerpb.ProposeRequest{GroupId: group, Command: cmd, Hops: 1})
-	if err != nil {
-		r.setHint(group, "")
-		return nil, fmt.Errorf("%w: %w to %s: %v", raftnode.ErrOutcomeUnknown, errForward, target, err)
-	}
-	r.setHint(group, resp.LeaderId)
-	return resp.Result, forwardErr(resp.Status, resp.Message)
+	return f.propose(ctx, &ledgerpb.ProposeRequest{GroupId: group, Command: cmd, Hops: 1})
 }
 
 // leaderNode returns the node to send a group's leader work to: the leader
@@ -190,6 +228,10 @@ func (r *Router) leaderNode(group uint32) string {
 func (r *Router) setHint(group uint32, leader string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.setHintLocked(group, leader)
+}
+
+func (r *Router) setHintLocked(group uint32, leader string) {
 	if leader == "" {
 		delete(r.mu.hints, group)
 		return
@@ -224,6 +266,9 @@ func (r *Router) connAddr(addr, host string) (*grpc.ClientConn, error) {
 	defer r.mu.Unlock()
 	if c, ok := r.mu.conns[addr]; ok {
 		return c, nil
+	}
+	if r.mu.closed {
+		return nil, fmt.Errorf("%w: dial %s: router closed", raftnode.ErrUnavailable, addr)
 	}
 	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(r.transportCredentials(host)),
 		grpc.WithPerRPCCredentials(BearerCredentials(r.peerToken)),

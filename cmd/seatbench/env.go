@@ -112,11 +112,16 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	sum.SetupS = time.Since(setupStart).Seconds()
 	e.stats = &stats{} // setup calls are not part of the figures
 	cpu0, idx0 := e.cpuNow(), e.appliedTotal(ctx)
+	calls0, fwd0 := e.forwardTotals(ctx)
 	elapsed := w.run(ctx, e)
 	sum.CPU = e.cpuUse(cpu0, elapsed)
 	if idx1 := e.appliedTotal(ctx); idx0 > 0 && idx1 > idx0 {
 		e.extra["raft_entries_per_s"] = fmt.Sprintf("%.0f", float64(idx1-idx0)/elapsed.Seconds())
 		e.extra["commands_per_entry"] = fmt.Sprintf("%.1f", float64(e.mutations())/float64(idx1-idx0))
+	}
+	if calls1, fwd1 := e.forwardTotals(ctx); calls1 > calls0 {
+		e.extra["forwarded_per_s"] = fmt.Sprintf("%.0f", (fwd1-fwd0)/elapsed.Seconds())
+		e.extra["forwarded_per_call"] = fmt.Sprintf("%.1f", (fwd1-fwd0)/(calls1-calls0))
 	}
 	sum.ElapsedS = elapsed.Seconds()
 	sum.Calls = e.stats.summarize(elapsed)
@@ -145,6 +150,43 @@ func (e *env) appliedTotal(ctx context.Context) uint64 {
 		sum += a
 	}
 	return sum
+}
+
+// forwardTotals sums, over the local nodes, the Peer calls they made to
+// forward commands and the commands those carried
+// (seatledger_forward_batch_commands' count and sum); zeros without a local
+// cluster or from a seatd that does not export it.
+func (e *env) forwardTotals(ctx context.Context) (calls, commands float64) {
+	if e.cluster == nil {
+		return 0, 0
+	}
+	for _, n := range e.cluster.Nodes() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cluster.HTTPURL(n, "/metrics"), nil)
+		if err != nil {
+			return 0, 0
+		}
+		resp, err := e.healthc.Do(req)
+		if err != nil {
+			return 0, 0
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, 0
+		}
+		for line := range strings.Lines(string(b)) {
+			name, rest, _ := strings.Cut(line, "{")
+			_, val, _ := strings.Cut(rest, "} ")
+			v, _ := strconv.ParseFloat(strings.TrimSpace(val), 64)
+			switch name {
+			case "seatledger_forward_batch_commands_count":
+				calls += v
+			case "seatledger_forward_batch_commands_sum":
+				commands += v
+			}
+		}
+	}
+	return calls, commands
 }
 
 // mutations counts the client commands sent (every call but reads).

@@ -4,7 +4,8 @@
 // registry) shows the ledger counters at least as high as the acknowledged
 // calls, exactly one leader per group, commit latency observed, the
 // leader's view of its two followers, gRPC calls by method and code
-// (forwards between nodes included), HTTP calls by route pattern, a node
+// (forwards between nodes included, and the forwarding node's count of its
+// forwarded calls), HTTP calls by route pattern, a node
 // label on every series and no show or client id in any label; and pprof is
 // served only on the admin listener, never on the public one.
 package main
@@ -168,7 +169,8 @@ func TestClusterMetrics(t *testing.T) {
 		{"seatledger_raft_log_store_latency_seconds", group, 1},
 		{"seatledger_grpc_requests_total", map[string]string{"method": "/seatledger.v1.Booking/Hold", "code": "OK"}, holds},
 		{"seatledger_grpc_requests_total", map[string]string{"method": "/seatledger.v1.Booking/Hold", "code": "Aborted"}, 1},
-		{"seatledger_grpc_requests_total", map[string]string{"method": "/seatledger.v1.Peer/Propose", "code": "OK"}, 1},
+		{"seatledger_grpc_requests_total", map[string]string{"method": "/seatledger.v1.Peer/ProposeBatch", "code": "OK"}, 1},
+		{"seatledger_forward_batch_commands", nil, 1},
 		{"seatledger_http_requests_total", map[string]string{"route": "POST /v1/shows/{show_id}/holds", "code": "200"}, 1},
 	} {
 		if got := total(w.name, w.labels); got < w.min {

@@ -141,6 +141,10 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	}
 	router := shard.NewRouter(rn, smap)
 	router.SetPeerToken(cfg.AdminToken)
+	if err := router.SetMetrics(labelled); err != nil {
+		rn.Close()
+		return nil, err
+	}
 	if err := cfg.join(router); err != nil {
 		router.Close()
 		rn.Close()

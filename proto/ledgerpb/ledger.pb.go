@@ -2319,6 +2319,116 @@ func (x *ProposeResponse) GetResult() *Result {
 	return nil
 }
 
+// At most 512 requests (shard.forwardBatchMax); a larger batch is refused
+// whole (ProposeBatchResponse.status INVALID).
+type ProposeBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Requests      []*ProposeRequest      `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProposeBatchRequest) Reset() {
+	*x = ProposeBatchRequest{}
+	mi := &file_ledger_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProposeBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProposeBatchRequest) ProtoMessage() {}
+
+func (x *ProposeBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProposeBatchRequest.ProtoReflect.Descriptor instead.
+func (*ProposeBatchRequest) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ProposeBatchRequest) GetRequests() []*ProposeRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+type ProposeBatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// OK: the batch was taken and responses holds one response per request,
+	// in the requests' order, each as Propose would have answered it.
+	// INVALID: the batch was refused whole and nothing was proposed
+	// (message says why); responses is empty.
+	Status        ForwardStatus      `protobuf:"varint,1,opt,name=status,proto3,enum=seatledger.v1.ForwardStatus" json:"status,omitempty"`
+	Message       string             `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Responses     []*ProposeResponse `protobuf:"bytes,3,rep,name=responses,proto3" json:"responses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProposeBatchResponse) Reset() {
+	*x = ProposeBatchResponse{}
+	mi := &file_ledger_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProposeBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProposeBatchResponse) ProtoMessage() {}
+
+func (x *ProposeBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledger_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProposeBatchResponse.ProtoReflect.Descriptor instead.
+func (*ProposeBatchResponse) Descriptor() ([]byte, []int) {
+	return file_ledger_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ProposeBatchResponse) GetStatus() ForwardStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ForwardStatus_FORWARD_STATUS_UNSPECIFIED
+}
+
+func (x *ProposeBatchResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ProposeBatchResponse) GetResponses() []*ProposeResponse {
+	if x != nil {
+		return x.Responses
+	}
+	return nil
+}
+
 type ReadRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	GroupId    uint32                 `protobuf:"varint,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
@@ -2350,7 +2460,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_ledger_proto_msgTypes[23]
+	mi := &file_ledger_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2472,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[23]
+	mi := &file_ledger_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2485,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{23}
+	return file_ledger_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReadRequest) GetGroupId() uint32 {
@@ -2501,7 +2611,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_ledger_proto_msgTypes[24]
+	mi := &file_ledger_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2623,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledger_proto_msgTypes[24]
+	mi := &file_ledger_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2636,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_ledger_proto_rawDescGZIP(), []int{24}
+	return file_ledger_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReadResponse) GetStatus() ForwardStatus {
@@ -2790,7 +2900,13 @@ const file_ledger_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\tR\bleaderId\x12-\n" +
-	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"\xcb\x03\n" +
+	"\x06result\x18\x04 \x01(\v2\x15.seatledger.v1.ResultR\x06result\"P\n" +
+	"\x13ProposeBatchRequest\x129\n" +
+	"\brequests\x18\x01 \x03(\v2\x1d.seatledger.v1.ProposeRequestR\brequests\"\xa4\x01\n" +
+	"\x14ProposeBatchResponse\x124\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12<\n" +
+	"\tresponses\x18\x03 \x03(\v2\x1e.seatledger.v1.ProposeResponseR\tresponses\"\xcb\x03\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.seatledger.v1.ReadKindR\x04kind\x12\x17\n" +
@@ -2883,10 +2999,11 @@ const file_ledger_proto_rawDesc = "" +
 	"\x11READ_KIND_CATALOG\x10\n" +
 	"\x12\x19\n" +
 	"\x15READ_KIND_SEAT_COUNTS\x10\v\x12\x13\n" +
-	"\x0fREAD_KIND_NODES\x10\x1e2\x91\x01\n" +
+	"\x0fREAD_KIND_NODES\x10\x1e2\xea\x01\n" +
 	"\x04Peer\x12H\n" +
 	"\aPropose\x12\x1d.seatledger.v1.ProposeRequest\x1a\x1e.seatledger.v1.ProposeResponse\x12?\n" +
-	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponse\x12W\n" +
+	"\fProposeBatch\x12\".seatledger.v1.ProposeBatchRequest\x1a#.seatledger.v1.ProposeBatchResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_ledger_proto_rawDescOnce sync.Once
@@ -2901,53 +3018,55 @@ func file_ledger_proto_rawDescGZIP() []byte {
 }
 
 var file_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_ledger_proto_goTypes = []any{
-	(Code)(0),                 // 0: seatledger.v1.Code
-	(QueueState)(0),           // 1: seatledger.v1.QueueState
-	(ForwardStatus)(0),        // 2: seatledger.v1.ForwardStatus
-	(ReadKind)(0),             // 3: seatledger.v1.ReadKind
-	(*Command)(nil),           // 4: seatledger.v1.Command
-	(*Batch)(nil),             // 5: seatledger.v1.Batch
-	(*CreateShowCmd)(nil),     // 6: seatledger.v1.CreateShowCmd
-	(*HoldCmd)(nil),           // 7: seatledger.v1.HoldCmd
-	(*ConfirmCmd)(nil),        // 8: seatledger.v1.ConfirmCmd
-	(*ReleaseCmd)(nil),        // 9: seatledger.v1.ReleaseCmd
-	(*ExtendCmd)(nil),         // 10: seatledger.v1.ExtendCmd
-	(*LeaveQueueCmd)(nil),     // 11: seatledger.v1.LeaveQueueCmd
-	(*RefundCmd)(nil),         // 12: seatledger.v1.RefundCmd
-	(*ExpireCmd)(nil),         // 13: seatledger.v1.ExpireCmd
-	(*NodeCmd)(nil),           // 14: seatledger.v1.NodeCmd
-	(*AddNodeCmd)(nil),        // 15: seatledger.v1.AddNodeCmd
-	(*SetNodeStateCmd)(nil),   // 16: seatledger.v1.SetNodeStateCmd
-	(*Result)(nil),            // 17: seatledger.v1.Result
-	(*SeatRecord)(nil),        // 18: seatledger.v1.SeatRecord
-	(*HoldRecord)(nil),        // 19: seatledger.v1.HoldRecord
-	(*QueueEntryRecord)(nil),  // 20: seatledger.v1.QueueEntryRecord
-	(*ClientHoldsRecord)(nil), // 21: seatledger.v1.ClientHoldsRecord
-	(*ClientHold)(nil),        // 22: seatledger.v1.ClientHold
-	(*SeatEventRecord)(nil),   // 23: seatledger.v1.SeatEventRecord
-	(*RequestRecord)(nil),     // 24: seatledger.v1.RequestRecord
-	(*ProposeRequest)(nil),    // 25: seatledger.v1.ProposeRequest
-	(*ProposeResponse)(nil),   // 26: seatledger.v1.ProposeResponse
-	(*ReadRequest)(nil),       // 27: seatledger.v1.ReadRequest
-	(*ReadResponse)(nil),      // 28: seatledger.v1.ReadResponse
-	(*CatalogCmd)(nil),        // 29: seatledger.v1.CatalogCmd
-	(*Show)(nil),              // 30: seatledger.v1.Show
-	(*NodeRecord)(nil),        // 31: seatledger.v1.NodeRecord
-	(NodeState)(0),            // 32: seatledger.v1.NodeState
-	(HoldState)(0),            // 33: seatledger.v1.HoldState
-	(SeatState)(0),            // 34: seatledger.v1.SeatState
-	(*SeatChange)(nil),        // 35: seatledger.v1.SeatChange
-	(*QueueOffer)(nil),        // 36: seatledger.v1.QueueOffer
-	(*CatalogQuery)(nil),      // 37: seatledger.v1.CatalogQuery
-	(*SeatMap)(nil),           // 38: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),          // 39: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),        // 40: seatledger.v1.QueueEntry
-	(*Seat)(nil),              // 41: seatledger.v1.Seat
-	(*ShowSeatCount)(nil),     // 42: seatledger.v1.ShowSeatCount
-	(*CatalogAnswer)(nil),     // 43: seatledger.v1.CatalogAnswer
-	(*NodeList)(nil),          // 44: seatledger.v1.NodeList
+	(Code)(0),                    // 0: seatledger.v1.Code
+	(QueueState)(0),              // 1: seatledger.v1.QueueState
+	(ForwardStatus)(0),           // 2: seatledger.v1.ForwardStatus
+	(ReadKind)(0),                // 3: seatledger.v1.ReadKind
+	(*Command)(nil),              // 4: seatledger.v1.Command
+	(*Batch)(nil),                // 5: seatledger.v1.Batch
+	(*CreateShowCmd)(nil),        // 6: seatledger.v1.CreateShowCmd
+	(*HoldCmd)(nil),              // 7: seatledger.v1.HoldCmd
+	(*ConfirmCmd)(nil),           // 8: seatledger.v1.ConfirmCmd
+	(*ReleaseCmd)(nil),           // 9: seatledger.v1.ReleaseCmd
+	(*ExtendCmd)(nil),            // 10: seatledger.v1.ExtendCmd
+	(*LeaveQueueCmd)(nil),        // 11: seatledger.v1.LeaveQueueCmd
+	(*RefundCmd)(nil),            // 12: seatledger.v1.RefundCmd
+	(*ExpireCmd)(nil),            // 13: seatledger.v1.ExpireCmd
+	(*NodeCmd)(nil),              // 14: seatledger.v1.NodeCmd
+	(*AddNodeCmd)(nil),           // 15: seatledger.v1.AddNodeCmd
+	(*SetNodeStateCmd)(nil),      // 16: seatledger.v1.SetNodeStateCmd
+	(*Result)(nil),               // 17: seatledger.v1.Result
+	(*SeatRecord)(nil),           // 18: seatledger.v1.SeatRecord
+	(*HoldRecord)(nil),           // 19: seatledger.v1.HoldRecord
+	(*QueueEntryRecord)(nil),     // 20: seatledger.v1.QueueEntryRecord
+	(*ClientHoldsRecord)(nil),    // 21: seatledger.v1.ClientHoldsRecord
+	(*ClientHold)(nil),           // 22: seatledger.v1.ClientHold
+	(*SeatEventRecord)(nil),      // 23: seatledger.v1.SeatEventRecord
+	(*RequestRecord)(nil),        // 24: seatledger.v1.RequestRecord
+	(*ProposeRequest)(nil),       // 25: seatledger.v1.ProposeRequest
+	(*ProposeResponse)(nil),      // 26: seatledger.v1.ProposeResponse
+	(*ProposeBatchRequest)(nil),  // 27: seatledger.v1.ProposeBatchRequest
+	(*ProposeBatchResponse)(nil), // 28: seatledger.v1.ProposeBatchResponse
+	(*ReadRequest)(nil),          // 29: seatledger.v1.ReadRequest
+	(*ReadResponse)(nil),         // 30: seatledger.v1.ReadResponse
+	(*CatalogCmd)(nil),           // 31: seatledger.v1.CatalogCmd
+	(*Show)(nil),                 // 32: seatledger.v1.Show
+	(*NodeRecord)(nil),           // 33: seatledger.v1.NodeRecord
+	(NodeState)(0),               // 34: seatledger.v1.NodeState
+	(HoldState)(0),               // 35: seatledger.v1.HoldState
+	(SeatState)(0),               // 36: seatledger.v1.SeatState
+	(*SeatChange)(nil),           // 37: seatledger.v1.SeatChange
+	(*QueueOffer)(nil),           // 38: seatledger.v1.QueueOffer
+	(*CatalogQuery)(nil),         // 39: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),              // 40: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),             // 41: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),           // 42: seatledger.v1.QueueEntry
+	(*Seat)(nil),                 // 43: seatledger.v1.Seat
+	(*ShowSeatCount)(nil),        // 44: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),        // 45: seatledger.v1.CatalogAnswer
+	(*NodeList)(nil),             // 46: seatledger.v1.NodeList
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -2959,47 +3078,52 @@ var file_ledger_proto_depIdxs = []int32{
 	10, // 6: seatledger.v1.Command.extend:type_name -> seatledger.v1.ExtendCmd
 	12, // 7: seatledger.v1.Command.refund:type_name -> seatledger.v1.RefundCmd
 	11, // 8: seatledger.v1.Command.leave_queue:type_name -> seatledger.v1.LeaveQueueCmd
-	29, // 9: seatledger.v1.Command.catalog:type_name -> seatledger.v1.CatalogCmd
+	31, // 9: seatledger.v1.Command.catalog:type_name -> seatledger.v1.CatalogCmd
 	14, // 10: seatledger.v1.Command.node:type_name -> seatledger.v1.NodeCmd
 	4,  // 11: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	30, // 12: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	32, // 12: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
 	15, // 13: seatledger.v1.NodeCmd.add_node:type_name -> seatledger.v1.AddNodeCmd
 	16, // 14: seatledger.v1.NodeCmd.set_state:type_name -> seatledger.v1.SetNodeStateCmd
-	31, // 15: seatledger.v1.AddNodeCmd.nodes:type_name -> seatledger.v1.NodeRecord
-	32, // 16: seatledger.v1.SetNodeStateCmd.state:type_name -> seatledger.v1.NodeState
+	33, // 15: seatledger.v1.AddNodeCmd.nodes:type_name -> seatledger.v1.NodeRecord
+	34, // 16: seatledger.v1.SetNodeStateCmd.state:type_name -> seatledger.v1.NodeState
 	0,  // 17: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	33, // 18: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	34, // 19: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	33, // 20: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	35, // 18: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	36, // 19: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	35, // 20: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
 	1,  // 21: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
 	22, // 22: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
-	35, // 23: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	36, // 24: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
+	37, // 23: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	38, // 24: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
 	17, // 25: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
 	4,  // 26: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
 	2,  // 27: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
 	17, // 28: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	3,  // 29: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	37, // 30: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
-	2,  // 31: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	38, // 32: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	39, // 33: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 34: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	40, // 35: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	39, // 36: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	41, // 37: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	42, // 38: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
-	43, // 39: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
-	44, // 40: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
-	25, // 41: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	27, // 42: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	26, // 43: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	28, // 44: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	43, // [43:45] is the sub-list for method output_type
-	41, // [41:43] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	25, // 29: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
+	2,  // 30: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
+	26, // 31: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
+	3,  // 32: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	39, // 33: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	2,  // 34: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	40, // 35: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	41, // 36: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 37: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	42, // 38: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	41, // 39: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	43, // 40: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	44, // 41: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	45, // 42: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	46, // 43: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
+	25, // 44: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	29, // 45: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	27, // 46: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
+	26, // 47: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	30, // 48: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	28, // 49: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
+	47, // [47:50] is the sub-list for method output_type
+	44, // [44:47] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -3033,7 +3157,7 @@ func file_ledger_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledger_proto_rawDesc), len(file_ledger_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,8 +26,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Peer_Propose_FullMethodName = "/seatledger.v1.Peer/Propose"
-	Peer_Read_FullMethodName    = "/seatledger.v1.Peer/Read"
+	Peer_Propose_FullMethodName      = "/seatledger.v1.Peer/Propose"
+	Peer_Read_FullMethodName         = "/seatledger.v1.Peer/Read"
+	Peer_ProposeBatch_FullMethodName = "/seatledger.v1.Peer/ProposeBatch"
 )
 
 // PeerClient is the client API for Peer service.
@@ -40,6 +41,12 @@ const (
 type PeerClient interface {
 	Propose(ctx context.Context, in *ProposeRequest, opts ...grpc.CallOption) (*ProposeResponse, error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadResponse, error)
+	// ProposeBatch is many Proposes to one node in one call, so that the
+	// per-call cost (HTTP/2 stream, headers, interceptors) is paid once for
+	// the commands a node forwards to another at the same moment. Each item
+	// is answered exactly as Propose would answer it; a node that does not
+	// know the method answers Unimplemented and the caller falls back.
+	ProposeBatch(ctx context.Context, in *ProposeBatchRequest, opts ...grpc.CallOption) (*ProposeBatchResponse, error)
 }
 
 type peerClient struct {
@@ -70,6 +77,16 @@ func (c *peerClient) Read(ctx context.Context, in *ReadRequest, opts ...grpc.Cal
 	return out, nil
 }
 
+func (c *peerClient) ProposeBatch(ctx context.Context, in *ProposeBatchRequest, opts ...grpc.CallOption) (*ProposeBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProposeBatchResponse)
+	err := c.cc.Invoke(ctx, Peer_ProposeBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PeerServer is the server API for Peer service.
 // All implementations must embed UnimplementedPeerServer
 // for forward compatibility.
@@ -80,6 +97,12 @@ func (c *peerClient) Read(ctx context.Context, in *ReadRequest, opts ...grpc.Cal
 type PeerServer interface {
 	Propose(context.Context, *ProposeRequest) (*ProposeResponse, error)
 	Read(context.Context, *ReadRequest) (*ReadResponse, error)
+	// ProposeBatch is many Proposes to one node in one call, so that the
+	// per-call cost (HTTP/2 stream, headers, interceptors) is paid once for
+	// the commands a node forwards to another at the same moment. Each item
+	// is answered exactly as Propose would answer it; a node that does not
+	// know the method answers Unimplemented and the caller falls back.
+	ProposeBatch(context.Context, *ProposeBatchRequest) (*ProposeBatchResponse, error)
 	mustEmbedUnimplementedPeerServer()
 }
 
@@ -95,6 +118,9 @@ func (UnimplementedPeerServer) Propose(context.Context, *ProposeRequest) (*Propo
 }
 func (UnimplementedPeerServer) Read(context.Context, *ReadRequest) (*ReadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Read not implemented")
+}
+func (UnimplementedPeerServer) ProposeBatch(context.Context, *ProposeBatchRequest) (*ProposeBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ProposeBatch not implemented")
 }
 func (UnimplementedPeerServer) mustEmbedUnimplementedPeerServer() {}
 func (UnimplementedPeerServer) testEmbeddedByValue()              {}
@@ -153,6 +179,24 @@ func _Peer_Read_Handler(srv interface{}, ctx context.Context, dec func(interface
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Peer_ProposeBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProposeBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PeerServer).ProposeBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Peer_ProposeBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PeerServer).ProposeBatch(ctx, req.(*ProposeBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Peer_ServiceDesc is the grpc.ServiceDesc for Peer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -167,6 +211,10 @@ var Peer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Read",
 			Handler:    _Peer_Read_Handler,
+		},
+		{
+			MethodName: "ProposeBatch",
+			Handler:    _Peer_ProposeBatch_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

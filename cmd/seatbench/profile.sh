@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A CPU profile of every node during a uniform run, for A/B comparisons of
+# two builds (docs/PERFORMANCE.md, "Forwarded commands travel in batches"):
+# three `seatd serve --admin-http` on 127.0.0.1, seatbench against them,
+# and a 12 s profile of each node from the fifth second of the measured
+# phase. It prints the run's figures and, from the merged profiles, node
+# CPU per command and the shares of a few hot spots.
+#
+#   cmd/seatbench/profile.sh BINDIR OUTDIR   # BINDIR holds seatd and seatbench
+#   DURATION=30s PORT=21100 cmd/seatbench/profile.sh .bin /tmp/prof-new
+#
+# Ports PORT+1..PORT+3 (raft), +101.. (gRPC), +201.. (HTTP), +301.. (admin)
+# must be free; the default stays below Linux's ephemeral port range, so a
+# client's outgoing connection never takes one.
+set -euo pipefail
+BIN=$(cd "$1" && pwd)
+OUT=$2
+DURATION=${DURATION:-30s}
+PORT=${PORT:-21100}
+mkdir -p "$OUT"
+DATA=$(mktemp -d /tmp/seatbench-profile-XXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$DATA"
+}
+trap cleanup EXIT
+"$BIN/seatd" tokengen "$DATA/admin.token" >/dev/null
+peers=""
+for i in 1 2 3; do
+	peers+="${peers:+,}n$i=127.0.0.1:$((PORT + i))/127.0.0.1:$((PORT + 100 + i))"
+done
+for i in 1 2 3; do
+	"$BIN/seatd" serve --id "n$i" --raft "127.0.0.1:$((PORT + i))" --grpc "127.0.0.1:$((PORT + 100 + i))" \
+		--http "127.0.0.1:$((PORT + 200 + i))" --admin-http "127.0.0.1:$((PORT + 300 + i))" \
+		--data-dir "$DATA/n$i" --peers "$peers" --admin-token-file "$DATA/admin.token" >"$OUT/n$i.log" 2>&1 &
+	pids+=($!)
+done
+endpoints="127.0.0.1:$((PORT + 101)),127.0.0.1:$((PORT + 102)),127.0.0.1:$((PORT + 103))"
+"$BIN/seatbench" --endpoints "$endpoints" --admin-token-file "$DATA/admin.token" \
+	--workload uniform --duration "$DURATION" >"$OUT/bench.txt" 2>&1 &
+bench=$!
+# The progress lines start with the measured phase (setup prints none).
+for _ in $(seq 1 300); do
+	grep -q '^\[ *5s\]' "$OUT/bench.txt" && break
+	kill -0 "$bench" 2>/dev/null || break
+	sleep 1
+done
+curls=()
+for i in 1 2 3; do
+	curl -s -o "$OUT/n$i.prof" "http://127.0.0.1:$((PORT + 300 + i))/debug/pprof/profile?seconds=12" &
+	curls+=($!)
+done
+for c in "${curls[@]}"; do wait "$c"; done
+wait "$bench" || echo "seatbench failed: see $OUT/bench.txt" >&2
+grep -v '^\[' "$OUT/bench.txt" | tail -8
+
+go tool pprof -top -cum -nodecount=100000 "$OUT"/n{1,2,3}.prof 2>/dev/null >"$OUT/top.txt"
+total=$(grep -oP 'Total samples = \K[0-9.]+' "$OUT/top.txt")
+commands=$(awk '/^(hold|confirm|release) /{s += $7} END {print s}' "$OUT/bench.txt")
+echo "node CPU in the 12 s profiles: ${total}s; per command (all three nodes): $(echo "$total / 12 / $commands * 1000000" | bc -l | cut -d. -f1) µs"
+for f in 'google.golang.org/grpc\.\(\*Server\)\.handleStream' 'google.golang.org/grpc\.\(\*ClientConn\)\.Invoke' \
+	'github.com/seatledger/seatledger/raftnode\.\(\*adapter\)\.ApplyBatch' 'runtime\.mallocgc' 'runtime\.gcBgMarkWorker'; do
+	grep -E " $f\$" "$OUT/top.txt" | head -1 | awk '{print "  " $5 " cumulative in " $6}'
+done
