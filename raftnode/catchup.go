@@ -1,8 +1,11 @@
 package raftnode
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -20,27 +23,55 @@ import (
 //
 // So a fresh replica refuses every vote and pre-vote until it holds every
 // entry that was committed when it joined: until its last index reaches the
-// commit index of the first AppendEntries it receives (from a leader that
-// has committed an entry of its own term, whose commit index therefore
-// covers every entry committed before it). Its catchUpFile marks the state
-// across restarts; after a restart the first AppendEntries sets the mark
-// again.
+// commit index of the first AppendEntries it receives from a leader that
+// has committed an entry of its own term (so its commit index covers every
+// entry committed before that term) and whose term is at least the last
+// term the node's earlier replica knew (kept in the tombstone): the earlier
+// replica helped commit entries of its terms only, and a leader of such a
+// term or a later one holds them all and, by then, counts them committed.
+// A deposed leader of an older term, cut off from the rest but not from
+// this replica, is not asked. Its catchUpFile (with that term) marks the
+// state across restarts; after a restart the first such AppendEntries sets
+// the target again.
 
 // catchUpFile marks a replica that must not vote yet.
 const catchUpFile = "CATCHING-UP"
 
 type catchUp struct {
 	on     atomic.Bool
+	floor  uint64        // the earlier replica's last term (set before start)
 	target atomic.Uint64 // the commit index to reach; 0: not known yet
 }
 
-// markCatchUp records, before a fresh replica starts, that it may not vote.
-func markCatchUp(dir string) error {
+// termLinePrefix starts the line of a tombstone or catch-up mark that holds
+// a term.
+const termLinePrefix = "term "
+
+// lastTerm reads the term line of a tombstone or catch-up mark; 0 when the
+// file or the line is missing.
+func lastTerm(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, termLinePrefix); ok {
+			if t, err := strconv.ParseUint(v, 10, 64); err == nil {
+				return t
+			}
+		}
+	}
+	return 0
+}
+
+// markCatchUp records, before a fresh replica starts, that it may not vote;
+// floor is the last term of the node's earlier replica of the group.
+func markCatchUp(dir string, floor uint64) error {
 	f, err := os.Create(filepath.Join(dir, catchUpFile))
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteString("this replica votes once it holds what was committed when it joined\n"); err != nil {
+	if _, err := fmt.Fprintf(f, "this replica votes once it holds what was committed when it joined\n%s%d\n", termLinePrefix, floor); err != nil {
 		f.Close()
 		return err
 	}
@@ -60,7 +91,7 @@ func (g *Group) screen(rpc raft.RPC) bool {
 	}
 	switch req := rpc.Command.(type) {
 	case *raft.AppendEntriesRequest:
-		if req.LeaderCommitIndex > 0 && g.catchUp.target.Load() == 0 && g.committedInTerm(req) {
+		if req.LeaderCommitIndex > 0 && g.catchUp.target.Load() == 0 && req.Term >= g.catchUp.floor && g.committedInTerm(req) {
 			g.catchUp.target.Store(req.LeaderCommitIndex)
 		}
 		g.checkCaughtUp()

@@ -52,12 +52,27 @@ func TestFreshReplicaRefusesVotesUntilCaughtUp(t *testing.T) {
 		t.Fatal("the fresh, empty replica granted its vote to a candidate whose log lacks committed entries")
 	}
 
-	// Added back, it catches up and may vote again.
-	if err := leader.AddVoter(ctx, freshID); err != nil {
-		t.Fatal(err)
-	}
+	// Its catch-up target comes only from a leader of the earlier replica's
+	// last term or a later one: an older, deposed leader's commit index may
+	// miss entries the earlier replica helped commit.
 	fg, err := tc.nodes[fresh].Group(0)
 	if err != nil {
+		t.Fatal(err)
+	}
+	floor := fg.catchUp.floor
+	if floor == 0 || floor > leader.raft.CurrentTerm() {
+		t.Fatalf("catch-up floor = %d, want the dropped replica's term (leader at %d)", floor, leader.raft.CurrentTerm())
+	}
+	if floor > 1 {
+		old := &raft.AppendEntriesRequest{Term: floor - 1, LeaderCommitIndex: 3, PrevLogEntry: 3, PrevLogTerm: floor - 1}
+		fg.screen(raft.RPC{Command: old})
+		if got := fg.catchUp.target.Load(); got != 0 {
+			t.Fatalf("an append of term %d (below the floor %d) set the catch-up target to %d", floor-1, floor, got)
+		}
+	}
+
+	// Added back, it catches up and may vote again.
+	if err := leader.AddVoter(ctx, freshID); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

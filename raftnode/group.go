@@ -75,7 +75,10 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 		notify: make(chan bool, 16),
 		stop:   make(chan struct{}),
 	}
-	g.catchUp.on.Store(exists(filepath.Join(dir, catchUpFile)))
+	if mark := filepath.Join(dir, catchUpFile); exists(mark) {
+		g.catchUp.on.Store(true)
+		g.catchUp.floor = lastTerm(mark)
+	}
 	if err := g.openRaft(dir, bootstrap); err != nil {
 		return nil, err
 	}

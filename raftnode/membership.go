@@ -56,11 +56,12 @@ func (n *Node) HostGroup(id uint32) error {
 	if _, ok := n.mu.groups[id]; ok {
 		return fmt.Errorf("%w: group %d", ErrGroupHosted, id)
 	}
+	floor := lastTerm(filepath.Join(n.groupDir(id), tombstoneFile))
 	if err := n.wipeGroup(id); err != nil {
 		return err
 	}
 	// It votes once it holds what was committed when it joined (catchup.go).
-	if err := markCatchUp(n.groupDir(id)); err != nil {
+	if err := markCatchUp(n.groupDir(id), floor); err != nil {
 		return fmt.Errorf("raftnode: mark group %d catching up: %w", id, err)
 	}
 	g, err := startGroup(n, id, nil)
@@ -88,6 +89,10 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 	if err == nil && slices.Contains(members, n.cfg.NodeID) && !force {
 		return fmt.Errorf("%w: group %d (members %v)", ErrStillMember, id, members)
 	}
+	// The tombstone keeps the replica's last term: a replica hosted here
+	// again takes commit indexes for its catch-up only from leaders of that
+	// term or later (catchup.go).
+	term := g.raft.CurrentTerm()
 	if err := g.close(); err != nil {
 		n.cfg.Logger.Warn("closing dropped group", "group", id, "err", err)
 	}
@@ -96,7 +101,7 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 	if err := n.wipeGroup(id); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(n.groupDir(id), tombstoneFile), []byte("removed from this node\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(n.groupDir(id), tombstoneFile), fmt.Appendf(nil, "removed from this node\n%s%d\n", termLinePrefix, term), 0o644); err != nil {
 		return fmt.Errorf("raftnode: tombstone for group %d: %w", id, err)
 	}
 	n.cfg.Logger.Info("dropped group", "group", id)
