@@ -240,9 +240,6 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 		}
 		b := &updates[u].b
 		for _, l := range r.logs {
-			if l.Index == 0 || l.Index > logIndexMax {
-				return logs, fmt.Errorf("raftnode: group %d: log index %d out of range 1..%d", r.g.id, l.Index, uint64(logIndexMax))
-			}
 			if b.last == 0 {
 				b.first, b.last = l.Index, l.Index
 			}
@@ -342,6 +339,13 @@ func (g *groupLog) StoreLog(l *raft.Log) error { return g.StoreLogs([]*raft.Log{
 func (g *groupLog) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
+	}
+	for _, l := range logs {
+		// Checked here, so that one group's bad append never fails the
+		// others' appends that share its commit.
+		if l.Index == 0 || l.Index > logIndexMax {
+			return fmt.Errorf("raftnode: group %d: log index %d out of range 1..%d", g.id, l.Index, uint64(logIndexMax))
+		}
 	}
 	return g.nl.submit(&logReq{g: g, logs: logs})
 }
