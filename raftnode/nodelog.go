@@ -163,10 +163,23 @@ func (nl *nodeLog) submit(r *logReq) error {
 	select {
 	case nl.reqs <- r:
 	case <-nl.stop:
-		return errors.New("raftnode: raft log closed")
+		return errNodeLogClosed
 	}
-	return <-r.done
+	select {
+	case err := <-r.done:
+		return err
+	case <-nl.done:
+		// The writer stopped; it may have finished r on its way out.
+		select {
+		case err := <-r.done:
+			return err
+		default:
+			return errNodeLogClosed
+		}
+	}
 }
+
+var errNodeLogClosed = errors.New("raftnode: raft log closed")
 
 // run is the writer: it takes the first waiting request and every append
 // queued behind it, commits the appends in one transaction, and runs
