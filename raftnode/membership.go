@@ -26,6 +26,11 @@ import (
 //     removes itself steps down once the change commits).
 //  4. A.DropGroup(g): A stops its replica, deletes its raft files and state,
 //     and leaves a tombstone so that a restart does not host it again.
+//
+// One server at a time is safe only while a server id keeps its state, and
+// a node that hosts a group again reuses its id with an empty replica: that
+// replica refuses to vote until it holds what was committed when it joined
+// (catchup.go; without it, jepsen seed 21 lost committed entries).
 
 // tombstoneFile marks a group this node no longer hosts.
 const tombstoneFile = "REMOVED"
