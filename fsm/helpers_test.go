@@ -21,10 +21,12 @@ import (
 
 // TestMain runs every test with the record cache checked against the store
 // on each read (cache.go), so the scenario, model, determinism and fuzz
-// tests prove the cache exact; benchmarks measure it unchecked.
+// tests prove the cache exact (and hold ids fresh); benchmarks measure it
+// unchecked.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	checkRecordCache = flag.Lookup("test.bench").Value.String() == ""
+	checkHoldIDs = checkRecordCache
 	os.Exit(m.Run())
 }
 

@@ -487,6 +487,10 @@ func (tx *txn) loadShow(prefix []byte) {
 // store too and compared (tests turn it on; see helpers_test.go).
 var checkRecordCache = false
 
+// checkHoldIDs makes createHold look up each new hold id to prove it was
+// never used (tests turn it on; see helpers_test.go).
+var checkHoldIDs = false
+
 func (tx *txn) put(key []byte, msg proto.Message) {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
 	must(err, "marshal record")
