@@ -7,6 +7,7 @@
 package fsm
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"syscall"
@@ -103,10 +104,11 @@ func BenchmarkApplyBatch256(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*256), "ns/hold")
 }
 
-func BenchmarkSeatMap(b *testing.B) {
+// benchSeatMapMachine has one 200-seat show, s1, with half its seats held,
+// ten per hold: every other row.
+func benchSeatMapMachine(b *testing.B) *Machine {
 	m := newTestMachine(b, newTestDB(b), 1)
 	mustApply(b, m, 1, at(1000, cmdShow("admin", "r0", testShow("s1", "A:20:std,B:20:std,C:20:std,D:20:std,E:20:std,F:20:vip,G:20:vip,H:20:vip,I:20:vip,J:20:vip", "std:1000:EUR,vip:2500:EUR"))), 1)
-	// Half the seats held, ten per hold: every other row.
 	for r, row := range []string{"A", "C", "E", "G", "I"} {
 		for h := range 2 {
 			seats := make([]string, 10)
@@ -116,6 +118,13 @@ func BenchmarkSeatMap(b *testing.B) {
 			mustApply(b, m, uint64(2+2*r+h), at(1000, cmdHold(fmt.Sprintf("c%d-%d", r, h), fmt.Sprintf("r%d-%d", r, h), "s1", 0, seats...)), 1)
 		}
 	}
+	return m
+}
+
+// BenchmarkSeatMap reads the full map of a show that does not change
+// between reads (the seat states come from the cache after the first).
+func BenchmarkSeatMap(b *testing.B) {
+	m := benchSeatMapMachine(b)
 	b.ReportAllocs()
 	defer cpuPerOp(b)()
 	for b.Loop() {
@@ -130,6 +139,32 @@ func BenchmarkSeatMap(b *testing.B) {
 		v.Close()
 	}
 }
+
+// BenchmarkSeatStates is the polling read of BenchmarkSeatMap's show; with
+// -uncached every read scans the show's seat records.
+func BenchmarkSeatStates(b *testing.B) {
+	m := benchSeatMapMachine(b)
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		if *benchUncached {
+			m.seatStates.reset()
+		}
+		v, err := m.View()
+		if err != nil {
+			b.Fatal(err)
+		}
+		sm, err := v.SeatStates("s1")
+		if err != nil || sm.Held != 100 || len(sm.SeatStates) != 200 {
+			b.Fatalf("SeatStates(s1) = held %d, %d letters, %v; want 100 of 200", sm.GetHeld(), len(sm.GetSeatStates()), err)
+		}
+		v.Close()
+	}
+}
+
+// benchUncached makes the seat-map benchmarks drop the states cache before
+// each read, to measure what a read of a changed show costs.
+var benchUncached = flag.Bool("uncached", false, "seat-map benchmarks: drop the seat states cache before each read")
 
 func BenchmarkEncodeDecodeCommand(b *testing.B) {
 	cmd := at(1_700_000_000_000, cmdHold("client-42", "request-0123456789", "show-2026-01-01", 300000, "A1", "A2", "A3", "A4"))

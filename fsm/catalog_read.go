@@ -233,29 +233,9 @@ func (v *View) SeatCounts(showID string) (total, free uint32, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	prefix := v.m.seatPrefix(showID)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	c, err := v.seatStates(showID, l)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer it.Close()
-	// As in overlaySeats: one decode per distinct seat record.
-	states := map[string]ledgerpb.SeatState{}
-	taken := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		state, seen := states[string(it.Value())]
-		if !seen {
-			if state, err = v.seatState(it.Value()); err != nil {
-				return 0, 0, err
-			}
-			states[string(it.Value())] = state
-		}
-		if state != ledgerpb.SeatState_FREE {
-			taken++
-		}
-	}
-	if err := it.Error(); err != nil {
-		return 0, 0, err
-	}
-	return uint32(l.total), uint32(l.total - taken), nil
+	return uint32(l.total), c.free, nil
 }

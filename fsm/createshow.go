@@ -14,6 +14,7 @@ func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 	// The show's first hold would decode it and read its key again.
 	l := newLayout(c.Show)
 	l.tokenKey = append([]byte(nil), c.TokenKey...)
+	l.existsAt = tx.index
 	tx.m.layouts.put(c.Show.ShowId, l)
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK}
 }

@@ -27,6 +27,12 @@ type Machine struct {
 	// goroutine, read by anyone.
 	applied atomic.Uint64
 	clock   atomic.Int64
+	// published is the applied index and clock of the group's last
+	// commit, and commits counts commits begun and ended (odd while one
+	// is in flight): together they let View skip reading the meta record
+	// (View, publish).
+	published atomic.Pointer[appliedPoint]
+	commits   atomic.Uint64
 
 	// unsafe is set once before the first Apply and read only by apply.
 	unsafe Unsafe
@@ -35,6 +41,9 @@ type Machine struct {
 	// hold expiry from below (cache.go). Neither changes any result.
 	layouts layoutCache
 	expiry  expiryBound
+	// seatStates keeps seat maps' states for reads of shows that have
+	// not changed since (statescache.go).
+	seatStates seatStatesCache
 	// changes remembers which shows' change logs grew lately (events.go).
 	changes changeIndex
 	// records mirrors seats, holds and clients' live holds for the apply
@@ -110,6 +119,7 @@ func (quietLogger) Fatalf(format string, args ...any) {
 func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	m := &Machine{db: db, group: group, prefix: groupPrefix(group)}
 	m.expiry.reset()
+	m.published.Store(&appliedPoint{})
 	v, closer, err := db.Get(m.metaKey())
 	if errors.Is(err, pebble.ErrNotFound) {
 		return m, nil
@@ -124,6 +134,7 @@ func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	}
 	m.applied.Store(applied)
 	m.clock.Store(clock)
+	m.published.Store(&appliedPoint{index: applied, clock: clock})
 	m.changes.reset(applied)
 	return m, nil
 }
@@ -248,11 +259,14 @@ func (m *Machine) commit(tx *txn) {
 	must(tx.b.Set(m.metaKey(), encodeMeta(tx.index, tx.now), nil), "write meta")
 	// No fsync: the raft log is durable and replays entries above the
 	// persisted applied index after a crash (see Snapshot for compaction).
+	m.commits.Add(1)
 	must(tx.b.Commit(pebble.NoSync), "commit batch")
 	tx.committed = true
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
 	m.applied.Store(tx.index)
 	m.clock.Store(tx.now)
+	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now})
+	m.commits.Add(1)
 	// Only after the commit: see expiryBound.
 	m.expiry.lower(tx.minExpiry)
 }
@@ -532,6 +546,7 @@ func (tx *txn) layout(id string) *layout {
 	}
 	l := newLayout(s)
 	l.tokenKey = tx.readTokenKey(id)
+	l.existsAt = tx.index
 	tx.m.layouts.put(id, l)
 	return l
 }

@@ -129,6 +129,12 @@ func (m *Machine) Restore(r io.Reader) error {
 	if err := b.Set(m.metaKey(), encodeMeta(applied, clock), nil); err != nil {
 		return err
 	}
+	// What readers derived from the old state may not describe the new
+	// one: forget it before the new state is visible, and again after (a
+	// reader may have cached the old state meanwhile).
+	m.forgetDerived()
+	m.commits.Add(1)
+	defer m.commits.Add(1)
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("fsm: commit restore: %w", err)
 	}
@@ -137,11 +143,17 @@ func (m *Machine) Restore(r io.Reader) error {
 	m.changes.reset(applied)
 	m.applied.Store(applied)
 	m.clock.Store(clock)
-	// The group's state was replaced: forget what was derived from it.
-	m.layouts.reset()
+	m.published.Store(&appliedPoint{index: applied, clock: clock})
+	m.forgetDerived()
 	m.records.reset()
 	m.expiry.reset()
 	return nil
+}
+
+// forgetDerived drops what readers cached of the group's state.
+func (m *Machine) forgetDerived() {
+	m.layouts.reset()
+	m.seatStates.reset()
 }
 
 var errBadSnapshot = errors.New("fsm: bad snapshot")

@@ -8,6 +8,7 @@
 #
 #   cmd/seatbench/profile.sh BINDIR OUTDIR   # BINDIR holds seatd and seatbench
 #   DURATION=30s PORT=21100 cmd/seatbench/profile.sh .bin /tmp/prof-new
+#   WORKLOAD=browse BENCH_ARGS="--seat-states --read stale" cmd/seatbench/profile.sh .bin /tmp/prof-browse
 #
 # Ports PORT+1..PORT+3 (raft), +101.. (gRPC), +201.. (HTTP), +301.. (admin)
 # must be free; the default stays below Linux's ephemeral port range, so a
@@ -16,6 +17,8 @@ set -euo pipefail
 BIN=$(cd "$1" && pwd)
 OUT=$2
 DURATION=${DURATION:-30s}
+WORKLOAD=${WORKLOAD:-uniform}
+BENCH_ARGS=${BENCH_ARGS:-}
 PORT=${PORT:-21100}
 mkdir -p "$OUT"
 DATA=$(mktemp -d /tmp/seatbench-profile-XXXX)
@@ -39,7 +42,7 @@ for i in 1 2 3; do
 done
 endpoints="127.0.0.1:$((PORT + 101)),127.0.0.1:$((PORT + 102)),127.0.0.1:$((PORT + 103))"
 "$BIN/seatbench" --endpoints "$endpoints" --admin-token-file "$DATA/admin.token" \
-	--workload uniform --duration "$DURATION" >"$OUT/bench.txt" 2>&1 &
+	--workload "$WORKLOAD" --duration "$DURATION" $BENCH_ARGS >"$OUT/bench.txt" 2>&1 &
 bench=$!
 # The progress lines start with the measured phase (setup prints none).
 for _ in $(seq 1 300); do

@@ -1,0 +1,85 @@
+package fsm
+
+import (
+	"sync"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// A show's seat states change only by a write to its seats, which its
+// change log records (changeIndex), or by a hold expiring by the log clock.
+// So states a view computed at index i still hold for a view at index j >= i
+// when the show's change log has nothing after i and the clock at j is
+// before the earliest expiry among the seats they show HELD. During a sale
+// every fan polls the same map; each poll then costs a map lookup instead of
+// a scan of the show's seat records. Like the layouts, the cache is not
+// state: it only spares reads, and a reader that cannot prove an entry
+// current reads the view.
+
+// seatStatesCacheMax bounds the shows one group keeps states of (a few
+// hundred bytes each); when full the cache starts over.
+const seatStatesCacheMax = 4096
+
+// cachedStates is a show's seat states as a view at index at saw them: one
+// letter per seat in layout order (SeatMap.seat_states) and the counts.
+// Immutable once cached.
+type cachedStates struct {
+	at     uint64
+	until  int64 // the earliest expiry of a seat shown HELD (MaxInt64: none)
+	states string
+	free   uint32
+	held   uint32
+	booked uint32
+}
+
+// count moves one seat, counted FREE, to state's count.
+func (c *cachedStates) count(state ledgerpb.SeatState) {
+	switch state {
+	case ledgerpb.SeatState_HELD:
+		c.free--
+		c.held++
+	case ledgerpb.SeatState_BOOKED:
+		c.free--
+		c.booked++
+	}
+}
+
+type seatStatesCache struct {
+	mu struct {
+		sync.Mutex
+		m map[string]*cachedStates
+	}
+}
+
+// get returns show's cached states if they are the states view v sees: v
+// is at or after the index they were read at, the show's change log has no
+// record after that index up to v's (the change index is noted before the
+// applied index moves), and no seat they show HELD has expired by v's clock.
+func (c *seatStatesCache) get(v *View, show string) *cachedStates {
+	c.mu.Lock()
+	e := c.mu.m[show]
+	c.mu.Unlock()
+	if e == nil || e.at > v.applied || v.clock >= e.until || v.m.ShowChangedAfter(show, e.at) {
+		return nil
+	}
+	return e
+}
+
+// put caches states unless newer ones are cached already.
+func (c *seatStatesCache) put(show string, e *cachedStates) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.mu.m[show]; old != nil && old.at >= e.at {
+		return
+	}
+	if c.mu.m == nil || len(c.mu.m) >= seatStatesCacheMax {
+		c.mu.m = make(map[string]*cachedStates)
+	}
+	c.mu.m[show] = e
+}
+
+func (c *seatStatesCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.m = nil
+}
