@@ -194,7 +194,7 @@ func (v *View) scan(prefix, lo, hi, after []byte, size int, fn func(suffix, val 
 		size = PageSizeDefault
 	}
 	size = min(size, PageSizeMax)
-	it, err := v.snap.NewIter(opts)
+	it, err := v.snapIter(opts)
 	if err != nil {
 		return nil, err
 	}

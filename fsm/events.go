@@ -297,7 +297,7 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 	if after >= v.applied || limit <= 0 {
 		return nil, nil // no record is newer than the view (and after+1 must not wrap)
 	}
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: v.m.eventKey(show, after+1), UpperBound: prefixEnd(v.m.eventPrefix(show))})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: v.m.eventKey(show, after+1), UpperBound: prefixEnd(v.m.eventPrefix(show))})
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +321,7 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 // (0 if none): records at or below it may be missing, records above it are
 // all there.
 func (v *View) EventFloor() (uint64, error) {
-	b, closer, err := v.snap.Get(v.m.eventFloorKey())
+	b, closer, err := v.snapGet(v.m.eventFloorKey())
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil
 	}
@@ -337,7 +337,7 @@ func (v *View) EventFloor() (uint64, error) {
 
 // ShowExists reports whether a show exists in the view, without decoding it.
 func (v *View) ShowExists(id string) (bool, error) {
-	_, closer, err := v.snap.Get(v.m.showKey(id))
+	_, closer, err := v.snapGet(v.m.showKey(id))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -362,7 +362,7 @@ func (m *Machine) EventsPrunable(now int64) (bool, error) {
 		return false, err
 	}
 	defer v.Close()
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: m.key(kindEventAge), UpperBound: m.key(kindEventAge, u64(uint64(horizon)))})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: m.key(kindEventAge), UpperBound: m.key(kindEventAge, u64(uint64(horizon)))})
 	if err != nil {
 		return false, err
 	}

@@ -102,7 +102,7 @@ func storedSeats(v *View, show string) (map[string]ledgerpb.SeatState, error) {
 		out[seatName(l, i)] = ledgerpb.SeatState_FREE
 	}
 	prefix := v.m.seatPrefix(show)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, err
 	}

@@ -218,7 +218,7 @@ func seatStates(t testing.TB, m *Machine, show string) map[string]ledgerpb.SeatS
 // storedHolds reads every hold record of the machine's group in key order.
 func storedHolds(v *View) ([]*ledgerpb.HoldRecord, error) {
 	lo := v.m.key(kindHold)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +341,7 @@ func sameSeatStates(v *View, sm *ledgerpb.SeatMap) error {
 // names the seat and is in a matching state.
 func checkSeatRecords(v *View, holds map[string]*ledgerpb.HoldRecord) error {
 	lo := v.m.key(kindSeat)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
 	if err != nil {
 		return err
 	}

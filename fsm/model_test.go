@@ -968,7 +968,7 @@ func (md *model) compareHolds(v *View) error {
 
 func countKeys(v *View, kind byte) (int, error) {
 	lo := v.m.key(kind)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
 	if err != nil {
 		return 0, err
 	}

@@ -72,7 +72,7 @@ func (tx *txn) putNode(rec *ledgerpb.NodeRecord) {
 // Nodes returns the registry in id order, REMOVED records included.
 func (v *View) Nodes() ([]*ledgerpb.NodeRecord, error) {
 	prefix := v.m.key(kindNode)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, err
 	}

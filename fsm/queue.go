@@ -65,7 +65,7 @@ func (tx *txn) putQueueStat(show string, s queueStat) {
 // one small record per show that has waiters.
 func (v *View) QueueTotals() (waiting, seats uint64, err error) {
 	prefix := v.m.key(kindQueueStat)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -293,7 +293,7 @@ func (v *View) QueueEntry(showID, entryID, token string) (*QueueView, error) {
 }
 
 func (v *View) showTokenKey(show string) ([]byte, error) {
-	b, closer, err := v.snap.Get(v.m.showTokenKey(show))
+	b, closer, err := v.snapGet(v.m.showTokenKey(show))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}
@@ -306,7 +306,11 @@ func (v *View) showTokenKey(show string) ([]byte, error) {
 
 // placeInLine walks a waiting entry's line up to it, in the view.
 func (v *View) placeInLine(rec *ledgerpb.QueueEntryRecord) (position, ahead uint32, err error) {
-	return v.m.placeInLine(v.snap, rec)
+	s, err := v.snapshot()
+	if err != nil {
+		return 0, 0, err
+	}
+	return v.m.placeInLine(s, rec)
 }
 
 // placeInLine counts the waiters ahead of rec and the seats they want, as

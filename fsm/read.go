@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -19,12 +20,21 @@ import (
 var ErrNotFound = errors.New("fsm: not found")
 
 // View is a consistent read-only view of a group's state at one applied
-// index. Close it when done.
+// index. Close it when done. A View is used by one goroutine at a time.
+//
+// Its Pebble snapshot is taken at its first read that needs one: a read
+// answered from the group's caches (a cached layout, a show's cached seat
+// states) needs none, and taking and closing a snapshot was a third of a
+// node's CPU serving seat maps (Close tries to schedule a compaction
+// each time the oldest snapshot goes). A view from View takes it at once;
+// one from ReadView only when needed (see there).
 type View struct {
 	m       *Machine
-	snap    *pebble.Snapshot
+	snap    *pebble.Snapshot // nil until the first read that needs it
 	applied uint64
 	clock   int64
+	// seq is Machine.commits when applied and clock were read.
+	seq uint64
 }
 
 // appliedPoint is an applied index and the log clock at it.
@@ -34,69 +44,101 @@ type appliedPoint struct {
 }
 
 // View opens a point-in-time view. Reads never block apply.
-//
-// The view's index and clock are those of the last commit when no commit
-// of the group ran while the snapshot was taken (a seqlock on
-// Machine.commits, which commit and Restore make odd around theirs):
-// reading them from the snapshot's meta record cost a tenth of a node's
-// CPU serving seat maps. Otherwise the snapshot's meta record tells.
 func (m *Machine) View() (*View, error) {
-	if c := m.commits.Load(); c%2 == 0 {
-		p := m.published.Load()
-		if viewRaceHook != nil {
-			viewRaceHook()
-		}
-		snap := m.db.NewSnapshot()
-		if m.commits.Load() == c {
-			v := &View{m: m, snap: snap, applied: p.index, clock: p.clock}
-			if checkRecordCache {
-				v.checkPublished()
-			}
-			return v, nil
-		}
-		snap.Close()
-	}
-	snap := m.db.NewSnapshot()
-	v := &View{m: m, snap: snap}
-	b, closer, err := snap.Get(m.metaKey())
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-		return v, nil
-	case err != nil:
-		snap.Close()
-		return nil, fmt.Errorf("fsm: read meta: %w", err)
-	}
-	defer closer.Close()
-	v.applied, v.clock, err = decodeMeta(b)
-	if err != nil {
-		snap.Close()
+	v := m.ReadView()
+	if _, err := v.snapshot(); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-// viewRaceHook, when a test sets it, runs in View between reading the
-// published index and taking the snapshot: where a commit would make them
-// disagree.
-var viewRaceHook func()
+// ReadView opens a view at the group's last commit whose snapshot is taken
+// only if a read needs one. If the group commits between ReadView and that
+// read, the view moves to the snapshot's index and clock. So each read of
+// one show is consistent at one index at or after ReadView's (a show's
+// layout never changes), and every read is at the index Applied reports
+// after it; reads of several shows in one view may each be at another
+// such index. That is what serving reads needs (linearizable reads are per
+// show, and a later index is as fresh), not what a digest or a snapshot
+// of the group needs: they use View.
+func (m *Machine) ReadView() *View {
+	c := m.commits.Load()
+	p := m.published.Load()
+	return &View{m: m, applied: p.index, clock: p.clock, seq: c}
+}
+
+// snapshot returns the view's snapshot, taking it on first use. The index
+// and clock the view was opened at are the snapshot's when no commit of the
+// group began or ended since (Machine.commits is odd during one, and commit
+// publishes before it ends): reading them from the meta record cost a tenth
+// of a node's CPU serving seat maps. Otherwise the meta record tells.
+func (v *View) snapshot() (*pebble.Snapshot, error) {
+	if v.snap != nil {
+		return v.snap, nil
+	}
+	snap := v.m.db.NewSnapshot()
+	if v.seq%2 == 1 || v.m.commits.Load() != v.seq {
+		applied, clock, err := readMeta(snap, v.m.metaKey())
+		if err != nil {
+			snap.Close()
+			return nil, err
+		}
+		v.applied, v.clock = applied, clock
+	}
+	v.snap = snap
+	if checkRecordCache {
+		v.checkPublished()
+	}
+	return snap, nil
+}
+
+// readMeta reads a group's applied index and clock (0, 0 before its first
+// entry).
+func readMeta(r pebble.Reader, key []byte) (uint64, int64, error) {
+	b, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("fsm: read meta: %w", err)
+	}
+	defer closer.Close()
+	return decodeMeta(b)
+}
+
+// snapGet reads a key from the view's snapshot.
+func (v *View) snapGet(key []byte) ([]byte, io.Closer, error) {
+	s, err := v.snapshot()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Get(key)
+}
+
+// snapIter opens an iterator on the view's snapshot.
+func (v *View) snapIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
+	s, err := v.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return s.NewIter(o)
+}
 
 // checkPublished asserts that the view's published index and clock are its
 // snapshot's (tests: see checkRecordCache).
 func (v *View) checkPublished() {
-	b, closer, err := v.snap.Get(v.m.metaKey())
-	if errors.Is(err, pebble.ErrNotFound) {
-		assertf(v.applied == 0 && v.clock == 0, "view published index %d clock %d, its snapshot has no meta", v.applied, v.clock)
-		return
-	}
+	applied, clock, err := readMeta(v.snap, v.m.metaKey())
 	must(err, "read meta")
-	defer closer.Close()
-	applied, clock, err := decodeMeta(b)
-	must(err, "decode meta")
 	assertf(applied == v.applied && clock == v.clock, "view published index %d clock %d, its snapshot has %d and %d", v.applied, v.clock, applied, clock)
 }
 
-// Close releases the view's snapshot.
-func (v *View) Close() error { return v.snap.Close() }
+// Close releases the view's snapshot, if it took one.
+func (v *View) Close() error {
+	if v.snap == nil {
+		return nil
+	}
+	return v.snap.Close()
+}
 
 // Applied is the raft index the view reflects.
 func (v *View) Applied() uint64 { return v.applied }
@@ -105,7 +147,7 @@ func (v *View) Applied() uint64 { return v.applied }
 func (v *View) Clock() int64 { return v.clock }
 
 func (v *View) get(key []byte, msg proto.Message) (bool, error) {
-	b, closer, err := v.snap.Get(key)
+	b, closer, err := v.snapGet(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -184,7 +226,7 @@ func (v *View) seatStates(showID string, l *layout) (*cachedStates, error) {
 	if cached != nil && !checkRecordCache {
 		return cached, nil
 	}
-	c := &cachedStates{at: v.applied, until: math.MaxInt64, free: uint32(l.total)}
+	c := &cachedStates{until: math.MaxInt64, free: uint32(l.total)}
 	states := bytes.Repeat([]byte{SeatLetterFree}, l.total)
 	err := v.overlaySeats(showID, l.total, func(idx int, state ledgerpb.SeatState, expiresAt int64) {
 		states[idx] = seatLetter(state)
@@ -196,7 +238,8 @@ func (v *View) seatStates(showID string, l *layout) (*cachedStates, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.states = string(states)
+	// The view's index is known once the scan has taken its snapshot.
+	c.at, c.states = v.applied, string(states)
 	if cached != nil { // tests: the cache must agree with the view
 		assertf(cached.states == c.states && cached.free == c.free && cached.held == c.held && cached.booked == c.booked,
 			"cached seat states of show %s (index %d) are %s, the view at %d has %s", showID, cached.at, cached.states, v.applied, c.states)
@@ -244,7 +287,7 @@ func (v *View) layout(showID string) (*layout, error) {
 	if l := v.m.layouts.get(showID); l != nil && l.existsAt != 0 && l.existsAt <= v.applied {
 		return l, nil
 	}
-	b, closer, err := v.snap.Get(v.m.showKey(showID))
+	b, closer, err := v.snapGet(v.m.showKey(showID))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
 	}
@@ -312,7 +355,7 @@ func digits(n int) int {
 // or booked), by its index in layout order; total is the show's seat count.
 func (v *View) overlaySeats(showID string, total int, set func(idx int, state ledgerpb.SeatState, expiresAt int64)) error {
 	prefix := v.m.seatPrefix(showID)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return err
 	}
@@ -361,7 +404,7 @@ func (v *View) seatState(b []byte) (ledgerpb.SeatState, int64, error) {
 		return rec.State, rec.ExpiresAtMs, nil
 	}
 	// A record written before seats knew their expiry: ask the hold.
-	b, closer, err := v.snap.Get(v.m.holdKey(rec.HoldId))
+	b, closer, err := v.snapGet(v.m.holdKey(rec.HoldId))
 	if err != nil {
 		return 0, 0, fmt.Errorf("fsm: read hold %s of a held seat: %w", rec.HoldId, err)
 	}
@@ -421,7 +464,7 @@ func holdTiming(b []byte) (ledgerpb.HoldState, int64, error) {
 // NextExpiry returns the earliest expires_at among live holds.
 func (v *View) NextExpiry() (int64, bool, error) {
 	lo := v.m.key(kindExpiry)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
 	if err != nil {
 		return 0, false, err
 	}
@@ -449,7 +492,7 @@ func prefixEnd(p []byte) []byte {
 // the most recently confirmed first, and whether there were more.
 func (v *View) ClientBookings(client string, limit int) ([]*ledgerpb.HoldRecord, bool, error) {
 	p := v.m.bookingPrefix(client)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return nil, false, err
 	}

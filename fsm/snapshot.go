@@ -92,7 +92,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 // each calls fn with every key (without group prefix) and value of the
 // group's range except the meta record, in key order.
 func (v *View) each(fn func(k, val []byte) error) error {
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: v.m.key(kindMeta + 1), UpperBound: groupEnd(v.m.group)})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: v.m.key(kindMeta + 1), UpperBound: groupEnd(v.m.group)})
 	if err != nil {
 		return err
 	}

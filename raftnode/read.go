@@ -17,11 +17,12 @@ import (
 //  3. every write acknowledged in this term was acknowledged by this node
 //     only after its own FSM applied it.
 //
-// Hence a Pebble snapshot taken after VerifyLeader includes them all.
+// Hence a view of the state published after VerifyLeader includes them all
+// (fsm.Machine.ReadView: a read of it is at that index or a later one).
 // Otherwise the view is this replica's applied state, possibly behind.
 func (g *Group) View(ctx context.Context, linearizable bool) (*fsm.View, error) {
 	if !linearizable {
-		return g.machine.View()
+		return g.machine.ReadView(), nil
 	}
 	epoch := g.epoch.Load()
 	if !g.leaderReady() {
@@ -41,5 +42,5 @@ func (g *Group) View(ctx context.Context, linearizable bool) (*fsm.View, error) 
 	if g.epoch.Load() != epoch {
 		return nil, ErrNotLeader
 	}
-	return g.machine.View()
+	return g.machine.ReadView(), nil
 }

@@ -37,8 +37,7 @@ const (
 // costs the group's leader nothing: browse reads use it.
 func (g *Group) FreshView(ctx context.Context, maxStale time.Duration) (*fsm.View, time.Time, error) {
 	if g.leaderReady() {
-		v, err := g.machine.View()
-		return v, time.Now(), err
+		return g.machine.ReadView(), time.Now(), nil
 	}
 	k := g.commits.get()
 	if g.IsLeader() || k.at.IsZero() || time.Since(k.at) > maxStale {
@@ -64,8 +63,7 @@ func (g *Group) FreshView(ctx context.Context, maxStale time.Duration) (*fsm.Vie
 	if err := g.logs.GetLog(k.index, &e); err != nil || e.Term != k.term {
 		return nil, time.Time{}, ErrStale
 	}
-	v, err := g.machine.View()
-	return v, k.at, err
+	return g.machine.ReadView(), k.at, nil
 }
 
 // commitKnown is what a follower last learned of its leader's commit index:
