@@ -142,20 +142,23 @@ func abs(x int) int {
 // now: no record, or held by a hold expired by the log clock. It reads
 // through the batch, so earlier commands of the entry count.
 func (tx *txn) freeSeatMap(show string, l *layout) []bool {
+	return tx.seatsFree(show, l, false)
+}
+
+// scanFreeSeats is freeSeatMap read from the store alone (tests).
+func (tx *txn) scanFreeSeats(show string, l *layout) []bool {
+	return tx.seatsFree(show, l, true)
+}
+
+func (tx *txn) seatsFree(show string, l *layout, scan bool) []bool {
 	free := make([]bool, l.total)
 	for i := range free {
 		free[i] = true
 	}
-	prefix := tx.m.seatPrefix(show)
-	it, err := tx.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	must(err, "open seat iterator")
-	defer it.Close()
 	stale := map[string]bool{} // hold id -> expired by the clock
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		idx := int(k[len(k)-2])<<8 | int(k[len(k)-1])
+	taken := func(idx int, rec []byte) {
 		assertf(idx < l.total, "seat index %d beyond show %s", idx, show)
-		state, expiresAt, holdID, err := seatTiming(it.Value())
+		state, expiresAt, holdID, err := seatTiming(rec)
 		must(err, "decode seat record")
 		if state == ledgerpb.SeatState_HELD {
 			expired := expiresAt > 0 && tx.now >= expiresAt
@@ -167,10 +170,31 @@ func (tx *txn) freeSeatMap(show string, l *layout) []bool {
 				}
 			}
 			if expired {
-				continue
+				return
 			}
 		}
 		free[idx] = false
+	}
+	prefix := tx.m.seatPrefix(show)
+	// A show the index knows: read just the seats that have a record
+	// (through the record cache), not every level of the store.
+	if k := tx.m.shows.m[string(prefix)]; k != nil && !scan {
+		k.eachSeat(func(idx int) {
+			rec, ok := tx.read(tx.m.seatKey(show, uint16(idx)))
+			assertf(ok, "the show index lists seat %d of show %s, which has no record", idx, show)
+			taken(idx, rec)
+		})
+		if checkRecordCache {
+			assertf(slices.Equal(free, tx.scanFreeSeats(show, l)), "the show index's free seats of show %s differ from the store's", show)
+		}
+		return free
+	}
+	it, err := tx.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	must(err, "open seat iterator")
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		taken(int(k[len(k)-2])<<8|int(k[len(k)-1]), it.Value())
 	}
 	must(it.Error(), "iterate seats")
 	return free

@@ -16,5 +16,8 @@ func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 	l.tokenKey = append([]byte(nil), c.TokenKey...)
 	l.existsAt = tx.index
 	tx.m.layouts.put(c.Show.ShowId, l)
+	// A new show has no seat records and no client holds anything in it.
+	tx.m.shows.known(tx.m.seatPrefix(c.Show.ShowId))
+	tx.m.shows.known(tx.m.clientHoldsPrefix(c.Show.ShowId))
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK}
 }

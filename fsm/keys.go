@@ -95,6 +95,11 @@ func (m *Machine) holdKey(id string) []byte { return append(m.keyOf(kindHold, le
 func (m *Machine) showTokenKey(id string) []byte { return m.key(kindShowKey, []byte(id)) }
 
 // clientHoldsKey holds a client's live holds in a show (ClientHoldsRecord).
+// clientHoldsPrefix is the prefix of a show's clientHoldsKeys.
+func (m *Machine) clientHoldsPrefix(show string) []byte {
+	return m.key(kindClientHold, lenPrefixed(show))
+}
+
 func (m *Machine) clientHoldsKey(show, client string) []byte {
 	return appendLenPrefixed(appendLenPrefixed(m.keyOf(kindClientHold, 2+len(show)+len(client)), show), client)
 }

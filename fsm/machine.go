@@ -49,6 +49,9 @@ type Machine struct {
 	// records mirrors seats, holds and clients' live holds for the apply
 	// path (cache.go); only the apply goroutine uses it.
 	records recordCache
+	// shows knows which seats and clients of a show have records
+	// (showindex.go); only the apply goroutine uses it.
+	shows showIndex
 	// storeReads counts the apply path's point reads and show scans of
 	// Pebble (the record cache's misses), for benchmarks; apply goroutine
 	// only.
@@ -212,6 +215,7 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 // begin starts a Pebble batch for one or more entries.
 func (m *Machine) begin() *txn {
 	m.records.trim()
+	m.shows.trim()
 	return &txn{m: m, b: m.db.NewIndexedBatch(), index: m.applied.Load(), now: m.clock.Load(), minExpiry: math.MaxInt64}
 }
 
@@ -248,6 +252,7 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 func (m *Machine) end(tx *txn) {
 	if !tx.committed {
 		m.records.reset()
+		m.shows.reset()
 		m.layouts.reset()
 	}
 	tx.b.Close()
@@ -452,7 +457,13 @@ func (tx *txn) read(key []byte) ([]byte, bool) {
 		return tx.readStore(key)
 	}
 	c := &tx.m.records
-	v, ok, known := c.lookup(key)
+	var v []byte
+	var ok, known bool
+	if byShow(kind) && tx.m.shows.absent(key) {
+		known = true
+	} else {
+		v, ok, known = c.lookup(key)
+	}
 	if !known && byShow(kind) && c.missed(showPrefixOf(key)) {
 		tx.loadShow(showPrefixOf(key))
 		v, ok, known = c.lookup(key)
@@ -490,8 +501,10 @@ func (tx *txn) loadShow(prefix []byte) {
 	must(err, "open show iterator")
 	defer it.Close()
 	c := &tx.m.records
+	idx := tx.m.shows.known(prefix)
 	for ok := it.First(); ok; ok = it.Next() {
 		c.store(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...), true)
+		idx.set(it.Key()[groupPrefixLen], it.Key()[len(prefix):], true)
 	}
 	must(it.Error(), "iterate show records")
 	c.know(prefix)
@@ -509,15 +522,21 @@ func (tx *txn) put(key []byte, msg proto.Message) {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
 	must(err, "marshal record")
 	must(tx.b.Set(key, b, nil), "write")
-	if cacheable(key[groupPrefixLen]) {
+	if kind := key[groupPrefixLen]; cacheable(kind) {
 		tx.m.records.store(key, b, true)
+		if byShow(kind) {
+			tx.m.shows.wrote(key, true)
+		}
 	}
 }
 
 func (tx *txn) del(key []byte) {
 	must(tx.b.Delete(key, nil), "delete")
-	if cacheable(key[groupPrefixLen]) {
+	if kind := key[groupPrefixLen]; cacheable(kind) {
 		tx.m.records.store(key, nil, false)
+		if byShow(kind) {
+			tx.m.shows.wrote(key, false)
+		}
 	}
 }
 

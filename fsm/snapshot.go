@@ -146,6 +146,7 @@ func (m *Machine) Restore(r io.Reader) error {
 	m.published.Store(&appliedPoint{index: applied, clock: clock})
 	m.forgetDerived()
 	m.records.reset()
+	m.shows.reset()
 	m.expiry.reset()
 	return nil
 }
