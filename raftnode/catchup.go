@@ -146,5 +146,5 @@ func (g *Group) checkCaughtUp() {
 }
 
 func (g *Group) rpcHeader() raft.RPCHeader {
-	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(g.node.cfg.NodeID), Addr: []byte(g.node.raftAddr(g.node.cfg.NodeID))}
+	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(g.self), Addr: []byte(withIncarnation(g.node.raftAddr(g.node.cfg.NodeID), g.incarnation))}
 }

@@ -16,15 +16,19 @@ import (
 
 // Group is this node's replica of one raft group.
 type Group struct {
-	id        uint32
-	node      *Node
-	log       *slog.Logger
-	machine   *fsm.Machine
-	raft      *raft.Raft
-	transport *raft.NetworkTransport
-	store     *raftboltdb.BoltStore
-	logs      raft.LogStore // raft's view of the group's log (cached)
-	metrics   *groupMetrics
+	id   uint32
+	node *Node
+	// self is this replica's raft server id: the node id with the
+	// replica's incarnation (incarnation.go); read-only.
+	self        raft.ServerID
+	incarnation uint64
+	log         *slog.Logger
+	machine     *fsm.Machine
+	raft        *raft.Raft
+	transport   *raft.NetworkTransport
+	store       *raftboltdb.BoltStore
+	logs        raft.LogStore // raft's view of the group's log (cached)
+	metrics     *groupMetrics
 	// commits is what this replica last learned of its leader's commit
 	// index, for bounded-stale reads (stale.go).
 	commits commitKnown
@@ -75,6 +79,10 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 		notify: make(chan bool, 16),
 		stop:   make(chan struct{}),
 	}
+	if g.incarnation, err = readIncarnation(dir); err != nil {
+		return nil, fmt.Errorf("raftnode: group %d: %w", id, err)
+	}
+	g.self = replicaID(n.cfg.NodeID, g.incarnation)
 	if mark := filepath.Join(dir, catchUpFile); exists(mark) {
 		g.catchUp.on.Store(true)
 		g.catchUp.floor = lastTerm(mark)
@@ -122,7 +130,8 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		return fmt.Errorf("raftnode: snapshot store of group %d: %w", g.id, err)
 	}
 	g.metrics.snaps = snaps
-	layer, err := g.node.mux.Layer(g.id)
+	// The layer refuses traffic addressed to another incarnation.
+	layer, err := g.node.mux.layerAt(g.id, g.incarnation, g.log)
 	if err != nil {
 		store.Close()
 		return err
@@ -135,7 +144,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		ServerAddressProvider: peerAddresses{g.node},
 	})
 	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.LocalID = g.self
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
@@ -209,10 +218,11 @@ func (g *Group) Raft() *raft.Raft { return g.raft }
 // IsLeader reports whether this replica currently leads the group.
 func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
 
-// Leader returns the id of the group's leader as this replica knows it.
+// Leader returns the node id of the group's leader as this replica knows
+// it (its server id without the incarnation).
 func (g *Group) Leader() string {
 	_, id := g.raft.LeaderWithID()
-	return string(id)
+	return NodeOf(id)
 }
 
 // watchLeadership tracks leadership changes. On gaining leadership it runs a
