@@ -61,10 +61,15 @@ import (
 // learn the new replica's incarnation: it asks the node's Mux
 // (mux_incarnation.go).
 //
-// The catch-up guard (catchup.go) stays: an incarnated replica no longer
-// needs it for safety (no configuration names it before it joins), but it
-// costs nothing once caught up and still covers a replica that answers
-// under a plain id with less than it had.
+// The catch-up guard (catchup.go) stays, though every replica it applies
+// to (one HostGroup started) is now incarnated and so no longer needs it:
+// no configuration names the new server before it joins, and raft's own
+// argument covers a new, empty voter. It is a second line should a path
+// into raft ever skip the Mux's check (a transport that carries several
+// groups' RPCs on one connection must carry and check the addressed id
+// too), and it costs a replica nothing once it has caught up. What neither
+// covers: a bootstrapped replica (plain id) whose disk is lost and which
+// restarts with --bootstrap; it cannot tell that from a first start.
 
 // tombstoneFile marks a group this node no longer hosts.
 const tombstoneFile = "REMOVED"
