@@ -10,8 +10,10 @@ package raftnode
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,6 +138,20 @@ func TestRehostedReplicaRefusesRPCsForItsEarlierIncarnation(t *testing.T) {
 	if err := og.transport.AppendEntries(raft.ServerID(freshNode), addr, app, &aresp); err == nil {
 		t.Fatalf("AppendEntries(%s) reached %s, want the connection refused", freshNode, fg.self)
 	}
+	var presp raft.RequestPreVoteResponse
+	pre := &raft.RequestPreVoteRequest{RPCHeader: og.rpcHeader(), Term: vote.Term, LastLogIndex: 3, LastLogTerm: 1}
+	if err := og.transport.RequestPreVote(raft.ServerID(freshNode), addr, pre, &presp); err == nil {
+		t.Fatalf("RequestPreVote(%s) reached %s, want the connection refused", freshNode, fg.self)
+	}
+	var tresp raft.TimeoutNowResponse
+	if err := og.transport.TimeoutNow(raft.ServerID(freshNode), addr, &raft.TimeoutNowRequest{RPCHeader: og.rpcHeader()}, &tresp); err == nil {
+		t.Fatalf("TimeoutNow(%s) reached %s, want the connection refused", freshNode, fg.self)
+	}
+	var sresp raft.InstallSnapshotResponse
+	snap := &raft.InstallSnapshotRequest{RPCHeader: og.rpcHeader(), SnapshotVersion: raft.SnapshotVersionMax, Term: vote.Term, LastLogIndex: 3, LastLogTerm: 1, Size: 1}
+	if err := og.transport.InstallSnapshot(raft.ServerID(freshNode), addr, snap, &sresp, strings.NewReader("x")); err == nil {
+		t.Fatalf("InstallSnapshot(%s) reached %s, want the connection refused", freshNode, fg.self)
+	}
 	if got := fg.raft.CurrentTerm(); got > leader.raft.CurrentTerm() {
 		t.Fatalf("%s took term %d from RPCs addressed to %s", fg.self, got, freshNode)
 	}
@@ -243,5 +259,20 @@ func TestHostGroupCutShortRestartsAsTheSameReplica(t *testing.T) {
 	}
 	if f := g.raft.GetConfiguration(); f.Error() != nil || len(f.Configuration().Servers) != 0 {
 		t.Fatalf("the restarted replica has configuration %v, want none (it waits for its leader)", f.Configuration())
+	}
+}
+
+func TestIncarnatedHeaderRoundTrip(t *testing.T) {
+	for _, inc := range []uint64{0, 1, 0x9f86d081884c7d65} {
+		a, b := net.Pipe()
+		go func() {
+			_, _ = a.Write(encodeHeader(7, inc))
+			a.Close()
+		}()
+		hdr, err := readHeader(b)
+		b.Close()
+		if err != nil || hdr.group != 7 || hdr.incarnation != inc || hdr.probe {
+			t.Errorf("readHeader(encodeHeader(7, %x)) = %+v, %v; want group 7, incarnation %x", inc, hdr, err, inc)
+		}
 	}
 }
