@@ -249,7 +249,7 @@ func (g *Group) watchLeadership() {
 
 func (g *Group) awaitBarrier(epoch uint64) {
 	defer g.wg.Done()
-	if err := g.raft.Barrier(barrierTimeout).Error(); err != nil {
+	if err := g.waitFuture(g.raft.Barrier(barrierTimeout)); err != nil {
 		g.log.Warn("start-of-term barrier failed", "term", g.raft.CurrentTerm(), "err", err)
 		return
 	}
