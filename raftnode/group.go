@@ -16,24 +16,25 @@ import (
 
 // Group is this node's replica of one raft group.
 type Group struct {
-	id   uint32
-	node *Node
-	// self is this replica's raft server id: the node id with the
-	// replica's incarnation (incarnation.go); read-only.
-	self        raft.ServerID
-	incarnation uint64
-	log         *slog.Logger
-	machine     *fsm.Machine
-	raft        *raft.Raft
-	transport   *raft.NetworkTransport
-	store       *raftboltdb.BoltStore
-	logs        raft.LogStore // raft's view of the group's log (cached)
-	metrics     *groupMetrics
+	id        uint32
+	node      *Node
+	log       *slog.Logger
+	machine   *fsm.Machine
+	raft      *raft.Raft
+	transport *raft.NetworkTransport
+	store     *raftboltdb.BoltStore
+	logs      raft.LogStore // raft's view of the group's log (cached)
+	metrics   *groupMetrics
 	// commits is what this replica last learned of its leader's commit
 	// index, for bounded-stale reads (stale.go).
 	commits commitKnown
 	// catchUp keeps a fresh replica from voting (catchup.go).
 	catchUp catchUp
+
+	// self is this replica's raft server id: the node id with the
+	// replica's incarnation (incarnation.go); both read-only.
+	self        raft.ServerID
+	incarnation uint64
 
 	proposals chan *proposal
 	notify    chan bool
