@@ -168,8 +168,8 @@ func NewTLSMux(ln net.Listener, t MuxTLS) (*Mux, error) {
 func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
 
 // Rejected returns how many connections were closed because their TLS
-// handshake failed or their header was malformed, late, or named a group
-// with no layer.
+// handshake failed or their header was malformed, late, named a group
+// with no layer, or was addressed to another incarnation of its replica.
 func (m *Mux) Rejected() uint64 { return m.rejected.Load() }
 
 // Serve accepts connections until Close is called, then returns. It never
