@@ -4,7 +4,8 @@
 // one even with the catch-up guard off, so no old configuration can count
 // the empty replica as its old voter; the incarnation survives a restart,
 // a second re-host draws another, and bootstrapped replicas (as in data
-// dirs written before incarnations) keep their plain ids.
+// dirs written before incarnations) keep their plain ids; and AddVoter does
+// not add a node whose earlier replica the group still names.
 package raftnode
 
 import (
@@ -275,4 +276,29 @@ func TestIncarnatedHeaderRoundTrip(t *testing.T) {
 			t.Errorf("readHeader(encodeHeader(7, %x)) = %+v, %v; want group 7, incarnation %x", inc, hdr, err, inc)
 		}
 	}
+}
+
+// A configuration that still names a node's earlier replica (dropped with
+// force before its removal) is not silently joined by the node's new one:
+// AddVoter refuses until RemoveVoter has taken the earlier one out.
+func TestAddVoterRefusesWhileAnEarlierIncarnationIsMember(t *testing.T) {
+	tc := startTestCluster(t, nil)
+	leader, li := tc.leader()
+	fresh := (li + 1) % 3
+	node := tc.peers[fresh].ID
+	if err := tc.nodes[fresh].DropGroup(0, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.nodes[fresh].HostGroup(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := leader.AddVoter(ctx, node); !errors.Is(err, ErrOtherIncarnation) {
+		t.Fatalf("AddVoter(%s) with %s still a member = %v, want ErrOtherIncarnation", node, node, err)
+	}
+	if err := leader.RemoveVoter(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	addBack(t, tc, leader, fresh)
 }
