@@ -99,7 +99,8 @@ func (a *Admin) TransferLeader(ctx context.Context, req *ledgerpb.TransferLeader
 		if addr == "" {
 			return nil, fieldError(&fsm.FieldError{Field: "to_node", Message: fmt.Sprintf("no node %q", req.ToNode)})
 		}
-		f = g.Raft().LeadershipTransferToServer(raft.ServerID(req.ToNode), raft.ServerAddress(addr))
+		// The replica's server id, incarnation included (raftnode/incarnation.go).
+		f = g.Raft().LeadershipTransferToServer(g.ServerID(req.ToNode), raft.ServerAddress(addr))
 	}
 	if err := f.Error(); err != nil {
 		return nil, newStatus("UNAVAILABLE", fmt.Sprintf("leadership transfer of group %d: %v", req.Group, err))

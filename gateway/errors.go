@@ -167,7 +167,8 @@ func membershipError(err error) error {
 		return notLeaderError("")
 	case errors.Is(err, raftnode.ErrUnknownGroup), errors.Is(err, raftnode.ErrUnknownPeer):
 		return newStatus("NOT_FOUND", err.Error())
-	case errors.Is(err, raftnode.ErrGroupHosted), errors.Is(err, raftnode.ErrStillMember):
+	case errors.Is(err, raftnode.ErrGroupHosted), errors.Is(err, raftnode.ErrStillMember),
+		errors.Is(err, raftnode.ErrNotHosted), errors.Is(err, raftnode.ErrOtherIncarnation):
 		return newStatus("FAILED_PRECONDITION", err.Error())
 	}
 	return newStatus("UNAVAILABLE", err.Error(), &errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})

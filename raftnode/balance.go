@@ -127,18 +127,18 @@ func (n *Node) balanceRound() {
 		return // lost it meanwhile
 	}
 	n.cfg.Logger.Info("moving leadership to balance", "group", g.id, "term", g.raft.CurrentTerm(), "to", to)
-	g.raft.LeadershipTransferToServer(raft.ServerID(to), raft.ServerAddress(g.serverAddr(to)))
+	g.raft.LeadershipTransferToServer(g.ServerID(to), raft.ServerAddress(g.serverAddr(to)))
 }
 
 // serverAddr is a replica's address: the peer table's, else the one in the
 // group's configuration.
-func (g *Group) serverAddr(id string) string {
-	if a := g.node.raftAddr(id); a != "" {
+func (g *Group) serverAddr(node string) string {
+	if a := g.node.raftAddr(node); a != "" {
 		return a
 	}
 	if f := g.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
-			if string(s.ID) == id {
+			if NodeOf(s.ID) == node {
 				return string(s.Address)
 			}
 		}
@@ -158,9 +158,9 @@ func (g *Group) watchHeartbeats(obs <-chan raft.Observation) {
 			g.hb.Lock()
 			switch d := o.Data.(type) {
 			case raft.FailedHeartbeatObservation:
-				g.hb.down[string(d.PeerID)] = true
+				g.hb.down[NodeOf(d.PeerID)] = true
 			case raft.ResumedHeartbeatObservation:
-				delete(g.hb.down, string(d.PeerID))
+				delete(g.hb.down, NodeOf(d.PeerID))
 			case raft.LeaderObservation:
 				clear(g.hb.down) // a new term: the new leader observes afresh
 				if d.LeaderID != "" {

@@ -11,17 +11,21 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// A replica that HostGroup starts afresh reuses its node's raft server id,
-// which the group's older configurations (still in lagging replicas' logs)
-// name as a voter with the state the node's earlier replica had. hashicorp
-// raft grants a vote to any candidate whose log is at least as long as its
-// own; an empty or half-filled replica would grant a lagging candidate the
-// vote its earlier replica (which held the committed entries) would have
+// Before incarnations (membership.go, incarnation.go), a replica that
+// HostGroup started afresh reused its node's raft server id, which the
+// group's older configurations (still in lagging replicas' logs) name as a
+// voter with the state the node's earlier replica had. hashicorp raft
+// grants a vote to any candidate whose log is at least as long as its own;
+// an empty or half-filled replica would grant a lagging candidate the vote
+// its earlier replica (which held the committed entries) would have
 // refused, and that candidate, elected, truncates committed entries on the
 // others (seen in jepsen seed 21: 4,880 committed entries lost after a
-// replica was dropped and hosted again within a second).
+// replica was dropped and hosted again within a second). Now the new
+// replica is a new server that no older configuration names, and traffic
+// for the earlier one is refused at the Mux; this guard stays as a second
+// line (membership.go says why).
 //
-// So a fresh replica refuses every vote and pre-vote until it holds every
+// A fresh replica refuses every vote and pre-vote until it holds every
 // entry that was committed when it joined: until its last index reaches the
 // commit index of the first AppendEntries it receives from a leader that
 // has committed an entry of its own term (so its commit index covers every
@@ -146,5 +150,5 @@ func (g *Group) checkCaughtUp() {
 }
 
 func (g *Group) rpcHeader() raft.RPCHeader {
-	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(g.node.cfg.NodeID), Addr: []byte(g.node.raftAddr(g.node.cfg.NodeID))}
+	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(g.self), Addr: []byte(withIncarnation(g.node.raftAddr(g.node.cfg.NodeID), g.incarnation))}
 }

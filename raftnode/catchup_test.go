@@ -37,6 +37,10 @@ func TestFreshReplicaRefusesVotesUntilCaughtUp(t *testing.T) {
 	if !exists(mark) {
 		t.Fatalf("a fresh replica has no %s mark", catchUpFile)
 	}
+	fg, err := tc.nodes[fresh].Group(0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The third replica asks for a vote with a log far behind the group's.
 	other := (li + 2) % 3
 	og, err := tc.nodes[other].Group(0)
@@ -45,7 +49,9 @@ func TestFreshReplicaRefusesVotesUntilCaughtUp(t *testing.T) {
 	}
 	req := &raft.RequestVoteRequest{RPCHeader: og.rpcHeader(), Term: leader.raft.CurrentTerm() + 5, LastLogIndex: 3, LastLogTerm: 1}
 	var resp raft.RequestVoteResponse
-	if err := og.transport.RequestVote(raft.ServerID(freshID), raft.ServerAddress(tc.peers[fresh].RaftAddr), req, &resp); err != nil {
+	// Addressed to the new replica's own id: one addressed to the node's
+	// earlier replica never gets this far (incarnation_test.go).
+	if err := og.transport.RequestVote(fg.self, raft.ServerAddress(tc.peers[fresh].RaftAddr), req, &resp); err != nil {
 		t.Fatal(err)
 	}
 	if resp.Granted {
@@ -55,10 +61,6 @@ func TestFreshReplicaRefusesVotesUntilCaughtUp(t *testing.T) {
 	// Its catch-up target comes only from a leader of the earlier replica's
 	// last term or a later one: an older, deposed leader's commit index may
 	// miss entries the earlier replica helped commit.
-	fg, err := tc.nodes[fresh].Group(0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	floor := fg.catchUp.floor
 	if floor == 0 || floor > leader.raft.CurrentTerm() {
 		t.Fatalf("catch-up floor = %d, want the dropped replica's term (leader at %d)", floor, leader.raft.CurrentTerm())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -203,6 +204,9 @@ func (c *Config) Validate() error {
 	for _, p := range c.Peers {
 		if p.ID == "" || p.RaftAddr == "" || known[p.ID] {
 			return fmt.Errorf("raftnode: peer %q needs a unique id and a raft address", p.ID)
+		}
+		if strings.Contains(p.ID, incarnationSep) {
+			return fmt.Errorf("raftnode: node id %q may not contain %q (it separates a replica's incarnation)", p.ID, incarnationSep)
 		}
 		known[p.ID] = true
 	}

@@ -31,6 +31,11 @@ type Group struct {
 	// catchUp keeps a fresh replica from voting (catchup.go).
 	catchUp catchUp
 
+	// self is this replica's raft server id: the node id with the
+	// replica's incarnation (incarnation.go); both read-only.
+	self        raft.ServerID
+	incarnation uint64
+
 	proposals chan *proposal
 	notify    chan bool
 	// applied wakes watchers after each apply (applied.go).
@@ -75,6 +80,10 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 		notify: make(chan bool, 16),
 		stop:   make(chan struct{}),
 	}
+	if g.incarnation, err = readIncarnation(dir); err != nil {
+		return nil, fmt.Errorf("raftnode: group %d: %w", id, err)
+	}
+	g.self = replicaID(n.cfg.NodeID, g.incarnation)
 	if mark := filepath.Join(dir, catchUpFile); exists(mark) {
 		g.catchUp.on.Store(true)
 		g.catchUp.floor = lastTerm(mark)
@@ -122,7 +131,8 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		return fmt.Errorf("raftnode: snapshot store of group %d: %w", g.id, err)
 	}
 	g.metrics.snaps = snaps
-	layer, err := g.node.mux.Layer(g.id)
+	// The layer refuses traffic addressed to another incarnation.
+	layer, err := g.node.mux.layerAt(g.id, g.incarnation, g.log)
 	if err != nil {
 		store.Close()
 		return err
@@ -135,7 +145,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		ServerAddressProvider: peerAddresses{g.node},
 	})
 	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.LocalID = g.self
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
@@ -209,10 +219,11 @@ func (g *Group) Raft() *raft.Raft { return g.raft }
 // IsLeader reports whether this replica currently leads the group.
 func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
 
-// Leader returns the id of the group's leader as this replica knows it.
+// Leader returns the node id of the group's leader as this replica knows
+// it (its server id without the incarnation).
 func (g *Group) Leader() string {
 	_, id := g.raft.LeaderWithID()
-	return string(id)
+	return NodeOf(id)
 }
 
 // watchLeadership tracks leadership changes. On gaining leadership it runs a
@@ -239,7 +250,7 @@ func (g *Group) watchLeadership() {
 
 func (g *Group) awaitBarrier(epoch uint64) {
 	defer g.wg.Done()
-	if err := g.raft.Barrier(barrierTimeout).Error(); err != nil {
+	if err := g.waitFuture(g.raft.Barrier(barrierTimeout)); err != nil {
 		g.log.Warn("start-of-term barrier failed", "term", g.raft.CurrentTerm(), "err", err)
 		return
 	}

@@ -27,10 +27,49 @@ import (
 //  4. A.DropGroup(g): A stops its replica, deletes its raft files and state,
 //     and leaves a tombstone so that a restart does not host it again.
 //
-// One server at a time is safe only while a server id keeps its state, and
-// a node that hosts a group again reuses its id with an empty replica: that
-// replica refuses to vote until it holds what was committed when it joined
-// (catchup.go; without it, jepsen seed 21 lost committed entries).
+// One server at a time is safe only while a server id keeps its state. A
+// node that hosted a group, dropped it and hosts it again has an empty
+// replica, and lagging replicas' older configurations still name the node
+// as a voter: hashicorp raft grants a vote to any candidate whose log is
+// at least as long as its own, so the empty replica, answering for its
+// earlier self, could hand a stale candidate the vote the earlier replica
+// (which held committed entries) would have refused, and that candidate
+// would truncate committed entries (jepsen seed 21 lost 4,880 that way).
+//
+// So every replica HostGroup starts is a new raft server: its id is the
+// node id with a fresh incarnation, "n1#9f86d081884c7d65", as CockroachDB
+// gives every replica of a range a new replica id (incarnation.go). Raft
+// then knows it as a server no older configuration names; the transport
+// carries the id an RPC is addressed to (in the dialed address and the
+// connection header) and the receiving Mux refuses a connection addressed
+// to any other incarnation, so a vote, pre-vote, append, snapshot or
+// timeout-now meant for the earlier replica never reaches the new one, and
+// no configuration can count the empty replica as its old voter. Raft's
+// own rule of adding a server with no state then covers the rest: the new
+// id joins through AddVoter, one change at a time, like any new node.
+// Replicas bootstrapped with the group keep plain ids (incarnation 0), so
+// existing clusters and data dirs run unchanged.
+//
+// The other design, an incarnation only in the address with the id kept,
+// does not give the guarantee here: the transport dials through the peer
+// table by server id (peerAddresses; nodes move), so an old configuration's
+// address is never used and its RPCs for "n1" would reach the new replica
+// as before; and raft would still see one server "n1" across incarnations
+// (votes, replication state and leadership transfer are keyed by id).
+// The cost of ids with incarnations is that every place that maps a
+// server id to a node strips the suffix (NodeOf), and that AddVoter must
+// learn the new replica's incarnation: it asks the node's Mux
+// (mux_incarnation.go).
+//
+// The catch-up guard (catchup.go) stays, though every replica it applies
+// to (one HostGroup started) is now incarnated and so no longer needs it:
+// no configuration names the new server before it joins, and raft's own
+// argument covers a new, empty voter. It is a second line should a path
+// into raft ever skip the Mux's check (a transport that carries several
+// groups' RPCs on one connection must carry and check the addressed id
+// too), and it costs a replica nothing once it has caught up. What neither
+// covers: a bootstrapped replica (plain id) whose disk is lost and which
+// restarts with --bootstrap; it cannot tell that from a first start.
 
 // tombstoneFile marks a group this node no longer hosts.
 const tombstoneFile = "REMOVED"
@@ -44,11 +83,14 @@ var (
 	ErrStillMember = errors.New("raftnode: this node is still in the group's configuration")
 	ErrNodeClosed  = errors.New("raftnode: node closed")
 	ErrUnknownPeer = errors.New("raftnode: unknown node")
+	// ErrOtherIncarnation: the group's configuration names another
+	// incarnation of the node than the replica it hosts (membership.go).
+	ErrOtherIncarnation = errors.New("raftnode: the group names another replica of this node")
 )
 
-// HostGroup starts an empty replica of group id on this node, to be added to
-// the group with AddVoter on its leader. Any state left from an earlier
-// replica of the group here is deleted first.
+// HostGroup starts an empty replica of group id on this node, under a new
+// incarnation, to be added to the group with AddVoter on its leader. Any
+// state left from an earlier replica of the group here is deleted first.
 func (n *Node) HostGroup(id uint32) error {
 	if _, ok := n.cfg.Groups[id]; !ok {
 		return fmt.Errorf("%w: group %d", ErrUnknownGroup, id)
@@ -61,20 +103,43 @@ func (n *Node) HostGroup(id uint32) error {
 	if _, ok := n.mu.groups[id]; ok {
 		return fmt.Errorf("%w: group %d", ErrGroupHosted, id)
 	}
-	floor := lastTerm(filepath.Join(n.groupDir(id), tombstoneFile))
+	dir := n.groupDir(id)
+	tomb := filepath.Join(dir, tombstoneFile)
+	floor := lastTerm(tomb)
+	inc, err := newIncarnation()
+	if err != nil {
+		return err
+	}
+	// Until the new incarnation is on disk a tombstone stays, so a crash
+	// in between leaves a group this node does not host at start, never an
+	// empty replica under a plain id (or a bootstrapped one).
+	if !exists(tomb) {
+		if err := writeTombstone(dir, 0); err != nil {
+			return fmt.Errorf("raftnode: group %d: %w", id, err)
+		}
+	}
 	if err := n.wipeGroup(id); err != nil {
 		return err
 	}
+	if err := writeIncarnation(dir, inc); err != nil {
+		return err
+	}
 	// It votes once it holds what was committed when it joined (catchup.go).
-	if err := markCatchUp(n.groupDir(id), floor); err != nil {
+	if err := markCatchUp(dir, floor); err != nil {
 		return fmt.Errorf("raftnode: mark group %d catching up: %w", id, err)
+	}
+	if err := os.Remove(tomb); err != nil {
+		return fmt.Errorf("raftnode: group %d: remove tombstone: %w", id, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("raftnode: group %d: %w", id, err)
 	}
 	g, err := startGroup(n, id, nil)
 	if err != nil {
 		return err
 	}
 	n.mu.groups[id] = g
-	n.cfg.Logger.Info("hosting group", "group", id)
+	n.cfg.Logger.Info("hosting group", "group", id, "server_id", string(g.self))
 	return nil
 }
 
@@ -90,8 +155,10 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 	if !ok {
 		return fmt.Errorf("%w: group %d is not hosted here", ErrUnknownGroup, id)
 	}
-	members, err := g.Replicas()
-	if err == nil && slices.Contains(members, n.cfg.NodeID) && !force {
+	// Another incarnation of this node in the configuration is not this
+	// replica (incarnation.go).
+	if sid, ok := g.memberID(n.cfg.NodeID); ok && sid == g.self && !force {
+		members, _ := g.Replicas()
 		return fmt.Errorf("%w: group %d (members %v)", ErrStillMember, id, members)
 	}
 	// The tombstone keeps the replica's last term: a replica hosted here
@@ -103,32 +170,72 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 	}
 	delete(n.mu.groups, id)
 	n.metrics.forget(id)
+	// The tombstone first: a crash while wiping then leaves a group this
+	// node does not host at start, never a half-deleted replica.
+	if err := writeTombstone(n.groupDir(id), term); err != nil {
+		return fmt.Errorf("raftnode: group %d: %w", id, err)
+	}
 	if err := n.wipeGroup(id); err != nil {
 		return err
-	}
-	if err := os.WriteFile(filepath.Join(n.groupDir(id), tombstoneFile), fmt.Appendf(nil, "removed from this node\n%s%d\n", termLinePrefix, term), 0o644); err != nil {
-		return fmt.Errorf("raftnode: tombstone for group %d: %w", id, err)
 	}
 	n.cfg.Logger.Info("dropped group", "group", id)
 	return nil
 }
 
-// wipeGroup deletes a group's raft files, its entries in the node log and
-// its state machine range.
+// writeTombstone marks, synced, that this node does not host the group in
+// dir; term is its replica's last term (catchup.go), 0 if unknown.
+func writeTombstone(dir string, term uint64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("tombstone: %w", err)
+	}
+	path := filepath.Join(dir, tombstoneFile)
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("tombstone: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "removed from this node\n%s%d\n", termLinePrefix, term)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("tombstone %s: %w", path, err)
+	}
+	return nil
+}
+
+// wipeGroup deletes a group's raft files (all but its tombstone), its
+// entries in the node log and its state machine range.
 func (n *Node) wipeGroup(id uint32) error {
 	if err := n.log.wipe(id); err != nil {
 		return fmt.Errorf("raftnode: remove group %d's log: %w", id, err)
 	}
-	if err := os.RemoveAll(n.groupDir(id)); err != nil {
-		return fmt.Errorf("raftnode: remove group %d files: %w", id, err)
-	}
-	if err := os.MkdirAll(n.groupDir(id), 0o755); err != nil {
+	dir := n.groupDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("raftnode: group %d dir: %w", id, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("raftnode: group %d dir: %w", id, err)
+	}
+	for _, e := range entries {
+		if e.Name() == tombstoneFile {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("raftnode: remove group %d files: %w", id, err)
+		}
 	}
 	return fsm.DropGroup(n.db, id)
 }
 
-// Replicas is the group's current configuration as this replica knows it.
+// Replicas is the group's current configuration as this replica knows it,
+// as node ids (without incarnations).
 func (g *Group) Replicas() ([]string, error) {
 	f := g.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -136,32 +243,48 @@ func (g *Group) Replicas() ([]string, error) {
 	}
 	var ids []string
 	for _, s := range f.Configuration().Servers {
-		ids = append(ids, string(s.ID))
+		ids = append(ids, NodeOf(s.ID))
 	}
 	slices.Sort(ids)
 	return ids, nil
 }
 
-// AddVoter adds node id to the group; call it on the leader. The new replica
-// must be hosted (HostGroup) on that node, and the node be in this node's
-// peer table (registered).
+// AddVoter adds node id's replica to the group; call it on the leader. The
+// new replica must be hosted (HostGroup) on that node, and the node be in
+// this node's peer table (registered). The server id added is the one of
+// the replica the node hosts now (its incarnation, asked of its Mux); a
+// configuration that still names another incarnation of the node is
+// refused: remove that one first.
 func (g *Group) AddVoter(ctx context.Context, id string) error {
 	// The registry's address (peers.go): a node added after this one
 	// started is known by it, not by the seed list.
-	addr := g.node.raftAddr(id)
-	if addr == "" {
+	peer, ok := g.node.Peer(id)
+	if !ok || peer.RaftAddr == "" {
 		return fmt.Errorf("%w: %s (not in this node's peer table: register it with seatctl node add)", ErrUnknownPeer, id)
 	}
 	if !g.IsLeader() {
 		return ErrNotLeader
 	}
-	return g.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, membershipTimeout).Error()
+	timeout := membershipTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	inc, err := g.node.mux.incarnationAt(peer.RaftTarget(), g.id, timeout)
+	if err != nil {
+		return fmt.Errorf("raftnode: add %s to group %d: %w", id, g.id, err)
+	}
+	sid := replicaID(id, inc)
+	if cur, ok := g.memberID(id); ok && cur != sid {
+		return fmt.Errorf("%w: group %d names %s, the node hosts %s", ErrOtherIncarnation, g.id, cur, sid)
+	}
+	return g.raft.AddVoter(sid, raft.ServerAddress(withIncarnation(peer.RaftAddr, inc)), 0, membershipTimeout).Error()
 }
 
-// RemoveVoter removes node id from the group; call it on the leader.
+// RemoveVoter removes node id's replica, whatever its incarnation, from the
+// group; call it on the leader.
 func (g *Group) RemoveVoter(ctx context.Context, id string) error {
 	if !g.IsLeader() {
 		return ErrNotLeader
 	}
-	return g.raft.RemoveServer(raft.ServerID(id), 0, membershipTimeout).Error()
+	return g.raft.RemoveServer(g.ServerID(id), 0, membershipTimeout).Error()
 }

@@ -92,11 +92,11 @@ func (g *Group) collectState(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, s := range cfg.Configuration().Servers {
-		if s.ID == raft.ServerID(g.node.cfg.NodeID) {
+		if s.ID == g.self {
 			continue
 		}
 		has := g.metrics.followers.lastIndex(s.ID)
-		gauge(descFollowerLag, float64(last-min(has, last)), string(s.ID))
+		gauge(descFollowerLag, float64(last-min(has, last)), NodeOf(s.ID))
 	}
 }
 

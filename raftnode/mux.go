@@ -168,8 +168,8 @@ func NewTLSMux(ln net.Listener, t MuxTLS) (*Mux, error) {
 func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
 
 // Rejected returns how many connections were closed because their TLS
-// handshake failed or their header was malformed, late, or named a group
-// with no layer.
+// handshake failed or their header was malformed, late, named a group
+// with no layer, or was addressed to another incarnation of its replica.
 func (m *Mux) Rejected() uint64 { return m.rejected.Load() }
 
 // Serve accepts connections until Close is called, then returns. It never
@@ -223,8 +223,8 @@ func (m *Mux) startRouter(conn net.Conn) bool {
 // goroutine so the accept loop never blocks on a client.
 func (m *Mux) route(raw net.Conn) {
 	defer m.routers.Done()
-	conn, group, err := m.open(raw)
-	l, open := m.finishReading(raw, group, err == nil)
+	conn, hdr, err := m.open(raw)
+	l, open := m.finishReading(raw, hdr.group, err == nil)
 	if !open {
 		// Close already closed raw; a shutdown is not the client's fault.
 		return
@@ -235,33 +235,44 @@ func (m *Mux) route(raw net.Conn) {
 		m.reject(raw)
 		return
 	}
+	if hdr.probe {
+		l.answerProbe(conn, raw, m.headerWait)
+		return
+	}
+	if hdr.incarnation != l.incarnation {
+		// Addressed to another incarnation of this group's replica
+		// (incarnation.go): refused before raft sees a byte of it.
+		l.refuseStale(hdr.incarnation, raw)
+		m.reject(raw)
+		return
+	}
 	l.deliver(conn)
 }
 
 // open runs the TLS handshake, if any, and reads the header, both before
 // one deadline: a slow handshake must not buy a client more time.
-func (m *Mux) open(raw net.Conn) (net.Conn, uint32, error) {
+func (m *Mux) open(raw net.Conn) (net.Conn, muxHeader, error) {
 	if err := raw.SetDeadline(time.Now().Add(m.headerWait)); err != nil {
-		return nil, 0, err
+		return nil, muxHeader{}, err
 	}
 	conn := raw
 	if m.tls != nil {
 		tc := tls.Server(raw, m.tls.Server)
 		if err := tc.Handshake(); err != nil {
 			m.logHandshake(raw, err)
-			return nil, 0, err
+			return nil, muxHeader{}, err
 		}
 		conn = tc
 	}
-	group, err := readMuxHeader(conn)
+	hdr, err := readHeader(conn)
 	if err != nil {
-		return nil, 0, err
+		return nil, muxHeader{}, err
 	}
 	// raft sets its own deadlines per RPC from here on.
 	if err := raw.SetDeadline(time.Time{}); err != nil {
-		return nil, 0, err
+		return nil, muxHeader{}, err
 	}
-	return conn, group, nil
+	return conn, hdr, nil
 }
 
 // logHandshake logs a failed handshake unless one was logged within the
@@ -304,6 +315,13 @@ func (m *Mux) reject(conn net.Conn) {
 // listens and dials on. Closing the layer unregisters the group, after which
 // it may be registered again.
 func (m *Mux) Layer(group uint32) (raft.StreamLayer, error) {
+	return m.layerAt(group, 0, nil)
+}
+
+// layerAt is Layer for the replica of group with incarnation inc: it
+// accepts only connections addressed to inc, and logs refused ones to log
+// (nil: not logged).
+func (m *Mux) layerAt(group uint32, inc uint64, log *slog.Logger) (*muxLayer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.closed {
@@ -313,10 +331,12 @@ func (m *Mux) Layer(group uint32) (raft.StreamLayer, error) {
 		return nil, fmt.Errorf("%w: %d", ErrGroupRegistered, group)
 	}
 	l := &muxLayer{
-		mux:   m,
-		group: group,
-		conns: make(chan net.Conn, acceptQueueMax),
-		done:  make(chan struct{}),
+		mux:         m,
+		group:       group,
+		incarnation: inc,
+		log:         log,
+		conns:       make(chan net.Conn, acceptQueueMax),
+		done:        make(chan struct{}),
 	}
 	m.mu.layers[group] = l
 	return l, nil
@@ -371,6 +391,14 @@ func (m *Mux) unregister(l *muxLayer) {
 type muxLayer struct {
 	mux   *Mux
 	group uint32
+	// incarnation is the replica's (incarnation.go); read-only.
+	incarnation uint64
+	// log receives refused connections (incarnation.go); read-only, may
+	// be nil. lastStaleLog rate-limits it (Unix nanoseconds).
+	log          *slog.Logger
+	lastStaleLog atomic.Int64
+	// stale counts connections refused for naming another incarnation.
+	stale atomic.Uint64
 
 	// conns queues routed connections until Accept takes them.
 	conns chan net.Conn
@@ -417,19 +445,28 @@ func (l *muxLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.
 		return nil, ErrLayerClosed
 	default:
 	}
-	dialer := net.Dialer{Timeout: timeout}
-	conn, err := dialer.Dial("tcp", string(address))
+	// The address names the incarnation of the replica it is for
+	// (peerAddresses); the header passes it on for the receiver to check.
+	conn, err := l.mux.dial(dialAddr(string(address)), timeout)
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
 	}
-	if l.mux.tls != nil {
-		if conn, err = l.mux.clientHandshake(conn, string(address), timeout); err != nil {
-			return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
-		}
-	}
-	if err := writeMuxHeader(conn, l.group, timeout); err != nil {
+	if err := writeHeader(conn, encodeHeader(l.group, incarnationOf(string(address))), timeout); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
+	}
+	return conn, nil
+}
+
+// dial connects to the Mux at addr, with TLS if this Mux has it.
+func (m *Mux) dial(addr string, timeout time.Duration) (net.Conn, error) {
+	dialer := net.Dialer{Timeout: timeout}
+	conn, err := dialer.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if m.tls != nil {
+		return m.clientHandshake(conn, addr, timeout)
 	}
 	return conn, nil
 }
@@ -510,13 +547,18 @@ func (l *muxLayer) drain() {
 // that accepts but never reads from stalling raft's dial; it is cleared
 // because raft sets its own deadlines per RPC.
 func writeMuxHeader(conn net.Conn, group uint32, timeout time.Duration) error {
+	hdr := encodeMuxHeader(group)
+	return writeHeader(conn, hdr[:], timeout)
+}
+
+// writeHeader writes any header (mux_incarnation.go) with that deadline.
+func writeHeader(conn net.Conn, hdr []byte, timeout time.Duration) error {
 	if timeout > 0 {
 		if err := conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 			return err
 		}
 	}
-	hdr := encodeMuxHeader(group)
-	if _, err := conn.Write(hdr[:]); err != nil {
+	if _, err := conn.Write(hdr); err != nil {
 		return err
 	}
 	return conn.SetWriteDeadline(time.Time{})

@@ -161,7 +161,9 @@ func (n *Node) initialGroups() []hosting {
 		dir := n.groupDir(id)
 		switch {
 		case exists(filepath.Join(dir, tombstoneFile)):
-		case exists(filepath.Join(dir, "raft.db")):
+		case exists(filepath.Join(dir, "raft.db")), exists(filepath.Join(dir, incarnationFile)):
+			// An incarnation without raft state: HostGroup was cut short
+			// after choosing it; the replica still waits for its leader.
 			out = append(out, hosting{id: id})
 		case slices.Contains(replicas, n.cfg.NodeID):
 			out = append(out, hosting{id: id, bootstrap: replicas})

@@ -205,14 +205,16 @@ func loadPeers(dir string) ([]Peer, error) {
 }
 
 // peerAddresses resolves a server id to the address to dial from the peer
-// table at dial time, so a node that joined or moved is found. An id the
-// table lacks is an error: raft then dials the address in the group's
-// configuration.
+// table at dial time, so a node that joined or moved is found, with the
+// id's incarnation appended for the layer's Dial to put in the header
+// (incarnation.go). An id the table lacks is an error: raft then dials the
+// address in the group's configuration, which AddVoter recorded with the
+// same incarnation.
 type peerAddresses struct{ n *Node }
 
 func (p peerAddresses) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
-	if peer, ok := p.n.Peer(string(id)); ok && peer.RaftTarget() != "" {
-		return raft.ServerAddress(peer.RaftTarget()), nil
+	if peer, ok := p.n.Peer(NodeOf(id)); ok && peer.RaftTarget() != "" {
+		return raft.ServerAddress(withIncarnation(peer.RaftTarget(), incarnationOf(string(id)))), nil
 	}
 	return "", fmt.Errorf("raftnode: no address for node %s", id)
 }

@@ -113,7 +113,7 @@ func (g *Group) submit(batch []*proposal) pending {
 func (g *Group) awaitCommits(inflight <-chan pending) {
 	defer g.wg.Done()
 	for p := range inflight {
-		err := p.future.Error()
+		err := g.waitFuture(p.future)
 		var results []*ledgerpb.Result
 		if err == nil {
 			results, _ = p.future.Response().([]*ledgerpb.Result)
@@ -134,6 +134,30 @@ func (g *Group) awaitCommits(inflight <-chan pending) {
 			} else {
 				pr.done <- outcome{res: results[i]}
 			}
+		}
+	}
+}
+
+// waitFuture waits for f's answer, or until the group closes (then the
+// outcome is unknown). Raft never answers a future it left in its apply
+// queue when it shut down (with BatchApplyCh the queue is buffered, and a
+// leader that removes itself shuts down on its own, ShutdownOnRemove,
+// while the proposer still hands it batches): waiting for one hung
+// DropGroup, and the node's API behind it, for good. The goroutine that
+// waits on such a future then stays blocked with it: one per batch raft
+// dropped, only after raft shut down, and nothing can wake it.
+func (g *Group) waitFuture(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-g.stop:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return ErrOutcomeUnknown
 		}
 	}
 }
