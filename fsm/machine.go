@@ -268,9 +268,11 @@ func (m *Machine) commit(tx *txn) {
 	must(tx.b.Commit(pebble.NoSync), "commit batch")
 	tx.committed = true
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
+	// Published before applied: a reader that sees Applied() >= i gets a
+	// ReadView at i or later.
+	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now})
 	m.applied.Store(tx.index)
 	m.clock.Store(tx.now)
-	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now})
 	m.commits.Add(1)
 	// Only after the commit: see expiryBound.
 	m.expiry.lower(tx.minExpiry)
