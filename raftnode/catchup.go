@@ -71,19 +71,8 @@ func lastTerm(path string) uint64 {
 // markCatchUp records, before a fresh replica starts, that it may not vote;
 // floor is the last term of the node's earlier replica of the group.
 func markCatchUp(dir string, floor uint64) error {
-	f, err := os.Create(filepath.Join(dir, catchUpFile))
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(f, "this replica votes once it holds what was committed when it joined\n%s%d\n", termLinePrefix, floor); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeFileSynced(filepath.Join(dir, catchUpFile),
+		fmt.Appendf(nil, "this replica votes once it holds what was committed when it joined\n%s%d\n", termLinePrefix, floor))
 }
 
 // screen looks at an incoming RPC before raft does. While the replica

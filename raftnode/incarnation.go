@@ -120,11 +120,20 @@ func readIncarnation(dir string) (uint64, error) {
 // the replica first runs: a restart must come back as the same server.
 func writeIncarnation(dir string, inc uint64) error {
 	path := filepath.Join(dir, incarnationFile)
+	if err := writeFileSynced(path, []byte(formatIncarnation(inc)+"\n")); err != nil {
+		return fmt.Errorf("raftnode: write incarnation %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeFileSynced writes a small file and makes it, and its entry in its
+// directory, durable before it returns.
+func writeFileSynced(path string, data []byte) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("raftnode: write incarnation: %w", err)
+		return err
 	}
-	_, err = fmt.Fprintln(f, formatIncarnation(inc))
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -132,12 +141,9 @@ func writeIncarnation(dir string, inc uint64) error {
 		err = cerr
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = syncDir(filepath.Dir(path))
 	}
-	if err != nil {
-		return fmt.Errorf("raftnode: write incarnation %s: %w", path, err)
-	}
-	return nil
+	return err
 }
 
 // syncDir makes a directory's entries (a new or removed file) durable.

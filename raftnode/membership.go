@@ -189,21 +189,7 @@ func writeTombstone(dir string, term uint64) error {
 		return fmt.Errorf("tombstone: %w", err)
 	}
 	path := filepath.Join(dir, tombstoneFile)
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("tombstone: %w", err)
-	}
-	_, err = fmt.Fprintf(f, "removed from this node\n%s%d\n", termLinePrefix, term)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	if err != nil {
+	if err := writeFileSynced(path, fmt.Appendf(nil, "removed from this node\n%s%d\n", termLinePrefix, term)); err != nil {
 		return fmt.Errorf("tombstone %s: %w", path, err)
 	}
 	return nil
