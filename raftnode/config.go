@@ -149,6 +149,11 @@ const (
 	barrierTimeout = 10 * time.Second
 	// transportTimeout bounds one raft RPC's I/O.
 	transportTimeout = 10 * time.Second
+	// beatTimeoutMin is the least time a heartbeat frame's round trip may
+	// take (beats.go; HeartbeatTimeout if longer): short enough that a
+	// lost peer fails its heartbeats well before raft's transportTimeout,
+	// long enough not to fail them on a loaded machine.
+	beatTimeoutMin = time.Second
 	// transportPool is the number of idle connections kept per peer.
 	transportPool = 3
 	// maxAppendEntries bounds entries per AppendEntries RPC.
@@ -214,6 +219,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftnode: node %s is not in the peer list", c.NodeID)
 	}
 	for g, ids := range c.Groups {
+		if g == beatGroupID {
+			return fmt.Errorf("raftnode: group id %d is reserved for heartbeat frames", g)
+		}
 		for _, id := range ids {
 			if !known[id] {
 				return fmt.Errorf("raftnode: group %d names unknown node %s", g, id)

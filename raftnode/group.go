@@ -22,9 +22,12 @@ type Group struct {
 	machine   *fsm.Machine
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
-	store     *raftboltdb.BoltStore
-	logs      raft.LogStore // raft's view of the group's log (cached)
-	metrics   *groupMetrics
+	// trans is what raft sends and receives through: transport, with
+	// heartbeats coalesced per node (beats_transport.go).
+	trans   *beatTransport
+	store   *raftboltdb.BoltStore
+	logs    raft.LogStore // raft's view of the group's log (cached)
+	metrics *groupMetrics
 	// commits is what this replica last learned of its leader's commit
 	// index, for bounded-stale reads (stale.go).
 	commits commitKnown
@@ -172,13 +175,17 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	}
 	g.logs = logs
 	rpcs := make(chan raft.RPC)
-	trans := progressTransport{g.transport, g.metrics.followers, rpcs}
-	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, trans)
+	// Heartbeats go through the node's coalescer (beats.go).
+	g.trans = newBeatTransport(progressTransport{g.transport, g.metrics.followers, rpcs},
+		g.node.beats, g.id, cfg.HeartbeatTimeout/10, peerAddresses{g.node}, g.stop)
+	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, g.trans)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)
 	}
 	g.raft = r
+	g.trans.raft.Store(r)
+	g.node.beats.register(g.id, g)
 	g.wg.Add(1)
 	go g.relay(g.transport.Consumer(), rpcs)
 	obs := make(chan raft.Observation, 16)
@@ -270,6 +277,9 @@ func (g *Group) leaderReady() bool {
 func (g *Group) close() error {
 	close(g.stop)
 	var err error
+	if g.trans != nil {
+		g.node.beats.unregister(g.id, g)
+	}
 	if g.raft != nil {
 		err = g.raft.Shutdown().Error()
 	}

@@ -1,0 +1,183 @@
+package raftnode
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// beatPeer sends one peer node's heartbeats: its goroutine (run) owns the
+// connection's reads and writes; enqueue and close only touch mu.
+type beatPeer struct {
+	c    *beatCoalescer
+	addr string
+	wake chan struct{} // capacity 1: a send is due
+
+	mu struct {
+		sync.Mutex
+		// queue holds heartbeats not yet in a frame; guarded by mu.
+		queue []*pendingBeat
+		// timer, if set, wakes run at the next tick; guarded by mu.
+		timer *time.Timer
+		// conn is the connection to the peer, nil until dialed or after an
+		// error; guarded by mu (run uses it without the lock, close closes
+		// it to end a blocked read).
+		conn net.Conn
+		r    *bufio.Reader
+	}
+}
+
+func (p *beatPeer) enqueue(b *pendingBeat, urgent bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.queue = append(p.mu.queue, b)
+	switch {
+	case urgent:
+		p.signal()
+	case p.mu.timer == nil:
+		p.mu.timer = time.AfterFunc(untilTick(time.Now(), p.c.tick), p.signal)
+	}
+}
+
+func (p *beatPeer) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *beatPeer) run() {
+	defer p.c.wg.Done()
+	for {
+		select {
+		case <-p.wake:
+		case <-p.c.done:
+			for _, b := range p.take() {
+				b.done <- errBeatsClosed
+			}
+			return
+		}
+		if batch := p.take(); len(batch) > 0 {
+			p.exchange(batch)
+		}
+	}
+}
+
+// take empties the queue (up to a frame's worth; the rest go next, at
+// once) and stops the tick timer.
+func (p *beatPeer) take() []*pendingBeat {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.timer != nil {
+		p.mu.timer.Stop()
+		p.mu.timer = nil
+	}
+	batch := p.mu.queue
+	if len(batch) > beatsPerFrameMax {
+		batch, p.mu.queue = batch[:beatsPerFrameMax], batch[beatsPerFrameMax:]
+		p.signal()
+	} else {
+		p.mu.queue = nil
+	}
+	return batch
+}
+
+// exchange sends batch as one frame, reads the answers and hands each
+// caller its own. An I/O error or a malformed answer closes the connection
+// and fails the whole batch at once; a heartbeat the peer refused fails
+// alone.
+func (p *beatPeer) exchange(batch []*pendingBeat) {
+	err := p.roundTrip(batch)
+	if err != nil {
+		p.closeConn()
+		err = fmt.Errorf("raftnode: heartbeats to %s: %w", p.addr, err)
+	}
+	for _, b := range batch {
+		if err != nil {
+			b.done <- err
+		} else {
+			b.done <- b.err
+		}
+	}
+}
+
+func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
+	conn, r, err := p.connect()
+	if err != nil {
+		return err
+	}
+	// Commit indexes are read now, after the answer to the previous frame
+	// on this connection came back: the receiver dates them by that frame
+	// (beats_serve.go).
+	reqs := make([]beatReq, len(batch))
+	for i, b := range batch {
+		reqs[i] = beatReq{group: b.group, req: *b.req}
+		if b.commit != nil {
+			reqs[i].commit = b.commit()
+		}
+	}
+	if err := conn.SetDeadline(time.Now().Add(p.c.timeout)); err != nil {
+		return err
+	}
+	if _, err := conn.Write(encodeBeatReqs(reqs)); err != nil {
+		return err
+	}
+	body, err := readBeatFrame(r)
+	if err != nil {
+		return err
+	}
+	replies, err := decodeBeatReplies(body)
+	if err != nil {
+		return err
+	}
+	if len(replies) != len(batch) {
+		return fmt.Errorf("%w: %d answers to %d heartbeats", errBeatFrame, len(replies), len(batch))
+	}
+	for i, b := range batch {
+		if replies[i].err != "" {
+			b.err = fmt.Errorf("%w by %s: %s", errBeatRefused, p.addr, replies[i].err)
+			continue
+		}
+		b.resp = replies[i].resp
+	}
+	return nil
+}
+
+// connect returns the peer connection, dialing it if there is none. A
+// connection dialed while the coalescer closes is closed here: close has
+// already closed the one it saw.
+func (p *beatPeer) connect() (net.Conn, *bufio.Reader, error) {
+	p.mu.Lock()
+	conn, r := p.mu.conn, p.mu.r
+	p.mu.Unlock()
+	if conn != nil {
+		return conn, r, nil
+	}
+	conn, err := p.c.layer.Dial(raft.ServerAddress(p.addr), p.c.timeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.c.done:
+		_ = conn.Close()
+		return nil, nil, errBeatsClosed
+	default:
+	}
+	p.mu.conn, p.mu.r = conn, bufio.NewReader(conn)
+	return p.mu.conn, p.mu.r, nil
+}
+
+func (p *beatPeer) closeConn() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.conn != nil {
+		_ = p.mu.conn.Close()
+	}
+	p.mu.conn, p.mu.r = nil, nil
+}

@@ -1,0 +1,168 @@
+package raftnode
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// beatTransport is a group's raft transport: its NetworkTransport (with
+// follower progress, metrics_state.go), except that heartbeats go through
+// the node's beatCoalescer (beats.go). It also keeps raft's heartbeat
+// handler, which the coalescer calls for heartbeats peers send this group.
+type beatTransport struct {
+	progressTransport
+	beats *beatCoalescer
+	group uint32
+	// interval is HeartbeatTimeout/10: raft waits at least this long after
+	// a periodic heartbeat's answer before the next one. Read-only.
+	interval time.Duration
+	// peers maps a follower's id to the address its coalescer is dialed at.
+	peers raft.ServerAddressProvider
+	// stop is the group's stop channel: a waiting heartbeat gives up.
+	stop <-chan struct{}
+
+	// raft is set once raft has started (heartbeats read its commit index).
+	raft atomic.Pointer[raft.Raft]
+	// handler is raft's heartbeat handler, set by SetHeartbeatHandler.
+	handler atomic.Pointer[func(raft.RPC)]
+	// verifying counts VerifyLeader calls in progress (read.go): while
+	// one waits, every heartbeat of the group goes out at once.
+	verifying atomic.Int32
+
+	mu struct {
+		sync.Mutex
+		// last is when the previous heartbeat to each address returned;
+		// guarded by mu.
+		last map[string]time.Time
+	}
+}
+
+func newBeatTransport(p progressTransport, beats *beatCoalescer, group uint32, interval time.Duration, peers raft.ServerAddressProvider, stop <-chan struct{}) *beatTransport {
+	t := &beatTransport{progressTransport: p, beats: beats, group: group, interval: interval, peers: peers, stop: stop}
+	t.mu.last = map[string]time.Time{}
+	return t
+}
+
+// SetHeartbeatHandler keeps raft's handler for the coalescer and gives it
+// to the NetworkTransport too, which still serves heartbeats a peer sends
+// on the group's own connection.
+func (t *beatTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
+	t.handler.Store(&cb)
+	t.progressTransport.SetHeartbeatHandler(cb)
+}
+
+// AppendEntries sends a heartbeat through the coalescer, anything else on
+// the group's own connections.
+func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if !isHeartbeat(args) {
+		return t.progressTransport.AppendEntries(id, target, args, resp)
+	}
+	addr := string(target)
+	if a, err := t.peers.ServerAddr(id); err == nil {
+		addr = string(a)
+	}
+	b := &pendingBeat{
+		group:  t.group,
+		req:    args,
+		commit: func() uint64 { return t.leaderCommit(args.Term) },
+		done:   make(chan error, 1),
+	}
+	err := t.beats.send(addr, b, t.urgent(addr), t.stop)
+	t.mu.Lock()
+	t.mu.last[addr] = time.Now()
+	t.mu.Unlock()
+	if err == nil {
+		*resp = b.resp
+	}
+	t.progress.note(id, args, resp, err)
+	return err
+}
+
+// urgent reports whether a heartbeat must go out at once: raft sent it
+// early (VerifyLeader, a retry after a failure), it is the first to this
+// follower, or a VerifyLeader waits.
+func (t *beatTransport) urgent(addr string) bool {
+	if t.verifying.Load() > 0 {
+		return true
+	}
+	t.mu.Lock()
+	last, ok := t.mu.last[addr]
+	t.mu.Unlock()
+	return !ok || time.Since(last) < t.interval
+}
+
+// leaderCommit is the commit index to send with a heartbeat of term, or 0
+// unless this replica leads in that term. The commit index is read first:
+// leadership of a term is one interval, so if raft still leads in term
+// afterwards, it did when the index was read.
+func (t *beatTransport) leaderCommit(term uint64) uint64 {
+	r := t.raft.Load()
+	if r == nil {
+		return 0
+	}
+	c := r.CommitIndex()
+	if r.State() != raft.Leader || r.CurrentTerm() != term {
+		return 0
+	}
+	return c
+}
+
+// isHeartbeat reports whether req is what raft's heartbeat loop sends, by
+// the test raft's NetworkTransport applies on receipt (handleCommand).
+func isHeartbeat(req *raft.AppendEntriesRequest) bool {
+	leader := req.RPCHeader.Addr
+	if len(leader) == 0 {
+		leader = req.Leader
+	}
+	return req.Term != 0 && leader != nil && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 &&
+		len(req.Entries) == 0 && req.LeaderCommitIndex == 0
+}
+
+// heartbeat hands req to raft's heartbeat handler, which answers before
+// it returns (or not at all when raft is shutting down).
+func (g *Group) heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEntriesResponse, error) {
+	fn := g.trans.handler.Load()
+	if fn == nil {
+		return nil, fmt.Errorf("raftnode: group %d has no heartbeat handler yet", g.id)
+	}
+	ch := make(chan raft.RPCResponse, 1)
+	(*fn)(raft.RPC{Command: req, RespChan: ch})
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		resp, ok := r.Response.(*raft.AppendEntriesResponse)
+		if !ok || resp == nil {
+			return nil, errors.New("raftnode: heartbeat handler gave no append response")
+		}
+		return resp, nil
+	default:
+		return nil, fmt.Errorf("raftnode: group %d is shutting down", g.id)
+	}
+}
+
+// noteCommit records a commit index a leader's heartbeat frame carried,
+// if this replica already knows it committed: its raft applies only what
+// it knows, so FreshView would wait for it in vain and refuse, while the
+// record it would replace may still serve.
+func (g *Group) noteCommit(k knownCommit) {
+	if r := g.trans.raft.Load(); r == nil || k.index > r.CommitIndex() {
+		return
+	}
+	g.commits.noteLater(k)
+}
+
+// noteLater keeps k if it is known as of a later time than the record.
+func (c *commitKnown) noteLater(k knownCommit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k.at.After(c.last.at) {
+		c.last = k
+	}
+}
