@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -52,6 +53,10 @@ type beatCoalescer struct {
 	// one frame's round trip; both read-only.
 	tick, timeout time.Duration
 
+	// frames counts the frames this node has answered (tests, and a
+	// measure of coalescing: heartbeats per frame).
+	frames atomic.Uint64
+
 	done chan struct{}
 	wg   sync.WaitGroup
 
@@ -74,8 +79,9 @@ type beatReceiver interface {
 	// heartbeat hands req to raft's heartbeat handler and returns its
 	// answer.
 	heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEntriesResponse, error)
-	// noteCommit records a leader's commit index for bounded-stale reads.
-	noteCommit(k knownCommit)
+	// noteCommit takes a leader's commit index, sent with the heartbeat
+	// req, for bounded-stale reads and for raft (beats_transport.go).
+	noteCommit(req *raft.AppendEntriesRequest, k knownCommit)
 }
 
 // pendingBeat is one heartbeat waiting for its answer. commit reads the

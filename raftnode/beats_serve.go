@@ -76,6 +76,7 @@ func (c *beatCoalescer) serveConn(conn net.Conn) {
 			replies[i] = c.answer(&reqs[i], prev)
 		}
 		prev = arrived
+		c.frames.Add(1)
 		if err := conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
 			return
 		}
@@ -99,7 +100,7 @@ func (c *beatCoalescer) answer(br *beatReq, prev time.Time) beatReply {
 	// Success with the request's term: raft took the sender as the leader
 	// of that term.
 	if br.commit > 0 && !prev.IsZero() && resp.Success && resp.Term == br.req.Term {
-		r.noteCommit(knownCommit{at: prev, index: br.commit, term: br.req.Term})
+		r.noteCommit(&br.req, knownCommit{at: prev, index: br.commit, term: br.req.Term})
 	}
 	return beatReply{resp: *resp}
 }

@@ -147,15 +147,46 @@ func (g *Group) heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEntriesRe
 	}
 }
 
-// noteCommit records a commit index a leader's heartbeat frame carried,
-// if this replica already knows it committed: its raft applies only what
-// it knows, so FreshView would wait for it in vain and refuse, while the
-// record it would replace may still serve.
-func (g *Group) noteCommit(k knownCommit) {
-	if r := g.trans.raft.Load(); r == nil || k.index > r.CommitIndex() {
+// noteCommit records a commit index a leader's heartbeat frame carried
+// with req. Raft applies only what it knows committed, so FreshView would
+// wait in vain for an index beyond it: such an index is first handed to
+// raft (learnCommit), and recorded only if raft takes it.
+func (g *Group) noteCommit(req *raft.AppendEntriesRequest, k knownCommit) {
+	r := g.trans.raft.Load()
+	if r == nil || (k.index > r.CommitIndex() && !g.learnCommit(r, req, k)) {
 		return
 	}
 	g.commits.noteLater(k)
+}
+
+// learnCommit tells this follower's raft that the leader of k.term has
+// committed k.index, with the AppendEntries that leader would send for it:
+// no entries, the previous entry (k.index, k.term), and commit index
+// k.index. It is built only if this replica holds that entry: by raft's
+// log matching its log then equals the leader's up to k.index, all
+// committed, so raft may apply it; raft checks the entry again itself.
+// It goes to raft like any append (raft's answer is dropped: the leader
+// has the heartbeat's), unless raft is busy, when the next frame retries.
+// The leader sends a commit index only with its own term's entry there;
+// before that, FreshView would refuse it anyway (stale.go).
+func (g *Group) learnCommit(r *raft.Raft, hb *raft.AppendEntriesRequest, k knownCommit) bool {
+	if g.catchUp.on.Load() || r.State() != raft.Follower || r.CurrentTerm() != k.term {
+		return false
+	}
+	var e raft.Log
+	if err := g.logs.GetLog(k.index, &e); err != nil || e.Term != k.term {
+		return false
+	}
+	req := &raft.AppendEntriesRequest{
+		RPCHeader: hb.RPCHeader, Term: k.term, Leader: hb.Leader,
+		PrevLogEntry: k.index, PrevLogTerm: k.term, LeaderCommitIndex: k.index,
+	}
+	select {
+	case g.rpcs <- raft.RPC{Command: req, RespChan: make(chan raft.RPCResponse, 1)}:
+		return true
+	default:
+		return false
+	}
 }
 
 // noteLater keeps k if it is known as of a later time than the record.

@@ -24,7 +24,10 @@ type Group struct {
 	transport *raft.NetworkTransport
 	// trans is what raft sends and receives through: transport, with
 	// heartbeats coalesced per node (beats_transport.go).
-	trans   *beatTransport
+	trans *beatTransport
+	// rpcs is the channel raft serves RPCs from: the relay (stale.go) and
+	// learnCommit (beats_transport.go) send on it.
+	rpcs    chan raft.RPC
 	store   *raftboltdb.BoltStore
 	logs    raft.LogStore // raft's view of the group's log (cached)
 	metrics *groupMetrics
@@ -175,6 +178,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	}
 	g.logs = logs
 	rpcs := make(chan raft.RPC)
+	g.rpcs = rpcs
 	// Heartbeats go through the node's coalescer (beats.go).
 	g.trans = newBeatTransport(progressTransport{g.transport, g.metrics.followers, rpcs},
 		g.node.beats, g.id, cfg.HeartbeatTimeout/10, peerAddresses{g.node}, g.stop)
