@@ -128,14 +128,18 @@ const (
 	leaderLeaseTimeoutDefault = 500 * time.Millisecond
 	// commitTimeoutDefault is how often (randomly once to twice per
 	// interval) a leader sends each follower an AppendEntries when no new
-	// entry prompts one: it only tells followers the commit index (raft's
-	// appends carry it; heartbeats do not). Under load every new entry
-	// carries it, so this matters only between bursts, where it sets how
-	// stale an idle follower's reads are (FreshView reports exactly that),
-	// and how long after a lone write (CreateShow) a follower still lacks
-	// it. At 20 ms these empty appends were most of an idle cluster's CPU:
-	// 8 groups x 2 followers x ~33 RPCs/s (docs/PERFORMANCE.md, idle).
-	commitTimeoutDefault      = 100 * time.Millisecond
+	// entry prompts one. Its only news is the commit index (raft's appends
+	// carry it; heartbeats do not), and heartbeat frames now carry that
+	// too: a follower learns a lone write's commit from the next frame,
+	// 0.1-0.3 s later, and its bounded-stale views stay fresh from frames
+	// (beats.go, learnCommit). What this timeout still paces is raft's
+	// retry of a follower whose replication failed, when no new entry
+	// comes: a follower back from a restart catches up 1-2 s later on an
+	// idle group. At 100 ms these empty appends were about half of an
+	// idle cluster's raft RPCs (8 groups x 2 followers x ~7 a second; at
+	// 20 ms, most of its CPU); at 1 s, one in ten (docs/PERFORMANCE.md,
+	// idle).
+	commitTimeoutDefault      = time.Second
 	batchCommandsDefault      = 1024
 	inflightEntriesDefault    = 4
 	expireIntervalDefault     = 100 * time.Millisecond

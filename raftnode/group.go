@@ -60,6 +60,9 @@ type Group struct {
 	// serves linearizable reads only when they are equal.
 	epoch      atomic.Uint64
 	readyEpoch atomic.Uint64
+	// ready (capacity 1) wakes the expiry driver when this replica becomes
+	// a ready leader (expiry.go).
+	ready chan struct{}
 }
 
 // startGroup starts this node's replica of a group. bootstrap is the
@@ -85,6 +88,7 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 		// Raft blocks on this channel; a buffer keeps it from waiting on us.
 		notify: make(chan bool, 16),
 		stop:   make(chan struct{}),
+		ready:  make(chan struct{}, 1),
 	}
 	if g.incarnation, err = readIncarnation(dir); err != nil {
 		return nil, fmt.Errorf("raftnode: group %d: %w", id, err)
@@ -267,6 +271,10 @@ func (g *Group) awaitBarrier(epoch uint64) {
 	}
 	if g.epoch.Load() == epoch {
 		g.readyEpoch.Store(epoch)
+		select {
+		case g.ready <- struct{}{}:
+		default: // a wake-up is already pending
+		}
 	}
 }
 
