@@ -148,12 +148,18 @@ func (c *beatCoalescer) send(addr string, b *pendingBeat, urgent bool, stop <-ch
 	}
 }
 
-// hurry sends every queued heartbeat now (a VerifyLeader is waiting).
+// hurry sends every queued heartbeat now (a VerifyLeader is waiting). A
+// peer with nothing queued is not woken: linearizable reads call this
+// thousands of times a second under load.
 func (c *beatCoalescer) hurry() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.mu.peers {
-		p.signal()
+		p.mu.Lock()
+		if len(p.mu.queue) > 0 {
+			p.signal()
+		}
+		p.mu.Unlock()
 	}
 }
 
