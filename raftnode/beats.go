@@ -37,6 +37,9 @@ const beatGroupID = math.MaxUint32
 var (
 	// errBeatsClosed fails heartbeats queued when the node shuts down.
 	errBeatsClosed = errors.New("raftnode: heartbeat coalescer closed")
+	// errBeatsUnsupported is a peer that closed a fresh heartbeat
+	// connection unanswered, as a node of an earlier version does.
+	errBeatsUnsupported = errors.New("raftnode: peer does not serve heartbeat frames")
 	// errBeatRefused is a heartbeat the peer node answered with an error of
 	// its own (for example: it hosts no replica of the group).
 	errBeatRefused = errors.New("raftnode: heartbeat refused")
@@ -146,6 +149,15 @@ func (c *beatCoalescer) send(addr string, b *pendingBeat, urgent bool, stop <-ch
 	case <-c.done:
 		return errBeatsClosed
 	}
+}
+
+// plain reports whether heartbeats to addr go on the groups' own
+// connections for now: the peer refused frames (beatPeer.refused).
+func (c *beatCoalescer) plain(addr string) bool {
+	c.mu.Lock()
+	p := c.mu.peers[addr]
+	c.mu.Unlock()
+	return p != nil && p.plain()
 }
 
 // hurry sends every queued heartbeat now (a VerifyLeader is waiting). A

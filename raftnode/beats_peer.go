@@ -2,9 +2,12 @@ package raftnode
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -28,6 +31,9 @@ type beatPeer struct {
 		// it to end a blocked read).
 		conn net.Conn
 		r    *bufio.Reader
+		// plainUntil is when to try frames again after the peer refused
+		// them (refused); guarded by mu.
+		plainUntil time.Time
 	}
 }
 
@@ -106,7 +112,7 @@ func (p *beatPeer) exchange(batch []*pendingBeat) {
 }
 
 func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
-	conn, r, err := p.connect()
+	conn, r, fresh, err := p.connect()
 	if err != nil {
 		return err
 	}
@@ -123,11 +129,16 @@ func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
 	if err := conn.SetDeadline(time.Now().Add(p.c.timeout)); err != nil {
 		return err
 	}
-	if _, err := conn.Write(encodeBeatReqs(reqs)); err != nil {
-		return err
+	_, err = conn.Write(encodeBeatReqs(reqs))
+	var body []byte
+	if err == nil {
+		body, err = readBeatFrame(r)
 	}
-	body, err := readBeatFrame(r)
 	if err != nil {
+		if fresh && closedByPeer(err) {
+			p.refused()
+			return fmt.Errorf("%w: %v", errBeatsUnsupported, err)
+		}
 		return err
 	}
 	replies, err := decodeBeatReplies(body)
@@ -147,30 +158,49 @@ func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
 	return nil
 }
 
-// connect returns the peer connection, dialing it if there is none. A
-// connection dialed while the coalescer closes is closed here: close has
-// already closed the one it saw.
-func (p *beatPeer) connect() (net.Conn, *bufio.Reader, error) {
+// connect returns the peer connection, dialing it if there is none (fresh
+// is then true). A connection dialed while the coalescer closes is closed
+// here: close has already closed the one it saw.
+func (p *beatPeer) connect() (conn net.Conn, r *bufio.Reader, fresh bool, err error) {
 	p.mu.Lock()
-	conn, r := p.mu.conn, p.mu.r
+	conn, r = p.mu.conn, p.mu.r
 	p.mu.Unlock()
 	if conn != nil {
-		return conn, r, nil
+		return conn, r, false, nil
 	}
-	conn, err := p.c.layer.Dial(raft.ServerAddress(p.addr), p.c.timeout)
+	conn, err = p.c.layer.Dial(raft.ServerAddress(p.addr), p.c.timeout)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	select {
 	case <-p.c.done:
 		_ = conn.Close()
-		return nil, nil, errBeatsClosed
+		return nil, nil, false, errBeatsClosed
 	default:
 	}
 	p.mu.conn, p.mu.r = conn, bufio.NewReader(conn)
-	return p.mu.conn, p.mu.r, nil
+	return p.mu.conn, p.mu.r, true, nil
+}
+
+// refused marks the peer as not serving heartbeat frames for a while: a
+// node of an earlier version closes a connection for an unknown group
+// without a word. Its heartbeats go on the groups' own connections
+// (beatTransport) until beatFramesRetry has passed. A peer that merely
+// restarted at that moment costs the same for as long, and no more.
+func (p *beatPeer) refused() {
+	p.mu.Lock()
+	p.mu.plainUntil = time.Now().Add(beatFramesRetry)
+	p.mu.Unlock()
+}
+
+// plain reports whether heartbeats to the peer go on the groups' own
+// connections (refused).
+func (p *beatPeer) plain() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Now().Before(p.mu.plainUntil)
 }
 
 func (p *beatPeer) closeConn() {
@@ -180,4 +210,10 @@ func (p *beatPeer) closeConn() {
 		_ = p.mu.conn.Close()
 	}
 	p.mu.conn, p.mu.r = nil, nil
+}
+
+// closedByPeer reports whether err says the peer closed the connection.
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

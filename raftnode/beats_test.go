@@ -247,3 +247,21 @@ func FuzzBeatFrames(f *testing.F) {
 		}
 	})
 }
+
+// A node of an earlier version has no layer for heartbeat frames: its Mux
+// closes the connection. The first heartbeat fails, and the next ones go
+// on the groups' own connections (beatTransport checks plain).
+func TestBeatsPeerWithoutFramesIsMarkedPlain(t *testing.T) {
+	ma, old := newTestMux(t, headerTimeout), newTestMux(t, headerTimeout)
+	a := newTestBeats(t, ma, time.Hour)
+	addr := old.Addr().String()
+	if a.plain(addr) {
+		t.Fatalf("plain(%s) before any heartbeat = true", addr)
+	}
+	if err := a.send(addr, testBeat(1), true, nil); !errors.Is(err, errBeatsUnsupported) {
+		t.Fatalf("heartbeat to a node without frames = %v, want %v", err, errBeatsUnsupported)
+	}
+	if !a.plain(addr) {
+		t.Errorf("plain(%s) after the refusal = false, want true", addr)
+	}
+}

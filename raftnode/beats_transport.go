@@ -66,6 +66,9 @@ func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	if a, err := t.peers.ServerAddr(id); err == nil {
 		addr = string(a)
 	}
+	if t.beats.plain(addr) {
+		return t.progressTransport.AppendEntries(id, target, args, resp)
+	}
 	b := &pendingBeat{
 		group:  t.group,
 		req:    args,
