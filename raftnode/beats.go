@@ -79,6 +79,8 @@ type beatCoalescer struct {
 
 // beatReceiver is a local replica as heartbeat frames see it (Group).
 type beatReceiver interface {
+	// incarnationID is the replica's incarnation (incarnation.go).
+	incarnationID() uint64
 	// heartbeat hands req to raft's heartbeat handler and returns its
 	// answer.
 	heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEntriesResponse, error)
@@ -90,9 +92,13 @@ type beatReceiver interface {
 // pendingBeat is one heartbeat waiting for its answer. commit reads the
 // leader's commit index when its frame is built (0: none to send).
 type pendingBeat struct {
-	group  uint32
-	req    *raft.AppendEntriesRequest
-	commit func() uint64
+	group uint32
+	// incarnation is the target replica's (incarnation.go): the peer
+	// refuses the heartbeat if its replica is another one, as its Mux
+	// refuses a group connection.
+	incarnation uint64
+	req         *raft.AppendEntriesRequest
+	commit      func() uint64
 	// resp and err are the answer, written by the peer's goroutine before
 	// it sends on done.
 	resp raft.AppendEntriesResponse

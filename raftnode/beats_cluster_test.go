@@ -8,9 +8,12 @@ package raftnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -82,4 +85,42 @@ func freshHeld(t *testing.T, g *Group) (held int, asOf time.Time, ok bool) {
 		t.Fatal(err)
 	}
 	return int(total - free), asOf, true
+}
+
+// A heartbeat frame is addressed to a replica incarnation, as a group
+// connection is (incarnation.go): one for a re-hosted replica's earlier
+// incarnation is refused and leaves its term alone, and once the new
+// replica is a member its leader's heartbeats reach it through frames.
+func TestHeartbeatFramesRespectIncarnations(t *testing.T) {
+	tc := startTestCluster(t, nil)
+	leader, li := tc.leader()
+	mustPropose(t, leader, testShow())
+	fresh, other := (li+1)%3, (li+2)%3
+	freshNode := tc.peers[fresh].ID
+	fg := rehost(t, tc, leader, fresh)
+	fg.catchUp.on.Store(false)
+	og, err := tc.nodes[other].Group(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := &raft.AppendEntriesRequest{RPCHeader: og.rpcHeader(), Term: leader.raft.CurrentTerm() + 5, Leader: og.rpcHeader().Addr}
+	if !isHeartbeat(hb) {
+		t.Fatalf("test heartbeat %+v is not heartbeat-shaped", hb)
+	}
+	var resp raft.AppendEntriesResponse
+	err = og.trans.AppendEntries(raft.ServerID(freshNode), raft.ServerAddress(tc.peers[fresh].RaftAddr), hb, &resp)
+	if !errors.Is(err, errBeatRefused) {
+		t.Fatalf("heartbeat frame to %s (earlier incarnation of %s) = %v, want %v", freshNode, fg.self, err, errBeatRefused)
+	}
+	if got := fg.raft.CurrentTerm(); got > leader.raft.CurrentTerm() {
+		t.Fatalf("%s took term %d from a heartbeat addressed to %s", fg.self, got, freshNode)
+	}
+	addBack(t, tc, leader, fresh)
+	time.Sleep(time.Second)
+	if st, last := fg.raft.State(), fg.raft.LastContact(); st != raft.Follower || time.Since(last) > 500*time.Millisecond {
+		t.Fatalf("re-hosted replica %s: state %v, last contact %v ago; want a follower its leader heartbeats", fg.self, st, time.Since(last))
+	}
+	if n := tc.nodes[fresh].beats.frames.Load(); n == 0 {
+		t.Errorf("node %s answered no heartbeat frame", freshNode)
+	}
 }

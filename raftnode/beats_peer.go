@@ -121,7 +121,7 @@ func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
 	// (beats_serve.go).
 	reqs := make([]beatReq, len(batch))
 	for i, b := range batch {
-		reqs[i] = beatReq{group: b.group, req: *b.req}
+		reqs[i] = beatReq{group: b.group, incarnation: b.incarnation, req: *b.req}
 		if b.commit != nil {
 			reqs[i].commit = b.commit()
 		}

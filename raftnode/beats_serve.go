@@ -86,12 +86,18 @@ func (c *beatCoalescer) serveConn(conn net.Conn) {
 	}
 }
 
-// answer hands one heartbeat to its group's raft. A group not hosted here
-// fails that heartbeat alone, as its own connection would have.
+// answer hands one heartbeat to its group's raft. A group not hosted here,
+// or hosted as another incarnation than the one the heartbeat is addressed
+// to, fails that heartbeat alone, as its own connection would have been
+// refused (mux.go).
 func (c *beatCoalescer) answer(br *beatReq, prev time.Time) beatReply {
 	r := c.receiver(br.group)
 	if r == nil {
 		return beatReply{err: fmt.Sprintf("raftnode: no replica of group %d here", br.group)}
+	}
+	if inc := r.incarnationID(); inc != br.incarnation {
+		return beatReply{err: fmt.Sprintf("raftnode: heartbeat of group %d addressed to incarnation %s; this replica is %s",
+			br.group, formatIncarnation(br.incarnation), formatIncarnation(inc))}
 	}
 	resp, err := r.heartbeat(&br.req)
 	if err != nil {

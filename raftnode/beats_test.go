@@ -25,6 +25,7 @@ const beatTestTimeout = 30 * time.Second
 // its lastLog so a test sees whose answer a caller got. If block is set,
 // heartbeat signals entered and waits on block.
 type testReceiver struct {
+	inc     uint64
 	lastLog uint64
 	entered chan struct{}
 	block   chan struct{}
@@ -37,6 +38,8 @@ func (r *testReceiver) heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEn
 	}
 	return &raft.AppendEntriesResponse{Term: req.Term, LastLog: r.lastLog, Success: true}, nil
 }
+
+func (r *testReceiver) incarnationID() uint64 { return r.inc }
 
 func (r *testReceiver) noteCommit(*raft.AppendEntriesRequest, knownCommit) {}
 
@@ -129,19 +132,26 @@ func testBeatsShareOneFrame(t *testing.T, tlsA, tlsB *MuxTLS) {
 	}
 }
 
+// A group the peer does not host, or hosts as another incarnation (a
+// replica removed and added again: incarnation.go), fails its heartbeat
+// alone; the frame's other heartbeats are answered.
 func TestBeatsUnknownGroupFailsAlone(t *testing.T) {
 	ma, mb := newTestMux(t, headerTimeout), newTestMux(t, headerTimeout)
 	a, b := newTestBeats(t, ma, time.Hour), newTestBeats(t, mb, time.Hour)
-	b.register(1, &testReceiver{lastLog: 5})
+	b.register(1, &testReceiver{lastLog: 5, inc: 0x1f})
+	b.register(2, &testReceiver{lastLog: 6, inc: 0x2f})
 	addr := mb.Addr().String()
 	out := make(chan beatResult, 2)
-	sendBeats(t, a, addr, []uint32{99}, out)
+	sendBeats(t, a, addr, []uint32{99, 2}, out) // group 2 addressed to incarnation 0
 	known := testBeat(1)
+	known.incarnation = 0x1f
 	if err := a.send(addr, known, true, nil); err != nil || known.resp.LastLog != 5 {
 		t.Fatalf("heartbeat of group 1 = %v (%+v), want nil and LastLog 5", err, known.resp)
 	}
-	if r := <-out; !errors.Is(r.err, errBeatRefused) {
-		t.Fatalf("heartbeat of unhosted group 99 = %v, want %v", r.err, errBeatRefused)
+	for range 2 {
+		if r := <-out; !errors.Is(r.err, errBeatRefused) {
+			t.Fatalf("heartbeat of group %d (unhosted, or another incarnation) = %v, want %v", r.group, r.err, errBeatRefused)
+		}
 	}
 	if n := b.frames.Load(); n != 1 {
 		t.Errorf("peer answered %d frames, want 1", n)

@@ -62,18 +62,19 @@ func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	if !isHeartbeat(args) {
 		return t.progressTransport.AppendEntries(id, target, args, resp)
 	}
-	addr := string(target)
-	if a, err := t.peers.ServerAddr(id); err == nil {
-		addr = string(a)
-	}
+	// A raft address names the replica's incarnation (incarnation.go): it
+	// goes in the frame; the coalescer dials the node.
+	target = t.peerAddr(id, target)
+	addr := dialAddr(string(target))
 	if t.beats.plain(addr) {
 		return t.progressTransport.AppendEntries(id, target, args, resp)
 	}
 	b := &pendingBeat{
-		group:  t.group,
-		req:    args,
-		commit: func() uint64 { return t.leaderCommit(args.Term) },
-		done:   make(chan error, 1),
+		group:       t.group,
+		incarnation: incarnationOf(string(target)),
+		req:         args,
+		commit:      func() uint64 { return t.leaderCommit(args.Term) },
+		done:        make(chan error, 1),
 	}
 	err := t.beats.send(addr, b, t.urgent(addr), t.stop)
 	t.mu.Lock()
@@ -84,6 +85,15 @@ func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	}
 	t.progress.note(id, args, resp, err)
 	return err
+}
+
+// peerAddr is where raft's transport would send to id: its address
+// provider's answer, or target.
+func (t *beatTransport) peerAddr(id raft.ServerID, target raft.ServerAddress) raft.ServerAddress {
+	if a, err := t.peers.ServerAddr(id); err == nil {
+		return a
+	}
+	return target
 }
 
 // urgent reports whether a heartbeat must go out at once: raft sent it
@@ -125,6 +135,8 @@ func isHeartbeat(req *raft.AppendEntriesRequest) bool {
 	return req.Term != 0 && leader != nil && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 &&
 		len(req.Entries) == 0 && req.LeaderCommitIndex == 0
 }
+
+func (g *Group) incarnationID() uint64 { return g.incarnation }
 
 // heartbeat hands req to raft's heartbeat handler, which answers before
 // it returns (or not at all when raft is shutting down).

@@ -29,13 +29,16 @@ const (
 
 var errBeatFrame = errors.New("raftnode: malformed heartbeat frame")
 
-// beatReq is one group's heartbeat in a request frame. commit is the
-// leader's commit index for that group (0: none), read when the frame was
-// built; the heartbeat's term goes with it (stale.go, beats_serve.go).
+// beatReq is one group's heartbeat in a request frame, addressed to the
+// incarnation of the group's replica the leader's configuration names
+// (incarnation.go). commit is the leader's commit index for that group (0:
+// none), read when the frame was built; the heartbeat's term goes with it
+// (stale.go, beats_serve.go).
 type beatReq struct {
-	group  uint32
-	req    raft.AppendEntriesRequest
-	commit uint64
+	group       uint32
+	incarnation uint64
+	req         raft.AppendEntriesRequest
+	commit      uint64
 }
 
 // beatReply is the answer to one beatReq: raft's response, or the error
@@ -50,6 +53,7 @@ func encodeBeatReqs(beats []beatReq) []byte {
 	for i := range beats {
 		r := &beats[i].req
 		b = binary.AppendUvarint(b, uint64(beats[i].group))
+		b = binary.AppendUvarint(b, beats[i].incarnation)
 		b = appendHeader(b, r.RPCHeader)
 		b = binary.AppendUvarint(b, r.Term)
 		b = appendBytes(b, r.Leader)
@@ -66,6 +70,7 @@ func decodeBeatReqs(p []byte) ([]beatReq, error) {
 	for i := 0; i < n && d.err == nil; i++ {
 		var br beatReq
 		br.group = uint32(d.uvarint(1<<32 - 1))
+		br.incarnation = d.uvarint(1<<64 - 1)
 		br.req.RPCHeader = d.header()
 		br.req.Term = d.uvarint(1<<64 - 1)
 		br.req.Leader = d.bytes()
