@@ -146,6 +146,9 @@ const (
 	pruneCheckIntervalDefault = time.Minute
 	balanceIntervalDefault    = 5 * time.Second
 	snapshotThresholdDefault  = 8192
+	// expireQuietMax bounds how long a leader with no hold due skips its
+	// expiry ticks (expiry.go, sleepQuiet).
+	expireQuietMax = time.Second
 	// proposeTimeout bounds how long a proposal may wait to enter raft.
 	proposeTimeout = 2 * time.Second
 	// barrierTimeout bounds the barrier a new leader runs before serving
