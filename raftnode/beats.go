@@ -189,7 +189,8 @@ func (c *beatCoalescer) peer(addr string) (*beatPeer, error) {
 	}
 	p := c.mu.peers[addr]
 	if p == nil {
-		p = &beatPeer{c: c, addr: addr, wake: make(chan struct{}, 1)}
+		p = &beatPeer{c: c, addr: addr, wake: make(chan struct{}, 1), tick: time.NewTimer(time.Hour)}
+		p.tick.Stop()
 		c.mu.peers[addr] = p
 		c.wg.Add(1)
 		go p.run()

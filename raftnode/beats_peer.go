@@ -19,13 +19,17 @@ type beatPeer struct {
 	c    *beatCoalescer
 	addr string
 	wake chan struct{} // capacity 1: a send is due
+	// tick fires at the next tick while periodic heartbeats wait; run
+	// receives it itself (a timer channel, not AfterFunc: no goroutine
+	// per tick). Reset and stopped under mu.
+	tick *time.Timer
 
 	mu struct {
 		sync.Mutex
 		// queue holds heartbeats not yet in a frame; guarded by mu.
 		queue []*pendingBeat
-		// timer, if set, wakes run at the next tick; guarded by mu.
-		timer *time.Timer
+		// armed is set while tick runs for the next tick; guarded by mu.
+		armed bool
 		// conn is the connection to the peer, nil until dialed or after an
 		// error; guarded by mu (run uses it without the lock, close closes
 		// it to end a blocked read).
@@ -44,8 +48,9 @@ func (p *beatPeer) enqueue(b *pendingBeat, urgent bool) {
 	switch {
 	case urgent:
 		p.signal()
-	case p.mu.timer == nil:
-		p.mu.timer = time.AfterFunc(untilTick(time.Now(), p.c.tick), p.signal)
+	case !p.mu.armed:
+		p.tick.Reset(untilTick(time.Now(), p.c.tick))
+		p.mu.armed = true
 	}
 }
 
@@ -61,6 +66,7 @@ func (p *beatPeer) run() {
 	for {
 		select {
 		case <-p.wake:
+		case <-p.tick.C:
 		case <-p.c.done:
 			for _, b := range p.take() {
 				b.done <- errBeatsClosed
@@ -78,9 +84,9 @@ func (p *beatPeer) run() {
 func (p *beatPeer) take() []*pendingBeat {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.timer != nil {
-		p.mu.timer.Stop()
-		p.mu.timer = nil
+	if p.mu.armed {
+		p.tick.Stop()
+		p.mu.armed = false
 	}
 	batch := p.mu.queue
 	if len(batch) > beatsPerFrameMax {
