@@ -29,6 +29,11 @@ import (
 //
 // A heartbeat raft sends early (VerifyLeader asks for one at once) does not
 // wait for the tick: waiting would add to every linearizable read.
+//
+// Each heartbeat also carries its group's commit index, which raft's
+// heartbeats lack: followers learn commits from frames instead of raft's
+// empty appends (CommitTimeout, config.go). How a follower dates it is in
+// beats_serve.go, what it does with it in beats_transport.go (learnCommit).
 
 // beatGroupID is the Mux group id of heartbeat frames; Config.Validate
 // keeps it from raft groups.
