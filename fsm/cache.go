@@ -82,6 +82,16 @@ func (e *expiryBound) reset() {
 	e.mu.gen++
 }
 
+// ExpiryBound is the time (Unix ms) before which no live hold expires, as
+// far as the in-memory bound knows: math.MaxInt64 when no hold is live,
+// math.MinInt64 when unknown (read the state: ExpiryDue). The leader's
+// expiry driver sleeps until then on an idle group.
+func (m *Machine) ExpiryBound() int64 {
+	m.expiry.mu.Lock()
+	defer m.expiry.mu.Unlock()
+	return m.expiry.mu.at
+}
+
 // ExpiryDue reports whether a live hold expires at or before now (Unix ms).
 // It answers from the in-memory bound when that says nothing can be due, and
 // otherwise reads the expiry index from a snapshot (and tightens the bound).

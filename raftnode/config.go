@@ -128,20 +128,27 @@ const (
 	leaderLeaseTimeoutDefault = 500 * time.Millisecond
 	// commitTimeoutDefault is how often (randomly once to twice per
 	// interval) a leader sends each follower an AppendEntries when no new
-	// entry prompts one: it only tells followers the commit index (raft's
-	// appends carry it; heartbeats do not). Under load every new entry
-	// carries it, so this matters only between bursts, where it sets how
-	// stale an idle follower's reads are (FreshView reports exactly that),
-	// and how long after a lone write (CreateShow) a follower still lacks
-	// it. At 20 ms these empty appends were most of an idle cluster's CPU:
-	// 8 groups x 2 followers x ~33 RPCs/s (docs/PERFORMANCE.md, idle).
-	commitTimeoutDefault      = 100 * time.Millisecond
+	// entry prompts one. Its only news is the commit index (raft's appends
+	// carry it; heartbeats do not), and heartbeat frames now carry that
+	// too: a follower learns a lone write's commit from the next frame,
+	// 0.1-0.3 s later, and its bounded-stale views stay fresh from frames
+	// (beats.go, learnCommit). What this timeout still paces is raft's
+	// retry of a follower whose replication failed, when no new entry
+	// comes: a follower back from a restart catches up 1-2 s later on an
+	// idle group. At 100 ms these empty appends were about half of an
+	// idle cluster's raft RPCs (8 groups x 2 followers x ~7 a second; at
+	// 20 ms, most of its CPU); at 1 s, one in ten (docs/PERFORMANCE.md,
+	// idle).
+	commitTimeoutDefault      = time.Second
 	batchCommandsDefault      = 1024
 	inflightEntriesDefault    = 4
 	expireIntervalDefault     = 100 * time.Millisecond
 	pruneCheckIntervalDefault = time.Minute
 	balanceIntervalDefault    = 5 * time.Second
 	snapshotThresholdDefault  = 8192
+	// expireQuietMax bounds how long a leader with no hold due skips its
+	// expiry ticks (expiry.go, sleepQuiet).
+	expireQuietMax = time.Second
 	// proposeTimeout bounds how long a proposal may wait to enter raft.
 	proposeTimeout = 2 * time.Second
 	// barrierTimeout bounds the barrier a new leader runs before serving
@@ -149,6 +156,15 @@ const (
 	barrierTimeout = 10 * time.Second
 	// transportTimeout bounds one raft RPC's I/O.
 	transportTimeout = 10 * time.Second
+	// beatTimeoutMin is the least time a heartbeat frame's round trip may
+	// take (beats.go; HeartbeatTimeout if longer): short enough that a
+	// lost peer fails its heartbeats well before raft's transportTimeout,
+	// long enough not to fail them on a loaded machine.
+	beatTimeoutMin = time.Second
+	// beatFramesRetry is how long heartbeats to a peer that refused
+	// heartbeat frames (an earlier version, during a rolling upgrade) go
+	// on the groups' own connections before frames are tried again.
+	beatFramesRetry = time.Minute
 	// transportPool is the number of idle connections kept per peer.
 	transportPool = 3
 	// maxAppendEntries bounds entries per AppendEntries RPC.
@@ -214,6 +230,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftnode: node %s is not in the peer list", c.NodeID)
 	}
 	for g, ids := range c.Groups {
+		if g == beatGroupID {
+			return fmt.Errorf("raftnode: group id %d is reserved for heartbeat frames", g)
+		}
 		for _, id := range ids {
 			if !known[id] {
 				return fmt.Errorf("raftnode: group %d names unknown node %s", g, id)

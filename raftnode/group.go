@@ -22,9 +22,15 @@ type Group struct {
 	machine   *fsm.Machine
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
-	store     *raftboltdb.BoltStore
-	logs      raft.LogStore // raft's view of the group's log (cached)
-	metrics   *groupMetrics
+	// trans is what raft sends and receives through: transport, with
+	// heartbeats coalesced per node (beats_transport.go).
+	trans *beatTransport
+	// rpcs is the channel raft serves RPCs from: the relay (stale.go) and
+	// learnCommit (beats_transport.go) send on it.
+	rpcs    chan raft.RPC
+	store   *raftboltdb.BoltStore
+	logs    raft.LogStore // raft's view of the group's log (cached)
+	metrics *groupMetrics
 	// commits is what this replica last learned of its leader's commit
 	// index, for bounded-stale reads (stale.go).
 	commits commitKnown
@@ -54,6 +60,9 @@ type Group struct {
 	// serves linearizable reads only when they are equal.
 	epoch      atomic.Uint64
 	readyEpoch atomic.Uint64
+	// ready (capacity 1) wakes the expiry driver when this replica becomes
+	// a ready leader (expiry.go).
+	ready chan struct{}
 }
 
 // startGroup starts this node's replica of a group. bootstrap is the
@@ -79,6 +88,7 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 		// Raft blocks on this channel; a buffer keeps it from waiting on us.
 		notify: make(chan bool, 16),
 		stop:   make(chan struct{}),
+		ready:  make(chan struct{}, 1),
 	}
 	if g.incarnation, err = readIncarnation(dir); err != nil {
 		return nil, fmt.Errorf("raftnode: group %d: %w", id, err)
@@ -172,13 +182,18 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	}
 	g.logs = logs
 	rpcs := make(chan raft.RPC)
-	trans := progressTransport{g.transport, g.metrics.followers, rpcs}
-	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, trans)
+	g.rpcs = rpcs
+	// Heartbeats go through the node's coalescer (beats.go).
+	g.trans = newBeatTransport(progressTransport{g.transport, g.metrics.followers, rpcs},
+		g.node.beats, g.id, cfg.HeartbeatTimeout/10, peerAddresses{g.node}, g.stop)
+	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, g.trans)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)
 	}
 	g.raft = r
+	g.trans.raft.Store(r)
+	g.node.beats.register(g.id, g)
 	g.wg.Add(1)
 	go g.relay(g.transport.Consumer(), rpcs)
 	obs := make(chan raft.Observation, 16)
@@ -256,6 +271,10 @@ func (g *Group) awaitBarrier(epoch uint64) {
 	}
 	if g.epoch.Load() == epoch {
 		g.readyEpoch.Store(epoch)
+		select {
+		case g.ready <- struct{}{}:
+		default: // a wake-up is already pending
+		}
 	}
 }
 
@@ -270,6 +289,9 @@ func (g *Group) leaderReady() bool {
 func (g *Group) close() error {
 	close(g.stop)
 	var err error
+	if g.trans != nil {
+		g.node.beats.unregister(g.id, g)
+	}
 	if g.raft != nil {
 		err = g.raft.Shutdown().Error()
 	}

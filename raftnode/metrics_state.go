@@ -154,14 +154,20 @@ func (t progressTransport) Consumer() <-chan raft.RPC { return t.consumer }
 // AppendEntries sends one AppendEntries RPC and notes the follower's log end.
 func (t progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+	t.progress.note(id, args, resp, err)
+	return err
+}
+
+// note records the follower's log end from an AppendEntries answer
+// (heartbeats included: beats_transport.go).
+func (p *followerProgress) note(id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
 	if err != nil || resp.Term > args.Term {
-		return err
+		return
 	}
 	// A follower fills in LastLog before appending the request's entries.
 	last := resp.LastLog
 	if resp.Success && len(args.Entries) > 0 {
 		last = max(last, args.Entries[len(args.Entries)-1].Index)
 	}
-	t.progress.record(id, last)
-	return err
+	p.record(id, last)
 }

@@ -23,6 +23,9 @@ type Node struct {
 	// log is the raft log of every hosted group (nodelog.go).
 	log *nodeLog
 	mux *Mux
+	// beats sends and serves the groups' heartbeats, coalesced per peer
+	// node (beats.go); closed after the groups, before mux.
+	beats *beatCoalescer
 	// metrics is set before any group starts and not changed after.
 	metrics *nodeMetrics
 	// peers is the peer table (peers.go): an immutable snapshot, swapped
@@ -95,10 +98,18 @@ func Start(cfg Config) (*Node, error) {
 		closeStores()
 		return nil, err
 	}
+	beatLayer, err := mux.Layer(beatGroupID)
+	if err != nil {
+		ln.Close()
+		closeStores()
+		return nil, err
+	}
 	n := &Node{cfg: cfg, db: db, log: rlog, mux: mux, muxDone: make(chan struct{}), stop: make(chan struct{})}
+	n.beats = newBeatCoalescer(beatLayer, cfg.HeartbeatTimeout/10, max(cfg.HeartbeatTimeout, beatTimeoutMin))
 	n.mu.groups = map[uint32]*Group{}
 	n.peers.Store(peers)
 	if n.metrics, err = newNodeMetrics(cfg.Metrics, n); err != nil {
+		n.beats.close()
 		ln.Close()
 		closeStores()
 		return nil, err
@@ -227,6 +238,7 @@ func (n *Node) Close() error {
 			errs = append(errs, g.close())
 		}
 		n.mu.Unlock()
+		n.beats.close()
 		errs = append(errs, n.mux.Close())
 		<-n.muxDone
 		errs = append(errs, n.log.close())

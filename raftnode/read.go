@@ -28,6 +28,10 @@ func (g *Group) View(ctx context.Context, linearizable bool) (*fsm.View, error) 
 	if !g.leaderReady() {
 		return nil, ErrNotLeader
 	}
+	// Heartbeats waiting for the coalescer's tick go now (beats.go).
+	g.trans.verifying.Add(1)
+	defer g.trans.verifying.Add(-1)
+	g.node.beats.hurry()
 	f := g.raft.VerifyLeader()
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()

@@ -74,7 +74,8 @@ func (g *Group) FreshView(ctx context.Context, maxStale time.Duration) (*fsm.Vie
 // leader's term. Heartbeats do not carry the commit index, so the time of
 // the last heartbeat (raft's LastContact) says nothing of what the follower
 // knows to be committed: between appends, a leader tells its followers its
-// commit index only every CommitTimeout to 2×CommitTimeout.
+// commit index only in heartbeat frames, as of the previous frame
+// (beats_serve.go, noteCommit), or every CommitTimeout to 2×CommitTimeout.
 type commitKnown struct {
 	mu   sync.Mutex
 	last knownCommit

@@ -1,0 +1,234 @@
+package raftnode
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Heartbeats coalesced per node pair (as CockroachDB does).
+//
+// hashicorp/raft sends every follower of every group a heartbeat every
+// HeartbeatTimeout/10 to /5, each a synchronous round trip on the group's
+// own connection: on an idle cluster those round trips (syscalls and
+// goroutine wake-ups on both ends) were most of the CPU. Here a group's
+// transport (beats_transport.go) hands a heartbeat to the node's
+// beatCoalescer instead; periodic ones wait for the node-wide tick, and each
+// tick sends all heartbeats queued for one peer node in one frame, on one
+// connection of the Mux under a reserved group id. The peer hands each to
+// its group's raft and returns all of raft's answers in one frame
+// (beats_serve.go): every caller gets the real answer to its own heartbeat,
+// never one made up here, because raft's VerifyLeader and leader lease
+// count answers as proof that a quorum still follows.
+//
+// A heartbeat raft sends early (VerifyLeader asks for one at once) does not
+// wait for the tick: waiting would add to every linearizable read.
+//
+// Each heartbeat also carries its group's commit index, which raft's
+// heartbeats lack: followers learn commits from frames instead of raft's
+// empty appends (CommitTimeout, config.go). How a follower dates it is in
+// beats_serve.go, what it does with it in beats_transport.go (learnCommit).
+
+// beatGroupID is the Mux group id of heartbeat frames; Config.Validate
+// keeps it from raft groups.
+const beatGroupID = math.MaxUint32
+
+var (
+	// errBeatsClosed fails heartbeats queued when the node shuts down.
+	errBeatsClosed = errors.New("raftnode: heartbeat coalescer closed")
+	// errBeatsUnsupported is a peer that closed a fresh heartbeat
+	// connection unanswered, as a node of an earlier version does.
+	errBeatsUnsupported = errors.New("raftnode: peer does not serve heartbeat frames")
+	// errBeatRefused is a heartbeat the peer node answered with an error of
+	// its own (for example: it hosts no replica of the group).
+	errBeatRefused = errors.New("raftnode: heartbeat refused")
+)
+
+// beatCoalescer is a node's heartbeat sender and server. It owns one
+// goroutine per peer node it sends to, one per accepted connection and its
+// accept loop; close stops and waits for them all.
+type beatCoalescer struct {
+	// layer is the Mux's layer for beatGroupID: Dial reaches a peer's
+	// coalescer, Accept yields peers' connections, TLS included.
+	layer raft.StreamLayer
+	// tick is the period periodic heartbeats wait for, and timeout bounds
+	// one frame's round trip; both read-only.
+	tick, timeout time.Duration
+
+	// frames counts the frames this node has answered (tests, and a
+	// measure of coalescing: heartbeats per frame).
+	frames atomic.Uint64
+
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		// closed is set once by close; guarded by mu.
+		closed bool
+		// peers maps a dial address to its sender; guarded by mu.
+		peers map[string]*beatPeer
+		// receivers maps a group id to the local replica that answers its
+		// heartbeats; guarded by mu.
+		receivers map[uint32]beatReceiver
+		// conns are accepted connections, closed by close; guarded by mu.
+		conns map[net.Conn]struct{}
+	}
+}
+
+// beatReceiver is a local replica as heartbeat frames see it (Group).
+type beatReceiver interface {
+	// incarnationID is the replica's incarnation (incarnation.go).
+	incarnationID() uint64
+	// heartbeat hands req to raft's heartbeat handler and returns its
+	// answer.
+	heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEntriesResponse, error)
+	// noteCommit takes a leader's commit index, sent with the heartbeat
+	// req, for bounded-stale reads and for raft (beats_transport.go).
+	noteCommit(req *raft.AppendEntriesRequest, k knownCommit)
+}
+
+// pendingBeat is one heartbeat waiting for its answer. commit reads the
+// leader's commit index when its frame is built (0: none to send).
+type pendingBeat struct {
+	group uint32
+	// incarnation is the target replica's (incarnation.go): the peer
+	// refuses the heartbeat if its replica is another one, as its Mux
+	// refuses a group connection.
+	incarnation uint64
+	req         *raft.AppendEntriesRequest
+	commit      func() uint64
+	// resp and err are the answer, written by the peer's goroutine before
+	// it sends on done.
+	resp raft.AppendEntriesResponse
+	err  error
+	done chan error // buffered: the sender never blocks on a caller
+}
+
+func newBeatCoalescer(layer raft.StreamLayer, tick, timeout time.Duration) *beatCoalescer {
+	c := &beatCoalescer{layer: layer, tick: tick, timeout: timeout, done: make(chan struct{})}
+	c.mu.peers = map[string]*beatPeer{}
+	c.mu.receivers = map[uint32]beatReceiver{}
+	c.mu.conns = map[net.Conn]struct{}{}
+	c.wg.Add(1)
+	go c.serve()
+	return c
+}
+
+// register makes r answer heartbeats for group; unregister undoes it if r
+// is still the receiver.
+func (c *beatCoalescer) register(group uint32, r beatReceiver) {
+	c.mu.Lock()
+	c.mu.receivers[group] = r
+	c.mu.Unlock()
+}
+
+func (c *beatCoalescer) unregister(group uint32, r beatReceiver) {
+	c.mu.Lock()
+	if c.mu.receivers[group] == r {
+		delete(c.mu.receivers, group)
+	}
+	c.mu.Unlock()
+}
+
+func (c *beatCoalescer) receiver(group uint32) beatReceiver {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.receivers[group]
+}
+
+// send queues b for the peer at addr and waits for its answer, for the
+// frame's error, for close, or for stop (the group's own shutdown). An
+// urgent heartbeat goes out at once, with whatever else is queued.
+func (c *beatCoalescer) send(addr string, b *pendingBeat, urgent bool, stop <-chan struct{}) error {
+	p, err := c.peer(addr)
+	if err != nil {
+		return err
+	}
+	p.enqueue(b, urgent)
+	select {
+	case err := <-b.done:
+		return err
+	case <-stop:
+		return fmt.Errorf("raftnode: heartbeat to %s: group stopping", addr)
+	case <-c.done:
+		return errBeatsClosed
+	}
+}
+
+// plain reports whether heartbeats to addr go on the groups' own
+// connections for now: the peer refused frames (beatPeer.refused).
+func (c *beatCoalescer) plain(addr string) bool {
+	c.mu.Lock()
+	p := c.mu.peers[addr]
+	c.mu.Unlock()
+	return p != nil && p.plain()
+}
+
+// hurry sends every queued heartbeat now (a VerifyLeader is waiting). A
+// peer with nothing queued is not woken: linearizable reads call this
+// thousands of times a second under load.
+func (c *beatCoalescer) hurry() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.mu.peers {
+		p.mu.Lock()
+		if len(p.mu.queue) > 0 {
+			p.signal()
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (c *beatCoalescer) peer(addr string) (*beatPeer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, errBeatsClosed
+	}
+	p := c.mu.peers[addr]
+	if p == nil {
+		p = &beatPeer{c: c, addr: addr, wake: make(chan struct{}, 1), tick: time.NewTimer(time.Hour)}
+		p.tick.Stop()
+		c.mu.peers[addr] = p
+		c.wg.Add(1)
+		go p.run()
+	}
+	return p, nil
+}
+
+// close stops sending and serving, fails queued heartbeats, closes every
+// connection and waits for all goroutines.
+func (c *beatCoalescer) close() {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.closed = true
+	peers, conns := c.mu.peers, c.mu.conns
+	c.mu.conns = map[net.Conn]struct{}{}
+	c.mu.Unlock()
+	close(c.done)
+	_ = c.layer.Close()
+	for _, p := range peers {
+		p.closeConn()
+	}
+	for conn := range conns {
+		_ = conn.Close()
+	}
+	c.wg.Wait()
+}
+
+// untilTick is how long from now to the next multiple of tick: every peer
+// of a node (and, clocks allowing, every node) flushes at the same instants,
+// so a node wakes once per tick, not once per peer.
+func untilTick(now time.Time, tick time.Duration) time.Duration {
+	return tick - time.Duration(now.UnixNano()%int64(tick))
+}

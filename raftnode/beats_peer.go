@@ -1,0 +1,225 @@
+package raftnode
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// beatPeer sends one peer node's heartbeats: its goroutine (run) owns the
+// connection's reads and writes; enqueue and close only touch mu.
+type beatPeer struct {
+	c    *beatCoalescer
+	addr string
+	wake chan struct{} // capacity 1: a send is due
+	// tick fires at the next tick while periodic heartbeats wait; run
+	// receives it itself (a timer channel, not AfterFunc: no goroutine
+	// per tick). Reset and stopped under mu.
+	tick *time.Timer
+
+	mu struct {
+		sync.Mutex
+		// queue holds heartbeats not yet in a frame; guarded by mu.
+		queue []*pendingBeat
+		// armed is set while tick runs for the next tick; guarded by mu.
+		armed bool
+		// conn is the connection to the peer, nil until dialed or after an
+		// error; guarded by mu (run uses it without the lock, close closes
+		// it to end a blocked read).
+		conn net.Conn
+		r    *bufio.Reader
+		// plainUntil is when to try frames again after the peer refused
+		// them (refused); guarded by mu.
+		plainUntil time.Time
+	}
+}
+
+func (p *beatPeer) enqueue(b *pendingBeat, urgent bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.queue = append(p.mu.queue, b)
+	switch {
+	case urgent:
+		p.signal()
+	case !p.mu.armed:
+		p.tick.Reset(untilTick(time.Now(), p.c.tick))
+		p.mu.armed = true
+	}
+}
+
+func (p *beatPeer) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *beatPeer) run() {
+	defer p.c.wg.Done()
+	for {
+		select {
+		case <-p.wake:
+		case <-p.tick.C:
+		case <-p.c.done:
+			for _, b := range p.take() {
+				b.done <- errBeatsClosed
+			}
+			return
+		}
+		if batch := p.take(); len(batch) > 0 {
+			p.exchange(batch)
+		}
+	}
+}
+
+// take empties the queue (up to a frame's worth; the rest go next, at
+// once) and stops the tick timer.
+func (p *beatPeer) take() []*pendingBeat {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.armed {
+		p.tick.Stop()
+		p.mu.armed = false
+	}
+	batch := p.mu.queue
+	if len(batch) > beatsPerFrameMax {
+		batch, p.mu.queue = batch[:beatsPerFrameMax], batch[beatsPerFrameMax:]
+		p.signal()
+	} else {
+		p.mu.queue = nil
+	}
+	return batch
+}
+
+// exchange sends batch as one frame, reads the answers and hands each
+// caller its own. An I/O error or a malformed answer closes the connection
+// and fails the whole batch at once; a heartbeat the peer refused fails
+// alone.
+func (p *beatPeer) exchange(batch []*pendingBeat) {
+	err := p.roundTrip(batch)
+	if err != nil {
+		p.closeConn()
+		err = fmt.Errorf("raftnode: heartbeats to %s: %w", p.addr, err)
+	}
+	for _, b := range batch {
+		if err != nil {
+			b.done <- err
+		} else {
+			b.done <- b.err
+		}
+	}
+}
+
+func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
+	conn, r, fresh, err := p.connect()
+	if err != nil {
+		return err
+	}
+	// Commit indexes are read now, after the answer to the previous frame
+	// on this connection came back: the receiver dates them by that frame
+	// (beats_serve.go).
+	reqs := make([]beatReq, len(batch))
+	for i, b := range batch {
+		reqs[i] = beatReq{group: b.group, incarnation: b.incarnation, req: *b.req}
+		if b.commit != nil {
+			reqs[i].commit = b.commit()
+		}
+	}
+	if err := conn.SetDeadline(time.Now().Add(p.c.timeout)); err != nil {
+		return err
+	}
+	_, err = conn.Write(encodeBeatReqs(reqs))
+	var body []byte
+	if err == nil {
+		body, err = readBeatFrame(r)
+	}
+	if err != nil {
+		if fresh && closedByPeer(err) {
+			p.refused()
+			return fmt.Errorf("%w: %v", errBeatsUnsupported, err)
+		}
+		return err
+	}
+	replies, err := decodeBeatReplies(body)
+	if err != nil {
+		return err
+	}
+	if len(replies) != len(batch) {
+		return fmt.Errorf("%w: %d answers to %d heartbeats", errBeatFrame, len(replies), len(batch))
+	}
+	for i, b := range batch {
+		if replies[i].err != "" {
+			b.err = fmt.Errorf("%w by %s: %s", errBeatRefused, p.addr, replies[i].err)
+			continue
+		}
+		b.resp = replies[i].resp
+	}
+	return nil
+}
+
+// connect returns the peer connection, dialing it if there is none (fresh
+// is then true). A connection dialed while the coalescer closes is closed
+// here: close has already closed the one it saw.
+func (p *beatPeer) connect() (conn net.Conn, r *bufio.Reader, fresh bool, err error) {
+	p.mu.Lock()
+	conn, r = p.mu.conn, p.mu.r
+	p.mu.Unlock()
+	if conn != nil {
+		return conn, r, false, nil
+	}
+	conn, err = p.c.layer.Dial(raft.ServerAddress(p.addr), p.c.timeout)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.c.done:
+		_ = conn.Close()
+		return nil, nil, false, errBeatsClosed
+	default:
+	}
+	p.mu.conn, p.mu.r = conn, bufio.NewReader(conn)
+	return p.mu.conn, p.mu.r, true, nil
+}
+
+// refused marks the peer as not serving heartbeat frames for a while: a
+// node of an earlier version closes a connection for an unknown group
+// without a word. Its heartbeats go on the groups' own connections
+// (beatTransport) until beatFramesRetry has passed. A peer that merely
+// restarted at that moment costs the same for as long, and no more.
+func (p *beatPeer) refused() {
+	p.mu.Lock()
+	p.mu.plainUntil = time.Now().Add(beatFramesRetry)
+	p.mu.Unlock()
+}
+
+// plain reports whether heartbeats to the peer go on the groups' own
+// connections (refused).
+func (p *beatPeer) plain() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Now().Before(p.mu.plainUntil)
+}
+
+func (p *beatPeer) closeConn() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.conn != nil {
+		_ = p.mu.conn.Close()
+	}
+	p.mu.conn, p.mu.r = nil, nil
+}
+
+// closedByPeer reports whether err says the peer closed the connection.
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}

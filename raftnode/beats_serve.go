@@ -1,0 +1,112 @@
+package raftnode
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"time"
+)
+
+// serve accepts peers' heartbeat connections until close shuts the layer.
+func (c *beatCoalescer) serve() {
+	defer c.wg.Done()
+	for {
+		conn, err := c.layer.Accept()
+		if err != nil {
+			return // the layer is closed: only close (or the Mux's) does that
+		}
+		if !c.track(conn) {
+			_ = conn.Close()
+			return
+		}
+	}
+}
+
+// track starts conn's goroutine, unless the coalescer is closed: wg.Add
+// happens under mu while open, so close's Wait never races it.
+func (c *beatCoalescer) track(conn net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return false
+	}
+	c.mu.conns[conn] = struct{}{}
+	c.wg.Add(1)
+	go c.serveConn(conn)
+	return true
+}
+
+func (c *beatCoalescer) untrack(conn net.Conn) {
+	c.mu.Lock()
+	delete(c.mu.conns, conn)
+	c.mu.Unlock()
+	_ = conn.Close()
+}
+
+// serveConn answers one peer's frames in order until the connection fails.
+// It sets no read deadline: a peer leading no group here may send nothing
+// for a long time, and TCP keepalive finds a dead one.
+//
+// Dating commit indexes: a frame's commit indexes were read by the leader
+// after it received this connection's answer to the previous frame, so
+// after that frame arrived here. A write acknowledged before that arrival
+// was committed before the leader read its commit index: the index covers
+// it (given the term check of FreshView, and that raft accepted the
+// heartbeat's term here, so no later leader can have counted this replica
+// in its quorum before). Hence a commit index is known as of the previous
+// frame's arrival, never its own; the first frame on a connection dates
+// none.
+func (c *beatCoalescer) serveConn(conn net.Conn) {
+	defer c.wg.Done()
+	defer c.untrack(conn)
+	r := bufio.NewReader(conn)
+	var prev time.Time
+	for {
+		body, err := readBeatFrame(r)
+		if err != nil {
+			return
+		}
+		arrived := time.Now()
+		reqs, err := decodeBeatReqs(body)
+		if err != nil {
+			return
+		}
+		replies := make([]beatReply, len(reqs))
+		for i := range reqs {
+			replies[i] = c.answer(&reqs[i], prev)
+		}
+		prev = arrived
+		c.frames.Add(1)
+		if err := conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+			return
+		}
+		if _, err := conn.Write(encodeBeatReplies(replies)); err != nil {
+			return
+		}
+	}
+}
+
+// answer hands one heartbeat to its group's raft. A group not hosted here,
+// or hosted as another incarnation than the one the heartbeat is addressed
+// to, fails that heartbeat alone, as its own connection would have been
+// refused (mux.go).
+func (c *beatCoalescer) answer(br *beatReq, prev time.Time) beatReply {
+	r := c.receiver(br.group)
+	if r == nil {
+		return beatReply{err: fmt.Sprintf("raftnode: no replica of group %d here", br.group)}
+	}
+	if inc := r.incarnationID(); inc != br.incarnation {
+		return beatReply{err: fmt.Sprintf("raftnode: heartbeat of group %d addressed to incarnation %s; this replica is %s",
+			br.group, formatIncarnation(br.incarnation), formatIncarnation(inc))}
+	}
+	resp, err := r.heartbeat(&br.req)
+	if err != nil {
+		return beatReply{err: err.Error()}
+	}
+	// Success with the request's term: raft took the sender as the leader
+	// of that term.
+	if br.commit > 0 && !prev.IsZero() && resp.Success && resp.Term == br.req.Term {
+		r.noteCommit(&br.req, knownCommit{at: prev, index: br.commit, term: br.req.Term})
+	}
+	return beatReply{resp: *resp}
+}
