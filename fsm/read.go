@@ -177,6 +177,8 @@ func (v *View) Hold(id string) (*ledgerpb.HoldRecord, error) {
 
 // SeatMap returns every seat of a show in layout order with its state. Seats
 // of holds expired by the view's clock read FREE, as a hold would find them.
+// The seats are shared with other reads of the same states (statescache.go):
+// callers may marshal the map and set its own fields, not change its seats.
 func (v *View) SeatMap(showID string) (*ledgerpb.SeatMap, error) {
 	l, err := v.layout(showID)
 	if err != nil {
@@ -191,14 +193,8 @@ func (v *View) SeatMap(showID string) (*ledgerpb.SeatMap, error) {
 	if err != nil {
 		return nil, err
 	}
-	sm := &ledgerpb.SeatMap{ShowId: l.show.ShowId, Title: l.show.Title, Categories: cats,
-		Seats: freeSeats(l), Revision: v.applied, Free: c.free, Held: c.held, Booked: c.booked}
-	for i := range len(c.states) {
-		if c.states[i] != SeatLetterFree {
-			sm.Seats[i].State = SeatStateOfLetter(c.states[i])
-		}
-	}
-	return sm, nil
+	return &ledgerpb.SeatMap{ShowId: l.show.ShowId, Title: l.show.Title, Categories: cats,
+		Seats: c.seatList(l), Revision: v.applied, Free: c.free, Held: c.held, Booked: c.booked}, nil
 }
 
 // SeatStates returns a show's seat map without its layout: SeatStates holds

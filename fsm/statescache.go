@@ -30,6 +30,28 @@ type cachedStates struct {
 	free   uint32
 	held   uint32
 	booked uint32
+
+	// seats is the full map's seat list with these states, built on the
+	// first SeatMap that needs it and then shared, read-only, by every
+	// map served from this entry (rebuilding it was most of a full map
+	// read's cost).
+	seatsOnce sync.Once
+	seats     []*ledgerpb.Seat
+}
+
+// seatList returns the seats of layout l with these states, in layout
+// order. The slice and its seats are shared: callers must not change them.
+func (c *cachedStates) seatList(l *layout) []*ledgerpb.Seat {
+	c.seatsOnce.Do(func() {
+		seats := freeSeats(l)
+		for i := range len(c.states) {
+			if c.states[i] != SeatLetterFree {
+				seats[i].State = SeatStateOfLetter(c.states[i])
+			}
+		}
+		c.seats = seats
+	})
+	return c.seats
 }
 
 // count moves one seat, counted FREE, to state's count.

@@ -2,7 +2,11 @@ package fsm
 
 import (
 	"fmt"
+	"sync"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -182,4 +186,50 @@ func TestViewsWhileApplying(t *testing.T) {
 			t.Fatal(p)
 		}
 	}
+}
+
+// Maps served from one cache entry share their seats; gRPC and the HTTP
+// gateway marshal them concurrently (run with -race).
+func TestSharedSeatsMarshalConcurrently(t *testing.T) {
+	m := newTestMachine(t, newTestDB(t), 1)
+	mustApply(t, m, 1, at(1000, cmdShow("admin", "r1", testShow("s1", "A:20:std,B:20:std", "std:1000:EUR"))), 1)
+	mustApply(t, m, 2, at(1000, cmdHold("fan", "h1", "s1", 60_000, "A1", "A2")), 1)
+	var maps []*ledgerpb.SeatMap
+	for range 4 {
+		v := m.ReadView()
+		sm, err := v.SeatMap("s1")
+		v.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps = append(maps, sm)
+	}
+	if maps[0].Seats[0] != maps[3].Seats[0] {
+		t.Fatal("two reads of unchanged states do not share their seats")
+	}
+	var wg sync.WaitGroup
+	for i, sm := range maps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sm.ServedBy = fmt.Sprintf("n%d", i)
+			for range 50 {
+				b, err := proto.Marshal(sm)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := protojson.Marshal(sm); err != nil {
+					t.Error(err)
+					return
+				}
+				var back ledgerpb.SeatMap
+				if err := proto.Unmarshal(b, &back); err != nil || back.Seats[0].State != ledgerpb.SeatState_HELD || back.Seats[2].State != ledgerpb.SeatState_FREE {
+					t.Errorf("round trip: %v, %v", back.Seats[:3], err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
