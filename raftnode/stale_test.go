@@ -2,9 +2,13 @@ package raftnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seatledger/seatledger/fsm"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -57,5 +61,70 @@ func TestFreshViewIncludesWritesAcknowledgedBeforeItsTime(t *testing.T) {
 	// Each hold's append carries the commit index of the one before.
 	if served < 3 {
 		t.Fatalf("the follower served %d of 6 reads; want it to serve once it learns commits", served)
+	}
+}
+
+// Raft counts an entry applied once it hands it to the FSM goroutine. A
+// follower whose FSM goroutine is still applying a write it knows committed
+// must not serve a view claiming to be fresh as of a time after that
+// write's acknowledgement: FreshView waits for the state machine itself.
+func TestFreshViewWaitsForTheStateMachine(t *testing.T) {
+	tc := startTestCluster(t, func(c *Config) { c.CommitTimeout = 20 * time.Millisecond })
+	leader, li := tc.leader()
+	mustPropose(t, leader, testShow())
+	follower, err := tc.nodes[(li+1)%3].Group(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hold the follower's FSM goroutine at its next batch.
+	var armed atomic.Bool
+	release := make(chan struct{})
+	applyBatchHook = func(m *fsm.Machine) {
+		if m == follower.machine && armed.Load() {
+			<-release
+		}
+	}
+	t.Cleanup(func() { applyBatchHook = nil })
+	t.Cleanup(func() { armed.Store(false); close(release) })
+	armed.Store(true)
+	res := mustPropose(t, leader, holdCmd("c", "r1", 60_000, "A1"))
+	if res.GetCode() != ledgerpb.Code_CODE_OK {
+		t.Fatalf("hold: %v", res)
+	}
+	acked := time.Now()
+	index := res.Revision
+	// The follower knows the hold committed, after its acknowledgement, and
+	// raft has handed it over; the FSM has not applied it.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		k := follower.commits.get()
+		if k.index >= index && k.at.After(acked) && follower.raft.AppliedIndex() >= index {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the follower did not learn index %d was committed (knows %d at %s, raft applied %d)", index, k.index, k.at, follower.raft.AppliedIndex())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if follower.machine.Applied() >= index {
+		t.Fatalf("the follower's state machine applied %d while held back", index)
+	}
+	v, asOf, err := follower.FreshView(context.Background(), 2*time.Second)
+	if errors.Is(err, ErrStale) {
+		return // refusing is always allowed
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	total, free, err := v.SeatCounts("s1")
+	if errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("the follower's view as of %s misses the show created before the hold acknowledged at %s", asOf.Format("15:04:05.000"), acked.Format("15:04:05.000"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total == free && asOf.After(acked) {
+		t.Fatalf("the follower's view as of %s misses the hold acknowledged at %s", asOf.Format("15:04:05.000"), acked.Format("15:04:05.000"))
 	}
 }
