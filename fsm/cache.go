@@ -18,29 +18,42 @@ const layoutCacheMax = 4096
 // goroutine fills it, readers may use it: entries are immutable and the map
 // is guarded. A layout may be cached before the batch that created its show
 // commits, so readers must see the show in their own snapshot first.
-type layoutCache struct {
+type layoutCache struct{ boundedCache[*layout] }
+
+func (c *layoutCache) put(id string, l *layout) { c.putUnless(id, l, layoutCacheMax, nil) }
+
+// boundedCache is a guarded map of immutable entries that starts over when
+// full: the layouts, and the seat states (statescache.go).
+type boundedCache[V comparable] struct {
 	mu struct {
 		sync.Mutex
-		m map[string]*layout
+		m map[string]V
 	}
 }
 
-func (c *layoutCache) get(id string) *layout {
+// get returns key's entry, the zero V if none.
+func (c *boundedCache[V]) get(key string) V {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.mu.m[id]
+	return c.mu.m[key]
 }
 
-func (c *layoutCache) put(id string, l *layout) {
+// putUnless caches v under key unless keep says the entry already there
+// (not the zero V) should stay; with max entries it starts over first.
+func (c *boundedCache[V]) putUnless(key string, v V, max int, keep func(old V) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.m == nil || len(c.mu.m) >= layoutCacheMax {
-		c.mu.m = make(map[string]*layout)
+	var zero V
+	if old := c.mu.m[key]; keep != nil && old != zero && keep(old) {
+		return
 	}
-	c.mu.m[id] = l
+	if c.mu.m == nil || len(c.mu.m) >= max {
+		c.mu.m = make(map[string]V)
+	}
+	c.mu.m[key] = v
 }
 
-func (c *layoutCache) reset() {
+func (c *boundedCache[V]) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.m = nil

@@ -66,21 +66,14 @@ func (c *cachedStates) count(state ledgerpb.SeatState) {
 	}
 }
 
-type seatStatesCache struct {
-	mu struct {
-		sync.Mutex
-		m map[string]*cachedStates
-	}
-}
+type seatStatesCache struct{ boundedCache[*cachedStates] }
 
 // get returns show's cached states if they are the states view v sees: v
 // is at or after the index they were read at, the show's change log has no
 // record after that index up to v's (the change index is noted before the
 // applied index moves), and no seat they show HELD has expired by v's clock.
 func (c *seatStatesCache) get(v *View, show string) *cachedStates {
-	c.mu.Lock()
-	e := c.mu.m[show]
-	c.mu.Unlock()
+	e := c.boundedCache.get(show)
 	if e == nil || e.at > v.applied || v.clock >= e.until || v.m.ShowChangedAfter(show, e.at) {
 		return nil
 	}
@@ -89,19 +82,5 @@ func (c *seatStatesCache) get(v *View, show string) *cachedStates {
 
 // put caches states unless newer ones are cached already.
 func (c *seatStatesCache) put(show string, e *cachedStates) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old := c.mu.m[show]; old != nil && old.at >= e.at {
-		return
-	}
-	if c.mu.m == nil || len(c.mu.m) >= seatStatesCacheMax {
-		c.mu.m = make(map[string]*cachedStates)
-	}
-	c.mu.m[show] = e
-}
-
-func (c *seatStatesCache) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.mu.m = nil
+	c.putUnless(show, e, seatStatesCacheMax, func(old *cachedStates) bool { return old.at >= e.at })
 }
