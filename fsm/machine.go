@@ -23,14 +23,11 @@ type Machine struct {
 	group  uint32
 	prefix []byte
 
-	// applied and clock mirror the meta record; written only by the apply
-	// goroutine, read by anyone.
-	applied atomic.Uint64
-	clock   atomic.Int64
-	// published is the applied index and clock of the group's last
-	// commit, and commits counts commits begun and ended (odd while one
-	// is in flight): together they let View skip reading the meta record
-	// (View, publish).
+	// published is the applied index and clock of the group's last commit
+	// (they mirror the meta record; written only by the apply goroutine,
+	// read by anyone), and commits counts commits begun and ended (odd
+	// while one is in flight): together they let a view skip reading the
+	// meta record (View.snapshot).
 	published atomic.Pointer[appliedPoint]
 	commits   atomic.Uint64
 
@@ -135,8 +132,6 @@ func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.applied.Store(applied)
-	m.clock.Store(clock)
 	m.published.Store(&appliedPoint{index: applied, clock: clock})
 	m.changes.reset(applied)
 	return m, nil
@@ -146,16 +141,16 @@ func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 func (m *Machine) Group() uint32 { return m.group }
 
 // Applied returns the last raft index applied to this machine.
-func (m *Machine) Applied() uint64 { return m.applied.Load() }
+func (m *Machine) Applied() uint64 { return m.published.Load().index }
 
 // Clock returns the machine's log clock (Unix ms), the max proposed_at seen.
-func (m *Machine) Clock() int64 { return m.clock.Load() }
+func (m *Machine) Clock() int64 { return m.published.Load().clock }
 
 // Apply applies one committed entry at index and returns one Result per
 // client command (a Batch yields one per inner command). An entry at or below
 // the applied index was applied before and is skipped: it returns nil.
 func (m *Machine) Apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
-	if index <= m.applied.Load() {
+	if index <= m.Applied() {
 		return nil
 	}
 	tx := m.begin()
@@ -189,7 +184,7 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 		}
 	}()
 	for i, e := range entries {
-		if e.Index <= m.applied.Load() || (tx != nil && e.Index <= tx.index) {
+		if e.Index <= m.Applied() || (tx != nil && e.Index <= tx.index) {
 			continue
 		}
 		cmd, err := DecodeCommand(e.Data)
@@ -216,7 +211,7 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 func (m *Machine) begin() *txn {
 	m.records.trim()
 	m.shows.trim()
-	return &txn{m: m, b: m.db.NewIndexedBatch(), index: m.applied.Load(), now: m.clock.Load(), minExpiry: math.MaxInt64}
+	return &txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock(), minExpiry: math.MaxInt64}
 }
 
 // applyEntry applies one entry to tx at index.
@@ -268,11 +263,7 @@ func (m *Machine) commit(tx *txn) {
 	must(tx.b.Commit(pebble.NoSync), "commit batch")
 	tx.committed = true
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
-	// Published before applied: a reader that sees Applied() >= i gets a
-	// ReadView at i or later.
 	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now})
-	m.applied.Store(tx.index)
-	m.clock.Store(tx.now)
 	m.commits.Add(1)
 	// Only after the commit: see expiryBound.
 	m.expiry.lower(tx.minExpiry)

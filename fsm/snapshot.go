@@ -141,9 +141,7 @@ func (m *Machine) Restore(r io.Reader) error {
 	// Before the index moves: a watcher that sees the new index must not
 	// trust what the index of changes knew of the old state.
 	m.changes.reset(applied)
-	m.published.Store(&appliedPoint{index: applied, clock: clock}) // before applied: see commit
-	m.applied.Store(applied)
-	m.clock.Store(clock)
+	m.published.Store(&appliedPoint{index: applied, clock: clock})
 	m.forgetDerived()
 	m.records.reset()
 	m.shows.reset()
