@@ -228,6 +228,11 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// raft records the installed snapshot only after the state machine's
+	// Restore has returned (and moved Applied): wait for it too.
+	for fg.Raft().Stats()["last_snapshot_index"] == "0" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if idx := fg.Raft().Stats()["last_snapshot_index"]; idx == "0" {
 		t.Errorf("follower caught up without installing a snapshot (last_snapshot_index %s)", idx)
 	}
