@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -183,11 +184,16 @@ var errNodeLogClosed = errors.New("raftnode: raft log closed")
 
 // run is the writer: it takes the first waiting request and every append
 // queued behind it, commits the appends in one transaction, and runs
-// removals on their own, in the order they came.
+// removals on their own, in the order they came. While the log is busy it
+// lingers for more appends before a small commit (linger).
 func (nl *nodeLog) run() {
 	defer close(nl.done)
 	var batch []*logReq
 	var logs []*raft.Log
+	var lastCommit time.Time
+	lastAppends := 0
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for {
 		var next *logReq
 		select {
@@ -216,14 +222,63 @@ func (nl *nodeLog) run() {
 					break drain
 				}
 			}
+			if next == nil && lingerWorthIt(len(batch), lastAppends, time.Since(lastCommit)) {
+				next = nl.linger(linger, &batch)
+			}
 			var err error
 			logs, err = nl.append(batch, logs[:0])
+			lastCommit, lastAppends = time.Now(), len(batch)
 			for _, r := range batch {
 				r.done <- err
 			}
 			clear(logs) // drop the references to raft's entries
 		}
 	}
+}
+
+// A commit of the node log costs the same CPU (a bbolt transaction, two
+// fdatasyncs: about 150 µs on the project's machine) whether it carries one
+// group's append or many, and under load most commits carried two or three.
+// So while the log is busy the writer waits up to nodeLogLinger for more
+// appends before committing fewer than nodeLogLingerAppends: uniform load
+// ran 15-20 % more holds per second with 14 % less node CPU per command
+// (docs/PERFORMANCE.md, "The node log lingers"). Busy means the previous
+// commit ended less than nodeLogBusyGap ago and carried more than one
+// append: with a few clients each commit carries one, and a linger would
+// only add its millisecond to every request.
+const (
+	nodeLogLinger        = time.Millisecond
+	nodeLogLingerAppends = 8
+	nodeLogBusyGap       = 5 * time.Millisecond
+)
+
+// lingerWorthIt reports whether the writer should linger before committing
+// n appends, the previous commit having carried last appends and ended
+// since ago.
+func lingerWorthIt(n, last int, since time.Duration) bool {
+	return n < nodeLogLingerAppends && last > 1 && since < nodeLogBusyGap
+}
+
+// linger adds appends to batch until it holds nodeLogLingerAppends or
+// nodeLogLinger has passed. A removal ends it: linger returns it, for run
+// to execute after this batch, as it would have without lingering.
+func (nl *nodeLog) linger(t *time.Timer, batch *[]*logReq) *logReq {
+	t.Reset(nodeLogLinger)
+	defer t.Stop() // Go 1.23 timers: Stop also drains, so Reset starts clean
+	for len(*batch) < nodeLogLingerAppends {
+		select {
+		case r := <-nl.reqs:
+			if r.del {
+				return r
+			}
+			*batch = append(*batch, r)
+		case <-t.C:
+			return nil
+		case <-nl.stop:
+			return nil // commit what we have; run sees stop next
+		}
+	}
+	return nil
 }
 
 // append writes the entries of batch and the new bounds of their groups in

@@ -2,7 +2,8 @@
 // as a store of its own would: entries, first and last index, removals of
 // a prefix, a suffix or everything; across a restart, including one that
 // interrupted a removal; with many groups appending at once (and sharing
-// commits); and that a log kept in a group's raft.db by an earlier version
+// commits, lingering for more only while the log is busy, a removal never
+// overtaken); and that a log kept in a group's raft.db by an earlier version
 // is moved into it.
 package raftnode
 
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -242,6 +244,76 @@ func TestNodeLogConcurrentGroupsShareCommits(t *testing.T) {
 		t.Fatalf("%d appends observed, want %d", appends.Load(), groups*rounds)
 	}
 	t.Logf("%d appends in %d commits", appends.Load(), commits.Load())
+}
+
+// The writer lingers for more appends only when the log is busy: the
+// previous commit carried several appends and ended moments ago.
+func TestNodeLogLingersOnlyWhenBusy(t *testing.T) {
+	for _, c := range []struct {
+		n, last int
+		since   time.Duration
+		want    bool
+	}{
+		{1, 3, time.Millisecond, true},
+		{nodeLogLingerAppends - 1, 2, 0, true},
+		{nodeLogLingerAppends, 3, 0, false},     // full already
+		{1, 1, time.Millisecond, false},         // a few clients: one append a commit
+		{1, 0, 0, false},                        // the first commit
+		{2, 3, nodeLogBusyGap, false},           // quiet: the last commit is old
+		{2, 3, time.Hour, false},                //
+		{nodeLogLingerAppends + 5, 3, 0, false}, // past full
+		{1, nodeLogLingerAppends, time.Microsecond, true},
+	} {
+		if got := lingerWorthIt(c.n, c.last, c.since); got != c.want {
+			t.Errorf("lingerWorthIt(%d, %d, %v) = %v, want %v", c.n, c.last, c.since, got, c.want)
+		}
+	}
+}
+
+// While lingering, the writer takes appends until the batch is full and
+// stops at a removal, which runs after the batch as it would have without
+// the linger; with nothing arriving it gives up after nodeLogLinger.
+func TestNodeLogLingerKeepsRemovalsInOrder(t *testing.T) {
+	nl := &nodeLog{reqs: make(chan *logReq, 64), stop: make(chan struct{})}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	a := func() *logReq { return &logReq{} }
+
+	batch := []*logReq{a()}
+	del := &logReq{del: true}
+	nl.reqs <- a()
+	nl.reqs <- del
+	nl.reqs <- a()
+	if next := nl.linger(timer, &batch); next != del || len(batch) != 2 {
+		t.Fatalf("linger before a removal = %p with %d appends, want the removal %p with 2", next, len(batch), del)
+	}
+	if len(nl.reqs) != 1 {
+		t.Fatalf("%d requests left queued, want the append behind the removal", len(nl.reqs))
+	}
+	<-nl.reqs
+
+	batch = batch[:1]
+	for range nodeLogLingerAppends + 2 {
+		nl.reqs <- a()
+	}
+	if next := nl.linger(timer, &batch); next != nil || len(batch) != nodeLogLingerAppends {
+		t.Fatalf("linger on a full queue = %v with %d appends, want nil with %d", next, len(batch), nodeLogLingerAppends)
+	}
+	if len(nl.reqs) != 3 {
+		t.Fatalf("%d requests left queued, want 3 for the next commit", len(nl.reqs))
+	}
+	for len(nl.reqs) > 0 {
+		<-nl.reqs
+	}
+
+	batch = batch[:1]
+	start := time.Now()
+	if next := nl.linger(timer, &batch); next != nil || len(batch) != 1 {
+		t.Fatalf("linger on an empty queue = %v with %d appends, want nil with 1", next, len(batch))
+	}
+	if waited := time.Since(start); waited < nodeLogLinger {
+		t.Fatalf("linger gave up after %v, want at least %v", waited, nodeLogLinger)
+	}
 }
 
 // A group's log kept in its raft.db by an earlier version moves into the
