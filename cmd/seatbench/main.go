@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -65,6 +66,7 @@ type config struct {
 	groups       int
 	nodes        int
 	jsonPath     string
+	cpuProfile   string
 	prefix       string
 	seatdArgs    []string
 	// tls starts the local cluster with TLS and peer mTLS; clientTLS is
@@ -118,6 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.groups, "groups", 0, "raft groups of the local cluster (0: seatd's default, 8)")
 	fs.IntVar(&c.nodes, "nodes", 3, "nodes of the local cluster: 3 or 5")
 	fs.StringVar(&c.jsonPath, "json", "", "write the JSON summary to this file")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of seatbench itself (not the nodes) to this file")
 	fs.StringVar(&c.prefix, "prefix", "", "show and client id prefix (default: unique per run)")
 	seatdArgs := fs.String("seatd-args", "", "extra space-separated arguments for every local seatd")
 	fs.BoolVar(&c.tls, "tls", false, "start the local cluster with TLS on every port and --peer-mtls, and call it over TLS (measures TLS's cost)")
@@ -251,6 +254,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer cleanup()
 		cfg.seatd = bin
 	}
+	if cfg.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "seatbench: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
+	}
 	var result any
 	ok := true
 	if cfg.compareBatch {
@@ -280,6 +291,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// startCPUProfile profiles seatbench, the load generator, which shares the
+// machine with the nodes it drives: its own cost is part of every figure.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // Summary is the JSON summary of one run.

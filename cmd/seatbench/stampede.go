@@ -52,8 +52,9 @@ func (s *stampede) run(ctx context.Context, e *env) time.Duration {
 func (s *stampede) client(ctx context.Context, e *env, w *worker) {
 	readCall, holdCall := e.stats.call("seatmap_stale"), e.stats.call("hold")
 	var sm *ledgerpb.SeatMap
+	var h *hall
+	var taken []bool // by seat index: named taken by a conflict since the last read
 	var lastRead time.Time
-	taken := map[string]bool{}
 	stale := true // the view is known to be behind: read when allowed
 	for !w.stopped() {
 		if wait := stampedeReadEvery - time.Since(lastRead); stale && (sm == nil || wait <= 0) {
@@ -78,13 +79,16 @@ func (s *stampede) client(ctx context.Context, e *env, w *worker) {
 				sm = nil
 				continue
 			}
+			if h == nil || len(h.ids) != len(sm.Seats) {
+				h, taken = newHall(sm), make([]bool, len(sm.Seats))
+			}
 			clear(taken)
 			stale = false
 			if sm.Free == 0 && sm.Held == 0 {
 				return // sold out
 			}
 		}
-		seats := pickCentre(sm, taken, w)
+		seats := h.pickCentre(sm, taken, w)
 		if seats == nil {
 			// Nothing free as far as we know: wait for the next read.
 			stale = true
@@ -105,7 +109,9 @@ func (s *stampede) client(ctx context.Context, e *env, w *worker) {
 			// Try the next best seats now, and read a fresher map as soon
 			// as the 50 ms allow.
 			for _, id := range takenOf(err) {
-				taken[id] = true
+				if i, ok := h.index[id]; ok {
+					taken[i] = true
+				}
 			}
 			stale = true
 		default:
@@ -151,52 +157,85 @@ func (s *stampede) won(ctx context.Context, e *env, w *worker, resp *ledgerpb.Ho
 	}
 }
 
-// pickCentre returns the free adjacent pair nearest the centre of the hall,
-// or the nearest single free seat when no pair is left; ties go to a random
-// one of the nearest. Seats in taken are treated as not free.
-func pickCentre(sm *ledgerpb.SeatMap, taken map[string]bool, w *worker) []string {
-	type pos struct{ row, n int }
+// hall is a show's seat geometry, computed once per client from its first
+// full seat map (a layout never changes), so that choosing seats on every
+// attempt walks arrays instead of building maps: the load generator shares
+// the machine with the nodes, and pickCentre was a fifth of its CPU.
+type hall struct {
+	ids    []string
+	row    []float64
+	num    []float64 // seat number
+	right  []int     // index of the next seat in the same row, -1 if none
+	cr, cn float64   // the hall's centre
+	index  map[string]int
+}
+
+func newHall(sm *ledgerpb.SeatMap) *hall {
+	h := &hall{index: make(map[string]int, len(sm.Seats))}
 	rows := map[string]int{}
+	at := map[[2]int]int{} // row, number -> seat index
 	width := 0
-	free := map[pos]string{}
-	for _, st := range sm.Seats {
+	for i, st := range sm.Seats {
 		r, ok := rows[st.Row]
 		if !ok {
 			r = len(rows)
 			rows[st.Row] = r
 		}
 		width = max(width, int(st.Number))
-		if st.State == ledgerpb.SeatState_FREE && !taken[st.SeatId] {
-			free[pos{r, int(st.Number)}] = st.SeatId
+		h.ids = append(h.ids, st.SeatId)
+		h.row = append(h.row, float64(r))
+		h.num = append(h.num, float64(st.Number))
+		h.index[st.SeatId] = i
+		at[[2]int{r, int(st.Number)}] = i
+	}
+	h.right = make([]int, len(sm.Seats))
+	for i := range h.right {
+		h.right[i] = -1
+		if j, ok := at[[2]int{int(h.row[i]), int(h.num[i]) + 1}]; ok {
+			h.right[i] = j
 		}
 	}
-	cr, cn := float64(len(rows)-1)/2, float64(width+1)/2
-	var best []string
+	h.cr, h.cn = float64(len(rows)-1)/2, float64(width+1)/2
+	return h
+}
+
+// pickCentre returns the free adjacent pair nearest the centre of the hall,
+// or the nearest single free seat when no pair is left; ties go to a random
+// one of the nearest. Seats marked in taken (by index) are treated as not
+// free.
+func (h *hall) pickCentre(sm *ledgerpb.SeatMap, taken []bool, w *worker) []string {
+	free := func(i int) bool { return i >= 0 && !taken[i] && sm.Seats[i].State == ledgerpb.SeatState_FREE }
+	best := -1
 	bestD, ties := -1.0, 0
-	consider := func(ids []string, row int, centre float64) {
-		d := (float64(row)-cr)*(float64(row)-cr) + (centre-cn)*(centre-cn)
+	consider := func(i int, centre float64) {
+		d := (h.row[i]-h.cr)*(h.row[i]-h.cr) + (centre-h.cn)*(centre-h.cn)
 		switch {
 		case bestD < 0 || d < bestD:
-			best, bestD, ties = ids, d, 1
+			best, bestD, ties = i, d, 1
 		case d == bestD:
 			ties++
 			if w.rng.IntN(ties) == 0 {
-				best = ids
+				best = i
 			}
 		}
 	}
-	for p, id := range free {
-		if next, ok := free[pos{p.row, p.n + 1}]; ok {
-			consider([]string{id, next}, p.row, float64(p.n)+0.5)
+	for i := range h.ids {
+		if free(i) && free(h.right[i]) {
+			consider(i, h.num[i]+0.5)
 		}
 	}
-	if best != nil {
-		return best
+	if best >= 0 {
+		return []string{h.ids[best], h.ids[h.right[best]]}
 	}
-	for p, id := range free {
-		consider([]string{id}, p.row, float64(p.n))
+	for i := range h.ids {
+		if free(i) {
+			consider(i, h.num[i])
+		}
 	}
-	return best
+	if best >= 0 {
+		return []string{h.ids[best]}
+	}
+	return nil
 }
 
 func (s *stampede) check(ctx context.Context, e *env) {
