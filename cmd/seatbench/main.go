@@ -15,7 +15,9 @@
 // each second and a summary at the end (--json FILE for JSON). Load goes to
 // loopback addresses only unless --allow-remote. --tls starts the local cluster
 // with TLS on every port and peer mTLS; --cacert, --cert and --key (seatctl's
-// flags) reach a TLS cluster given by --endpoints.
+// flags) reach a TLS cluster given by --endpoints. --cpuprofile FILE profiles
+// seatbench itself, which shares the machine with the nodes it measures
+// (cmd/seatbench/profile.sh profiles the nodes).
 package main
 
 import (
