@@ -240,9 +240,10 @@ func (nl *nodeLog) run() {
 // fdatasyncs: about 150 µs on the project's machine) whether it carries one
 // group's append or many, and under load most commits carried two or three.
 // So while the log is busy the writer waits up to nodeLogLinger for more
-// appends before committing fewer than nodeLogLingerAppends: uniform load
-// ran 15-20 % more holds per second with 14 % less node CPU per command
-// (docs/PERFORMANCE.md, "The node log lingers"). Busy means the previous
+// appends before committing fewer than nodeLogLingerAppends: node CPU per
+// command of the uniform load fell by 10-16 %, and holds per second rose by
+// 5-20 % depending on the run (docs/PERFORMANCE.md, "The node log
+// lingers"). Busy means the previous
 // commit ended less than nodeLogBusyGap ago and carried more than one
 // append: with a few clients each commit carries one, and a linger would
 // only add its millisecond to every request.
