@@ -241,7 +241,7 @@ func (nl *nodeLog) run() {
 // group's append or many, and under load most commits carried two or three.
 // So while the log is busy the writer waits up to nodeLogLinger for more
 // appends before committing fewer than nodeLogLingerAppends: node CPU per
-// command of the uniform load fell by 10-16 %, and holds per second rose by
+// command of the uniform load fell by 6-16 %, and holds per second rose by
 // 5-20 % depending on the run (docs/PERFORMANCE.md, "The node log
 // lingers"). Busy means the previous
 // commit ended less than nodeLogBusyGap ago and carried more than one
