@@ -2,11 +2,7 @@ package fsm
 
 import (
 	"cmp"
-	"errors"
 	"slices"
-
-	"github.com/cockroachdb/pebble/v2"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -143,125 +139,22 @@ func abs(x int) int {
 }
 
 // freeSeatMap returns, for every seat of show, whether a hold could take it
-// now: no record, or held by a hold expired by the log clock. It reads
-// through the batch, so earlier commands of the entry count.
+// now: FREE, or held by a hold expired by the log clock. It reads the
+// ledger, so earlier commands of the entry count.
 func (tx *txn) freeSeatMap(show string, l *layout) []bool {
-	return tx.seatsFree(show, l, false)
-}
-
-// scanFreeSeats is freeSeatMap read from the store alone (tests).
-func (tx *txn) scanFreeSeats(show string, l *layout) []bool {
-	return tx.seatsFree(show, l, true)
-}
-
-func (tx *txn) seatsFree(show string, l *layout, scan bool) []bool {
+	s := tx.m.led.shows[show]
+	assertf(s != nil && s.l == l, "free seats of show %s, which is not in the ledger", show)
 	free := make([]bool, l.total)
-	for i := range free {
-		free[i] = true
+	for i, h := range s.seats {
+		free[i] = h == nil || (h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs)
 	}
-	stale := map[string]bool{} // hold id -> expired by the clock
-	taken := func(idx int, rec []byte) {
-		assertf(idx < l.total, "seat index %d beyond show %s", idx, show)
-		state, expiresAt, holdID, err := seatTiming(rec)
-		must(err, "decode seat record")
-		if state == ledgerpb.SeatState_HELD {
-			expired := expiresAt > 0 && tx.now >= expiresAt
-			if expiresAt == 0 { // a record written before seats knew their expiry
-				var seen bool
-				if expired, seen = stale[string(holdID)]; !seen {
-					expired = tx.expiredByClock(string(holdID))
-					stale[string(holdID)] = expired
-				}
-			}
-			if expired {
-				return
-			}
-		}
-		free[idx] = false
-	}
-	prefix := tx.m.seatPrefix(show)
-	// A show the index knows: read just the seats that have a record
-	// (through the record cache), not every level of the store.
-	if k := tx.m.shows.m[string(prefix)]; k != nil && !scan {
-		k.eachSeat(func(idx int) {
-			rec, ok := tx.read(tx.m.seatKey(show, uint16(idx)))
-			assertf(ok, "the show index lists seat %d of show %s, which has no record", idx, show)
-			taken(idx, rec)
-		})
-		if checkRecordCache {
-			assertf(slices.Equal(free, tx.scanFreeSeats(show, l)), "the show index's free seats of show %s differ from the store's", show)
-		}
-		return free
-	}
-	it, err := tx.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	must(err, "open seat iterator")
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		taken(int(k[len(k)-2])<<8|int(k[len(k)-1]), it.Value())
-	}
-	must(it.Error(), "iterate seats")
 	return free
 }
 
-// expiredByClock reports whether a hold that holds seats is past its expiry
-// by the log clock.
-func (tx *txn) expiredByClock(holdID string) bool {
-	v, closer, err := tx.b.Get(tx.m.holdKey(holdID))
-	if errors.Is(err, pebble.ErrNotFound) {
-		panic("fsm: S1: a held seat names hold " + holdID + " that does not exist")
-	}
-	must(err, "read hold")
-	defer closer.Close()
-	state, expiresAt, err := holdTiming(v)
-	must(err, "decode hold "+holdID)
-	return state == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= expiresAt
-}
-
-// Field numbers of the SeatRecord fields seatTiming reads.
+// Field numbers of SeatRecord, for encodeSeat (ledger.go).
 var (
 	seatFields         = (&ledgerpb.SeatRecord{}).ProtoReflect().Descriptor().Fields()
 	seatHoldField      = seatFields.ByName("hold_id").Number()
 	seatStateField     = seatFields.ByName("state").Number()
 	seatExpiresAtField = seatFields.ByName("expires_at_ms").Number()
 )
-
-// seatTiming reads a SeatRecord's state, expiry and hold id (aliasing b)
-// without decoding it into a message: a best-available scan reads every
-// taken seat of a show, and a full decode allocates for each. Like
-// proto.Unmarshal, the last occurrence of a field wins.
-func seatTiming(b []byte) (state ledgerpb.SeatState, expiresAt int64, holdID []byte, err error) {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return 0, 0, nil, protowire.ParseError(n)
-		}
-		b = b[n:]
-		switch {
-		case typ == protowire.VarintType && (num == seatStateField || num == seatExpiresAtField):
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return 0, 0, nil, protowire.ParseError(n)
-			}
-			b = b[n:]
-			if num == seatStateField {
-				state = ledgerpb.SeatState(int32(v))
-			} else {
-				expiresAt = int64(v)
-			}
-		case typ == protowire.BytesType && num == seatHoldField:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return 0, 0, nil, protowire.ParseError(n)
-			}
-			holdID, b = v, b[n:]
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return 0, 0, nil, protowire.ParseError(n)
-			}
-			b = b[n:]
-		}
-	}
-	return state, expiresAt, holdID, nil
-}

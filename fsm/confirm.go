@@ -21,14 +21,19 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
 		return stateReject(ledgerpb.Code_CODE_HOLD_CANCELLED, h, "hold %s was released")
 	}
-	tx.eachHeldSeat(h, func(seat string, key []byte, rec *ledgerpb.SeatRecord) {
-		rec.State, rec.ExpiresAtMs = ledgerpb.SeatState_BOOKED, 0
-		tx.put(key, rec)
+	var seats []uint16
+	tx.eachHeldSeat(h, func(seat string, n uint16) {
+		seats = append(seats, n)
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_BOOKED)
 	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
 	tx.untrackHold(h)
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
+	// The booking stays in the ledger; its seats now read BOOKED.
+	s := tx.m.led.shows[h.ShowId]
+	for _, n := range seats {
+		tx.putSeat(s, h.ShowId, n, h)
+	}
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now
 	tx.put(tx.m.holdKey(h.HoldId), h)

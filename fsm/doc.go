@@ -1,12 +1,20 @@
 // Package fsm is seatledger's deterministic seat state machine.
 //
 // A Machine applies committed raft entries (ledgerpb.Command) for one raft
-// group to that group's key range in the node's Pebble database. Apply is a
-// pure function of (state, entry): no wall clock, no randomness, no
-// goroutines, no map-order dependence. Time comes from the log: the leader
-// stamps proposed_at_ms and the machine keeps clock = max(clock, proposed_at)
-// in the same Pebble batch as the applied index, so a replayed entry (index <=
-// applied) is skipped and time never goes backwards.
+// group. Apply is a pure function of (state, entry): no wall clock, no
+// randomness, no goroutines, no map-order dependence. Time comes from the
+// log: the leader stamps proposed_at_ms and the machine keeps clock =
+// max(clock, proposed_at) in the same Pebble batch as the applied index, so a
+// replayed entry (index <= applied) is skipped and time never goes backwards.
+//
+// The seat ledger lives in memory (ledger.go): every show's seats, live
+// holds and bookings, clients' live holds and the waiting lines' totals. The
+// hold, confirm, release and extend paths read nothing else, and a request
+// filter (requests.go) tells a new request id without a store read. Each
+// batch of entries is written behind to the group's key range in the node's
+// Pebble database, with the applied index, without fsync: the raft log is
+// the write-ahead log. A restart loads the ledger from Pebble, and raft
+// replays the entries above the applied index.
 //
 // Bad input is a result; impossible state is a crash. Every rejection is a
 // ledgerpb.Code, checked in this order for each client command:

@@ -54,6 +54,10 @@ func (tx *txn) pruneRequests(limit int) {
 		tx.del(tx.m.requestKey(client, request))
 		tx.del(k)
 	}
+	if len(keys) < limit {
+		// Every record applied before the horizon is gone.
+		tx.m.requests.prunedBelow(horizon)
+	}
 }
 
 // scan calls fn for at most limit keys in [lo, hi) as the batch sees them.

@@ -29,9 +29,9 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 		h.ExpiresAtMs = at
 		tx.put(tx.m.holdKey(h.HoldId), h)
 		tx.retrackHold(h)
-		tx.eachHeldSeat(h, func(_ string, key []byte, rec *ledgerpb.SeatRecord) {
-			rec.ExpiresAtMs = at
-			tx.put(key, rec)
+		s := tx.m.led.shows[h.ShowId]
+		tx.eachHeldSeat(h, func(_ string, n uint16) {
+			tx.putSeat(s, h.ShowId, n, h) // the record carries the expiry
 		})
 	}
 	return holdResult(h)

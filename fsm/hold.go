@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -112,7 +113,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		ttl = HoldTTLDefaultMs
 	}
 	h := &ledgerpb.HoldRecord{
-		HoldId:      fmt.Sprintf("h%d-%d-%d", tx.m.group, tx.index, pos),
+		HoldId:      holdID(tx.m.group, tx.index, pos),
 		ShowId:      c.ShowId,
 		SeatIds:     ids,
 		ClientId:    client,
@@ -122,23 +123,23 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		Currency:    l.currency(),
 		Revision:    tx.index,
 	}
-	for i, n := range idx {
-		row, _ := l.seat(int(n))
-		h.AmountMinor += l.price(row)
-		key := tx.m.seatKey(c.ShowId, n)
-		if !tx.m.unsafe.SkipSeatCheck && tx.exists(key) {
-			violated("S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
-		}
-		tx.put(key, &ledgerpb.SeatRecord{HoldId: h.HoldId, State: ledgerpb.SeatState_HELD, ExpiresAtMs: h.ExpiresAtMs})
-		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
-	}
 	// A hold id is unique by construction: it names the group, the entry's
 	// index (strictly above every index applied before, applyEntry) and a
 	// position unique within the entry (offers start at offerPosBase). The
-	// lookup that would prove it always misses, and cost a fifth of a
-	// hold's apply, so only tests make it.
-	if checkHoldIDs && tx.holdRecord(h.HoldId) != nil {
+	// store lookup that would prove it always misses, so only tests make it.
+	if _, live := tx.m.led.holds[h.HoldId]; live || (checkHoldIDs && tx.holdRecord(h.HoldId) != nil) {
 		violated("hold id %s reused", h.HoldId)
+	}
+	s := tx.m.led.shows[c.ShowId]
+	tx.m.led.holds[h.HoldId] = h
+	for i, n := range idx {
+		row, _ := l.seat(int(n))
+		h.AmountMinor += l.price(row)
+		if s.seats[n] != nil && !tx.m.unsafe.SkipSeatCheck {
+			violated("S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
+		}
+		tx.putSeat(s, c.ShowId, n, h)
+		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
 	tx.put(tx.m.holdKey(h.HoldId), h)
 	must(tx.b.Set(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId), nil, nil), "write expiry index")
@@ -149,16 +150,38 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	return r
 }
 
+// holdID names hold pos of the entry at index in group: h<group>-<index>-<pos>.
+func holdID(group uint32, index uint64, pos int) string {
+	b := make([]byte, 0, 32)
+	b = append(b, 'h')
+	b = strconv.AppendUint(b, uint64(group), 10)
+	b = append(b, '-')
+	b = strconv.AppendUint(b, index, 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(pos), 10)
+	return string(b)
+}
+
+// putSeat gives seat n of show s to h (a live hold or a booking) and writes
+// its record; clearSeat frees it.
+func (tx *txn) putSeat(s *showState, show string, n uint16, h *ledgerpb.HoldRecord) {
+	s.seats[n] = h
+	b := encodeSeat(tx.scratch[:0], h)
+	must(tx.b.Set(tx.m.seatKey(show, n), b, nil), "write seat")
+	tx.scratch = b[:0]
+}
+
+func (tx *txn) clearSeat(s *showState, show string, n uint16) {
+	s.seats[n] = nil
+	tx.del(tx.m.seatKey(show, n))
+}
+
 // liveHoldsOf counts client's holds in show that are live by the log clock:
 // holds expired by the clock but not yet by an Expire entry are still
 // listed, and skipped here.
 func (tx *txn) liveHoldsOf(show, client string) int {
-	rec := &ledgerpb.ClientHoldsRecord{}
-	if !tx.get(tx.m.clientHoldsKey(show, client), rec) {
-		return 0
-	}
 	n := 0
-	for _, h := range rec.Holds {
+	for _, h := range tx.m.led.shows[show].clients[client] {
 		if tx.now < h.ExpiresAtMs {
 			n++
 		}
@@ -167,69 +190,74 @@ func (tx *txn) liveHoldsOf(show, client string) int {
 }
 
 // trackHold lists a new live hold under its client; untrackHold takes a
-// closed or confirmed one off; retrackHold records an extended expiry.
+// closed or confirmed one off; retrackHold records an extended expiry (the
+// list holds the hold itself: only its record is written again).
 func (tx *txn) trackHold(h *ledgerpb.HoldRecord) {
-	tx.editClientHolds(h, func(rec *ledgerpb.ClientHoldsRecord) {
-		rec.Holds = append(rec.Holds, &ledgerpb.ClientHold{HoldId: h.HoldId, ExpiresAtMs: h.ExpiresAtMs})
-	})
+	s := tx.m.led.shows[h.ShowId]
+	if s.clients == nil {
+		s.clients = map[string][]*ledgerpb.HoldRecord{}
+	}
+	s.clients[h.ClientId] = append(s.clients[h.ClientId], h)
+	tx.putClientHolds(s, h)
 }
 
 func (tx *txn) untrackHold(h *ledgerpb.HoldRecord) {
-	tx.editClientHolds(h, func(rec *ledgerpb.ClientHoldsRecord) {
-		n := len(rec.Holds)
-		rec.Holds = slices.DeleteFunc(rec.Holds, func(x *ledgerpb.ClientHold) bool { return x.HoldId == h.HoldId })
-		if len(rec.Holds) != n-1 {
-			violated("hold %s is not listed under client %s", h.HoldId, h.ClientId)
-		}
-	})
+	s := tx.m.led.shows[h.ShowId]
+	list := s.clients[h.ClientId]
+	n := len(list)
+	list = slices.DeleteFunc(list, func(x *ledgerpb.HoldRecord) bool { return x == h })
+	if len(list) != n-1 {
+		violated("hold %s is not listed under client %s", h.HoldId, h.ClientId)
+	}
+	if len(list) == 0 {
+		delete(s.clients, h.ClientId)
+	} else {
+		s.clients[h.ClientId] = list
+	}
+	tx.putClientHolds(s, h)
 }
 
 func (tx *txn) retrackHold(h *ledgerpb.HoldRecord) {
-	tx.editClientHolds(h, func(rec *ledgerpb.ClientHoldsRecord) {
-		i := slices.IndexFunc(rec.Holds, func(x *ledgerpb.ClientHold) bool { return x.HoldId == h.HoldId })
-		if i < 0 {
-			violated("hold %s is not listed under client %s", h.HoldId, h.ClientId)
-		}
-		rec.Holds[i].ExpiresAtMs = h.ExpiresAtMs
-	})
+	s := tx.m.led.shows[h.ShowId]
+	if !slices.Contains(s.clients[h.ClientId], h) {
+		violated("hold %s is not listed under client %s", h.HoldId, h.ClientId)
+	}
+	tx.putClientHolds(s, h)
 }
 
-func (tx *txn) editClientHolds(h *ledgerpb.HoldRecord, edit func(*ledgerpb.ClientHoldsRecord)) {
+// putClientHolds writes the live-holds record of h's client in show s, or
+// deletes it when the client has none left.
+func (tx *txn) putClientHolds(s *showState, h *ledgerpb.HoldRecord) {
 	key := tx.m.clientHoldsKey(h.ShowId, h.ClientId)
-	rec := &ledgerpb.ClientHoldsRecord{}
-	tx.get(key, rec)
-	edit(rec)
-	if len(rec.Holds) == 0 {
+	list := s.clients[h.ClientId]
+	if len(list) == 0 {
 		tx.del(key)
 		return
 	}
-	tx.put(key, rec)
+	b := encodeClientHolds(tx.scratch[:0], list)
+	must(tx.b.Set(key, b, nil), "write client holds")
+	tx.scratch = b[:0]
 }
 
 // takenSeats returns the seats owned by a live hold or a booking, and the
 // expired holds (by the log clock) that still sit on some of the seats.
 func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []*ledgerpb.HoldRecord) {
-	var taken []string
-	var stale []*ledgerpb.HoldRecord
 	if tx.m.unsafe.SkipSeatCheck {
 		return nil, nil
 	}
-	seen := map[string]bool{}
+	s := tx.m.led.shows[show]
+	var taken []string
+	var stale []*ledgerpb.HoldRecord
 	for i, n := range idx {
-		rec := &ledgerpb.SeatRecord{}
-		if !tx.get(tx.m.seatKey(show, n), rec) {
+		h := s.seats[n]
+		if h == nil {
 			continue
 		}
-		h := tx.holdRecord(rec.HoldId)
-		if !(h != nil && h.ShowId == show && containsSeat(h.SeatIds, ids[i])) {
-			violated("S1: seat %s of show %s points at hold %s that does not own it", ids[i], show, rec.HoldId)
+		if !(h.ShowId == show && containsSeat(h.SeatIds, ids[i])) {
+			violated("S1: seat %s of show %s points at hold %s that does not own it", ids[i], show, h.HoldId)
 		}
-		if !(rec.State != ledgerpb.SeatState_HELD || rec.ExpiresAtMs == 0 || rec.ExpiresAtMs == h.ExpiresAtMs) {
-			violated("seat %s of show %s says hold %s expires at %d, the hold says %d", ids[i], show, rec.HoldId, rec.ExpiresAtMs, h.ExpiresAtMs)
-		}
-		if rec.State == ledgerpb.SeatState_HELD && h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs {
-			if !seen[h.HoldId] {
-				seen[h.HoldId] = true
+		if h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs {
+			if !slices.Contains(stale, h) {
 				stale = append(stale, h)
 			}
 			continue
@@ -237,13 +265,6 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 		taken = append(taken, ids[i])
 	}
 	return taken, stale
-}
-
-// exists reports whether key is present. A read error panics like any other
-// on the apply path: treating it as "absent" would let the S1 check pass.
-func (tx *txn) exists(key []byte) bool {
-	_, ok := tx.read(key)
-	return ok
 }
 
 func containsSeat(seats []string, s string) bool {
@@ -255,14 +276,15 @@ func containsSeat(seats []string, s string) bool {
 	return false
 }
 
-// closeHold ends a live hold: its seats become FREE and it leaves the expiry
-// index. state is EXPIRED or CANCELLED.
+// closeHold ends a live hold: its seats become FREE, it leaves the expiry
+// index and the ledger. state is EXPIRED or CANCELLED.
 func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	if h.State != ledgerpb.HoldState_HOLD_STATE_HELD {
 		violated("closing hold %s in state %s", h.HoldId, h.State)
 	}
-	tx.eachHeldSeat(h, func(seat string, key []byte, _ *ledgerpb.SeatRecord) {
-		tx.del(key)
+	s := tx.m.led.shows[h.ShowId]
+	tx.eachHeldSeat(h, func(seat string, n uint16) {
+		tx.clearSeat(s, h.ShowId, n)
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_FREE)
 	})
 	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
@@ -271,30 +293,31 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	h.State = state
 	h.ClosedAtMs = tx.now
 	tx.put(tx.m.holdKey(h.HoldId), h)
+	delete(tx.m.led.holds, h.HoldId)
 }
 
-// eachHeldSeat calls fn with the id, key and record of every seat of a live
-// hold, asserting first that the seat is held by that hold (S1).
-func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(seat string, key []byte, rec *ledgerpb.SeatRecord)) {
-	l := tx.layout(h.ShowId)
-	if l == nil {
+// eachHeldSeat calls fn with the id and layout index of every seat of a
+// live hold, asserting first that the seat is held by that hold (S1).
+func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(seat string, n uint16)) {
+	s := tx.m.led.shows[h.ShowId]
+	if s == nil {
 		violated("hold %s names missing show %s", h.HoldId, h.ShowId)
 	}
-	for _, s := range h.SeatIds {
-		n, ok := l.seatIndex(s)
+	if tx.m.led.holds[h.HoldId] != h || h.State != ledgerpb.HoldState_HOLD_STATE_HELD {
+		violated("hold %s (%s) is not the ledger's live hold", h.HoldId, h.State)
+	}
+	for _, id := range h.SeatIds {
+		n, ok := s.l.seatIndex(id)
 		if !ok {
-			violated("hold %s names unknown seat %s", h.HoldId, s)
+			violated("hold %s names unknown seat %s", h.HoldId, id)
 		}
-		key := tx.m.seatKey(h.ShowId, n)
-		rec := &ledgerpb.SeatRecord{}
-		held := tx.get(key, rec) && rec.HoldId == h.HoldId && rec.State == ledgerpb.SeatState_HELD
-		if !held && tx.m.unsafe.SkipSeatCheck {
-			continue // a later double grant took the seat
+		if s.seats[n] != h {
+			if tx.m.unsafe.SkipSeatCheck {
+				continue // a later double grant took the seat
+			}
+			violated("S1: seat %s of live hold %s is not held by it", id, h.HoldId)
 		}
-		if !held {
-			violated("S1: seat %s of live hold %s is not held by it", s, h.HoldId)
-		}
-		fn(s, key, rec)
+		fn(id, n)
 	}
 }
 

@@ -43,15 +43,14 @@ type Machine struct {
 	seatStates seatStatesCache
 	// changes remembers which shows' change logs grew lately (events.go).
 	changes changeIndex
-	// records mirrors seats, holds and clients' live holds for the apply
-	// path (cache.go); only the apply goroutine uses it.
-	records recordCache
-	// shows knows which seats and clients of a show have records
-	// (showindex.go); only the apply goroutine uses it.
-	shows showIndex
-	// storeReads counts the apply path's point reads and show scans of
-	// Pebble (the record cache's misses), for benchmarks; apply goroutine
-	// only.
+	// led is the group's seat ledger in memory (ledger.go); only the
+	// apply goroutine uses it.
+	led ledger
+	// requests filters the request records in the store (requests.go);
+	// only the apply goroutine uses it.
+	requests requestFilter
+	// storeReads counts the apply path's reads and scans of Pebble, for
+	// benchmarks (the hold path makes none); apply goroutine only.
 	storeReads uint64
 }
 
@@ -115,22 +114,19 @@ func (quietLogger) Fatalf(format string, args ...any) {
 	log.Fatalf("pebble: "+format, args...)
 }
 
-// NewMachine loads group's applied index and clock from db.
+// NewMachine loads group's applied index, clock and ledger from db.
 func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	m := &Machine{db: db, group: group, prefix: groupPrefix(group)}
 	m.expiry.reset()
-	m.published.Store(&appliedPoint{})
-	v, closer, err := db.Get(m.metaKey())
-	if errors.Is(err, pebble.ErrNotFound) {
-		return m, nil
-	}
+	applied, clock, err := readMeta(db, m.metaKey())
 	if err != nil {
 		return nil, fmt.Errorf("fsm: read meta of group %d: %w", group, err)
 	}
-	defer closer.Close()
-	applied, clock, err := decodeMeta(v)
-	if err != nil {
+	if m.led, err = m.load(db); err != nil {
 		return nil, err
+	}
+	if m.requests, err = m.loadRequests(db); err != nil {
+		return nil, fmt.Errorf("fsm: load request filter of group %d: %w", group, err)
 	}
 	m.published.Store(&appliedPoint{index: applied, clock: clock})
 	m.changes.reset(applied)
@@ -209,8 +205,6 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 
 // begin starts a Pebble batch for one or more entries.
 func (m *Machine) begin() *txn {
-	m.records.trim()
-	m.shows.trim()
 	return &txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock(), minExpiry: math.MaxInt64}
 }
 
@@ -242,15 +236,24 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 }
 
 // end closes tx's batch. A batch that did not commit (apply panicked) is
-// discarded, and with it what the caches learned from it: they mirror the
-// batch, and nothing of it may outlive the panic.
+// discarded, and with it what the ledger learned from it: the ledger is
+// read again from the store, where nothing of the batch is.
 func (m *Machine) end(tx *txn) {
-	if !tx.committed {
-		m.records.reset()
-		m.shows.reset()
-		m.layouts.reset()
-	}
 	tx.b.Close()
+	if tx.committed {
+		return
+	}
+	m.layouts.reset()
+	m.reload()
+}
+
+// reload reads the ledger and the request filter again from the store.
+func (m *Machine) reload() {
+	led, err := m.load(m.db)
+	must(err, "load the ledger")
+	requests, err := m.loadRequests(m.db)
+	must(err, "load the request filter")
+	m.led, m.requests = led, requests
 }
 
 // commit writes the applied index and clock of tx's last entry with its
@@ -267,6 +270,13 @@ func (m *Machine) commit(tx *txn) {
 	m.commits.Add(1)
 	// Only after the commit: see expiryBound.
 	m.expiry.lower(tx.minExpiry)
+	if checkRecordCache {
+		stored, err := m.load(m.db)
+		must(err, "load the ledger to check it")
+		if d := m.led.diff(&stored); d != "" {
+			violated("the ledger differs from the store at index %d: %s", tx.index, d)
+		}
+	}
 }
 
 // ApplyEntry decodes a raft entry's data and applies it. Data that does not
@@ -310,6 +320,8 @@ type txn struct {
 	touched map[string]uint64 // show -> last index its change log grew
 	// committed is set once b is committed (Machine.end).
 	committed bool
+	// scratch is reused to encode records (put, set).
+	scratch []byte
 }
 
 // applyOne applies one client or leader command with exactly-once handling.
@@ -441,39 +453,9 @@ func (tx *txn) get(key []byte, msg proto.Message) bool {
 	return true
 }
 
-// read returns a record's encoded value as the batch has it, from the
-// record cache when it knows the key (cache.go). The value must not be
-// changed.
+// read returns a record's encoded value as the batch has it: for the
+// records the ledger does not keep (ledger.go). The value is a copy.
 func (tx *txn) read(key []byte) ([]byte, bool) {
-	kind := key[groupPrefixLen]
-	if !cacheable(kind) {
-		return tx.readStore(key)
-	}
-	c := &tx.m.records
-	var v []byte
-	var ok, known bool
-	if byShow(kind) && tx.m.shows.absent(key) {
-		known = true
-	} else {
-		v, ok, known = c.lookup(key)
-	}
-	if !known && byShow(kind) && c.missed(showPrefixOf(key)) {
-		tx.loadShow(showPrefixOf(key))
-		v, ok, known = c.lookup(key)
-	}
-	if !known {
-		v, ok = tx.readStore(key)
-		c.store(key, v, ok)
-	}
-	if checkRecordCache {
-		sv, sok := tx.readStore(key)
-		assertf(sok == ok && string(sv) == string(v), "record cache disagrees with the store on key %x", key)
-	}
-	return v, ok
-}
-
-// readStore reads a record through the batch; the value is a copy.
-func (tx *txn) readStore(key []byte) ([]byte, bool) {
 	tx.m.storeReads++
 	v, closer, err := tx.b.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -484,90 +466,74 @@ func (tx *txn) readStore(key []byte) ([]byte, bool) {
 	return append([]byte(nil), v...), true
 }
 
-// loadShow puts every record under a show prefix (its seats, or its
-// clients' live holds) in the record cache: one range scan through the
-// batch instead of a lookup per key, after which the show's other keys of
-// that kind are known absent (a FREE seat, a client without live holds).
-func (tx *txn) loadShow(prefix []byte) {
-	tx.m.storeReads++
-	it, err := tx.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	must(err, "open show iterator")
-	defer it.Close()
-	c := &tx.m.records
-	idx := tx.m.shows.known(prefix)
-	for ok := it.First(); ok; ok = it.Next() {
-		c.store(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...), true)
-		idx.set(it.Key()[groupPrefixLen], it.Key()[len(prefix):], true)
-	}
-	must(it.Error(), "iterate show records")
-	c.know(prefix)
-}
-
-// checkRecordCache makes every record read from the cache be read from the
-// store too and compared (tests turn it on; see helpers_test.go).
+// checkRecordCache makes readers check what they take from the group's
+// caches against the store, and every Apply check the ledger against the
+// store (tests turn it on; see helpers_test.go).
 var checkRecordCache = false
 
 // checkHoldIDs makes createHold look up each new hold id to prove it was
 // never used (tests turn it on; see helpers_test.go).
 var checkHoldIDs = false
 
+// put writes a record; the batch copies it, so the encoding reuses one
+// buffer.
 func (tx *txn) put(key []byte, msg proto.Message) {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], msg)
 	must(err, "marshal record")
 	must(tx.b.Set(key, b, nil), "write")
-	if kind := key[groupPrefixLen]; cacheable(kind) {
-		tx.m.records.store(key, b, true)
-		if byShow(kind) {
-			tx.m.shows.wrote(key, true)
-		}
-	}
+	tx.scratch = b[:0]
 }
 
 func (tx *txn) del(key []byte) {
 	must(tx.b.Delete(key, nil), "delete")
-	if kind := key[groupPrefixLen]; cacheable(kind) {
-		tx.m.records.store(key, nil, false)
-		if byShow(kind) {
-			tx.m.shows.wrote(key, false)
-		}
-	}
 }
 
+// request returns the record of an earlier request, nil for a new one:
+// the request filter tells most new ones without reading the store.
 func (tx *txn) request(client, request string) *ledgerpb.RequestRecord {
+	key := tx.m.requestKey(client, request)
+	if !tx.m.requests.mayHave(key) {
+		if checkRecordCache {
+			_, ok := tx.read(key)
+			assertf(!ok, "the request filter has no record of %q/%q, the store has", client, request)
+		}
+		return nil
+	}
 	rec := &ledgerpb.RequestRecord{}
-	if !tx.get(tx.m.requestKey(client, request), rec) {
+	if !tx.get(key, rec) {
 		return nil
 	}
 	return rec
 }
 
 func (tx *txn) putRequest(client, request string, rec *ledgerpb.RequestRecord) {
-	tx.put(tx.m.requestKey(client, request), rec)
+	key := tx.m.requestKey(client, request)
+	tx.put(key, rec)
+	tx.m.requests.add(key, tx.now)
 	must(tx.b.Set(tx.m.requestAgeKey(tx.now, client, request), nil, nil), "write request age")
 }
 
-// layout returns a show's layout, nil if the show does not exist. Shows
-// never change once created, so a cached layout is the stored one.
+// layout returns a show's layout, nil if the show does not exist.
 func (tx *txn) layout(id string) *layout {
-	if l := tx.m.layouts.get(id); l != nil {
-		return l
+	if s := tx.m.led.shows[id]; s != nil {
+		return s.l
 	}
-	s := &ledgerpb.Show{}
-	if !tx.get(tx.m.showKey(id), s) {
-		return nil
-	}
-	l := newLayout(s)
-	l.tokenKey = tx.readTokenKey(id)
-	l.existsAt = tx.index
-	tx.m.layouts.put(id, l)
-	return l
+	return nil
 }
 
+// holdRecord returns a hold: from the ledger when it is live or a booking,
+// else (a hold that ended, or none) as the batch has it. A hold from the
+// ledger is the ledger's own: commands change it in place.
 func (tx *txn) holdRecord(id string) *ledgerpb.HoldRecord {
+	if h := tx.m.led.holds[id]; h != nil {
+		return h
+	}
 	h := &ledgerpb.HoldRecord{}
 	if !tx.get(tx.m.holdKey(id), h) {
 		return nil
 	}
+	assertf(h.State != ledgerpb.HoldState_HOLD_STATE_HELD && h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED,
+		"hold %s is %s in the store but not in the ledger", id, h.State)
 	return h
 }
 

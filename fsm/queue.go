@@ -37,18 +37,19 @@ const offerPosBase = BatchCommandsMax
 // queueStat is a show's waiting count and the seats those waiters want.
 type queueStat struct{ waiting, seats uint32 }
 
+// queueStat is a show's line totals, from the ledger.
 func (tx *txn) queueStat(show string) queueStat {
-	v, closer, err := tx.b.Get(tx.m.queueStatKey(show))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return queueStat{}
-	}
-	must(err, "read queue stat")
-	defer closer.Close()
-	assertf(len(v) == 8, "queue stat of show %s has %d bytes", show, len(v))
+	s := tx.m.led.shows[show]
+	assertf(s != nil, "queue of missing show %s", show)
+	return s.queue
+}
+
+func decodeQueueStat(v []byte) queueStat {
 	return queueStat{binary.BigEndian.Uint32(v), binary.BigEndian.Uint32(v[4:])}
 }
 
 func (tx *txn) putQueueStat(show string, s queueStat) {
+	tx.m.led.shows[show].queue = s
 	if s.waiting == 0 {
 		assertf(s.seats == 0, "empty queue of show %s wants %d seats", show, s.seats)
 		tx.del(tx.m.queueStatKey(show))

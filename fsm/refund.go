@@ -16,20 +16,19 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 	case ledgerpb.HoldState_HOLD_STATE_HELD, ledgerpb.HoldState_HOLD_STATE_CANCELLED:
 		return stateReject(ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED, h, "hold %s is not a confirmed booking")
 	}
-	l := tx.layout(h.ShowId)
-	assertf(l != nil, "booking %s names missing show %s", h.HoldId, h.ShowId)
-	for _, s := range h.SeatIds {
-		n, ok := l.seatIndex(s)
-		assertf(ok, "booking %s names unknown seat %s", h.HoldId, s)
-		key := tx.m.seatKey(h.ShowId, n)
-		rec := &ledgerpb.SeatRecord{}
-		booked := tx.get(key, rec) && rec.HoldId == h.HoldId && rec.State == ledgerpb.SeatState_BOOKED
-		assertf(booked || tx.m.unsafe.SkipSeatCheck, "S2: seat %s of booking %s is not booked by it", s, h.HoldId)
+	s := tx.m.led.shows[h.ShowId]
+	assertf(s != nil && tx.m.led.holds[h.HoldId] == h, "booking %s of show %s is not in the ledger", h.HoldId, h.ShowId)
+	for _, id := range h.SeatIds {
+		n, ok := s.l.seatIndex(id)
+		assertf(ok, "booking %s names unknown seat %s", h.HoldId, id)
+		booked := s.seats[n] == h
+		assertf(booked || tx.m.unsafe.SkipSeatCheck, "S2: seat %s of booking %s is not booked by it", id, h.HoldId)
 		if booked {
-			tx.del(key)
-			tx.seatChanged(h.ShowId, s, ledgerpb.SeatState_FREE)
+			tx.clearSeat(s, h.ShowId, n)
+			tx.seatChanged(h.ShowId, id, ledgerpb.SeatState_FREE)
 		}
 	}
+	delete(tx.m.led.holds, h.HoldId)
 	tx.seatsFreed(h.ShowId)
 	h.State = ledgerpb.HoldState_HOLD_STATE_REFUNDED
 	h.RefundedAtMs = tx.now

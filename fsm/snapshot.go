@@ -143,9 +143,10 @@ func (m *Machine) Restore(r io.Reader) error {
 	m.changes.reset(applied)
 	m.published.Store(&appliedPoint{index: applied, clock: clock})
 	m.forgetDerived()
-	m.records.reset()
-	m.shows.reset()
 	m.expiry.reset()
+	// The store holds the snapshot, checked; a ledger that cannot be read
+	// from it means this replica cannot go on (reload panics).
+	m.reload()
 	return nil
 }
 

@@ -4,9 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -44,18 +41,6 @@ func (tx *txn) showTokenKey(show string) []byte {
 // tokenMatches compares a presented token with the hold's in constant time.
 func (tx *txn) tokenMatches(h *ledgerpb.HoldRecord, token string) bool {
 	return hmac.Equal([]byte(tx.holdToken(h.ShowId, h.HoldId)), []byte(token))
-}
-
-// readTokenKey reads a show's token key (empty for a show created before
-// keys existed: its tokens are still HMACs, under an empty key).
-func (tx *txn) readTokenKey(show string) []byte {
-	v, closer, err := tx.b.Get(tx.m.showTokenKey(show))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil
-	}
-	must(err, "read token key")
-	defer closer.Close()
-	return append([]byte(nil), v...)
 }
 
 // badToken is the rejection for a token that is not the hold's.

@@ -1,0 +1,343 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// ledger is the group's seat ledger in memory: every show with its layout
+// and, per seat, the hold or booking that owns it; every live hold and
+// every booking; per show and client, the client's live holds; per show,
+// its waiting line's totals. It is authoritative: the hold, confirm,
+// release, extend and refund paths read it and nothing else, and a key it
+// does not have is absent (a FREE seat, an unknown show, a client without
+// live holds). Pebble is written behind it, in the same batch as the applied
+// index, with the records doc.go lists, so a restart (load) and a snapshot
+// see exactly what the ledger held.
+//
+// What it leaves in Pebble alone: holds that ended (cancelled, expired,
+// refunded; read through the batch by the rare command that names one),
+// request records, the change log, the waiting line's entries, the catalog
+// and the node registry.
+//
+// Memory: a pointer per seat of every show, and one HoldRecord per live
+// hold or booking. Both are bounded by the group's seats (a seat belongs to
+// at most one hold or booking at a time), which SeatsPerShowMax and the
+// number of shows bound.
+//
+// Only the apply goroutine uses it (Apply, ApplyEntries, Restore, and
+// NewMachine before the machine is shared), so it has no lock.
+type ledger struct {
+	shows map[string]*showState
+	// holds are the live holds (HELD, also those past their expiry by the
+	// log clock until an entry ends them) and the bookings (CONFIRMED).
+	holds map[string]*ledgerpb.HoldRecord
+}
+
+// showState is one show in the ledger.
+type showState struct {
+	l *layout
+	// seats[i] is the hold or booking that owns seat i of the layout, nil
+	// when the seat is FREE (it has no record). A seat of a live hold is
+	// HELD, of a booking BOOKED.
+	seats []*ledgerpb.HoldRecord
+	// clients lists each client's live holds in the show, in the order
+	// they were made (the ClientHoldsRecord of the client).
+	clients map[string][]*ledgerpb.HoldRecord
+	// queue is the waiting line's totals (the 0x10 record).
+	queue queueStat
+}
+
+func newLedger() ledger {
+	return ledger{shows: map[string]*showState{}, holds: map[string]*ledgerpb.HoldRecord{}}
+}
+
+// seatState is the state a seat owned by h is in: HELD by a live hold,
+// BOOKED by a booking.
+func seatState(h *ledgerpb.HoldRecord) ledgerpb.SeatState {
+	if h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
+		return ledgerpb.SeatState_BOOKED
+	}
+	return ledgerpb.SeatState_HELD
+}
+
+// load reads the group's ledger from the store: the shows, the live holds
+// (the expiry index lists them), the seat records (which name the bookings
+// too) and the waiting lines' totals. Clients' live holds are derived from
+// the live holds and checked against their records.
+func (m *Machine) load(r pebble.Reader) (ledger, error) {
+	led := newLedger()
+	err := scanPrefix(r, m.key(kindShow), func(k, v []byte) error {
+		id := string(k[groupPrefixLen+1:])
+		show := &ledgerpb.Show{}
+		if err := proto.Unmarshal(v, show); err != nil {
+			return fmt.Errorf("decode show %s: %w", id, err)
+		}
+		l := newLayout(show)
+		key, err := getCopy(r, m.showTokenKey(id))
+		if err != nil {
+			return err
+		}
+		l.tokenKey = key
+		led.shows[id] = &showState{l: l, seats: make([]*ledgerpb.HoldRecord, l.total)}
+		return nil
+	})
+	if err == nil {
+		err = scanPrefix(r, m.key(kindExpiry), func(k, _ []byte) error {
+			_, id, err := decodeExpiryKey(k)
+			if err != nil {
+				return err
+			}
+			h, err := m.loadHold(r, id)
+			if err != nil {
+				return err
+			}
+			if h.State != ledgerpb.HoldState_HOLD_STATE_HELD {
+				return fmt.Errorf("expiry index names hold %s in state %s", id, h.State)
+			}
+			s := led.shows[h.ShowId]
+			if s == nil {
+				return fmt.Errorf("hold %s names missing show %s", id, h.ShowId)
+			}
+			led.holds[id] = h
+			return nil
+		})
+	}
+	if err == nil {
+		err = m.loadSeats(r, &led)
+	}
+	if err == nil {
+		err = m.loadQueues(r, &led)
+	}
+	if err == nil {
+		err = m.loadClientHolds(r, &led)
+	}
+	if err != nil {
+		return ledger{}, fmt.Errorf("fsm: load group %d: %w", m.group, err)
+	}
+	return led, nil
+}
+
+// loadSeats points every seat that has a record at its hold or booking.
+func (m *Machine) loadSeats(r pebble.Reader, led *ledger) error {
+	return scanPrefix(r, m.key(kindSeat), func(k, v []byte) error {
+		body := k[groupPrefixLen+1:]
+		n := int(body[0])
+		if len(body) != 1+n+2 {
+			return errBadKey
+		}
+		show, idx := string(body[1:1+n]), int(body[1+n])<<8|int(body[2+n])
+		s := led.shows[show]
+		if s == nil || idx >= len(s.seats) {
+			return fmt.Errorf("seat record %d of show %s is not in its layout", idx, show)
+		}
+		rec := &ledgerpb.SeatRecord{}
+		if err := proto.Unmarshal(v, rec); err != nil {
+			return fmt.Errorf("decode seat %d of show %s: %w", idx, show, err)
+		}
+		h := led.holds[rec.HoldId]
+		if h == nil && rec.State == ledgerpb.SeatState_BOOKED {
+			var err error
+			if h, err = m.loadHold(r, rec.HoldId); err != nil {
+				return err
+			}
+			if h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
+				return fmt.Errorf("booked seat %d of show %s names hold %s in state %s", idx, show, rec.HoldId, h.State)
+			}
+			led.holds[h.HoldId] = h
+		}
+		if h == nil || seatState(h) != rec.State {
+			return fmt.Errorf("seat %d of show %s is %s by hold %s, which does not own it", idx, show, rec.State, rec.HoldId)
+		}
+		s.seats[idx] = h
+		return nil
+	})
+}
+
+// loadQueues reads each show's waiting line totals.
+func (m *Machine) loadQueues(r pebble.Reader, led *ledger) error {
+	return scanPrefix(r, m.key(kindQueueStat), func(k, v []byte) error {
+		show := string(k[groupPrefixLen+1:])
+		s := led.shows[show]
+		if s == nil || len(v) != 8 {
+			return fmt.Errorf("queue totals of show %s: %d bytes, show known %t", show, len(v), s != nil)
+		}
+		s.queue = decodeQueueStat(v)
+		return nil
+	})
+}
+
+// loadClientHolds reads each client's list of live holds in a show, in
+// the order the client made them, and checks that it lists every live hold
+// exactly once.
+func (m *Machine) loadClientHolds(r pebble.Reader, led *ledger) error {
+	listed := 0
+	err := scanPrefix(r, m.key(kindClientHold), func(k, v []byte) error {
+		rec := &ledgerpb.ClientHoldsRecord{}
+		if err := proto.Unmarshal(v, rec); err != nil || len(rec.Holds) == 0 {
+			return fmt.Errorf("decode client holds %x: %v (%d holds)", k, err, len(rec.Holds))
+		}
+		var list []*ledgerpb.HoldRecord
+		for _, ch := range rec.Holds {
+			h := led.holds[ch.HoldId]
+			if h == nil || h.State != ledgerpb.HoldState_HOLD_STATE_HELD || h.ExpiresAtMs != ch.ExpiresAtMs {
+				return fmt.Errorf("client holds %x list hold %s that is not live until %d", k, ch.HoldId, ch.ExpiresAtMs)
+			}
+			if string(k) != string(m.clientHoldsKey(h.ShowId, h.ClientId)) {
+				return fmt.Errorf("client holds %x list hold %s of client %s in show %s", k, h.HoldId, h.ClientId, h.ShowId)
+			}
+			list = append(list, h)
+		}
+		h := list[0]
+		s := led.shows[h.ShowId]
+		if s.clients == nil {
+			s.clients = map[string][]*ledgerpb.HoldRecord{}
+		}
+		s.clients[h.ClientId] = list
+		listed += len(list)
+		return nil
+	})
+	if err == nil && listed != countLive(led) {
+		err = fmt.Errorf("clients' records list %d live holds, the expiry index %d", listed, countLive(led))
+	}
+	return err
+}
+
+// countLive counts the live holds in the ledger.
+func countLive(led *ledger) int {
+	n := 0
+	for _, h := range led.holds {
+		if h.State == ledgerpb.HoldState_HOLD_STATE_HELD {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Machine) loadHold(r pebble.Reader, id string) (*ledgerpb.HoldRecord, error) {
+	v, err := getCopy(r, m.holdKey(id))
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, fmt.Errorf("hold %s is missing", id)
+	}
+	h := &ledgerpb.HoldRecord{}
+	if err := proto.Unmarshal(v, h); err != nil {
+		return nil, fmt.Errorf("decode hold %s: %w", id, err)
+	}
+	return h, nil
+}
+
+// scanPrefix calls fn for every key under prefix, in order.
+func scanPrefix(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
+// getCopy reads a key's value, nil when absent.
+func getCopy(r pebble.Reader, key []byte) ([]byte, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return append([]byte{}, v...), nil
+}
+
+// Field numbers of ClientHoldsRecord and ClientHold, for the encoder below.
+const (
+	clientHoldsField     protowire.Number = 1
+	clientHoldIDField    protowire.Number = 1
+	clientHoldExpiresFld protowire.Number = 2
+)
+
+// encodeClientHolds appends a ClientHoldsRecord of holds to b, byte for
+// byte as deterministic proto.Marshal writes it.
+func encodeClientHolds(b []byte, holds []*ledgerpb.HoldRecord) []byte {
+	for _, h := range holds {
+		size := protowire.SizeTag(clientHoldIDField) + protowire.SizeBytes(len(h.HoldId))
+		if h.ExpiresAtMs != 0 {
+			size += protowire.SizeTag(clientHoldExpiresFld) + protowire.SizeVarint(uint64(h.ExpiresAtMs))
+		}
+		b = protowire.AppendTag(b, clientHoldsField, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(size))
+		b = protowire.AppendTag(b, clientHoldIDField, protowire.BytesType)
+		b = protowire.AppendString(b, h.HoldId)
+		if h.ExpiresAtMs != 0 {
+			b = protowire.AppendTag(b, clientHoldExpiresFld, protowire.VarintType)
+			b = protowire.AppendVarint(b, uint64(h.ExpiresAtMs))
+		}
+	}
+	return b
+}
+
+// encodeSeat appends the SeatRecord of a seat owned by h to b, byte for
+// byte as deterministic proto.Marshal writes it.
+func encodeSeat(b []byte, h *ledgerpb.HoldRecord) []byte {
+	state := seatState(h)
+	b = protowire.AppendTag(b, seatHoldField, protowire.BytesType)
+	b = protowire.AppendString(b, h.HoldId)
+	b = protowire.AppendTag(b, seatStateField, protowire.VarintType)
+	b = protowire.AppendVarint(b, uint64(state))
+	if state == ledgerpb.SeatState_HELD && h.ExpiresAtMs != 0 {
+		b = protowire.AppendTag(b, seatExpiresAtField, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(h.ExpiresAtMs))
+	}
+	return b
+}
+
+// diff describes how two ledgers differ, "" when they hold the same state
+// (tests: every commit compares the ledger with one loaded from the store).
+func (led *ledger) diff(o *ledger) string {
+	if len(led.shows) != len(o.shows) || len(led.holds) != len(o.holds) {
+		return fmt.Sprintf("%d shows and %d holds, against %d and %d", len(led.shows), len(led.holds), len(o.shows), len(o.holds))
+	}
+	for id, h := range led.holds {
+		if !proto.Equal(h, o.holds[id]) {
+			return fmt.Sprintf("hold %s is %v, against %v", id, h, o.holds[id])
+		}
+	}
+	for id, s := range led.shows {
+		t := o.shows[id]
+		if t == nil || len(s.seats) != len(t.seats) || s.queue != t.queue || len(s.clients) != len(t.clients) ||
+			string(s.l.tokenKey) != string(t.l.tokenKey) || !proto.Equal(s.l.show, t.l.show) {
+			return fmt.Sprintf("show %s differs", id)
+		}
+		for i, h := range s.seats {
+			if (h == nil) != (t.seats[i] == nil) || (h != nil && h.HoldId != t.seats[i].HoldId) {
+				return fmt.Sprintf("seat %d of show %s differs", i, id)
+			}
+		}
+		for c, list := range s.clients {
+			other := t.clients[c]
+			if len(list) != len(other) {
+				return fmt.Sprintf("client %s has %d live holds in show %s, against %d", c, len(list), id, len(other))
+			}
+			for i, h := range list {
+				if h.HoldId != other[i].HoldId {
+					return fmt.Sprintf("client %s's live holds in show %s differ", c, id)
+				}
+			}
+		}
+	}
+	return ""
+}
