@@ -1,12 +1,9 @@
 package fsm
 
-import (
-	"math"
-	"sync"
-)
+import "sync"
 
-// Two in-memory aids for speed. Neither is state: dropping either changes no
-// result, so replicas stay identical whatever each one has cached.
+// Readers' caches (the layouts here, the seat states in statescache.go).
+// Neither is state: dropping either changes no result.
 
 // layoutCacheMax bounds the layouts one group keeps (each a few hundred
 // bytes to a few KiB); when full the cache starts over.
@@ -57,80 +54,4 @@ func (c *boundedCache[V]) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.m = nil
-}
-
-// expiryBound is a lower bound on the earliest expiry of the group's live
-// holds, so the leader's expiry driver can tell "nothing is due" without
-// opening a Pebble snapshot every tick of every group.
-//
-// Apply lowers it after each commit that created holds (never before: a
-// reader that tightened the bound from a snapshot taken before that commit
-// would otherwise overwrite it). A reader tightens it to what a snapshot
-// shows only if no commit lowered it meanwhile (gen unchanged). Holds that
-// end early (confirm, release) leave it low, which costs one snapshot read.
-type expiryBound struct {
-	mu struct {
-		sync.Mutex
-		at  int64  // no live hold expires before at
-		gen uint64 // counts lowerings and resets
-	}
-}
-
-// lower notes a new hold expiring at at (math.MaxInt64: none).
-func (e *expiryBound) lower(at int64) {
-	if at == math.MaxInt64 {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.mu.at = min(e.mu.at, at)
-	e.mu.gen++
-}
-
-// reset forgets the bound: the next ExpiryDue reads the state.
-func (e *expiryBound) reset() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.mu.at = math.MinInt64
-	e.mu.gen++
-}
-
-// ExpiryBound is the time (Unix ms) before which no live hold expires, as
-// far as the in-memory bound knows: math.MaxInt64 when no hold is live,
-// math.MinInt64 when unknown (read the state: ExpiryDue). The leader's
-// expiry driver sleeps until then on an idle group.
-func (m *Machine) ExpiryBound() int64 {
-	m.expiry.mu.Lock()
-	defer m.expiry.mu.Unlock()
-	return m.expiry.mu.at
-}
-
-// ExpiryDue reports whether a live hold expires at or before now (Unix ms).
-// It answers from the in-memory bound when that says nothing can be due, and
-// otherwise reads the expiry index from a snapshot (and tightens the bound).
-func (m *Machine) ExpiryDue(now int64) (bool, error) {
-	m.expiry.mu.Lock()
-	at, gen := m.expiry.mu.at, m.expiry.mu.gen
-	m.expiry.mu.Unlock()
-	if at > now {
-		return false, nil
-	}
-	v, err := m.View()
-	if err != nil {
-		return false, err
-	}
-	next, ok, err := v.NextExpiry()
-	v.Close()
-	if err != nil {
-		return false, err
-	}
-	if !ok {
-		next = math.MaxInt64
-	}
-	m.expiry.mu.Lock()
-	if m.expiry.mu.gen == gen {
-		m.expiry.mu.at = next
-	}
-	m.expiry.mu.Unlock()
-	return ok && next <= now, nil
 }

@@ -26,7 +26,6 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 		seats = append(seats, n)
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_BOOKED)
 	})
-	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
 	tx.untrackHold(h)
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
 	// The booking stays in the ledger; its seats now read BOOKED.

@@ -16,25 +16,18 @@ func (tx *txn) expire(c *ledgerpb.ExpireCmd) *ledgerpb.Result {
 	if limit <= 0 || limit > ExpirePerEntryMax {
 		limit = ExpirePerEntryDefault
 	}
-	var ids []string
-	if upto < 0 {
-		// Expiry times are stored unsigned; no hold expires before 1970.
-		upto = -1
-	}
-	tx.scan(tx.m.key(kindExpiry), tx.m.key(kindExpiry, u64(uint64(upto+1))), limit, func(k []byte) {
-		at, id, err := decodeExpiryKey(k)
-		must(err, "decode expiry key")
-		assertf(at <= upto, "expiry index out of order")
-		ids = append(ids, id)
-	})
-	for _, id := range ids {
-		h := tx.holdRecord(id)
-		assertf(h != nil && h.State == ledgerpb.HoldState_HOLD_STATE_HELD, "expiry index names hold %s that is not live", id)
+	n := 0
+	for ; n < limit; n++ {
+		h := tx.m.led.popDue(upto)
+		if h == nil {
+			break
+		}
+		assertf(h.ExpiresAtMs <= upto, "expiry queue out of order")
 		tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED)
 	}
 	tx.pruneRequests(limit)
 	tx.pruneEvents(limit)
-	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, Expired: uint32(len(ids))}
+	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, Expired: uint32(n)}
 }
 
 // pruneRequests forgets at most limit exactly-once records older than the

@@ -24,11 +24,9 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 	at := min(max(h.ExpiresAtMs, tx.now+ttl), h.CreatedAtMs+HoldLifetimeMaxMs)
 	assertf(at >= h.ExpiresAtMs, "extend of hold %s moves its expiry earlier", h.HoldId)
 	if at != h.ExpiresAtMs {
-		tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
-		must(tx.b.Set(tx.m.expiryKey(at, h.HoldId), nil, nil), "write expiry index")
 		h.ExpiresAtMs = at
 		tx.put(tx.m.holdKey(h.HoldId), h)
-		tx.retrackHold(h)
+		tx.m.led.due(h) // its entry at the old expiry is stale now
 		s := tx.m.led.shows[h.ShowId]
 		tx.eachHeldSeat(h, func(_ string, n uint16) {
 			tx.putSeat(s, h.ShowId, n, h) // the record carries the expiry

@@ -144,8 +144,6 @@ func FuzzDecodeMeta(f *testing.F) {
 
 func FuzzDecodeKeys(f *testing.F) {
 	m := &Machine{group: 7, prefix: groupPrefix(7)}
-	f.Add(m.expiryKey(1000, "h7-2-0"))
-	f.Add(m.expiryKey(-1, ""))
 	f.Add(m.requestAgeKey(1000, "c1", "r1"))
 	f.Add(m.requestAgeKey(0, "", ""))
 	f.Add(m.requestAgeKey(5, "\xff", "r"))
@@ -156,11 +154,6 @@ func FuzzDecodeKeys(f *testing.F) {
 		var mk *Machine
 		if len(k) >= groupPrefixLen {
 			mk = &Machine{prefix: bytes.Clone(k[:groupPrefixLen])}
-		}
-		if at, id, err := decodeExpiryKey(k); err == nil {
-			if got := mk.expiryKey(at, id); !bytes.Equal(got, k) {
-				t.Fatalf("expiryKey(decodeExpiryKey(%x)) = %x", k, got)
-			}
 		}
 		if at, client, request, err := decodeRequestAgeKey(k); err == nil {
 			if got := mk.requestAgeKey(at, client, request); !bytes.Equal(got, k) {

@@ -142,9 +142,8 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
 	tx.put(tx.m.holdKey(h.HoldId), h)
-	must(tx.b.Set(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId), nil, nil), "write expiry index")
+	tx.m.led.due(h)
 	tx.trackHold(h)
-	tx.minExpiry = min(tx.minExpiry, h.ExpiresAtMs)
 	r := holdResult(h)
 	r.HoldToken = tx.holdToken(h.ShowId, h.HoldId)
 	return r
@@ -189,16 +188,15 @@ func (tx *txn) liveHoldsOf(show, client string) int {
 	return n
 }
 
-// trackHold lists a new live hold under its client; untrackHold takes a
-// closed or confirmed one off; retrackHold records an extended expiry (the
-// list holds the hold itself: only its record is written again).
+// trackHold lists a new live hold under its client in its show;
+// untrackHold takes a closed or confirmed one off. The lists are derived
+// state: load builds them from the live holds.
 func (tx *txn) trackHold(h *ledgerpb.HoldRecord) {
 	s := tx.m.led.shows[h.ShowId]
 	if s.clients == nil {
 		s.clients = map[string][]*ledgerpb.HoldRecord{}
 	}
 	s.clients[h.ClientId] = append(s.clients[h.ClientId], h)
-	tx.putClientHolds(s, h)
 }
 
 func (tx *txn) untrackHold(h *ledgerpb.HoldRecord) {
@@ -214,29 +212,6 @@ func (tx *txn) untrackHold(h *ledgerpb.HoldRecord) {
 	} else {
 		s.clients[h.ClientId] = list
 	}
-	tx.putClientHolds(s, h)
-}
-
-func (tx *txn) retrackHold(h *ledgerpb.HoldRecord) {
-	s := tx.m.led.shows[h.ShowId]
-	if !slices.Contains(s.clients[h.ClientId], h) {
-		violated("hold %s is not listed under client %s", h.HoldId, h.ClientId)
-	}
-	tx.putClientHolds(s, h)
-}
-
-// putClientHolds writes the live-holds record of h's client in show s, or
-// deletes it when the client has none left.
-func (tx *txn) putClientHolds(s *showState, h *ledgerpb.HoldRecord) {
-	key := tx.m.clientHoldsKey(h.ShowId, h.ClientId)
-	list := s.clients[h.ClientId]
-	if len(list) == 0 {
-		tx.del(key)
-		return
-	}
-	b := encodeClientHolds(tx.scratch[:0], list)
-	must(tx.b.Set(key, b, nil), "write client holds")
-	tx.scratch = b[:0]
 }
 
 // takenSeats returns the seats owned by a live hold or a booking, and the
@@ -287,7 +262,6 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 		tx.clearSeat(s, h.ShowId, n)
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_FREE)
 	})
-	tx.del(tx.m.expiryKey(h.ExpiresAtMs, h.HoldId))
 	tx.untrackHold(h)
 	tx.seatsFreed(h.ShowId)
 	h.State = state

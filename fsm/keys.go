@@ -11,11 +11,9 @@ const (
 	kindShow       byte = 0x02
 	kindSeat       byte = 0x03
 	kindHold       byte = 0x04
-	kindExpiry     byte = 0x05
 	kindRequest    byte = 0x06
 	kindRequestAge byte = 0x07
 	kindShowKey    byte = 0x08 // a show's hold-token key
-	kindClientHold byte = 0x09 // a client's live holds in a show
 	kindEvent      byte = 0x0A // a show's seat changes at one revision
 	kindEventAge   byte = 0x0B // seat changes by time, for pruning
 	kindEventFloor byte = 0x0C // the revision up to which changes are pruned
@@ -94,16 +92,6 @@ func (m *Machine) holdKey(id string) []byte { return append(m.keyOf(kindHold, le
 
 func (m *Machine) showTokenKey(id string) []byte { return m.key(kindShowKey, []byte(id)) }
 
-// clientHoldsKey holds a client's live holds in a show (ClientHoldsRecord).
-// clientHoldsPrefix is the prefix of a show's clientHoldsKeys.
-func (m *Machine) clientHoldsPrefix(show string) []byte {
-	return m.key(kindClientHold, lenPrefixed(show))
-}
-
-func (m *Machine) clientHoldsKey(show, client string) []byte {
-	return appendLenPrefixed(appendLenPrefixed(m.keyOf(kindClientHold, 2+len(show)+len(client)), show), client)
-}
-
 func (m *Machine) queueEntryKey(id string) []byte { return m.key(kindQueueEntry, []byte(id)) }
 func (m *Machine) queueLinePrefix(show string) []byte {
 	return m.key(kindQueueLine, lenPrefixed(show))
@@ -133,10 +121,6 @@ func (m *Machine) seatKey(show string, seat uint16) []byte {
 	return binary.BigEndian.AppendUint16(k, seat)
 }
 
-func (m *Machine) expiryKey(at int64, hold string) []byte {
-	return append(binary.BigEndian.AppendUint64(m.keyOf(kindExpiry, 8+len(hold)), uint64(at)), hold...)
-}
-
 func (m *Machine) requestKey(client, request string) []byte {
 	return append(appendLenPrefixed(m.keyOf(kindRequest, 1+len(client)+len(request)), client), request...)
 }
@@ -147,15 +131,6 @@ func (m *Machine) requestAgeKey(at int64, client, request string) []byte {
 }
 
 var errBadKey = errors.New("fsm: malformed key")
-
-// decodeExpiryKey returns the expiry time and hold id of an expiry-index key.
-func decodeExpiryKey(k []byte) (int64, string, error) {
-	if len(k) < groupPrefixLen+1+8 || k[groupPrefixLen] != kindExpiry {
-		return 0, "", errBadKey
-	}
-	body := k[groupPrefixLen+1:]
-	return int64(binary.BigEndian.Uint64(body)), string(body[8:]), nil
-}
 
 // decodeRequestAgeKey returns the time, client and request of a retention key.
 func decodeRequestAgeKey(k []byte) (int64, string, string, error) {

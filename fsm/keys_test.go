@@ -1,5 +1,6 @@
 // This file proves the key layout the state machine's scans rely on: the
-// expiry index sorts by time (so Expire frees oldest first), length prefixes
+// request retention index sorts by time (so pruning forgets oldest first,
+// and the request filter can drop whole generations), length prefixes
 // keep ("a","bc") and ("ab","c") apart, every key of a group sorts inside
 // [groupPrefix(g), groupEnd(g)) for every group id including the last, the
 // meta record round-trips, and prefixEnd is the tightest bound.
@@ -10,17 +11,17 @@ import (
 	"testing"
 )
 
-func TestExpiryKeysSortByTime(t *testing.T) {
+func TestRequestAgeKeysSortByTime(t *testing.T) {
 	m := &Machine{group: 3, prefix: groupPrefix(3)}
 	times := []int64{0, 1, 255, 256, 1 << 40, 1<<62 + 5}
 	for i := 1; i < len(times); i++ {
-		a, b := m.expiryKey(times[i-1], "h3-99-9"), m.expiryKey(times[i], "h3-1-0")
+		a, b := m.requestAgeKey(times[i-1], "zz", "r9"), m.requestAgeKey(times[i], "a", "r1")
 		if bytes.Compare(a, b) >= 0 {
-			t.Errorf("expiryKey(%d) >= expiryKey(%d)", times[i-1], times[i])
+			t.Errorf("requestAgeKey(%d) >= requestAgeKey(%d)", times[i-1], times[i])
 		}
-		at, id, err := decodeExpiryKey(b)
-		if err != nil || at != times[i] || id != "h3-1-0" {
-			t.Errorf("decodeExpiryKey(expiryKey(%d, h3-1-0)) = %d, %q, %v", times[i], at, id, err)
+		at, c, r, err := decodeRequestAgeKey(b)
+		if err != nil || at != times[i] || c != "a" || r != "r1" {
+			t.Errorf("decodeRequestAgeKey(requestAgeKey(%d, a, r1)) = %d, %q, %q, %v", times[i], at, c, r, err)
 		}
 	}
 }
@@ -44,7 +45,7 @@ func TestGroupRange(t *testing.T) {
 		m := &Machine{group: g, prefix: groupPrefix(g)}
 		lo, hi := groupPrefix(g), groupEnd(g)
 		for _, k := range [][]byte{m.metaKey(), m.showKey("zzz"), m.seatKey("s", 0xffff), m.holdKey("\xff\xff"),
-			m.expiryKey(-1, "h"), m.requestKey("c", "r"), m.requestAgeKey(-1, "c", "r")} {
+			m.requestKey("c", "r"), m.requestAgeKey(-1, "c", "r")} {
 			if bytes.Compare(k, lo) < 0 || bytes.Compare(k, hi) >= 0 {
 				t.Errorf("group %d: key %x outside [groupPrefix, groupEnd) = [%x, %x)", g, k, lo, hi)
 				break

@@ -1,8 +1,12 @@
 package fsm
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
+	"hash"
+	"maps"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -13,23 +17,25 @@ import (
 
 // ledger is the group's seat ledger in memory: every show with its layout
 // and, per seat, the hold or booking that owns it; every live hold and
-// every booking; per show and client, the client's live holds; per show,
-// its waiting line's totals. It is authoritative: the hold, confirm,
-// release, extend and refund paths read it and nothing else, and a key it
-// does not have is absent (a FREE seat, an unknown show, a client without
-// live holds). Pebble is written behind it, in the same batch as the applied
-// index, with the records doc.go lists, so a restart (load) and a snapshot
-// see exactly what the ledger held.
+// every booking; per show and client, the client's live holds; the live
+// holds by expiry; per show, its waiting line's totals. It is
+// authoritative: the hold, confirm, release, extend, refund and expire
+// paths read it and nothing else, and what it does not have is absent (a
+// FREE seat, an unknown show, a client without live holds). Pebble is
+// written behind it, in the same batch as the applied index: the shows, the
+// holds and the seat records, from which load rebuilds the rest (a live
+// hold or a booking owns at least one seat).
 //
 // What it leaves in Pebble alone: holds that ended (cancelled, expired,
 // refunded; read through the batch by the rare command that names one),
-// request records, the change log, the waiting line's entries, the catalog
-// and the node registry.
+// request records (requests.go filters them), the change log, the waiting
+// line's entries, the catalog and the node registry.
 //
-// Memory: a pointer per seat of every show, and one HoldRecord per live
-// hold or booking. Both are bounded by the group's seats (a seat belongs to
-// at most one hold or booking at a time), which SeatsPerShowMax and the
-// number of shows bound.
+// Memory: a pointer per seat of every show, one HoldRecord per live hold or
+// booking, and an expiry entry per hold made or extended within
+// HoldLifetimeMaxMs (expiry.go). All are bounded by the group's seats (a
+// seat belongs to at most one hold or booking at a time) and that
+// lifetime.
 //
 // Only the apply goroutine uses it (Apply, ApplyEntries, Restore, and
 // NewMachine before the machine is shared), so it has no lock.
@@ -37,7 +43,8 @@ type ledger struct {
 	shows map[string]*showState
 	// holds are the live holds (HELD, also those past their expiry by the
 	// log clock until an entry ends them) and the bookings (CONFIRMED).
-	holds map[string]*ledgerpb.HoldRecord
+	holds  map[string]*ledgerpb.HoldRecord
+	expiry expiryQueue
 }
 
 // showState is one show in the ledger.
@@ -47,11 +54,13 @@ type showState struct {
 	// when the seat is FREE (it has no record). A seat of a live hold is
 	// HELD, of a booking BOOKED.
 	seats []*ledgerpb.HoldRecord
-	// clients lists each client's live holds in the show, in the order
-	// they were made (the ClientHoldsRecord of the client).
+	// clients lists each client's live holds in the show.
 	clients map[string][]*ledgerpb.HoldRecord
 	// queue is the waiting line's totals (the 0x10 record).
 	queue queueStat
+	// mac is the HMAC under the show's token key, made on first use
+	// (token.go).
+	mac hash.Hash
 }
 
 func newLedger() ledger {
@@ -67,10 +76,9 @@ func seatState(h *ledgerpb.HoldRecord) ledgerpb.SeatState {
 	return ledgerpb.SeatState_HELD
 }
 
-// load reads the group's ledger from the store: the shows, the live holds
-// (the expiry index lists them), the seat records (which name the bookings
-// too) and the waiting lines' totals. Clients' live holds are derived from
-// the live holds and checked against their records.
+// load reads the group's ledger from the store: the shows, then the seat
+// records and the holds and bookings they name, then the waiting lines'
+// totals; it derives the clients' lists and the expiry queue.
 func (m *Machine) load(r pebble.Reader) (ledger, error) {
 	led := newLedger()
 	err := scanPrefix(r, m.key(kindShow), func(k, v []byte) error {
@@ -89,42 +97,33 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 		return nil
 	})
 	if err == nil {
-		err = scanPrefix(r, m.key(kindExpiry), func(k, _ []byte) error {
-			_, id, err := decodeExpiryKey(k)
-			if err != nil {
-				return err
-			}
-			h, err := m.loadHold(r, id)
-			if err != nil {
-				return err
-			}
-			if h.State != ledgerpb.HoldState_HOLD_STATE_HELD {
-				return fmt.Errorf("expiry index names hold %s in state %s", id, h.State)
-			}
-			s := led.shows[h.ShowId]
-			if s == nil {
-				return fmt.Errorf("hold %s names missing show %s", id, h.ShowId)
-			}
-			led.holds[id] = h
-			return nil
-		})
-	}
-	if err == nil {
 		err = m.loadSeats(r, &led)
 	}
 	if err == nil {
 		err = m.loadQueues(r, &led)
 	}
-	if err == nil {
-		err = m.loadClientHolds(r, &led)
-	}
 	if err != nil {
 		return ledger{}, fmt.Errorf("fsm: load group %d: %w", m.group, err)
 	}
+	// In id order, so that the lists are built alike on every load.
+	for _, id := range slices.Sorted(maps.Keys(led.holds)) {
+		h := led.holds[id]
+		if h.State != ledgerpb.HoldState_HOLD_STATE_HELD {
+			continue
+		}
+		s := led.shows[h.ShowId]
+		if s.clients == nil {
+			s.clients = map[string][]*ledgerpb.HoldRecord{}
+		}
+		s.clients[h.ClientId] = append(s.clients[h.ClientId], h)
+		led.expiry = append(led.expiry, expiryEntry{at: h.ExpiresAtMs, id: id})
+	}
+	heap.Init(&led.expiry)
 	return led, nil
 }
 
-// loadSeats points every seat that has a record at its hold or booking.
+// loadSeats points every seat that has a record at its hold or booking,
+// reading each once.
 func (m *Machine) loadSeats(r pebble.Reader, led *ledger) error {
 	return scanPrefix(r, m.key(kindSeat), func(k, v []byte) error {
 		body := k[groupPrefixLen+1:]
@@ -142,18 +141,16 @@ func (m *Machine) loadSeats(r pebble.Reader, led *ledger) error {
 			return fmt.Errorf("decode seat %d of show %s: %w", idx, show, err)
 		}
 		h := led.holds[rec.HoldId]
-		if h == nil && rec.State == ledgerpb.SeatState_BOOKED {
+		if h == nil {
 			var err error
 			if h, err = m.loadHold(r, rec.HoldId); err != nil {
 				return err
 			}
-			if h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
-				return fmt.Errorf("booked seat %d of show %s names hold %s in state %s", idx, show, rec.HoldId, h.State)
-			}
 			led.holds[h.HoldId] = h
 		}
-		if h == nil || seatState(h) != rec.State {
-			return fmt.Errorf("seat %d of show %s is %s by hold %s, which does not own it", idx, show, rec.State, rec.HoldId)
+		seat := s.l.seatID(idx)
+		if h.ShowId != show || !containsSeat(h.SeatIds, seat) || string(v) != string(encodeSeat(nil, h)) {
+			return fmt.Errorf("seat %s of show %s is %s by hold %s (%s), which does not own it so", seat, show, rec.State, rec.HoldId, h.State)
 		}
 		s.seats[idx] = h
 		return nil
@@ -171,53 +168,6 @@ func (m *Machine) loadQueues(r pebble.Reader, led *ledger) error {
 		s.queue = decodeQueueStat(v)
 		return nil
 	})
-}
-
-// loadClientHolds reads each client's list of live holds in a show, in
-// the order the client made them, and checks that it lists every live hold
-// exactly once.
-func (m *Machine) loadClientHolds(r pebble.Reader, led *ledger) error {
-	listed := 0
-	err := scanPrefix(r, m.key(kindClientHold), func(k, v []byte) error {
-		rec := &ledgerpb.ClientHoldsRecord{}
-		if err := proto.Unmarshal(v, rec); err != nil || len(rec.Holds) == 0 {
-			return fmt.Errorf("decode client holds %x: %v (%d holds)", k, err, len(rec.Holds))
-		}
-		var list []*ledgerpb.HoldRecord
-		for _, ch := range rec.Holds {
-			h := led.holds[ch.HoldId]
-			if h == nil || h.State != ledgerpb.HoldState_HOLD_STATE_HELD || h.ExpiresAtMs != ch.ExpiresAtMs {
-				return fmt.Errorf("client holds %x list hold %s that is not live until %d", k, ch.HoldId, ch.ExpiresAtMs)
-			}
-			if string(k) != string(m.clientHoldsKey(h.ShowId, h.ClientId)) {
-				return fmt.Errorf("client holds %x list hold %s of client %s in show %s", k, h.HoldId, h.ClientId, h.ShowId)
-			}
-			list = append(list, h)
-		}
-		h := list[0]
-		s := led.shows[h.ShowId]
-		if s.clients == nil {
-			s.clients = map[string][]*ledgerpb.HoldRecord{}
-		}
-		s.clients[h.ClientId] = list
-		listed += len(list)
-		return nil
-	})
-	if err == nil && listed != countLive(led) {
-		err = fmt.Errorf("clients' records list %d live holds, the expiry index %d", listed, countLive(led))
-	}
-	return err
-}
-
-// countLive counts the live holds in the ledger.
-func countLive(led *ledger) int {
-	n := 0
-	for _, h := range led.holds {
-		if h.State == ledgerpb.HoldState_HOLD_STATE_HELD {
-			n++
-		}
-	}
-	return n
 }
 
 func (m *Machine) loadHold(r pebble.Reader, id string) (*ledgerpb.HoldRecord, error) {
@@ -263,33 +213,6 @@ func getCopy(r pebble.Reader, key []byte) ([]byte, error) {
 	return append([]byte{}, v...), nil
 }
 
-// Field numbers of ClientHoldsRecord and ClientHold, for the encoder below.
-const (
-	clientHoldsField     protowire.Number = 1
-	clientHoldIDField    protowire.Number = 1
-	clientHoldExpiresFld protowire.Number = 2
-)
-
-// encodeClientHolds appends a ClientHoldsRecord of holds to b, byte for
-// byte as deterministic proto.Marshal writes it.
-func encodeClientHolds(b []byte, holds []*ledgerpb.HoldRecord) []byte {
-	for _, h := range holds {
-		size := protowire.SizeTag(clientHoldIDField) + protowire.SizeBytes(len(h.HoldId))
-		if h.ExpiresAtMs != 0 {
-			size += protowire.SizeTag(clientHoldExpiresFld) + protowire.SizeVarint(uint64(h.ExpiresAtMs))
-		}
-		b = protowire.AppendTag(b, clientHoldsField, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(size))
-		b = protowire.AppendTag(b, clientHoldIDField, protowire.BytesType)
-		b = protowire.AppendString(b, h.HoldId)
-		if h.ExpiresAtMs != 0 {
-			b = protowire.AppendTag(b, clientHoldExpiresFld, protowire.VarintType)
-			b = protowire.AppendVarint(b, uint64(h.ExpiresAtMs))
-		}
-	}
-	return b
-}
-
 // encodeSeat appends the SeatRecord of a seat owned by h to b, byte for
 // byte as deterministic proto.Marshal writes it.
 func encodeSeat(b []byte, h *ledgerpb.HoldRecord) []byte {
@@ -316,6 +239,9 @@ func (led *ledger) diff(o *ledger) string {
 			return fmt.Sprintf("hold %s is %v, against %v", id, h, o.holds[id])
 		}
 	}
+	if led.nextExpiry() != o.nextExpiry() {
+		return fmt.Sprintf("next expiry %d, against %d", led.nextExpiry(), o.nextExpiry())
+	}
 	for id, s := range led.shows {
 		t := o.shows[id]
 		if t == nil || len(s.seats) != len(t.seats) || s.queue != t.queue || len(s.clients) != len(t.clients) ||
@@ -332,8 +258,8 @@ func (led *ledger) diff(o *ledger) string {
 			if len(list) != len(other) {
 				return fmt.Sprintf("client %s has %d live holds in show %s, against %d", c, len(list), id, len(other))
 			}
-			for i, h := range list {
-				if h.HoldId != other[i].HoldId {
+			for _, h := range list {
+				if !slices.ContainsFunc(other, func(x *ledgerpb.HoldRecord) bool { return x.HoldId == h.HoldId }) {
 					return fmt.Sprintf("client %s's live holds in show %s differ", c, id)
 				}
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"math"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -24,8 +23,8 @@ type Machine struct {
 	prefix []byte
 
 	// published is the applied index and clock of the group's last commit
-	// (they mirror the meta record; written only by the apply goroutine,
-	// read by anyone), and commits counts commits begun and ended (odd
+	// (they mirror the meta record) and the next expiry of a live hold at
+	// it (written only by the apply goroutine, read by anyone), and commits counts commits begun and ended (odd
 	// while one is in flight): together they let a view skip reading the
 	// meta record (View.snapshot).
 	published atomic.Pointer[appliedPoint]
@@ -34,10 +33,9 @@ type Machine struct {
 	// unsafe is set once before the first Apply and read only by apply.
 	unsafe Unsafe
 
-	// layouts caches decoded show layouts; expiry bounds the earliest live
-	// hold expiry from below (cache.go). Neither changes any result.
+	// layouts caches decoded show layouts for readers (cache.go); it
+	// changes no result.
 	layouts layoutCache
-	expiry  expiryBound
 	// seatStates keeps seat maps' states for reads of shows that have
 	// not changed since (statescache.go).
 	seatStates seatStatesCache
@@ -117,7 +115,6 @@ func (quietLogger) Fatalf(format string, args ...any) {
 // NewMachine loads group's applied index, clock and ledger from db.
 func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	m := &Machine{db: db, group: group, prefix: groupPrefix(group)}
-	m.expiry.reset()
 	applied, clock, err := readMeta(db, m.metaKey())
 	if err != nil {
 		return nil, fmt.Errorf("fsm: read meta of group %d: %w", group, err)
@@ -128,7 +125,7 @@ func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	if m.requests, err = m.loadRequests(db); err != nil {
 		return nil, fmt.Errorf("fsm: load request filter of group %d: %w", group, err)
 	}
-	m.published.Store(&appliedPoint{index: applied, clock: clock})
+	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry()})
 	m.changes.reset(applied)
 	return m, nil
 }
@@ -205,7 +202,7 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 
 // begin starts a Pebble batch for one or more entries.
 func (m *Machine) begin() *txn {
-	return &txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock(), minExpiry: math.MaxInt64}
+	return &txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock()}
 }
 
 // applyEntry applies one entry to tx at index.
@@ -266,10 +263,8 @@ func (m *Machine) commit(tx *txn) {
 	must(tx.b.Commit(pebble.NoSync), "commit batch")
 	tx.committed = true
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
-	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now})
+	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now, next: m.led.nextExpiry()})
 	m.commits.Add(1)
-	// Only after the commit: see expiryBound.
-	m.expiry.lower(tx.minExpiry)
 	if checkRecordCache {
 		stored, err := m.load(m.db)
 		must(err, "load the ledger to check it")

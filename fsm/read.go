@@ -33,14 +33,21 @@ type View struct {
 	snap    *pebble.Snapshot // nil until the first read that needs it
 	applied uint64
 	clock   int64
+	// next is the earliest expiry of a live hold at applied; nextKnown is
+	// false once the view moved to an index whose next it could not learn
+	// (snapshot).
+	next      int64
+	nextKnown bool
 	// seq is Machine.commits when applied and clock were read.
 	seq uint64
 }
 
-// appliedPoint is an applied index and the log clock at it.
+// appliedPoint is an applied index, the log clock at it, and the earliest
+// expiry of a live hold at it (math.MaxInt64: none).
 type appliedPoint struct {
 	index uint64
 	clock int64
+	next  int64
 }
 
 // View opens a point-in-time view. Reads never block apply.
@@ -64,7 +71,7 @@ func (m *Machine) View() (*View, error) {
 func (m *Machine) ReadView() *View {
 	c := m.commits.Load()
 	p := m.published.Load()
-	return &View{m: m, applied: p.index, clock: p.clock, seq: c}
+	return &View{m: m, applied: p.index, clock: p.clock, next: p.next, nextKnown: true, seq: c}
 }
 
 // snapshot returns the view's snapshot, taking it on first use. The index
@@ -84,6 +91,8 @@ func (v *View) snapshot() (*pebble.Snapshot, error) {
 			return nil, err
 		}
 		v.applied, v.clock = applied, clock
+		p := v.m.published.Load()
+		v.next, v.nextKnown = p.next, p.index == applied
 	}
 	v.snap = snap
 	if checkRecordCache {
@@ -457,20 +466,21 @@ func holdTiming(b []byte) (ledgerpb.HoldState, int64, error) {
 	return state, expiresAt, nil
 }
 
-// NextExpiry returns the earliest expires_at among live holds.
+// NextExpiry returns the earliest expires_at among live holds at the
+// view's index, and false when none is live.
 func (v *View) NextExpiry() (int64, bool, error) {
-	lo := v.m.key(kindExpiry)
-	it, err := v.snapIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
-	if err != nil {
-		return 0, false, err
+	if !v.nextKnown {
+		return 0, false, errNextUnknown
 	}
-	defer it.Close()
-	if !it.First() {
-		return 0, false, it.Error()
+	if v.next == math.MaxInt64 {
+		return 0, false, nil
 	}
-	at, _, err := decodeExpiryKey(it.Key())
-	return at, err == nil, err
+	return v.next, true, nil
 }
+
+// errNextUnknown: the view moved past the index it was opened at, to one
+// whose next expiry is no longer published; another view will know it.
+var errNextUnknown = errors.New("fsm: the view's next expiry is unknown: open another view")
 
 // prefixEnd is the smallest key greater than every key with prefix p.
 func prefixEnd(p []byte) []byte {

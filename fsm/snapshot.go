@@ -141,12 +141,11 @@ func (m *Machine) Restore(r io.Reader) error {
 	// Before the index moves: a watcher that sees the new index must not
 	// trust what the index of changes knew of the old state.
 	m.changes.reset(applied)
-	m.published.Store(&appliedPoint{index: applied, clock: clock})
-	m.forgetDerived()
-	m.expiry.reset()
 	// The store holds the snapshot, checked; a ledger that cannot be read
 	// from it means this replica cannot go on (reload panics).
 	m.reload()
+	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry()})
+	m.forgetDerived()
 	return nil
 }
 
