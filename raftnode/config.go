@@ -98,6 +98,10 @@ type Config struct {
 	BalanceInterval time.Duration
 	// SnapshotThreshold is the number of entries after which raft snapshots.
 	SnapshotThreshold uint64
+	// SnapshotInterval is how often raft checks whether SnapshotThreshold
+	// entries were applied since the last snapshot (it adds up to as much
+	// again of jitter).
+	SnapshotInterval time.Duration
 	// TrailingLogs is the number of entries kept after a snapshot, so a
 	// briefly lagging follower catches up from the log, not a snapshot.
 	TrailingLogs uint64
@@ -146,6 +150,7 @@ const (
 	pruneCheckIntervalDefault = time.Minute
 	balanceIntervalDefault    = 5 * time.Second
 	snapshotThresholdDefault  = 8192
+	snapshotIntervalDefault   = 2 * time.Minute // raft's own default
 	// expireQuietMax bounds how long a leader with no hold due skips its
 	// expiry ticks (expiry.go, sleepQuiet).
 	expireQuietMax = time.Second
@@ -188,6 +193,7 @@ func (c *Config) setDefaults() {
 	def(&c.ExpireInterval, expireIntervalDefault)
 	def(&c.PruneCheckInterval, pruneCheckIntervalDefault)
 	def(&c.BalanceInterval, balanceIntervalDefault)
+	def(&c.SnapshotInterval, snapshotIntervalDefault)
 	if c.BatchCommandsMax == 0 {
 		c.BatchCommandsMax = batchCommandsDefault
 	}

@@ -165,6 +165,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.TrailingLogs = cfg.TrailingLogs
+	rc.SnapshotInterval = cfg.SnapshotInterval
 	// The FSM's state survives restarts in Pebble with its applied index;
 	// restoring the last snapshot on start would only redo work.
 	rc.NoSnapshotRestoreOnStart = true
@@ -186,7 +187,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	// Heartbeats go through the node's coalescer (beats.go).
 	g.trans = newBeatTransport(progressTransport{g.transport, g.metrics.followers, rpcs},
 		g.node.beats, g.id, cfg.HeartbeatTimeout/10, peerAddresses{g.node}, g.stop)
-	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics}, logs, store, snaps, g.trans)
+	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics, log: g.log}, logs, store, snaps, g.trans)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)

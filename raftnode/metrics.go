@@ -83,6 +83,7 @@ type nodeMetrics struct {
 	registered []prometheus.Collector
 
 	leaderChanges    *prometheus.CounterVec
+	snapshotInstalls *prometheus.CounterVec
 	proposeFailures  *prometheus.CounterVec
 	commitLatency    *prometheus.HistogramVec
 	batchCommands    *prometheus.HistogramVec
@@ -106,6 +107,8 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 	group := []string{"group"}
 	m.leaderChanges = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "raft", Name: "leader_changes_total",
 		Help: "Times this replica saw a new leader of the group (raft's leader observations)."}, group)
+	m.snapshotInstalls = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "raft", Name: "snapshot_installs_total",
+		Help: "Snapshots this replica installed from the group's leader, because it was too far behind for the leader's log (--trailing-logs)."}, group)
 	m.proposeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "raft", Name: "proposals_failed_total",
 		Help: "Client commands whose proposal failed: not_leader and unavailable were not appended, outcome_unknown may have been."}, []string{"group", "reason"})
 	m.commitLatency = histogram("commit_latency_seconds", "Per command proposed on the leader (client commands and Expire): from Propose until its result (proposer queue, append, replication, fsync, apply).", latencyBuckets)
@@ -123,7 +126,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 	m.rejections = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "ledger", Name: "rejections_total",
 		Help: "Client commands answered with a result code other than OK, by command and code. Counted by the proposing leader."}, []string{"group", "op", "code"})
 
-	cs := []prometheus.Collector{m.leaderChanges, m.proposeFailures, m.commitLatency, m.batchCommands,
+	cs := []prometheus.Collector{m.leaderChanges, m.snapshotInstalls, m.proposeFailures, m.commitLatency, m.batchCommands,
 		m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.logCommitAppends, m.rejections, stateCollector{n}}
 	for _, c := range m.ledger {
 		cs = append(cs, c)
@@ -157,7 +160,7 @@ func (m *nodeMetrics) unregister() {
 // forget deletes a dropped group's series.
 func (m *nodeMetrics) forget(id uint32) {
 	l := prometheus.Labels{"group": groupLabel(id)}
-	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.leaderChanges, m.proposeFailures,
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{m.leaderChanges, m.snapshotInstalls, m.proposeFailures,
 		m.commitLatency, m.batchCommands, m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.rejections} {
 		v.DeletePartialMatch(l)
 	}
@@ -171,16 +174,17 @@ func groupLabel(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
 // groupMetrics is one group's share of the node's metrics, with the group
 // label bound once so the hot paths do not hash labels.
 type groupMetrics struct {
-	leaderChanges   prometheus.Counter
-	proposeFailures *prometheus.CounterVec // by reason
-	commitLatency   prometheus.Observer
-	batchCommands   prometheus.Observer
-	applyLatency    prometheus.Observer
-	applyEntries    prometheus.Observer
-	applyCommands   prometheus.Observer
-	logStoreLatency prometheus.Observer
-	ledger          [ledgerEvents]prometheus.Counter
-	rejections      *prometheus.CounterVec // by op and code
+	leaderChanges    prometheus.Counter
+	snapshotInstalls prometheus.Counter
+	proposeFailures  *prometheus.CounterVec // by reason
+	commitLatency    prometheus.Observer
+	batchCommands    prometheus.Observer
+	applyLatency     prometheus.Observer
+	applyEntries     prometheus.Observer
+	applyCommands    prometheus.Observer
+	logStoreLatency  prometheus.Observer
+	ledger           [ledgerEvents]prometheus.Counter
+	rejections       *prometheus.CounterVec // by op and code
 
 	// Read when scraped; set by openRaft before the group is published in
 	// the node's group map, and not changed after.
@@ -192,16 +196,17 @@ type groupMetrics struct {
 func (m *nodeMetrics) group(id uint32) *groupMetrics {
 	l := groupLabel(id)
 	g := &groupMetrics{
-		leaderChanges:   m.leaderChanges.WithLabelValues(l),
-		proposeFailures: m.proposeFailures.MustCurryWith(prometheus.Labels{"group": l}),
-		commitLatency:   m.commitLatency.WithLabelValues(l),
-		batchCommands:   m.batchCommands.WithLabelValues(l),
-		applyLatency:    m.applyLatency.WithLabelValues(l),
-		applyEntries:    m.applyEntries.WithLabelValues(l),
-		applyCommands:   m.applyCommands.WithLabelValues(l),
-		logStoreLatency: m.logStoreLatency.WithLabelValues(l),
-		rejections:      m.rejections.MustCurryWith(prometheus.Labels{"group": l}),
-		followers:       newFollowerProgress(),
+		leaderChanges:    m.leaderChanges.WithLabelValues(l),
+		snapshotInstalls: m.snapshotInstalls.WithLabelValues(l),
+		proposeFailures:  m.proposeFailures.MustCurryWith(prometheus.Labels{"group": l}),
+		commitLatency:    m.commitLatency.WithLabelValues(l),
+		batchCommands:    m.batchCommands.WithLabelValues(l),
+		applyLatency:     m.applyLatency.WithLabelValues(l),
+		applyEntries:     m.applyEntries.WithLabelValues(l),
+		applyCommands:    m.applyCommands.WithLabelValues(l),
+		logStoreLatency:  m.logStoreLatency.WithLabelValues(l),
+		rejections:       m.rejections.MustCurryWith(prometheus.Labels{"group": l}),
+		followers:        newFollowerProgress(),
 	}
 	for ev, v := range m.ledger {
 		g.ledger[ev] = v.WithLabelValues(l)

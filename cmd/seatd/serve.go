@@ -34,6 +34,9 @@ func runServe(args []string) error {
 	adminAddr := fs.String("admin-http", "", "admin HTTP address serving /debug/pprof/ and /metrics (off by default; keep it private)")
 	maxBatch := fs.Int("max-batch", 0, "client commands per raft entry (group commit); 1 turns batching off (default 1024)")
 	maxInflight := fs.Int("max-inflight", 0, "raft entries a group's leader keeps proposed but not yet committed; fewer make group commit put more commands in each (default 4)")
+	snapThreshold := fs.Uint64("snapshot-threshold", 0, "raft log entries a group applies between snapshots (raft's SnapshotThreshold, etcd's --snapshot-count; default 8192)")
+	trailingLogs := fs.Uint64("trailing-logs", 0, "raft log entries a group keeps after a snapshot; a follower further behind installs a snapshot instead (default 10240)")
+	snapInterval := fs.Duration("snapshot-interval", 0, "how often a group checks whether --snapshot-threshold entries were applied since its last snapshot, plus up to as much jitter (default 2m)")
 	heartbeat := fs.Duration("heartbeat-timeout", 0, "raft heartbeat timeout (default 1s; heartbeats go out at a tenth of it)")
 	election := fs.Duration("election-timeout", 0, "raft election timeout (default 1s)")
 	clientRate := fs.Float64("client-rate", gateway.ClientRateDefault, "writes per second each client_id may send to this node (429 RATE_LIMITED past it); 0 turns the limit off")
@@ -95,6 +98,9 @@ func runServe(args []string) error {
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
 	cfg.Raft.InflightEntriesMax = *maxInflight
+	cfg.Raft.SnapshotThreshold = *snapThreshold
+	cfg.Raft.TrailingLogs = *trailingLogs
+	cfg.Raft.SnapshotInterval = *snapInterval
 	switch {
 	case *adminTokenPath != "" && *noAuth:
 		return fmt.Errorf("--admin-token-file and --insecure-no-auth exclude each other")

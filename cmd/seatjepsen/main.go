@@ -72,6 +72,9 @@ func runTest(args []string) error {
 	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 300*time.Millisecond, "seatd --heartbeat-timeout")
 	fs.DurationVar(&cfg.ElectionTimeout, "election-timeout", 300*time.Millisecond, "seatd --election-timeout")
 	fs.DurationVar(&cfg.CheckTimeout, "check-timeout", 60*time.Second, "budget for the linearizability search")
+	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", 0, "seatd --snapshot-threshold (default 64: small, so that lagging replicas install snapshots)")
+	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", 0, "seatd --trailing-logs (default 16)")
+	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", 0, "seatd --snapshot-interval (default 250ms)")
 	fs.BoolVar(&cfg.TLS, "tls", false, "run the nodes with TLS on every port and --peer-mtls, and the clients over TLS (certificates made for the run)")
 	expect := fs.Bool("expect-violation", false, "succeed only if the checks find a violation (for --broken)")
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +102,7 @@ func runTest(args []string) error {
 	}
 	printUnavailability(res.Unavailability, res.History.StartUnixNano)
 	rep := checker.Check(res.History, checker.Options{Timeout: cfg.CheckTimeout, OutDir: cfg.Dir})
+	fmt.Printf("seatjepsen: %d snapshot installs\n", res.SnapshotInstalls)
 	for _, p := range res.Problems {
 		fmt.Println("seatjepsen: VIOLATION:", p)
 		rep.Valid = false

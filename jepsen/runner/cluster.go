@@ -184,7 +184,8 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 		return nil, err
 	}
 	args := []string{"--heartbeat-timeout", cfg.HeartbeatTimeout.String(), "--election-timeout", cfg.ElectionTimeout.String(),
-		"--unsafe-test-hooks"}
+		"--snapshot-threshold", fmt.Sprint(cfg.SnapshotThreshold), "--trailing-logs", fmt.Sprint(cfg.TrailingLogs),
+		"--snapshot-interval", cfg.SnapshotInterval.String(), "--unsafe-test-hooks"}
 	if cfg.Broken != "" {
 		args = append(args, "--unsafe-broken", cfg.Broken)
 	}

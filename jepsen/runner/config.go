@@ -71,6 +71,12 @@ type Config struct {
 	// clients over TLS: faults then hit encrypted links (a cut or stalled
 	// proxy breaks a TLS stream mid-record, which must heal like any other).
 	TLS bool
+	// SnapshotThreshold, TrailingLogs and SnapshotInterval tune raft's
+	// snapshots (seatd flags). The defaults are small, so that a replica
+	// that was killed or cut off catches up by installing a snapshot while
+	// faults go on.
+	SnapshotThreshold, TrailingLogs uint64
+	SnapshotInterval                time.Duration
 }
 
 // Defaults for a short run.
@@ -81,6 +87,13 @@ const (
 	durationDefault   = 30 * time.Second
 	faultEveryDefault = 3 * time.Second
 	faultForDefault   = 4 * time.Second
+	// Snapshots every 64 entries, 16 kept after one, checked every 250 to
+	// 500 ms: a replica a second behind installs one.
+	snapshotThresholdDefault = 64
+	trailingLogsDefault      = 16
+	snapshotIntervalDefault  = 250 * time.Millisecond
+	// installRunMin is the shortest run expected to install a snapshot.
+	installRunMin = 20 * time.Second
 	// Tuned raft timeouts: failover well under 2 s on loopback.
 	heartbeatDefault    = 300 * time.Millisecond
 	electionDefault     = 300 * time.Millisecond
@@ -118,6 +131,30 @@ func (c *Config) SetDefaults() {
 	if c.CheckTimeout == 0 {
 		c.CheckTimeout = checkTimeoutDefault
 	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = snapshotThresholdDefault
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = trailingLogsDefault
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = snapshotIntervalDefault
+	}
+}
+
+// installsExpected reports whether a run should see a snapshot installed:
+// small enough snapshots, long enough, with faults that leave a replica
+// behind.
+func (c *Config) installsExpected() bool {
+	if c.Duration < installRunMin || c.SnapshotThreshold > snapshotThresholdDefault || c.TrailingLogs > trailingLogsDefault {
+		return false
+	}
+	for _, n := range c.Nemeses {
+		if slices.Contains(nemesisGroups["partitions"], n) || slices.Contains(nemesisGroups["kills"], n) {
+			return true
+		}
+	}
+	return false
 }
 
 // Validate reports the first thing wrong.

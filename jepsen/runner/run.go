@@ -23,8 +23,12 @@ type Result struct {
 	// time one show's writes waited with none answered (see Unavailability).
 	Unavailability []FaultWindow
 	// Problems are failures the runner itself saw (a corrupted log a node
-	// did not detect); each is a violation.
+	// did not detect, no snapshot installed where one was expected); each
+	// is a violation.
 	Problems []string
+	// SnapshotInstalls counts the snapshots replicas installed from their
+	// leaders during the run (from the nodes' logs).
+	SnapshotInstalls int
 }
 
 // convergeTimeout bounds the wait for replicas to agree after healing.
@@ -111,6 +115,12 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	h.Final = final
 	res := &Result{History: h, HistoryPath: filepath.Join(cfg.Dir, "history.jsonl"),
 		Unavailability: Unavailability(h), Problems: nem.problems}
+	res.SnapshotInstalls = countInstalls(tc.logPaths())
+	fmt.Fprintf(log, "jepsen: %d snapshot installs\n", res.SnapshotInstalls)
+	if res.SnapshotInstalls == 0 && cfg.installsExpected() {
+		res.Problems = append(res.Problems, fmt.Sprintf("no replica installed a snapshot, though the run (%v, snapshots every %d entries, %d kept) had faults that leave replicas behind: snapshot install went untested",
+			cfg.Duration, cfg.SnapshotThreshold, cfg.TrailingLogs))
+	}
 	f, ferr := os.Create(res.HistoryPath)
 	if ferr != nil {
 		return res, ferr

@@ -54,6 +54,10 @@ func runAndCheck(t *testing.T, cfg Config) *checker.Report {
 		t.Errorf("Run(seed %d): %v", cfg.Seed, err)
 	}
 	rep := checker.Check(res.History, checker.Options{Timeout: 60 * time.Second, OutDir: cfg.Dir})
+	for _, p := range res.Problems {
+		t.Logf("seed %d: VIOLATION: %s", cfg.Seed, p)
+		rep.Valid = false
+	}
 	var out strings.Builder
 	rep.WriteText(&out)
 	t.Logf("seed %d report:\n%s\n%s", cfg.Seed, out.String(), GapSummary(res.Unavailability))

@@ -1,0 +1,42 @@
+package runner
+
+import (
+	"bufio"
+	"os"
+	"strings"
+)
+
+// snapshotInstalledMsg is the line a seatd replica logs when it installed
+// a snapshot from its leader (raftnode.SnapshotInstalledMsg; a test keeps
+// the two equal, the harness itself speaks to seatd only from outside).
+const snapshotInstalledMsg = "installed a snapshot from the leader"
+
+// logPaths are the nodes' log files (each kept across restarts).
+func (tc *testCluster) logPaths() []string {
+	var out []string
+	for _, n := range tc.procs.Nodes() {
+		out = append(out, n.LogPath)
+	}
+	return out
+}
+
+// countInstalls counts the snapshot installs the logs record; a log that
+// cannot be read counts none.
+func countInstalls(paths []string) int {
+	n := 0
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), snapshotInstalledMsg) {
+				n++
+			}
+		}
+		f.Close()
+	}
+	return n
+}
