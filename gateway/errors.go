@@ -399,3 +399,9 @@ func queueEntryOf(s *status.Status) *ledgerpb.QueueEntry {
 func corsOriginError(origin string) error {
 	return newStatus("CORS_ORIGIN_DENIED", "origin "+origin+" may not call this API from a browser: start seatd with --cors-origin "+origin)
 }
+
+// healthUnknownServiceError answers a health check of a service the node
+// does not report on, as the gRPC health protocol says.
+func healthUnknownServiceError(service string) error {
+	return status.Error(codes.NotFound, "unknown service "+service)
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
@@ -55,11 +54,8 @@ func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption)
 	ledgerpb.RegisterPeerServer(g, router.PeerServer())
 	ledgerpb.RegisterAdminServer(g, srv.admin(router))
 	ledgerpb.RegisterCatalogServer(g, srv.catalog(router))
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus("seatledger.v1.Booking", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus("seatledger.v1.Catalog", healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(g, hs)
+	// Health answers readiness (health.go), as /readyz does.
+	healthpb.RegisterHealthServer(g, readyHealth{router: router})
 	reflection.Register(g)
 	return g
 }
@@ -116,6 +112,7 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router, cfg 
 	// JSON, which no EventSource reads.
 	mux.HandleFunc("GET /v1/shows/{show_id}/events", srv.serveEvents)
 	mux.HandleFunc("GET /healthz", healthz(router))
+	mux.HandleFunc("GET /readyz", readyz(router))
 	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
 	mux.HandleFunc("GET /v1/shows/{show_id}/bookings/{hold_id}/tickets/{seat_id}/qr.png", ticketQR(srv))
 	web.Register(mux)
@@ -175,7 +172,8 @@ func retryAfterSeconds(s *status.Status) int {
 	return int(retryAfter.Seconds())
 }
 
-// healthz reports the node and what it knows of each group's leader.
+// healthz is liveness (health.go): it reports the node and what it knows of
+// each group's leader, and answers 200 whatever they are.
 func healthz(router *shard.Router) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		type group struct {
