@@ -6,8 +6,15 @@ BIN := $(CURDIR)/.bin
 
 all: build
 
+# The version and commit the binaries report (seatd version, seatctl
+# version, Admin Status, seatledger_build_info); internal/buildinfo.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/seatledger/seatledger/internal/buildinfo.version=$(VERSION) \
+	-X github.com/seatledger/seatledger/internal/buildinfo.commit=$(COMMIT)
+
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 test:
