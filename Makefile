@@ -6,8 +6,15 @@ BIN := $(CURDIR)/.bin
 
 all: build
 
+# The version and commit the binaries report (seatd version, seatctl
+# version, Admin Status, seatledger_build_info); internal/buildinfo.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/seatledger/seatledger/internal/buildinfo.version=$(VERSION) \
+	-X github.com/seatledger/seatledger/internal/buildinfo.commit=$(COMMIT)
+
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 test:
@@ -33,19 +40,29 @@ seatbench:
 perf-scaling:
 	cmd/seatbench/scaling.sh
 
-# Regenerate protobuf code (needs Debian's protoc; the Go plugins are pinned as
-# tool lines in go.mod). Generated code is committed.
+# Regenerate protobuf code and the OpenAPI document (needs Debian's protoc;
+# the Go plugins are pinned as tool lines in go.mod). Generated code and
+# gateway/openapi.json are committed. protoc-gen-openapiv2 describes the
+# HTTP rules and messages; gateway/openapigen adds what only the gateway
+# knows (the error reasons and statuses, the hand-written routes).
+OPENAPI_TMP := $(BIN)/openapi
 proto:
+	mkdir -p $(OPENAPI_TMP)
 	cd proto/ledgerpb && protoc -I . -I /usr/include \
 	  --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
 	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
 	  --plugin=protoc-gen-grpc-gateway="$$($(GO) tool -n protoc-gen-grpc-gateway)" \
+	  --plugin=protoc-gen-openapiv2="$$($(GO) tool -n protoc-gen-openapiv2)" \
 	  --go_out=. --go_opt=paths=source_relative \
 	  --go-grpc_out=. --go-grpc_opt=paths=source_relative \
 	  --grpc-gateway_out=. --grpc-gateway_opt=paths=source_relative \
 	  --grpc-gateway_opt=grpc_api_configuration=booking.yaml \
 	  --grpc-gateway_opt=generate_unbound_methods=false \
+	  --openapiv2_out=$(OPENAPI_TMP) \
+	  --openapiv2_opt=grpc_api_configuration=booking.yaml,generate_unbound_methods=false \
+	  --openapiv2_opt=allow_merge=true,merge_file_name=seatledger,json_names_for_fields=false \
 	  booking.proto ledger.proto admin.proto catalog.proto
+	$(GO) run ./gateway/openapigen $(OPENAPI_TMP)/seatledger.swagger.json gateway/openapi.json
 
 dev:
 	$(GO) run ./cmd/seatd dev

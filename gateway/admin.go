@@ -9,13 +9,11 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/seatledger/seatledger/fsm"
+	"github.com/seatledger/seatledger/internal/buildinfo"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
 	"github.com/seatledger/seatledger/shard"
 )
-
-// Version is the seatd version reported by Status; cmd sets it at build.
-var Version = "dev"
 
 // Admin implements ledgerpb.AdminServer over this node's replicas.
 // Every call requires the admin credential (auth.go).
@@ -34,7 +32,7 @@ func (a *Admin) Status(ctx context.Context, req *ledgerpb.StatusRequest) (*ledge
 		return nil, err
 	}
 	n := a.router.Node()
-	resp := &ledgerpb.StatusResponse{NodeId: n.ID(), Version: Version}
+	resp := &ledgerpb.StatusResponse{NodeId: n.ID(), Version: buildinfo.Get().Version}
 	for _, p := range n.Peers() {
 		resp.Nodes = append(resp.Nodes, &ledgerpb.NodeInfo{Id: p.ID, RaftAddr: p.RaftAddr, GrpcAddr: p.GRPCAddr, State: nodeState(p)})
 	}

@@ -55,13 +55,21 @@ func TestLimiterOff(t *testing.T) {
 	}
 }
 
+// TestRateLimitedOverHTTP checks that Retry-After and the body's
+// retry_delay say the same whole seconds, rounded up.
 func TestRateLimitedOverHTTP(t *testing.T) {
-	rec := httptest.NewRecorder()
-	writeError(context.Background(), nil, jsonMarshaler, rec, httptest.NewRequest("POST", "/v1/shows/s/holds", nil),
-		rateLimitedError("flood", 1500*time.Millisecond))
-	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "2" ||
-		!strings.Contains(rec.Body.String(), "RATE_LIMITED") {
-		t.Fatalf("RATE_LIMITED over HTTP = %d Retry-After %q %s, want 429, Retry-After 2 and the reason",
-			rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	for _, tt := range []struct {
+		wait  time.Duration
+		after string
+	}{{1900 * time.Microsecond, "1"}, {1500 * time.Millisecond, "2"}, {2 * time.Second, "2"}, {0, "1"}} {
+		rec := httptest.NewRecorder()
+		writeError(context.Background(), nil, jsonMarshaler, rec, httptest.NewRequest("POST", "/v1/shows/s/holds", nil),
+			rateLimitedError("flood", tt.wait))
+		body := rec.Body.String()
+		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != tt.after ||
+			!strings.Contains(body, "RATE_LIMITED") || !strings.Contains(body, `"retry_delay":"`+tt.after+`s"`) {
+			t.Errorf("RATE_LIMITED after %v over HTTP = %d Retry-After %q %s, want 429, Retry-After %s, retry_delay %ss and the reason",
+				tt.wait, rec.Code, rec.Header().Get("Retry-After"), body, tt.after, tt.after)
+		}
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/hashicorp/raft"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -31,60 +34,69 @@ const errorDomain = "seatledger"
 // retryAfter is the hint sent with 503s.
 const retryAfter = 1 * time.Second
 
-// rule maps a reason to its gRPC code and HTTP status.
+// rule maps a reason to its gRPC code and HTTP status, and says what it
+// means to the caller (the OpenAPI document publishes doc, openapi.go).
 type rule struct {
 	code codes.Code
 	http int
+	doc  string
 }
 
-// reasons is the error table.
+// reasons is the error table. Each HTTP status means one thing to a client
+// or a retry middleware: 429 and 503 are "the same request may succeed
+// later" (with Retry-After), 4xx else are "change the request", and a
+// business limit such as TOO_MANY_HOLDS is 422, which no retry middleware
+// retries (unlike 409, which some SDKs retry as a lock conflict).
 var reasons = map[string]rule{
-	"INVALID_ARGUMENT":    {codes.InvalidArgument, http.StatusBadRequest},
-	"UNKNOWN_SEAT":        {codes.InvalidArgument, http.StatusBadRequest},
-	"SHOW_NOT_FOUND":      {codes.NotFound, http.StatusNotFound},
-	"SHOW_EXISTS":         {codes.AlreadyExists, http.StatusConflict},
-	"SEATS_TAKEN":         {codes.Aborted, http.StatusConflict},
-	"HOLD_NOT_FOUND":      {codes.NotFound, http.StatusNotFound},
-	"HOLD_GONE":           {codes.NotFound, http.StatusGone}, // unknown hold at confirm
-	"HOLD_EXPIRED":        {codes.FailedPrecondition, http.StatusGone},
-	"HOLD_CANCELLED":      {codes.FailedPrecondition, http.StatusGone},
-	"HOLD_CONFIRMED":      {codes.FailedPrecondition, http.StatusConflict},
-	"NOT_HOLD_OWNER":      {codes.PermissionDenied, http.StatusForbidden},
-	"HOLD_TOKEN_INVALID":  {codes.PermissionDenied, http.StatusForbidden},
-	"HOLD_NOT_CONFIRMED":  {codes.FailedPrecondition, http.StatusConflict},
-	"SOLD_OUT":            {codes.FailedPrecondition, http.StatusConflict},
-	"TOO_MANY_HOLDS":      {codes.ResourceExhausted, http.StatusTooManyRequests},
-	"QUEUED":              {codes.ResourceExhausted, http.StatusTooManyRequests},
-	"RATE_LIMITED":        {codes.ResourceExhausted, http.StatusTooManyRequests},
-	"QUEUE_FULL":          {codes.ResourceExhausted, http.StatusTooManyRequests},
-	"NOT_QUEUED":          {codes.NotFound, http.StatusNotFound},
-	"QUEUE_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden},
-	"REQUEST_ID_REUSED":   {codes.AlreadyExists, http.StatusConflict},
-	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound},
-	"FAILED_PRECONDITION": {codes.FailedPrecondition, http.StatusPreconditionFailed},
-	"TOO_MANY_WATCHERS":   {codes.ResourceExhausted, http.StatusTooManyRequests},
-	"UNAUTHENTICATED":     {codes.Unauthenticated, http.StatusUnauthorized},
-	"ADMIN_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden},
-	"PEER_CERT_REQUIRED":  {codes.Unauthenticated, http.StatusUnauthorized},
-	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable},
-	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable},
-	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable},
-	"DEADLINE_EXCEEDED":   {codes.DeadlineExceeded, http.StatusGatewayTimeout},
-	"CANCELED":            {codes.Canceled, 499},
-	"INTERNAL":            {codes.Internal, http.StatusInternalServerError},
+	"INVALID_ARGUMENT":    {codes.InvalidArgument, http.StatusBadRequest, "bad input: a google.rpc.BadRequest names the field (the JSON body's path for an unknown field, or where malformed JSON broke)"},
+	"UNKNOWN_SEAT":        {codes.InvalidArgument, http.StatusBadRequest, "a named seat is not in the show's layout"},
+	"BODY_TOO_LARGE":      {codes.InvalidArgument, http.StatusRequestEntityTooLarge, "the request body is larger than 1 MiB"},
+	"SHOW_NOT_FOUND":      {codes.NotFound, http.StatusNotFound, "no such show (or not listed in the catalog)"},
+	"SHOW_EXISTS":         {codes.AlreadyExists, http.StatusConflict, "another show has this show_id"},
+	"SEATS_TAKEN":         {codes.Aborted, http.StatusConflict, "a named seat is held or booked: ErrorDetail.taken_seat_ids lists them and suggested_seat_ids the best free ones"},
+	"HOLD_NOT_FOUND":      {codes.NotFound, http.StatusNotFound, "no such hold"},
+	"HOLD_GONE":           {codes.NotFound, http.StatusGone, "at confirm: the ledger has no such hold; refund the payment"},
+	"HOLD_EXPIRED":        {codes.FailedPrecondition, http.StatusGone, "the hold expired and its seats went back on sale; at confirm, refund the payment"},
+	"HOLD_CANCELLED":      {codes.FailedPrecondition, http.StatusGone, "the hold was released; at confirm, refund the payment"},
+	"HOLD_CONFIRMED":      {codes.FailedPrecondition, http.StatusConflict, "the hold is a booking already: it cannot be released, extended or confirmed with another payment"},
+	"NOT_HOLD_OWNER":      {codes.PermissionDenied, http.StatusForbidden, "the hold belongs to another client_id"},
+	"HOLD_TOKEN_INVALID":  {codes.PermissionDenied, http.StatusForbidden, "hold_token is not the hold's token"},
+	"HOLD_NOT_CONFIRMED":  {codes.FailedPrecondition, http.StatusConflict, "only a confirmed booking can be refunded or has tickets"},
+	"SOLD_OUT":            {codes.FailedPrecondition, http.StatusConflict, "best available: fewer free seats (of the category) than asked; send wait=true to join the line"},
+	"TOO_MANY_HOLDS":      {codes.FailedPrecondition, http.StatusUnprocessableEntity, "a business limit, not a rate limit: the client has as many live holds in the show as it may (ErrorDetail.limit, limit_value); confirm or release one first, retrying does not help"},
+	"QUEUED":              {codes.ResourceExhausted, http.StatusAccepted, "not an error over HTTP: the hold joined the show's waiting line, and the 202 body is the QueueEntry with its queue_token (over gRPC it is this status, with ErrorDetail and QueueEntry details)"},
+	"RATE_LIMITED":        {codes.ResourceExhausted, http.StatusTooManyRequests, "the client writes faster than the node admits: retry with the same request_id after Retry-After seconds, which equals RetryInfo.retry_delay"},
+	"QUEUE_FULL":          {codes.ResourceExhausted, http.StatusTooManyRequests, "sold out and the waiting line is full; try again later"},
+	"NOT_QUEUED":          {codes.NotFound, http.StatusNotFound, "no such queue entry, or (on leave) one already offered seats"},
+	"QUEUE_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden, "queue_token is not the entry's token"},
+	"REQUEST_ID_REUSED":   {codes.AlreadyExists, http.StatusConflict, "this client_id sent this request_id before with another payload: send the new request with a new request_id"},
+	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound, "no such route or object"},
+	"CORS_ORIGIN_DENIED":  {codes.PermissionDenied, http.StatusForbidden, "a browser preflight from an origin this node does not allow (seatd serve --cors-origin)"},
+	"METHOD_NOT_ALLOWED":  {codes.Unimplemented, http.StatusMethodNotAllowed, "the path exists but not for this method: the Allow header lists those it has"},
+	"FAILED_PRECONDITION": {codes.FailedPrecondition, http.StatusPreconditionFailed, "an admin call that the cluster's state does not allow now"},
+	"TOO_MANY_WATCHERS":   {codes.ResourceExhausted, http.StatusTooManyRequests, "the node serves as many watches as it may; retry after Retry-After, or at another node"},
+	"UNAUTHENTICATED":     {codes.Unauthenticated, http.StatusUnauthorized, "an admin call without the admin token (Authorization: Bearer TOKEN)"},
+	"ADMIN_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden, "the admin token is not the cluster's"},
+	"PEER_CERT_REQUIRED":  {codes.Unauthenticated, http.StatusUnauthorized, "a Peer call without a node certificate (--peer-mtls)"},
+	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable, "no leader can take the request now: retry (with the same request_id) after Retry-After; ErrorDetail.leader_hint may name the leader"},
+	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable, "the shard has no quorum or leader now, or the node is shutting down: retry after Retry-After"},
+	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable, "the write may or may not have been applied: retry with the same request_id, never a new one"},
+	"DEADLINE_EXCEEDED":   {codes.DeadlineExceeded, http.StatusGatewayTimeout, "the call took longer than its deadline; a write's outcome is unknown: retry with the same request_id"},
+	"CANCELED":            {codes.Canceled, 499, "the caller went away"},
+	"INTERNAL":            {codes.Internal, http.StatusInternalServerError, "a bug: please report it"},
 	// Catalog (catalog.go, browse.go).
-	"CITY_NOT_FOUND":   {codes.NotFound, http.StatusNotFound},
-	"CINEMA_NOT_FOUND": {codes.NotFound, http.StatusNotFound},
-	"SCREEN_NOT_FOUND": {codes.NotFound, http.StatusNotFound},
-	"MOVIE_NOT_FOUND":  {codes.NotFound, http.StatusNotFound},
-	"CITY_EXISTS":      {codes.AlreadyExists, http.StatusConflict},
-	"CINEMA_EXISTS":    {codes.AlreadyExists, http.StatusConflict},
-	"MOVIE_EXISTS":     {codes.AlreadyExists, http.StatusConflict},
-	"SHOW_LISTED":      {codes.AlreadyExists, http.StatusConflict},
+	"CITY_NOT_FOUND":   {codes.NotFound, http.StatusNotFound, "no such city"},
+	"CINEMA_NOT_FOUND": {codes.NotFound, http.StatusNotFound, "no such cinema"},
+	"SCREEN_NOT_FOUND": {codes.NotFound, http.StatusNotFound, "no such screen in the cinema"},
+	"MOVIE_NOT_FOUND":  {codes.NotFound, http.StatusNotFound, "no such movie"},
+	"CITY_EXISTS":      {codes.AlreadyExists, http.StatusConflict, "another city has this id"},
+	"CINEMA_EXISTS":    {codes.AlreadyExists, http.StatusConflict, "another cinema has this id"},
+	"MOVIE_EXISTS":     {codes.AlreadyExists, http.StatusConflict, "another movie has this id"},
+	"SHOW_LISTED":      {codes.AlreadyExists, http.StatusConflict, "the show is listed in the catalog with other fields"},
 	// Node registry (nodes.go).
-	"NODE_NOT_FOUND":     {codes.NotFound, http.StatusNotFound},
-	"NODE_REMOVED":       {codes.FailedPrecondition, http.StatusConflict},
-	"NODE_ADDRESS_TAKEN": {codes.AlreadyExists, http.StatusConflict},
+	"NODE_NOT_FOUND":     {codes.NotFound, http.StatusNotFound, "no such node in the registry"},
+	"NODE_REMOVED":       {codes.FailedPrecondition, http.StatusConflict, "the node was removed from the cluster"},
+	"NODE_ADDRESS_TAKEN": {codes.AlreadyExists, http.StatusConflict, "another node is registered with this address"},
 }
 
 // codeReasons names each FSM result code.
@@ -147,9 +159,12 @@ func fieldError(fe *fsm.FieldError) error {
 }
 
 // rateLimitedError refuses a client over its write rate; RetryInfo (and
-// Retry-After over HTTP) says when a token is back.
+// Retry-After over HTTP) says when a token is back. The delay is rounded up
+// to whole seconds here, so the body and HTTP's Retry-After (whole seconds)
+// say the same thing, and a client that waits as told finds a token.
 func rateLimitedError(client string, wait time.Duration) error {
-	return newStatus("RATE_LIMITED", "client "+client+" sends writes faster than this node admits: retry later",
+	wait = time.Duration(math.Ceil(max(wait, time.Nanosecond).Seconds())) * time.Second
+	return newStatus("RATE_LIMITED", fmt.Sprintf("client %s sends writes faster than this node admits: retry in %v with the same request_id", client, wait),
 		&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)},
 		&ledgerpb.ErrorDetail{Limit: "client_writes_per_second"})
 }
@@ -197,11 +212,13 @@ func resultError(res *ledgerpb.Result, o op) error {
 		return newStatus("SEATS_TAKEN", res.Message, &ledgerpb.ErrorDetail{TakenSeatIds: res.SeatIds,
 			SuggestedSeatIds: res.AlternativeSeatIds, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
 	case ledgerpb.Code_CODE_QUEUED:
-		// Not an error of the caller's: the request waits. 429 carries the
-		// place in line and the secret to follow it.
-		return newStatus("QUEUED", res.Message, &ledgerpb.ErrorDetail{QueueEntryId: res.QueueEntryId,
-			QueuePosition: res.QueuePosition, QueueToken: res.QueueToken, SeatsAhead: res.SeatsAhead,
-			Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
+		return queuedError(res, &ledgerpb.QueueEntry{})
+	case ledgerpb.Code_CODE_REQUEST_ID_REUSED:
+		// The FSM's message says what differs; the caller also needs to
+		// hear what to do, as a retry with this id can never succeed.
+		return newStatus("REQUEST_ID_REUSED", strings.TrimSuffix(res.Message, ".")+
+			": this request_id was used for a different request; send this request with a new request_id",
+			&ledgerpb.ErrorDetail{Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
 	case ledgerpb.Code_CODE_TOO_MANY_HOLDS:
 		return newStatus("TOO_MANY_HOLDS", res.Message, &ledgerpb.ErrorDetail{Limit: "holds_per_client_per_show",
 			LimitValue: res.Limit, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
@@ -219,6 +236,18 @@ func resultError(res *ledgerpb.Result, o op) error {
 	}
 	return newStatus(reason, res.Message, &ledgerpb.ErrorDetail{HoldState: res.HoldState,
 		Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
+}
+
+// queuedError is the answer of a hold that joined the show's waiting line.
+// Over HTTP it is not an error: writeError answers 202 with the QueueEntry
+// detail, entry (filled in by the caller where it knows the show and
+// client). The ErrorDetail is kept for gRPC clients that read it.
+func queuedError(res *ledgerpb.Result, entry *ledgerpb.QueueEntry) error {
+	entry.EntryId, entry.State, entry.Position, entry.SeatsAhead = res.QueueEntryId, "WAITING", res.QueuePosition, res.SeatsAhead
+	entry.QueueToken, entry.Revision, entry.AsOf = res.QueueToken, res.Revision, ms(res.AppliedAtMs)
+	return newStatus("QUEUED", res.Message, &ledgerpb.ErrorDetail{QueueEntryId: res.QueueEntryId,
+		QueuePosition: res.QueuePosition, QueueToken: res.QueueToken, SeatsAhead: res.SeatsAhead,
+		Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)}, entry)
 }
 
 // routeError turns a router or raft error into a status.
@@ -307,4 +336,72 @@ func httpStatus(s *status.Status) int {
 // IsAlreadyExists reports whether err says the thing to create exists.
 func IsAlreadyExists(err error) bool {
 	return status.Code(err) == codes.AlreadyExists
+}
+
+// httpError is the status an HTTP answer carries for err. Statuses made by
+// this package pass through; those grpc-gateway makes itself (a body it
+// could not decode, a bad path or query parameter) get a reason from the
+// table, so every HTTP error body has an ErrorInfo and a client needs one
+// way to read errors.
+func httpError(r *http.Request, err error) *status.Status {
+	if be := decodeError(r); be != nil {
+		reason := "INVALID_ARGUMENT"
+		if be.tooLarge {
+			reason = "BODY_TOO_LARGE"
+		}
+		return status.Convert(newStatus(reason, "request body: "+be.Error(), &errdetails.BadRequest{
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: be.field, Description: be.msg}}}))
+	}
+	var he *runtime.HTTPStatusError
+	if errors.As(err, &he) && he.HTTPStatus == http.StatusBadRequest {
+		return status.Convert(newStatus("INVALID_ARGUMENT", he.Err.Error()))
+	}
+	s := status.Convert(err)
+	for _, d := range s.Details() {
+		if _, ok := d.(*errdetails.ErrorInfo); ok {
+			return s
+		}
+	}
+	switch s.Code() {
+	case codes.InvalidArgument:
+		return status.Convert(newStatus("INVALID_ARGUMENT", s.Message()))
+	case codes.NotFound:
+		return status.Convert(newStatus("NOT_FOUND", s.Message()))
+	case codes.Unauthenticated:
+		return status.Convert(newStatus("UNAUTHENTICATED", s.Message()))
+	}
+	return s
+}
+
+// methodNotAllowedError answers a method the path does not have; the
+// caller sets the Allow header from the same list.
+func methodNotAllowedError(method, path string, allow []string) error {
+	return newStatus("METHOD_NOT_ALLOWED", fmt.Sprintf("%s is not a method of %s: use %s", method, path, strings.Join(allow, ", ")))
+}
+
+// routeNotFoundError answers a path the API does not have.
+func routeNotFoundError(method, path string) error {
+	return newStatus("NOT_FOUND", fmt.Sprintf("no route %s %s (the API is described at /openapi.json)", method, path))
+}
+
+// queueEntryOf returns the QueueEntry detail of a QUEUED status, the body
+// of its 202 answer over HTTP.
+func queueEntryOf(s *status.Status) *ledgerpb.QueueEntry {
+	for _, d := range s.Details() {
+		if e, ok := d.(*ledgerpb.QueueEntry); ok {
+			return e
+		}
+	}
+	return nil
+}
+
+// corsOriginError refuses a preflight from an origin not allowed.
+func corsOriginError(origin string) error {
+	return newStatus("CORS_ORIGIN_DENIED", "origin "+origin+" may not call this API from a browser: start seatd with --cors-origin "+origin)
+}
+
+// healthUnknownServiceError answers a health check of a service the node
+// does not report on, as the gRPC health protocol says.
+func healthUnknownServiceError(service string) error {
+	return status.Error(codes.NotFound, "unknown service "+service)
 }

@@ -6,12 +6,12 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
@@ -54,28 +54,47 @@ func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption)
 	ledgerpb.RegisterPeerServer(g, router.PeerServer())
 	ledgerpb.RegisterAdminServer(g, srv.admin(router))
 	ledgerpb.RegisterCatalogServer(g, srv.catalog(router))
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus("seatledger.v1.Booking", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus("seatledger.v1.Catalog", healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(g, hs)
+	// Health answers readiness (health.go), as /readyz does.
+	healthpb.RegisterHealthServer(g, readyHealth{router: router})
 	reflection.Register(g)
 	return g
 }
 
-// jsonMarshaler writes proto field names and every field, and reads proto or
-// lowerCamel names, ignoring unknown fields.
+// jsonMarshaler writes proto field names and every field of a success, and
+// reads proto or lowerCamel names, refusing unknown fields (json.go).
 var jsonMarshaler = &runtime.JSONPb{
 	MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true},
-	UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: true},
+	UnmarshalOptions: protojson.UnmarshalOptions{},
 }
 
+// errorMarshaler writes error bodies without empty fields: an ErrorDetail
+// names only what the reason has (taken seats, a limit, a queue entry).
+var errorMarshaler = protojson.MarshalOptions{UseProtoNames: true}
+
+// HTTPConfig is what an HTTP handler serves beyond the API.
+type HTTPConfig struct {
+	// CORS lets browser pages of other origins call the API (cors.go).
+	CORS CORSConfig
+}
+
+// Validate checks the config.
+func (c HTTPConfig) Validate() error { return c.CORS.Validate() }
+
 // NewHTTPHandler returns the HTTP/JSON API (grpc-gateway, calling srv in
-// process) plus /healthz and the web pages (/, /admin, /assets/).
-func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (http.Handler, error) {
+// process) plus /healthz, /readyz, /openapi.json and the web pages (/,
+// /admin, /assets/).
+func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router, cfg HTTPConfig) (http.Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	routes, err := newRouteTable(openAPIJSON)
+	if err != nil {
+		return nil, err
+	}
 	gw := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonMarshaler),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, strictJSON{jsonMarshaler}),
 		runtime.WithErrorHandler(writeError),
+		runtime.WithRoutingErrorHandler(routingError(routes)),
 		runtime.WithMiddlewares(noteRoute), // for Metrics.HTTP's route label
 	)
 	if err := ledgerpb.RegisterBookingHandlerServer(ctx, gw, srv); err != nil {
@@ -88,22 +107,49 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router) (htt
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", http.MaxBytesHandler(gw, httpBodyBytesMax))
+	mux.Handle("/v1/", http.MaxBytesHandler(withBodyReader(gw), httpBodyBytesMax))
 	// Server-Sent Events by hand: grpc-gateway streams newline-delimited
 	// JSON, which no EventSource reads.
 	mux.HandleFunc("GET /v1/shows/{show_id}/events", srv.serveEvents)
 	mux.HandleFunc("GET /healthz", healthz(router))
+	mux.HandleFunc("GET /readyz", readyz(router))
+	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
 	mux.HandleFunc("GET /v1/shows/{show_id}/bookings/{hold_id}/tickets/{seat_id}/qr.png", ticketQR(srv))
 	web.Register(mux)
-	return mux, nil
+	return cfg.CORS.handler(mux), nil
+}
+
+// routingError answers a request grpc-gateway has no route for: 405 with
+// Allow when the path has other methods (grpc-gateway's default is 501,
+// which clients and logs read as a server fault), else 404.
+func routingError(routes routeTable) runtime.RoutingErrorHandlerFunc {
+	return func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, code int) {
+		switch code {
+		case http.StatusMethodNotAllowed:
+			allow := routes.allow(r.URL.Path)
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(ctx, mux, m, w, r, methodNotAllowedError(r.Method, r.URL.Path, allow))
+		case http.StatusNotFound:
+			writeError(ctx, mux, m, w, r, routeNotFoundError(r.Method, r.URL.Path))
+		default:
+			runtime.DefaultRoutingErrorHandler(ctx, mux, m, w, r, code)
+		}
+	}
 }
 
 // writeError writes a google.rpc.Status as JSON with the HTTP status its
-// reason maps to.
-func writeError(ctx context.Context, _ *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, _ *http.Request, err error) {
-	s := status.Convert(err)
+// reason maps to. A QUEUED hold is the one status that is a success over
+// HTTP: 202 with the queue entry.
+func writeError(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	s := httpError(r, err)
 	code := httpStatus(s)
-	body, merr := m.Marshal(s.Proto())
+	var body []byte
+	var merr error
+	if entry := queueEntryOf(s); code == http.StatusAccepted && entry != nil {
+		body, merr = jsonMarshaler.Marshal(entry)
+	} else {
+		body, merr = errorMarshaler.Marshal(s.Proto())
+	}
 	if merr != nil {
 		code, body = http.StatusInternalServerError, []byte(`{"code":13,"message":"failed to encode the error"}`)
 	}
@@ -126,7 +172,8 @@ func retryAfterSeconds(s *status.Status) int {
 	return int(retryAfter.Seconds())
 }
 
-// healthz reports the node and what it knows of each group's leader.
+// healthz is liveness (health.go): it reports the node and what it knows of
+// each group's leader, and answers 200 whatever they are.
 func healthz(router *shard.Router) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		type group struct {

@@ -160,6 +160,11 @@ func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb
 	}
 	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Hold{Hold: hc}}
 	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	if res != nil && res.Code == ledgerpb.Code_CODE_QUEUED {
+		// Joined the line: the entry as GetQueueEntry would show it.
+		return nil, queuedError(res, &ledgerpb.QueueEntry{ShowId: req.ShowId, ClientId: req.ClientId,
+			Count: req.Count, Category: req.Category})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ func startWatchCluster(t *testing.T) *watchCluster {
 		srv := NewServer(router)
 		gs := NewGRPCServer(srv, router)
 		go gs.Serve(grpcLns[i])
-		h, err := NewHTTPHandler(context.Background(), srv, router)
+		h, err := NewHTTPHandler(context.Background(), srv, router, HTTPConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

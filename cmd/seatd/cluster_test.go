@@ -1280,8 +1280,15 @@ func httpInputsAndRelease(t *testing.T, base, show string) {
 		t.Errorf("400 body %s does not name request_id (message and field violation)", r.raw)
 	}
 
+	// An unknown field is refused with its name, never ignored: a typo
+	// ("ttl") must not become a silent default.
 	r = httpCall(t, "POST", holds, `{"seatIds":["B1","B2"],"clientId":"carol","requestId":"r1","ttlSeconds":60,"surprise":{"x":1}}`).
-		wantStatus(t, "POST holds with lowerCamel names and an unknown field", http.StatusOK)
+		wantStatus(t, "POST holds with an unknown field", http.StatusBadRequest)
+	if !strings.Contains(r.str("message"), "surprise") {
+		t.Errorf("POST holds with an unknown field = %s, want the message to name surprise", r.raw)
+	}
+	r = httpCall(t, "POST", holds, `{"seatIds":["B1","B2"],"clientId":"carol","requestId":"r1","ttlSeconds":60}`).
+		wantStatus(t, "POST holds with lowerCamel names", http.StatusOK)
 	carol, carolToken := r.str("hold_id"), r.str("hold_token")
 	wantHTTPSeats(t, "after carol's hold", httpSeats(t, base, show),
 		map[string]string{"A1": "BOOKED", "A2": "BOOKED", "B1": "HELD", "B2": "HELD"})

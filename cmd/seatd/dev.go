@@ -183,6 +183,8 @@ func startDevCluster(o devOptions) (*devCluster, error) {
 			Metrics: regs[i], Gather: gather, AdminToken: token}
 		if i == 0 {
 			cfg.HTTPLn, cfg.AdminLn = httpLn, adminLn
+			// A frontend being developed on any local port may call it.
+			cfg.HTTP.CORS.Origins = gateway.DevCORSOrigins
 		}
 		n, err := startNode(cfg)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+
+	"github.com/seatledger/seatledger/internal/buildinfo"
 )
 
 // gcPercentDefault is seatd's GOGC unless the environment sets one. Go's 100
@@ -36,6 +38,8 @@ Usage:
               write a new ticket key (give every node the same --ticket-key)
   seatd tokengen FILE
               write a new admin token (give every node the same --admin-token-file)
+  seatd version
+              print the version, commit and Go version
   seatd certgen DIR [--nodes n1,n2,n3] [--hosts HOST,...] [--days N]
               write a CA and per-node and client TLS certificates (to try TLS
               without openssl; ECDSA P-256)
@@ -65,6 +69,9 @@ func main() {
 		err = runTokengen(os.Args[2:])
 	case "certgen":
 		err = runCertgen(os.Args[2:])
+	case "version", "--version":
+		fmt.Println("seatd", buildinfo.Get())
+		return
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

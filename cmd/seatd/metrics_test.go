@@ -193,14 +193,18 @@ func TestClusterMetrics(t *testing.T) {
 	if _, n := fs[0].value("go_goroutines", nil); n != 1 {
 		t.Errorf("n1's /metrics has %d go_goroutines series, want 1 (the process's runtime metrics)", n)
 	}
+	if v, n := fs[0].value("seatledger_build_info", nil); n != 1 || v != 1 {
+		t.Errorf("n1's /metrics has %d seatledger_build_info series (value %v), want one of 1 per process", n, v)
+	}
 }
 
-// checkLabels wants a node label naming the node on every seatledger series,
-// and no label value containing any of ids.
+// checkLabels wants a node label naming the node on every seatledger series
+// but the build's (one per process, like go_*: seatd dev's nodes are one
+// binary), and no label value containing any of ids.
 func checkLabels(t *testing.T, node string, f families, ids ...string) {
 	t.Helper()
 	for name, mf := range f {
-		if !strings.HasPrefix(name, "seatledger_") {
+		if !strings.HasPrefix(name, "seatledger_") || name == "seatledger_build_info" {
 			continue
 		}
 		for _, m := range mf.Metric {
@@ -241,6 +245,7 @@ func TestAdminListenerServesPprof(t *testing.T) {
 		{public + "/debug/pprof/", http.StatusNotFound, ""},
 		{public + "/debug/pprof/goroutine?debug=1", http.StatusNotFound, ""},
 		{public + "/metrics", http.StatusOK, "seatledger_raft_is_leader"},
+		{public + "/metrics", http.StatusOK, `seatledger_build_info{commit="unknown",goversion="go`},
 		{admin + "/debug/pprof/", http.StatusOK, "goroutine"},
 		{admin + "/debug/pprof/goroutine?debug=1", http.StatusOK, "goroutine profile"},
 		{admin + "/debug/pprof/cmdline", http.StatusOK, ""},

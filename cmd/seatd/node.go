@@ -34,6 +34,8 @@ type nodeConfig struct {
 	Replicas int
 	// Listeners already bound: raft and gRPC are required, HTTP optional.
 	RaftLn, GRPCLn, HTTPLn net.Listener
+	// HTTP is what the HTTP listener serves beyond the API (CORS origins).
+	HTTP gateway.HTTPConfig
 	// Raft tuning for tests; zero means defaults.
 	Raft raftnode.Config
 	// Logger receives the node's lines; they gain a node attribute.
@@ -104,6 +106,9 @@ func (c *nodeConfig) validate() error {
 	if len(c.Join) > 0 && (len(c.Peers) != 1 || c.Peers[0].ID != c.ID) {
 		return errors.New("a node that joins lists only itself as its seed list")
 	}
+	if err := c.HTTP.Validate(); err != nil {
+		return err
+	}
 	return shard.Map{Groups: c.Groups}.Validate()
 }
 
@@ -165,7 +170,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		done: make(chan struct{}), fatal: make(chan error, 1)}
 	n.gather = cfg.gatherer(reg)
 	if cfg.HTTPLn != nil {
-		h, err := gateway.NewHTTPHandler(context.Background(), srv, router)
+		h, err := gateway.NewHTTPHandler(context.Background(), srv, router, cfg.HTTP)
 		if err != nil {
 			n.grpc.Stop()
 			rn.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/seatledger/seatledger/internal/buildinfo"
 	"github.com/seatledger/seatledger/raftnode"
 )
 
@@ -26,9 +27,20 @@ import (
 // per process, however many nodes it runs.
 var processMetrics = sync.OnceValue(func() *prometheus.Registry {
 	r := prometheus.NewRegistry()
-	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfoMetric())
 	return r
 })
+
+// buildInfoMetric is seatledger_build_info: 1, labelled with what `seatd
+// version` prints, so dashboards can show which nodes run which build.
+func buildInfoMetric() prometheus.Collector {
+	bi := buildinfo.Get()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "seatledger_build_info",
+		Help:        "Always 1; the labels name the running build (seatd version).",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "goversion": bi.GoVersion}})
+	g.Set(1)
+	return g
+}
 
 // nodeRegisterer is where a node registers its metrics: its registry (made
 // here when the config has none), with every series labelled by node id.

@@ -1,5 +1,5 @@
 // This file proves the waiting queue end to end over HTTP on a real 3-node
-// cluster: a fan who asks to wait for a sold-out show gets 429 with a place
+// cluster: a fan who asks to wait for a sold-out show gets 202 Accepted with a place
 // in line, is offered the seats when another fan's hold expires (the
 // leader's expiry driver frees them, the FSM offers them in line order),
 // reads the offer with the queue token from any node, and books it; a
@@ -9,7 +9,6 @@ package main
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 )
@@ -76,19 +75,16 @@ func TestClusterQueueOfferAfterExpiry(t *testing.T) {
 // waiter is a queue entry and its secret.
 type waiter struct{ id, token string }
 
-// queued checks a 429 QUEUED answer and returns the entry.
+// queued checks a 202 answer (the hold joined the line) and returns the
+// entry it carries.
 func queued(t *testing.T, r httpResult, who string, position float64) waiter {
 	t.Helper()
-	if r.code != http.StatusTooManyRequests || !strings.Contains(r.raw, "QUEUED") {
-		t.Fatalf("POST holds wait=true by %s = %d %s, want 429 QUEUED", who, r.code, r.raw)
+	if r.code != http.StatusAccepted || r.str("state") != "WAITING" {
+		t.Fatalf("POST holds wait=true by %s = %d %s, want 202 with a WAITING entry", who, r.code, r.raw)
 	}
-	for _, d := range r.details("seatledger.v1.ErrorDetail") {
-		id, _ := d["queue_entry_id"].(string)
-		token, _ := d["queue_token"].(string)
-		if id != "" && token != "" && d["queue_position"] == position {
-			return waiter{id, token}
-		}
+	if id, token := r.str("entry_id"), r.str("queue_token"); id != "" && token != "" && r.body["position"] == position {
+		return waiter{id, token}
 	}
-	t.Fatalf("POST holds wait=true by %s = %s, want queue_entry_id, queue_token and queue_position %v", who, r.raw, position)
+	t.Fatalf("POST holds wait=true by %s = %s, want entry_id, queue_token and position %v", who, r.raw, position)
 	return waiter{}
 }

@@ -47,6 +47,11 @@ func runServe(args []string) error {
 	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
 	unsafeHooks := fs.Bool("unsafe-test-hooks", false, "test only: serve POST /debug/unsafe/clock?offset_ms=N on --http to skew this node's clock")
 	broken := fs.String("unsafe-broken", "", "test only: run a deliberately WRONG server ("+strings.Join(brokenModes, ", ")+") to prove the fault harness catches it")
+	var corsOrigins []string
+	fs.Func("cors-origin", "an origin whose browser pages may call the HTTP API, such as https://tickets.example.com or http://localhost:* (any port); repeat for more", func(o string) error {
+		corsOrigins = append(corsOrigins, o)
+		return gateway.CORSConfig{Origins: []string{o}}.Validate()
+	})
 	var tlsFiles certs.NodeFiles
 	fs.StringVar(&tlsFiles.CertFile, "tls-cert", "", "this node's TLS certificate (PEM; seatd certgen): every port then serves TLS, and the node presents it to its peers")
 	fs.StringVar(&tlsFiles.KeyFile, "tls-key", "", "the key of --tls-cert (PEM)")
@@ -95,7 +100,8 @@ func runServe(args []string) error {
 	logger := base.With("node", *id)
 	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Join: join, Groups: uint32(*groups), Replicas: *replicas,
 		Logger: base, RaftLogLevel: raftLevel, Broken: *broken, ClockHook: *unsafeHooks, TLS: tlsNode,
-		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}}
+		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)},
+		HTTP:      gateway.HTTPConfig{CORS: gateway.CORSConfig{Origins: corsOrigins}}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
 	cfg.Raft.InflightEntriesMax = *maxInflight
 	cfg.Raft.SnapshotThreshold = *snapThreshold

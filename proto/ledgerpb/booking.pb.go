@@ -814,8 +814,8 @@ type HoldRequest struct {
 	Count    uint32 `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
 	Category string `protobuf:"bytes,7,opt,name=category,proto3" json:"category,omitempty"`
 	// With count: when too few seats are free, wait in the show's queue:
-	// the answer is 429 QUEUED with the position, and freed seats are
-	// offered in queue order as a hold in this client's name.
+	// the answer is QUEUED (over HTTP 202 Accepted with the QueueEntry), and
+	// freed seats are offered in queue order as a hold in this client's name.
 	Wait          bool `protobuf:"varint,8,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2441,8 +2441,12 @@ type QueueEntry struct {
 	SeatIds        []string               `protobuf:"bytes,14,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
 	Revision       uint64                 `protobuf:"varint,15,opt,name=revision,proto3" json:"revision,omitempty"`
 	AsOf           *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Only in the 202 answer of a Hold that joined the line (QUEUED): the
+	// entry's secret, which GetQueueEntry and LeaveQueue need. A read never
+	// returns it: its caller already has it.
+	QueueToken    string `protobuf:"bytes,17,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueueEntry) Reset() {
@@ -2585,6 +2589,13 @@ func (x *QueueEntry) GetAsOf() *timestamppb.Timestamp {
 		return x.AsOf
 	}
 	return nil
+}
+
+func (x *QueueEntry) GetQueueToken() string {
+	if x != nil {
+		return x.QueueToken
+	}
+	return ""
 }
 
 type LeaveQueueRequest struct {
@@ -3395,7 +3406,7 @@ const file_booking_proto_rawDesc = "" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bentry_id\x18\x02 \x01(\tR\aentryId\x12\x1f\n" +
 	"\vqueue_token\x18\x03 \x01(\tR\n" +
-	"queueToken\"\xba\x04\n" +
+	"queueToken\"\xdb\x04\n" +
 	"\n" +
 	"QueueEntry\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x17\n" +
@@ -3417,7 +3428,9 @@ const file_booking_proto_rawDesc = "" +
 	"\x10offer_expires_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x0eofferExpiresAt\x12\x19\n" +
 	"\bseat_ids\x18\x0e \x03(\tR\aseatIds\x12\x1a\n" +
 	"\brevision\x18\x0f \x01(\x04R\brevision\x12/\n" +
-	"\x05as_of\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\"\xa4\x01\n" +
+	"\x05as_of\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12\x1f\n" +
+	"\vqueue_token\x18\x11 \x01(\tR\n" +
+	"queueToken\"\xa4\x01\n" +
 	"\x11LeaveQueueRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bentry_id\x18\x02 \x01(\tR\aentryId\x12\x1f\n" +

@@ -78,6 +78,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("SoldOutQueueOffer", func(t *testing.T) { testSoldOutQueueOffer(t, b, s) })
 	t.Run("ResumeAfterDrop", func(t *testing.T) { testResumeAfterDrop(t, b, s) })
 	t.Run("Operator", func(t *testing.T) { testOperator(t, b, s) })
+	t.Run("CrossOrigin", func(t *testing.T) { testCrossOrigin(t, b, s) })
 	t.Logf("browser scenarios took %v", time.Since(start).Round(time.Millisecond))
 }
 

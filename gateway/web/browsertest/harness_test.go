@@ -91,7 +91,15 @@ type seatd struct {
 	base  string // the booking page's origin: http://127.0.0.1:PORT
 	admin string // the operator page's URL, as printed
 	token string // the dev cluster's admin token (DATA_DIR/admin.token)
-	log   *bytes.Buffer
+	logMu *sync.Mutex
+	log   *bytes.Buffer // guarded by logMu
+}
+
+// logged is what seatd dev has printed so far.
+func (s *seatd) logged() string {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	return s.log.String()
 }
 
 // bookURL matches the line `seatd dev` prints for the booking page.
@@ -121,8 +129,8 @@ func startSeatd(t *testing.T) *seatd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &seatd{log: &bytes.Buffer{}}
 	var logMu sync.Mutex
+	s := &seatd{log: &bytes.Buffer{}, logMu: &logMu}
 	cmd.Stderr = lockedWriter{&logMu, s.log}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -640,7 +640,12 @@ async function holdSeats(v, body) {
   setBusy(v, true);
   clearNotice();
   try {
-    held(v, await w.send(retrying));
+    const r = await w.send(retrying);
+    // 202: sold out, and the fan joined the waiting line (the body is the
+    // queue entry, not a hold).
+    if (r.entry_id && !r.hold_id) {
+      if (show === v) queued(v, r, body);
+    } else held(v, r);
   } catch (err) {
     if (show === v) holdRefused(v, body, err, w);
   } finally {
@@ -681,8 +686,6 @@ function holdRefused(v, body, err, w) {
     case "SOLD_OUT":
       return notice("error", explain(err),
         action(`Wait in line for ${plural(body.count, "seat")}`, () => holdSeats(v, { ...body, wait: true }), "primary"));
-    case "QUEUED":
-      return queued(v, d, body);
     default:
       return failed(err, w, (r) => held(v, r));
   }
@@ -969,9 +972,10 @@ async function openBookings() {
 
 // ---- the waiting line ----
 
-function queued(v, d, body) {
-  const q = { show_id: v.id, entry_id: d.queue_entry_id, queue_token: d.queue_token, count: body.count,
-    category: body.category || "", position: d.queue_position, seats_ahead: d.seats_ahead };
+// queued keeps the entry e of a hold answered 202 (joined the line).
+function queued(v, e, body) {
+  const q = { show_id: v.id, entry_id: e.entry_id, queue_token: e.queue_token, count: body.count,
+    category: body.category || "", position: e.position, seats_ahead: e.seats_ahead };
   const all = store.get(queueKey, {});
   all[v.id] = q;
   store.set(queueKey, all);
