@@ -128,10 +128,7 @@ func BenchmarkSeatMap(b *testing.B) {
 	b.ReportAllocs()
 	defer cpuPerOp(b)()
 	for b.Loop() {
-		v, err := m.View()
-		if err != nil {
-			b.Fatal(err)
-		}
+		v := m.ReadView() // as the servers read
 		sm, err := v.SeatMap("s1")
 		if err != nil || sm.Held != 100 || sm.Free != 100 {
 			b.Fatalf("SeatMap(s1) = held %d free %d, %v; want 100, 100", sm.GetHeld(), sm.GetFree(), err)
@@ -141,19 +138,16 @@ func BenchmarkSeatMap(b *testing.B) {
 }
 
 // BenchmarkSeatStates is the polling read of BenchmarkSeatMap's show; with
-// -uncached every read scans the show's seat records.
+// -uncached every read walks the show's seats in the ledger.
 func BenchmarkSeatStates(b *testing.B) {
 	m := benchSeatMapMachine(b)
 	b.ReportAllocs()
 	defer cpuPerOp(b)()
 	for b.Loop() {
 		if *benchUncached {
-			m.seatStates.reset()
+			m.led.shows["s1"].states.Store(nil)
 		}
-		v, err := m.View()
-		if err != nil {
-			b.Fatal(err)
-		}
+		v := m.ReadView()
 		sm, err := v.SeatStates("s1")
 		if err != nil || sm.Held != 100 || len(sm.SeatStates) != 200 {
 			b.Fatalf("SeatStates(s1) = held %d, %d letters, %v; want 100 of 200", sm.GetHeld(), len(sm.GetSeatStates()), err)
@@ -162,9 +156,9 @@ func BenchmarkSeatStates(b *testing.B) {
 	}
 }
 
-// benchUncached makes the seat-map benchmarks drop the states cache before
-// each read, to measure what a read of a changed show costs.
-var benchUncached = flag.Bool("uncached", false, "seat-map benchmarks: drop the seat states cache before each read")
+// benchUncached makes the seat-map benchmarks drop the show's kept states
+// before each read, to measure what a read of a changed show costs.
+var benchUncached = flag.Bool("uncached", false, "seat-map benchmarks: drop the kept seat states before each read")
 
 func BenchmarkEncodeDecodeCommand(b *testing.B) {
 	cmd := at(1_700_000_000_000, cmdHold("client-42", "request-0123456789", "show-2026-01-01", 300000, "A1", "A2", "A3", "A4"))

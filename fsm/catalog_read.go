@@ -229,11 +229,7 @@ func (v *View) scan(prefix, lo, hi, after []byte, size int, fn func(suffix, val 
 // clock (as SeatMap counts them), without building the seat map: browse
 // listings ask it of every show they list.
 func (v *View) SeatCounts(showID string) (total, free uint32, err error) {
-	l, err := v.layout(showID)
-	if err != nil {
-		return 0, 0, err
-	}
-	c, err := v.seatStates(showID, l)
+	l, c, err := v.showStates(showID)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -11,11 +11,8 @@ func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 	}
 	tx.put(tx.m.showKey(c.Show.ShowId), c.Show)
 	must(tx.b.Set(tx.m.showTokenKey(c.Show.ShowId), c.TokenKey, nil), "write token key")
-	// Readers share the layout (cache.go) once the batch commits.
 	l := newLayout(c.Show)
 	l.tokenKey = append([]byte(nil), c.TokenKey...)
-	l.existsAt = tx.index
-	tx.m.layouts.put(c.Show.ShowId, l)
 	tx.m.led.shows[c.Show.ShowId] = &showState{l: l, seats: make([]*ledgerpb.HoldRecord, l.total)}
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK}
 }

@@ -8,13 +8,20 @@
 // replayed entry (index <= applied) is skipped and time never goes backwards.
 //
 // The seat ledger lives in memory (ledger.go): every show's seats, live
-// holds and bookings, clients' live holds and the waiting lines' totals. The
-// hold, confirm, release and extend paths read nothing else, and a request
-// filter (requests.go) tells a new request id without a store read. Each
-// batch of entries is written behind to the group's key range in the node's
-// Pebble database, with the applied index, without fsync: the raft log is
-// the write-ahead log. A restart loads the ledger from Pebble, and raft
-// replays the entries above the applied index.
+// holds and bookings, clients' live holds, live holds by expiry (expiry.go)
+// and the waiting lines' totals. The hold, confirm, release, extend, refund
+// and expire paths read nothing else, and a request filter (requests.go)
+// tells a new request id without a store read. Each batch of entries is
+// written behind to the group's key range in the node's Pebble database,
+// with the applied index, without fsync: the raft log is the write-ahead
+// log. A restart loads the ledger from Pebble, and raft replays the entries
+// above the applied index.
+//
+// Reads of seat maps and holds come from the ledger too, between apply
+// batches (View.inLedger): apply holds the machine's lock while it applies
+// and publishes a batch, readers hold it for reading. The change log, the
+// waiting line's entries, clients' bookings, the catalog and the node
+// registry are read from Pebble snapshots.
 //
 // Bad input is a result; impossible state is a crash. Every rejection is a
 // ledgerpb.Code, checked in this order for each client command:
@@ -62,7 +69,9 @@
 // broken invariant panics: a replica that cannot apply an entry exactly like
 // its peers must stop rather than diverge.
 //
-// Keys (all under the group prefix 'G' + uint32 group, big-endian):
+// Keys (all under the group prefix 'G' + uint32 group, big-endian; the
+// expiry index and the clients' live holds are not stored: load derives
+// them from the live holds, which the seat records name):
 //
 //	0x01                                  meta: applied index, clock
 //	0x02 show_id                          ledgerpb.Show

@@ -338,15 +338,11 @@ func (v *View) EventFloor() (uint64, error) {
 
 // ShowExists reports whether a show exists in the view, without decoding it.
 func (v *View) ShowExists(id string) (bool, error) {
-	_, closer, err := v.snapGet(v.m.showKey(id))
-	if errors.Is(err, pebble.ErrNotFound) {
+	_, err := v.layout(id)
+	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("fsm: read show %s: %w", id, err)
-	}
-	closer.Close()
-	return true, nil
+	return err == nil, err
 }
 
 // EventsPrunable reports whether a change record was applied before

@@ -165,6 +165,7 @@ func holdID(group uint32, index uint64, pos int) string {
 // its record; clearSeat frees it.
 func (tx *txn) putSeat(s *showState, show string, n uint16, h *ledgerpb.HoldRecord) {
 	s.seats[n] = h
+	s.states.Store(nil)
 	b := encodeSeat(tx.scratch[:0], h)
 	must(tx.b.Set(tx.m.seatKey(show, n), b, nil), "write seat")
 	tx.scratch = b[:0]
@@ -172,6 +173,7 @@ func (tx *txn) putSeat(s *showState, show string, n uint16, h *ledgerpb.HoldReco
 
 func (tx *txn) clearSeat(s *showState, show string, n uint16) {
 	s.seats[n] = nil
+	s.states.Store(nil)
 	tx.del(tx.m.seatKey(show, n))
 }
 

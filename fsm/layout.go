@@ -30,10 +30,6 @@ type layout struct {
 	// tokenKey is the show's hold-token key (token.go), stored apart from
 	// the show and cached with it: neither ever changes.
 	tokenKey []byte
-	// existsAt is an applied index at which the show existed (shows are
-	// never deleted): a view at this index or later has it without asking
-	// its snapshot (View.layout). Set once, before the layout is cached.
-	existsAt uint64
 }
 
 func newLayout(show *ledgerpb.Show) *layout {

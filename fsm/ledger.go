@@ -7,6 +7,7 @@ import (
 	"hash"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -59,8 +60,11 @@ type showState struct {
 	// queue is the waiting line's totals (the 0x10 record).
 	queue queueStat
 	// mac is the HMAC under the show's token key, made on first use
-	// (token.go).
+	// (token.go); apply goroutine only.
 	mac hash.Hash
+	// states are the seat states readers built last (statescache.go);
+	// apply drops them whenever it changes a seat.
+	states atomic.Pointer[cachedStates]
 }
 
 func newLedger() ledger {

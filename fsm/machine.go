@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -33,16 +34,12 @@ type Machine struct {
 	// unsafe is set once before the first Apply and read only by apply.
 	unsafe Unsafe
 
-	// layouts caches decoded show layouts for readers (cache.go); it
-	// changes no result.
-	layouts layoutCache
-	// seatStates keeps seat maps' states for reads of shows that have
-	// not changed since (statescache.go).
-	seatStates seatStatesCache
 	// changes remembers which shows' change logs grew lately (events.go).
 	changes changeIndex
-	// led is the group's seat ledger in memory (ledger.go); only the
-	// apply goroutine uses it.
+	// led is the group's seat ledger in memory (ledger.go). The apply
+	// goroutine changes it holding mu, and reads it without; readers hold
+	// mu for reading (View), so they see it between batches, as published.
+	mu  sync.RWMutex
 	led ledger
 	// requests filters the request records in the store (requests.go);
 	// only the apply goroutine uses it.
@@ -146,6 +143,8 @@ func (m *Machine) Apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result 
 	if index <= m.Applied() {
 		return nil
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	tx := m.begin()
 	defer m.end(tx)
 	results := tx.applyEntry(index, cmd)
@@ -170,6 +169,8 @@ const applyBatchBytesMax = 4 << 20
 // does not decode.
 func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 	out := make([][]*ledgerpb.Result, len(entries))
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var tx *txn
 	defer func() {
 		if tx != nil {
@@ -240,7 +241,6 @@ func (m *Machine) end(tx *txn) {
 	if tx.committed {
 		return
 	}
-	m.layouts.reset()
 	m.reload()
 }
 

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -167,15 +166,42 @@ func (v *View) get(key []byte, msg proto.Message) (bool, error) {
 	return true, proto.Unmarshal(b, msg)
 }
 
+// inLedger runs fn on the group's ledger, between apply batches, and moves
+// the view to the point the ledger is at. Only a view without a snapshot
+// reads the ledger: one with a snapshot reads everything from it, so that
+// its reads agree with each other (a watcher pairs a seat map with the
+// changes after it).
+func (v *View) inLedger(fn func(led *ledger)) {
+	v.m.mu.RLock()
+	defer v.m.mu.RUnlock()
+	// Apply publishes each batch before it lets readers in.
+	p := v.m.published.Load()
+	v.applied, v.clock, v.next, v.nextKnown = p.index, p.clock, p.next, true
+	fn(&v.m.led)
+}
+
 // Hold returns a hold record. A hold still HELD whose expiry has passed by
 // the view's clock is reported EXPIRED: that is what a confirm would find.
 func (v *View) Hold(id string) (*ledgerpb.HoldRecord, error) {
-	h := &ledgerpb.HoldRecord{}
-	ok, err := v.get(v.m.holdKey(id), h)
+	var h *ledgerpb.HoldRecord
+	var err error
+	if v.snap == nil {
+		v.inLedger(func(led *ledger) {
+			if lh := led.holds[id]; lh != nil {
+				h = proto.Clone(lh).(*ledgerpb.HoldRecord) // apply changes the ledger's in place
+				return
+			}
+			// A hold that ended: the store has it, committed up to the
+			// ledger's point while apply waits.
+			h, err = getHold(v.m.db, v.m.holdKey(id))
+		})
+	} else {
+		h, err = getHold(v.snap, v.m.holdKey(id))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fsm: read hold %s: %w", id, err)
 	}
-	if !ok {
+	if h == nil {
 		return nil, ErrNotFound
 	}
 	if h.State == ledgerpb.HoldState_HOLD_STATE_HELD && v.clock >= h.ExpiresAtMs {
@@ -184,23 +210,29 @@ func (v *View) Hold(id string) (*ledgerpb.HoldRecord, error) {
 	return h, nil
 }
 
+// getHold reads a hold record, nil when there is none.
+func getHold(r pebble.Reader, key []byte) (*ledgerpb.HoldRecord, error) {
+	b, err := getCopy(r, key)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	h := &ledgerpb.HoldRecord{}
+	return h, proto.Unmarshal(b, h)
+}
+
 // SeatMap returns every seat of a show in layout order with its state. Seats
 // of holds expired by the view's clock read FREE, as a hold would find them.
 // The seats are shared with other reads of the same states (statescache.go):
 // callers may marshal the map and set its own fields, not change its seats.
 func (v *View) SeatMap(showID string) (*ledgerpb.SeatMap, error) {
-	l, err := v.layout(showID)
+	l, c, err := v.showStates(showID)
 	if err != nil {
 		return nil, err
 	}
-	// The layout may be shared: the map gets its own categories.
+	// The layout is shared: the map gets its own categories.
 	cats := make([]*ledgerpb.Category, len(l.show.Categories))
 	for i, c := range l.show.Categories {
 		cats[i] = &ledgerpb.Category{Name: c.Name, PriceMinor: c.PriceMinor, Currency: c.Currency}
-	}
-	c, err := v.seatStates(showID, l)
-	if err != nil {
-		return nil, err
 	}
 	return &ledgerpb.SeatMap{ShowId: l.show.ShowId, Title: l.show.Title, Categories: cats,
 		Seats: c.seatList(l), Revision: v.applied, Free: c.free, Held: c.held, Booked: c.booked}, nil
@@ -211,11 +243,7 @@ func (v *View) SeatMap(showID string) (*ledgerpb.SeatMap, error) {
 // free, H held, B booked; the counts are set, the seats, categories and
 // title are not. Seats of holds expired by the view's clock read FREE.
 func (v *View) SeatStates(showID string) (*ledgerpb.SeatMap, error) {
-	l, err := v.layout(showID)
-	if err != nil {
-		return nil, err
-	}
-	c, err := v.seatStates(showID, l)
+	l, c, err := v.showStates(showID)
 	if err != nil {
 		return nil, err
 	}
@@ -223,35 +251,66 @@ func (v *View) SeatStates(showID string) (*ledgerpb.SeatMap, error) {
 		Free: c.free, Held: c.held, Booked: c.booked}, nil
 }
 
-// seatStates returns the states of a show's seats (layout l) as the view
-// sees them: from the group's cache when nothing has changed them since it
-// was filled (statescache.go), else read from the view and cached.
-func (v *View) seatStates(showID string, l *layout) (*cachedStates, error) {
-	cached := v.m.seatStates.get(v, showID)
-	if cached != nil && !checkRecordCache {
-		return cached, nil
+// showStates returns a show's layout and its seats' states as the view
+// sees them: from the ledger, or from the view's snapshot if it has one.
+func (v *View) showStates(showID string) (*layout, *cachedStates, error) {
+	if v.snap != nil {
+		l, err := v.snapLayout(showID)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := v.scanStates(showID, l)
+		return l, c, err
 	}
-	c := &cachedStates{until: math.MaxInt64, free: uint32(l.total)}
-	states := bytes.Repeat([]byte{SeatLetterFree}, l.total)
-	err := v.overlaySeats(showID, l.total, func(idx int, state ledgerpb.SeatState, expiresAt int64) {
-		states[idx] = seatLetter(state)
-		c.count(state)
-		if state == ledgerpb.SeatState_HELD {
-			c.until = min(c.until, expiresAt)
+	var l *layout
+	var c *cachedStates
+	var err error
+	v.inLedger(func(led *ledger) {
+		s := led.shows[showID]
+		if s == nil {
+			return
+		}
+		l, c = s.l, s.statesAt(v.clock)
+		if checkRecordCache {
+			err = v.checkStates(showID, c)
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// The view's index is known once the scan has taken its snapshot.
-	c.at, c.states = v.applied, string(states)
-	if cached != nil { // tests: the cache must agree with the view
-		assertf(cached.states == c.states && cached.free == c.free && cached.held == c.held && cached.booked == c.booked,
-			"cached seat states of show %s (index %d) are %s, the view at %d has %s", showID, cached.at, cached.states, v.applied, c.states)
-		return cached, nil
+	if l == nil {
+		return nil, nil, ErrNotFound
 	}
-	v.m.seatStates.put(showID, c)
-	return c, nil
+	return l, c, nil
+}
+
+// checkStates compares states read from the ledger with the store's, read
+// while apply waits (tests: see checkRecordCache).
+func (v *View) checkStates(showID string, c *cachedStates) error {
+	sv := &View{m: v.m, snap: v.m.db.NewSnapshot(), applied: v.applied, clock: v.clock}
+	defer sv.Close()
+	l, err := sv.snapLayout(showID)
+	if err != nil {
+		return err
+	}
+	sc, err := sv.scanStates(showID, l)
+	if err != nil {
+		return err
+	}
+	assertf(sc.states == c.states && sc.free == c.free && sc.held == c.held && sc.booked == c.booked,
+		"the ledger's seat states of show %s at %d are %s, the store has %s", showID, v.applied, c.states, sc.states)
+	return nil
+}
+
+// scanStates reads a show's seat states (layout l) from the view's
+// snapshot.
+func (v *View) scanStates(showID string, l *layout) (*cachedStates, error) {
+	c, letters := newStates(l.total)
+	err := v.overlaySeats(showID, l.total, func(idx int, state ledgerpb.SeatState, expiresAt int64) {
+		c.set(letters, idx, state, expiresAt)
+	})
+	c.states = string(letters)
+	return c, err
 }
 
 // The letters of SeatMap.seat_states.
@@ -283,15 +342,25 @@ func SeatStateOfLetter(c byte) ledgerpb.SeatState {
 	return ledgerpb.SeatState_FREE
 }
 
-// layout returns the layout of a show that exists in the view, from the
-// group's cache when it is there. The cache may be ahead of the view, so
-// the show's presence is checked in the view's own snapshot unless the
-// cached layout is known to exist at the view's index or before (shows are
-// never deleted).
+// layout returns the layout of a show that exists in the view.
 func (v *View) layout(showID string) (*layout, error) {
-	if l := v.m.layouts.get(showID); l != nil && l.existsAt != 0 && l.existsAt <= v.applied {
-		return l, nil
+	if v.snap != nil {
+		return v.snapLayout(showID)
 	}
+	var l *layout
+	v.inLedger(func(led *ledger) {
+		if s := led.shows[showID]; s != nil {
+			l = s.l
+		}
+	})
+	if l == nil {
+		return nil, ErrNotFound
+	}
+	return l, nil
+}
+
+// snapLayout reads a show's layout from the view's snapshot.
+func (v *View) snapLayout(showID string) (*layout, error) {
 	b, closer, err := v.snapGet(v.m.showKey(showID))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
@@ -300,9 +369,6 @@ func (v *View) layout(showID string) (*layout, error) {
 		return nil, fmt.Errorf("fsm: read show %s: %w", showID, err)
 	}
 	defer closer.Close()
-	if l := v.m.layouts.get(showID); l != nil {
-		return l, nil
-	}
 	show := &ledgerpb.Show{}
 	if err := proto.Unmarshal(b, show); err != nil {
 		return nil, fmt.Errorf("fsm: decode show %s: %w", showID, err)
@@ -311,8 +377,6 @@ func (v *View) layout(showID string) (*layout, error) {
 	if l.tokenKey, err = v.showTokenKey(showID); err != nil {
 		return nil, err
 	}
-	l.existsAt = v.applied
-	v.m.layouts.put(showID, l)
 	return l, nil
 }
 
@@ -528,16 +592,12 @@ func (v *View) HoldForOwner(showID, holdID, token string) (*ledgerpb.HoldRecord,
 	if h.ShowId != showID {
 		return nil, nil, ErrNotFound
 	}
-	key, err := v.showTokenKey(showID)
-	if err != nil {
-		return nil, nil, err
-	}
-	if HoldToken(key, holdID) != token {
-		return nil, nil, ErrBadToken
-	}
 	l, err := v.layout(showID)
 	if err != nil {
 		return nil, nil, err
+	}
+	if HoldToken(l.tokenKey, holdID) != token {
+		return nil, nil, ErrBadToken
 	}
 	seats := make([]*ledgerpb.Seat, 0, len(h.SeatIds))
 	for _, id := range h.SeatIds {

@@ -129,10 +129,9 @@ func (m *Machine) Restore(r io.Reader) error {
 	if err := b.Set(m.metaKey(), encodeMeta(applied, clock), nil); err != nil {
 		return err
 	}
-	// What readers derived from the old state may not describe the new
-	// one: forget it before the new state is visible, and again after (a
-	// reader may have cached the old state meanwhile).
-	m.forgetDerived()
+	// Readers of the ledger wait while it is replaced with the store.
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.commits.Add(1)
 	defer m.commits.Add(1)
 	if err := b.Commit(pebble.Sync); err != nil {
@@ -145,14 +144,7 @@ func (m *Machine) Restore(r io.Reader) error {
 	// from it means this replica cannot go on (reload panics).
 	m.reload()
 	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry()})
-	m.forgetDerived()
 	return nil
-}
-
-// forgetDerived drops what readers cached of the group's state.
-func (m *Machine) forgetDerived() {
-	m.layouts.reset()
-	m.seatStates.reset()
 }
 
 var errBadSnapshot = errors.New("fsm: bad snapshot")

@@ -1,30 +1,22 @@
 package fsm
 
 import (
+	"bytes"
+	"math"
 	"sync"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
-// A show's seat states change only by a write to its seats, which its
-// change log records (changeIndex), or by a hold expiring by the log clock.
-// So states a view computed at index i still hold for a view at index j >= i
-// when the show's change log has nothing after i and the clock at j is
-// before the earliest expiry among the seats they show HELD. During a sale
-// every fan polls the same map; each poll then costs a map lookup instead of
-// a scan of the show's seat records. Like the layouts, the cache is not
-// state: it only spares reads, and a reader that cannot prove an entry
-// current reads the view.
+// A show's seat states change only when apply changes its seats, which
+// drops the states the show kept (showState.states), or when a hold expires
+// by the log clock. So states built once serve every read until then:
+// during a sale every fan polls the same map, and each poll costs a pointer
+// load instead of a walk of the seats.
 
-// seatStatesCacheMax bounds the shows one group keeps states of (a few
-// hundred bytes each); when full the cache starts over.
-const seatStatesCacheMax = 4096
-
-// cachedStates is a show's seat states as a view at index at saw them: one
-// letter per seat in layout order (SeatMap.seat_states) and the counts.
-// Immutable once cached.
+// cachedStates is a show's seat states at one point: one letter per seat in
+// layout order (SeatMap.seat_states) and the counts. Immutable once built.
 type cachedStates struct {
-	at     uint64
 	until  int64 // the earliest expiry of a seat shown HELD (MaxInt64: none)
 	states string
 	free   uint32
@@ -54,33 +46,44 @@ func (c *cachedStates) seatList(l *layout) []*ledgerpb.Seat {
 	return c.seats
 }
 
-// count moves one seat, counted FREE, to state's count.
-func (c *cachedStates) count(state ledgerpb.SeatState) {
+// newStates starts the states of a layout's seats, all FREE; set moves
+// seats out of FREE.
+func newStates(total int) (*cachedStates, []byte) {
+	return &cachedStates{until: math.MaxInt64, free: uint32(total)}, bytes.Repeat([]byte{SeatLetterFree}, total)
+}
+
+// set records seat idx in state (HELD until expiresAt, or BOOKED).
+func (c *cachedStates) set(letters []byte, idx int, state ledgerpb.SeatState, expiresAt int64) {
+	letters[idx] = seatLetter(state)
 	switch state {
 	case ledgerpb.SeatState_HELD:
 		c.free--
 		c.held++
+		c.until = min(c.until, expiresAt)
 	case ledgerpb.SeatState_BOOKED:
 		c.free--
 		c.booked++
 	}
 }
 
-type seatStatesCache struct{ boundedCache[*cachedStates] }
-
-// get returns show's cached states if they are the states view v sees: v
-// is at or after the index they were read at, the show's change log has no
-// record after that index up to v's (the change index is noted before the
-// applied index moves), and no seat they show HELD has expired by v's clock.
-func (c *seatStatesCache) get(v *View, show string) *cachedStates {
-	e := c.boundedCache.get(show)
-	if e == nil || e.at > v.applied || v.clock >= e.until || v.m.ShowChangedAfter(show, e.at) {
-		return nil
+// statesAt returns the show's seat states at log clock now, the ones it
+// keeps while they are current. Callers hold the machine's lock, for
+// reading at least: readers may build and keep states side by side.
+func (s *showState) statesAt(now int64) *cachedStates {
+	if c := s.states.Load(); c != nil && now < c.until {
+		return c
 	}
-	return e
-}
-
-// put caches states unless newer ones are cached already.
-func (c *seatStatesCache) put(show string, e *cachedStates) {
-	c.putUnless(show, e, seatStatesCacheMax, func(old *cachedStates) bool { return old.at >= e.at })
+	c, letters := newStates(len(s.seats))
+	for i, h := range s.seats {
+		switch {
+		case h == nil:
+		case h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+			c.set(letters, i, ledgerpb.SeatState_BOOKED, 0)
+		case now < h.ExpiresAtMs:
+			c.set(letters, i, ledgerpb.SeatState_HELD, h.ExpiresAtMs)
+		}
+	}
+	c.states = string(letters)
+	s.states.Store(c)
+	return c
 }

@@ -1,3 +1,7 @@
+// This file proves that reads see the ledger's seat states as they are:
+// kept states are dropped by a write to the show and outlived by an expiry
+// by the log clock, a view with a snapshot reads its own point, and shared
+// seat lists survive concurrent marshalling.
 package fsm
 
 import (
@@ -21,10 +25,7 @@ func withoutCacheChecks(t *testing.T) {
 
 func seatStatesAt(t *testing.T, m *Machine) string {
 	t.Helper()
-	v, err := m.View()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := m.ReadView()
 	defer v.Close()
 	sm, err := v.SeatStates("s1")
 	if err != nil {
@@ -45,8 +46,8 @@ func TestSeatStatesCacheFollowsExpiryAndWrites(t *testing.T) {
 	if got := seatStatesAt(t, m); got != "HHFF" {
 		t.Fatalf("states after the hold = %s, want HHFF", got)
 	}
-	if m.seatStates.get(mustView(t, m), "s1") == nil {
-		t.Fatal("the states just read are not cached")
+	if m.led.shows["s1"].states.Load() == nil {
+		t.Fatal("the states just read are not kept")
 	}
 	// Another show's entry moves the clock, still before the expiry.
 	mustApply(t, m, 4, at(1500, cmdHold("fan", "h2", "s2", 1000, "A1")), 1)
@@ -86,8 +87,8 @@ func TestSeatStatesCacheServesNoOlderView(t *testing.T) {
 }
 
 // A view's index and clock, published without reading the meta record,
-// are those of its snapshot, and a layout cached by apply is not trusted by
-// a view taken before the show existed.
+// are those of its snapshot, and a view taken before the show existed does
+// not see it.
 func TestViewPublishedIndexAndLayout(t *testing.T) {
 	m := newTestMachine(t, newTestDB(t), 1)
 	before := mustView(t, m)
@@ -141,7 +142,7 @@ func TestReadViewMovesToItsSnapshot(t *testing.T) {
 	if fixed.Applied() != 1 || sm.SeatStates != "FFFF" || sm.Revision != 1 {
 		t.Fatalf("view at index %d reads %s at %d, want FFFF at 1", fixed.Applied(), sm.SeatStates, sm.Revision)
 	}
-	// Served from the cache (filled by rv at 2): no snapshot taken.
+	// Served from the ledger: no snapshot taken.
 	cached := m.ReadView()
 	defer cached.Close()
 	if sm, err := cached.SeatStates("s1"); err != nil || sm.SeatStates != "HFFF" || cached.snap != nil {
