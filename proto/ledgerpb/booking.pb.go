@@ -3167,6 +3167,170 @@ func (x *TicketKey) GetPublicKey() string {
 	return ""
 }
 
+type GetRoutingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRoutingRequest) Reset() {
+	*x = GetRoutingRequest{}
+	mi := &file_booking_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRoutingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRoutingRequest) ProtoMessage() {}
+
+func (x *GetRoutingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRoutingRequest.ProtoReflect.Descriptor instead.
+func (*GetRoutingRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{36}
+}
+
+// Routing is the shard map and each group's leader as one node knows them.
+type Routing struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// groups splits the show space: a show belongs to group
+	// (point * groups) >> 32, where point is the top 32 bits of the
+	// splitmix64 finalizer applied to the FNV-1a 64 hash of its show_id
+	// (shard.Point; client.GroupFor).
+	Groups uint32        `protobuf:"varint,1,opt,name=groups,proto3" json:"groups,omitempty"`
+	Routes []*GroupRoute `protobuf:"bytes,2,rep,name=routes,proto3" json:"routes,omitempty"`
+	// The node that answered.
+	ServedBy      string `protobuf:"bytes,3,opt,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Routing) Reset() {
+	*x = Routing{}
+	mi := &file_booking_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Routing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Routing) ProtoMessage() {}
+
+func (x *Routing) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Routing.ProtoReflect.Descriptor instead.
+func (*Routing) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *Routing) GetGroups() uint32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *Routing) GetRoutes() []*GroupRoute {
+	if x != nil {
+		return x.Routes
+	}
+	return nil
+}
+
+func (x *Routing) GetServedBy() string {
+	if x != nil {
+		return x.ServedBy
+	}
+	return ""
+}
+
+// GroupRoute is one group's leader, if the answering node knows one.
+type GroupRoute struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	GroupId  uint32                 `protobuf:"varint,1,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	LeaderId string                 `protobuf:"bytes,2,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	// The leader's gRPC address, as the cluster's node registry has it.
+	LeaderGrpcAddr string `protobuf:"bytes,3,opt,name=leader_grpc_addr,json=leaderGrpcAddr,proto3" json:"leader_grpc_addr,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GroupRoute) Reset() {
+	*x = GroupRoute{}
+	mi := &file_booking_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupRoute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupRoute) ProtoMessage() {}
+
+func (x *GroupRoute) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupRoute.ProtoReflect.Descriptor instead.
+func (*GroupRoute) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *GroupRoute) GetGroupId() uint32 {
+	if x != nil {
+		return x.GroupId
+	}
+	return 0
+}
+
+func (x *GroupRoute) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *GroupRoute) GetLeaderGrpcAddr() string {
+	if x != nil {
+		return x.LeaderGrpcAddr
+	}
+	return ""
+}
+
 var File_booking_proto protoreflect.FileDescriptor
 
 const file_booking_proto_rawDesc = "" +
@@ -3474,7 +3638,17 @@ const file_booking_proto_rawDesc = "" +
 	"\tTicketKey\x12\x1c\n" +
 	"\talgorithm\x18\x01 \x01(\tR\talgorithm\x12\x1d\n" +
 	"\n" +
-	"public_key\x18\x02 \x01(\tR\tpublicKey*G\n" +
+	"public_key\x18\x02 \x01(\tR\tpublicKey\"\x13\n" +
+	"\x11GetRoutingRequest\"q\n" +
+	"\aRouting\x12\x16\n" +
+	"\x06groups\x18\x01 \x01(\rR\x06groups\x121\n" +
+	"\x06routes\x18\x02 \x03(\v2\x19.seatledger.v1.GroupRouteR\x06routes\x12\x1b\n" +
+	"\tserved_by\x18\x03 \x01(\tR\bservedBy\"n\n" +
+	"\n" +
+	"GroupRoute\x12\x19\n" +
+	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12\x1b\n" +
+	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12(\n" +
+	"\x10leader_grpc_addr\x18\x03 \x01(\tR\x0eleaderGrpcAddr*G\n" +
 	"\tSeatState\x12\x1a\n" +
 	"\x16SEAT_STATE_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04FREE\x10\x01\x12\b\n" +
@@ -3491,7 +3665,7 @@ const file_booking_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fLINEARIZABLE\x10\x01\x12\t\n" +
-	"\x05STALE\x10\x022\xa6\b\n" +
+	"\x05STALE\x10\x022\xee\b\n" +
 	"\aBooking\x12Q\n" +
 	"\n" +
 	"CreateShow\x12 .seatledger.v1.CreateShowRequest\x1a!.seatledger.v1.CreateShowResponse\x12F\n" +
@@ -3510,7 +3684,9 @@ const file_booking_proto_rawDesc = "" +
 	"\n" +
 	"GetBooking\x12 .seatledger.v1.GetBookingRequest\x1a\x1c.seatledger.v1.BookingDetail\x12W\n" +
 	"\fListBookings\x12\".seatledger.v1.ListBookingsRequest\x1a#.seatledger.v1.ListBookingsResponse\x12L\n" +
-	"\fGetTicketKey\x12\".seatledger.v1.GetTicketKeyRequest\x1a\x18.seatledger.v1.TicketKeyB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"\fGetTicketKey\x12\".seatledger.v1.GetTicketKeyRequest\x1a\x18.seatledger.v1.TicketKey\x12F\n" +
+	"\n" +
+	"GetRouting\x12 .seatledger.v1.GetRoutingRequest\x1a\x16.seatledger.v1.RoutingB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_booking_proto_rawDescOnce sync.Once
@@ -3525,7 +3701,7 @@ func file_booking_proto_rawDescGZIP() []byte {
 }
 
 var file_booking_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_booking_proto_goTypes = []any{
 	(SeatState)(0),                // 0: seatledger.v1.SeatState
 	(HoldState)(0),                // 1: seatledger.v1.HoldState
@@ -3566,87 +3742,93 @@ var file_booking_proto_goTypes = []any{
 	(*ListBookingsResponse)(nil),  // 36: seatledger.v1.ListBookingsResponse
 	(*GetTicketKeyRequest)(nil),   // 37: seatledger.v1.GetTicketKeyRequest
 	(*TicketKey)(nil),             // 38: seatledger.v1.TicketKey
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
+	(*GetRoutingRequest)(nil),     // 39: seatledger.v1.GetRoutingRequest
+	(*Routing)(nil),               // 40: seatledger.v1.Routing
+	(*GroupRoute)(nil),            // 41: seatledger.v1.GroupRoute
+	(*timestamppb.Timestamp)(nil), // 42: google.protobuf.Timestamp
 }
 var file_booking_proto_depIdxs = []int32{
 	4,  // 0: seatledger.v1.Show.rows:type_name -> seatledger.v1.Row
 	5,  // 1: seatledger.v1.Show.categories:type_name -> seatledger.v1.Category
 	3,  // 2: seatledger.v1.CreateShowRequest.show:type_name -> seatledger.v1.Show
-	39, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
+	42, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 4: seatledger.v1.GetSeatMapRequest.consistency:type_name -> seatledger.v1.Consistency
 	0,  // 5: seatledger.v1.Seat.state:type_name -> seatledger.v1.SeatState
 	9,  // 6: seatledger.v1.SeatMap.seats:type_name -> seatledger.v1.Seat
 	5,  // 7: seatledger.v1.SeatMap.categories:type_name -> seatledger.v1.Category
-	39, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
+	42, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
 	2,  // 9: seatledger.v1.SeatMap.consistency:type_name -> seatledger.v1.Consistency
-	39, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
-	39, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	42, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
+	42, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: seatledger.v1.ConfirmResponse.state:type_name -> seatledger.v1.HoldState
-	39, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
+	42, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 15: seatledger.v1.ReleaseResponse.state:type_name -> seatledger.v1.HoldState
-	39, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
+	42, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 17: seatledger.v1.GetHoldRequest.consistency:type_name -> seatledger.v1.Consistency
 	1,  // 18: seatledger.v1.HoldInfo.state:type_name -> seatledger.v1.HoldState
-	39, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
-	39, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
-	39, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
-	39, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
-	39, // 24: seatledger.v1.HoldInfo.closed_at:type_name -> google.protobuf.Timestamp
-	39, // 25: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 26: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
-	39, // 27: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
+	42, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
+	42, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
+	42, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
+	42, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
+	42, // 24: seatledger.v1.HoldInfo.closed_at:type_name -> google.protobuf.Timestamp
+	42, // 25: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 26: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	42, // 27: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 28: seatledger.v1.RefundResponse.state:type_name -> seatledger.v1.HoldState
-	39, // 29: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
+	42, // 29: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
 	0,  // 30: seatledger.v1.SeatChange.state:type_name -> seatledger.v1.SeatState
-	39, // 31: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
+	42, // 31: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
 	10, // 32: seatledger.v1.WatchEvent.snapshot:type_name -> seatledger.v1.SeatMap
 	24, // 33: seatledger.v1.WatchEvent.changes:type_name -> seatledger.v1.SeatChange
 	26, // 34: seatledger.v1.WatchEvent.offers:type_name -> seatledger.v1.QueueOffer
 	1,  // 35: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
-	39, // 36: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
-	39, // 37: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
+	42, // 36: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
+	42, // 37: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
 	1,  // 38: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
-	39, // 39: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
-	39, // 40: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
-	39, // 41: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
+	42, // 39: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
+	42, // 40: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
+	42, // 41: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
 	18, // 42: seatledger.v1.BookingDetail.booking:type_name -> seatledger.v1.HoldInfo
 	33, // 43: seatledger.v1.BookingDetail.tickets:type_name -> seatledger.v1.Ticket
 	18, // 44: seatledger.v1.ListBookingsResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	6,  // 45: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
-	8,  // 46: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
-	11, // 47: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
-	13, // 48: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
-	15, // 49: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
-	17, // 50: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
-	19, // 51: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
-	21, // 52: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
-	23, // 53: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
-	28, // 54: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
-	30, // 55: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
-	32, // 56: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
-	35, // 57: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
-	37, // 58: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
-	7,  // 59: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
-	10, // 60: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
-	12, // 61: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
-	14, // 62: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
-	16, // 63: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
-	18, // 64: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
-	20, // 65: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
-	22, // 66: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
-	25, // 67: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
-	29, // 68: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
-	31, // 69: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
-	34, // 70: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
-	36, // 71: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
-	38, // 72: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
-	59, // [59:73] is the sub-list for method output_type
-	45, // [45:59] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	41, // 45: seatledger.v1.Routing.routes:type_name -> seatledger.v1.GroupRoute
+	6,  // 46: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
+	8,  // 47: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
+	11, // 48: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
+	13, // 49: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
+	15, // 50: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
+	17, // 51: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
+	19, // 52: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
+	21, // 53: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
+	23, // 54: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
+	28, // 55: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
+	30, // 56: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
+	32, // 57: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
+	35, // 58: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
+	37, // 59: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
+	39, // 60: seatledger.v1.Booking.GetRouting:input_type -> seatledger.v1.GetRoutingRequest
+	7,  // 61: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
+	10, // 62: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
+	12, // 63: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
+	14, // 64: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
+	16, // 65: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
+	18, // 66: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
+	20, // 67: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
+	22, // 68: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
+	25, // 69: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
+	29, // 70: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
+	31, // 71: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
+	34, // 72: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
+	36, // 73: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
+	38, // 74: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
+	40, // 75: seatledger.v1.Booking.GetRouting:output_type -> seatledger.v1.Routing
+	61, // [61:76] is the sub-list for method output_type
+	46, // [46:61] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_booking_proto_init() }
@@ -3660,7 +3842,7 @@ func file_booking_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_booking_proto_rawDesc), len(file_booking_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   36,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

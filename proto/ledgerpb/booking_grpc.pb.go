@@ -36,6 +36,7 @@ const (
 	Booking_GetBooking_FullMethodName    = "/seatledger.v1.Booking/GetBooking"
 	Booking_ListBookings_FullMethodName  = "/seatledger.v1.Booking/ListBookings"
 	Booking_GetTicketKey_FullMethodName  = "/seatledger.v1.Booking/GetTicketKey"
+	Booking_GetRouting_FullMethodName    = "/seatledger.v1.Booking/GetRouting"
 )
 
 // BookingClient is the client API for Booking service.
@@ -73,6 +74,11 @@ type BookingClient interface {
 	ListBookings(ctx context.Context, in *ListBookingsRequest, opts ...grpc.CallOption) (*ListBookingsResponse, error)
 	// GetTicketKey returns the public key that verifies ticket codes.
 	GetTicketKey(ctx context.Context, in *GetTicketKeyRequest, opts ...grpc.CallOption) (*TicketKey, error)
+	// GetRouting returns how a client can send each call straight to the
+	// node that leads its show's group (the Go client/ package does): the
+	// shard map and the leaders this node knows. Any node still forwards a
+	// call it does not lead, so a stale table costs a hop, never an error.
+	GetRouting(ctx context.Context, in *GetRoutingRequest, opts ...grpc.CallOption) (*Routing, error)
 }
 
 type bookingClient struct {
@@ -232,6 +238,16 @@ func (c *bookingClient) GetTicketKey(ctx context.Context, in *GetTicketKeyReques
 	return out, nil
 }
 
+func (c *bookingClient) GetRouting(ctx context.Context, in *GetRoutingRequest, opts ...grpc.CallOption) (*Routing, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Routing)
+	err := c.cc.Invoke(ctx, Booking_GetRouting_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BookingServer is the server API for Booking service.
 // All implementations must embed UnimplementedBookingServer
 // for forward compatibility.
@@ -267,6 +283,11 @@ type BookingServer interface {
 	ListBookings(context.Context, *ListBookingsRequest) (*ListBookingsResponse, error)
 	// GetTicketKey returns the public key that verifies ticket codes.
 	GetTicketKey(context.Context, *GetTicketKeyRequest) (*TicketKey, error)
+	// GetRouting returns how a client can send each call straight to the
+	// node that leads its show's group (the Go client/ package does): the
+	// shard map and the leaders this node knows. Any node still forwards a
+	// call it does not lead, so a stale table costs a hop, never an error.
+	GetRouting(context.Context, *GetRoutingRequest) (*Routing, error)
 	mustEmbedUnimplementedBookingServer()
 }
 
@@ -318,6 +339,9 @@ func (UnimplementedBookingServer) ListBookings(context.Context, *ListBookingsReq
 }
 func (UnimplementedBookingServer) GetTicketKey(context.Context, *GetTicketKeyRequest) (*TicketKey, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetTicketKey not implemented")
+}
+func (UnimplementedBookingServer) GetRouting(context.Context, *GetRoutingRequest) (*Routing, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRouting not implemented")
 }
 func (UnimplementedBookingServer) mustEmbedUnimplementedBookingServer() {}
 func (UnimplementedBookingServer) testEmbeddedByValue()                 {}
@@ -585,6 +609,24 @@ func _Booking_GetTicketKey_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Booking_GetRouting_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRoutingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).GetRouting(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_GetRouting_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).GetRouting(ctx, req.(*GetRoutingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Booking_ServiceDesc is the grpc.ServiceDesc for Booking service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -643,6 +685,10 @@ var Booking_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetTicketKey",
 			Handler:    _Booking_GetTicketKey_Handler,
+		},
+		{
+			MethodName: "GetRouting",
+			Handler:    _Booking_GetRouting_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

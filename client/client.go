@@ -1,0 +1,279 @@
+// Package client is seatledger's Go client: the Booking API with every call
+// that names a show sent straight to the node that leads the show's raft
+// group, so that no node has to forward it (a hop that costs both nodes a
+// gRPC call). The routing table comes from any node's GetRouting and is
+// refreshed in the background and whenever a call finds no leader. A stale
+// table costs a hop, never an error: every node forwards what it does not
+// lead. Calls that name no show, and streams, go to the seed endpoints in
+// turn.
+//
+//	c, err := client.New(ctx, client.Config{Endpoints: []string{"127.0.0.1:7001"},
+//		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}})
+//	...
+//	defer c.Close()
+//	resp, err := c.Booking().Hold(ctx, &ledgerpb.HoldRequest{...})
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Endpoints are gRPC addresses of some of the cluster's nodes (the
+	// seeds): routing tables are asked of them, and calls without a known
+	// leader go to them in turn.
+	Endpoints []string
+	// DialOptions are used for every connection: transport credentials
+	// (required by grpc), per-call credentials such as the admin token.
+	DialOptions []grpc.DialOption
+	// RefreshInterval is how often the routing table is asked for again
+	// (default 2 s). Leaders move rarely; a call that finds none asks at
+	// once.
+	RefreshInterval time.Duration
+}
+
+// refreshIntervalDefault and routingTimeout bound the background refresh.
+const (
+	refreshIntervalDefault = 2 * time.Second
+	routingTimeout         = time.Second
+	// endpointsMax bounds the seeds, and leaderConnsMax the leaders' extra
+	// connections a client keeps.
+	endpointsMax   = 64
+	leaderConnsMax = 256
+)
+
+// Validate reports the first thing wrong with the config.
+func (c Config) Validate() error {
+	if len(c.Endpoints) == 0 || len(c.Endpoints) > endpointsMax {
+		return fmt.Errorf("client: need 1..%d endpoints, not %d", endpointsMax, len(c.Endpoints))
+	}
+	if c.RefreshInterval < 0 {
+		return errors.New("client: refresh interval must not be negative")
+	}
+	return nil
+}
+
+// Client is a routing connection to a cluster. It implements
+// grpc.ClientConnInterface, so any generated client of the Booking service
+// routes through it (Booking returns one). Safe for concurrent use.
+type Client struct {
+	cfg   Config
+	seeds []*grpc.ClientConn
+	next  atomic.Uint64 // round robin over seeds
+	table atomic.Pointer[table]
+	// refresh asks the background loop for a table now (never blocks).
+	refresh chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	mu      struct {
+		sync.Mutex
+		conns map[string]*grpc.ClientConn // leaders' connections by address
+	}
+}
+
+// table is one routing table: per group, the leader's connection (nil when
+// unknown).
+type table struct {
+	groups  uint32
+	leaders []*grpc.ClientConn
+}
+
+// New connects to the seed endpoints and fetches a first routing table. A
+// cluster that does not answer GetRouting yet is not an error: calls go to
+// the seeds until a table arrives.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.RefreshInterval == 0 {
+		cfg.RefreshInterval = refreshIntervalDefault
+	}
+	c := &Client{cfg: cfg, refresh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	c.mu.conns = map[string]*grpc.ClientConn{}
+	for _, addr := range cfg.Endpoints {
+		cc, err := grpc.NewClient(addr, cfg.DialOptions...)
+		if err != nil {
+			c.closeConns()
+			return nil, fmt.Errorf("client: dial %s: %w", addr, err)
+		}
+		c.seeds = append(c.seeds, cc)
+	}
+	_ = c.Refresh(ctx) // best effort; the loop keeps trying
+	go c.loop()
+	return c, nil
+}
+
+// Booking returns the Booking API, routed.
+func (c *Client) Booking() ledgerpb.BookingClient { return ledgerpb.NewBookingClient(c) }
+
+// Invoke sends a unary call to the leader of its show's group when the
+// table knows it, else to a seed. A call that finds no leader asks for a
+// new table.
+func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	err := c.connFor(args).Invoke(ctx, method, args, reply, opts...)
+	if status.Code(err) == codes.Unavailable {
+		c.askRefresh()
+	}
+	return err
+}
+
+// NewStream opens a stream on a seed.
+func (c *Client) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return c.seed().NewStream(ctx, desc, method, opts...)
+}
+
+// showOf is the show a request names, "" if none.
+func showOf(args any) string {
+	switch a := args.(type) {
+	case interface{ GetShowId() string }:
+		return a.GetShowId()
+	case *ledgerpb.CreateShowRequest:
+		return a.GetShow().GetShowId()
+	}
+	return ""
+}
+
+func (c *Client) connFor(args any) *grpc.ClientConn {
+	if show := showOf(args); show != "" {
+		if t := c.table.Load(); t != nil {
+			if cc := t.leaders[GroupFor(show, t.groups)]; cc != nil {
+				return cc
+			}
+		}
+	}
+	return c.seed()
+}
+
+func (c *Client) seed() *grpc.ClientConn {
+	return c.seeds[c.next.Add(1)%uint64(len(c.seeds))]
+}
+
+func (c *Client) askRefresh() {
+	select {
+	case c.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// Refresh asks a seed for the routing table and installs it.
+func (c *Client) Refresh(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, routingTimeout)
+	defer cancel()
+	r, err := ledgerpb.NewBookingClient(c.seed()).GetRouting(ctx, &ledgerpb.GetRoutingRequest{})
+	if err != nil {
+		return fmt.Errorf("client: routing: %w", err)
+	}
+	if r.Groups == 0 || int(r.Groups) != len(r.Routes) {
+		return fmt.Errorf("client: routing of %d groups lists %d routes", r.Groups, len(r.Routes))
+	}
+	t := &table{groups: r.Groups, leaders: make([]*grpc.ClientConn, r.Groups)}
+	for _, route := range r.Routes {
+		if route.GroupId >= r.Groups || route.LeaderGrpcAddr == "" {
+			continue
+		}
+		cc, err := c.conn(route.LeaderGrpcAddr)
+		if err != nil {
+			continue // that group's calls go to the seeds
+		}
+		t.leaders[route.GroupId] = cc
+	}
+	c.table.Store(t)
+	return nil
+}
+
+// conn returns the connection to addr, a seed's or a new one.
+func (c *Client) conn(addr string) (*grpc.ClientConn, error) {
+	for i, a := range c.cfg.Endpoints {
+		if a == addr {
+			return c.seeds[i], nil
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc := c.mu.conns[addr]; cc != nil {
+		return cc, nil
+	}
+	if len(c.mu.conns) >= leaderConnsMax {
+		return nil, errors.New("client: too many leader connections")
+	}
+	cc, err := grpc.NewClient(addr, c.cfg.DialOptions...)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.conns[addr] = cc
+	return cc, nil
+}
+
+// loop refreshes the table until Close.
+func (c *Client) loop() {
+	defer close(c.done)
+	tick := time.NewTicker(c.cfg.RefreshInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick.C:
+		case <-c.refresh:
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-c.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		_ = c.Refresh(ctx) // a failed refresh keeps the last table
+		cancel()
+	}
+}
+
+// Close stops the refresh loop and closes every connection.
+func (c *Client) Close() error {
+	close(c.stop)
+	<-c.done
+	return c.closeConns()
+}
+
+func (c *Client) closeConns() error {
+	var errs []error
+	for _, cc := range c.seeds {
+		errs = append(errs, cc.Close())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cc := range c.mu.conns {
+		errs = append(errs, cc.Close())
+	}
+	c.mu.conns = nil
+	return errors.Join(errs...)
+}
+
+// GroupFor is the group of a show in a cluster of groups groups: the same
+// function as the nodes' shard map (shard.Map.GroupFor), which a test
+// keeps equal.
+func GroupFor(showID string, groups uint32) uint32 {
+	h := fnv.New64a()
+	h.Write([]byte(showID))
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return uint32(uint64(uint32(x>>32)) * uint64(groups) >> 32)
+}

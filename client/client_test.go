@@ -1,0 +1,173 @@
+// This file proves that the client maps shows to groups exactly as the
+// nodes do, and that against real seatd processes its calls reach each
+// show's leader without a forward, where the same calls through one node
+// are forwarded.
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/seatledger/seatledger/internal/proccluster"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
+)
+
+func TestGroupForMatchesShardMap(t *testing.T) {
+	for _, groups := range []uint32{1, 2, 3, 8, 16, 1024} {
+		for i := range 2000 {
+			show := fmt.Sprintf("show-%d", i)
+			if got, want := GroupFor(show, groups), (shard.Map{Groups: groups}).GroupFor(show); got != want {
+				t.Fatalf("GroupFor(%s, %d) = %d, shard.Map says %d", show, groups, got, want)
+			}
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{{}, {Endpoints: make([]string, endpointsMax+1)}, {Endpoints: []string{"a"}, RefreshInterval: -1}} {
+		if c.Validate() == nil {
+			t.Errorf("Validate(%+v) = nil, want an error", c)
+		}
+	}
+}
+
+func TestCallsGoStraightToLeaders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real seatd processes")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "seatd")
+	if err := proccluster.Build(ctx, bin); err != nil {
+		t.Fatal(err)
+	}
+	c, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: dir, Groups: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(shard.BearerCredentials(c.AdminToken()))}
+	n1 := spreadLeaders(t, ctx, c, opts)
+
+	// Through the client, given only n1: it learns the other leaders.
+	cl, err := New(ctx, Config{Endpoints: []string{n1}, DialOptions: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	direct := cl.Booking()
+	shows := make([]string, 8)
+	for i := range shows {
+		shows[i] = fmt.Sprintf("route-%d", i)
+		show := &ledgerpb.Show{ShowId: shows[i], Title: "t", Rows: []*ledgerpb.Row{{Name: "A", Seats: 10, Category: "std"}},
+			Categories: []*ledgerpb.Category{{Name: "std", PriceMinor: 100, Currency: "EUR"}}}
+		if _, err := direct.CreateShow(ctx, &ledgerpb.CreateShowRequest{Show: show, ClientId: "admin", RequestId: shows[i]}); err != nil {
+			t.Fatalf("CreateShow(%s): %v", shows[i], err)
+		}
+	}
+	if err := cl.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := forwarded(t, c)
+	holds(t, ctx, direct, shows, "direct", 1)
+	if n := forwarded(t, c) - before; n != 0 {
+		t.Errorf("%.0f of %d holds through the client were forwarded, want 0", n, len(shows)*3)
+	}
+
+	// The same calls through that node alone: those of groups it does not
+	// lead are forwarded (so the count above could have failed).
+	cc, err := grpc.NewClient(n1, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	before = forwarded(t, c)
+	holds(t, ctx, ledgerpb.NewBookingClient(cc), shows, "via-n1", 4)
+	if n := forwarded(t, c) - before; n == 0 {
+		t.Errorf("no hold through n1 alone was forwarded: the cluster's leaders are all on n1, or the count is broken")
+	}
+}
+
+// spreadLeaders waits until the leadership balancer has given some group's
+// leadership to another node than the one a fresh cluster elects first,
+// and returns the gRPC address of a node that does not lead every group.
+func spreadLeaders(t *testing.T, ctx context.Context, c *proccluster.Cluster, opts []grpc.DialOption) string {
+	t.Helper()
+	cc, err := grpc.NewClient(c.Nodes()[0].GRPCAddr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		r, err := ledgerpb.NewBookingClient(cc).GetRouting(ctx, &ledgerpb.GetRoutingRequest{})
+		if err != nil {
+			continue
+		}
+		leads := map[string]int{}
+		for _, route := range r.Routes {
+			leads[route.LeaderGrpcAddr]++
+		}
+		if len(leads) > 1 && leads[""] == 0 {
+			for _, n := range c.Nodes() {
+				if leads[n.GRPCAddr] < len(r.Routes) {
+					return n.GRPCAddr
+				}
+			}
+		}
+	}
+	t.Fatal("one node still leads every group after 60 s")
+	return ""
+}
+
+// holds makes three one-seat holds in each show, from seat first on.
+func holds(t *testing.T, ctx context.Context, b ledgerpb.BookingClient, shows []string, client string, first int) {
+	t.Helper()
+	for _, show := range shows {
+		for k := range 3 {
+			seat := fmt.Sprintf("A%d", first+k)
+			_, err := b.Hold(ctx, &ledgerpb.HoldRequest{ShowId: show, SeatIds: []string{seat}, ClientId: client, RequestId: show + seat})
+			if err != nil {
+				t.Fatalf("Hold(%s %s): %v", show, seat, err)
+			}
+		}
+	}
+}
+
+// forwarded sums the commands the nodes forwarded to another node
+// (seatledger_forward_batch_commands_sum on each node's /metrics).
+func forwarded(t *testing.T, c *proccluster.Cluster) float64 {
+	t.Helper()
+	sum := 0.0
+	for _, n := range c.Nodes() {
+		resp, err := c.HTTPClient().Get(c.HTTPURL(n, "/metrics"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /metrics of %s: %d, %v", n.ID, resp.StatusCode, err)
+		}
+		for line := range strings.Lines(string(b)) {
+			if strings.HasPrefix(line, "seatledger_forward_batch_commands_sum") {
+				f := strings.Fields(line)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				sum += v
+			}
+		}
+	}
+	return sum
+}
