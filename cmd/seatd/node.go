@@ -33,7 +33,13 @@ type nodeConfig struct {
 	Groups   uint32
 	Replicas int
 	// Listeners already bound: raft and gRPC are required, HTTP optional.
+	// GRPCLn is the gRPC address the node is registered with (its peers
+	// forward to it).
 	RaftLn, GRPCLn, HTTPLn net.Listener
+	// PublicGRPCLn, if set, is one more listener of the same gRPC server:
+	// seatd dev's --grpc on n1, which may change from run to run while
+	// the registered GRPCLn may not.
+	PublicGRPCLn net.Listener
 	// Raft tuning for tests; zero means defaults.
 	Raft raftnode.Config
 	// Logger receives the node's lines; they gain a node attribute.
@@ -87,7 +93,7 @@ type node struct {
 // closeListeners closes every listener a node was given (after a failed
 // start; a running node's servers close their own).
 func (c *nodeConfig) closeListeners() {
-	for _, l := range []net.Listener{c.RaftLn, c.GRPCLn, c.HTTPLn, c.AdminLn} {
+	for _, l := range []net.Listener{c.RaftLn, c.GRPCLn, c.PublicGRPCLn, c.HTTPLn, c.AdminLn} {
 		if l != nil {
 			l.Close()
 		}
@@ -198,9 +204,13 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 
 func (n *node) serve() {
 	defer close(n.done)
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- n.grpc.Serve(n.cfg.GRPCLn) }()
 	waits := 1
+	if n.cfg.PublicGRPCLn != nil {
+		waits++
+		go func() { errc <- n.grpc.Serve(n.cfg.PublicGRPCLn) }()
+	}
 	if n.http != nil {
 		waits++
 		go func() { errc <- serveHTTP(n.http, n.cfg.HTTPLn) }()
