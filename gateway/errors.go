@@ -66,6 +66,9 @@ var reasons = map[string]rule{
 	"UNAUTHENTICATED":     {codes.Unauthenticated, http.StatusUnauthorized},
 	"ADMIN_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden},
 	"PEER_CERT_REQUIRED":  {codes.Unauthenticated, http.StatusUnauthorized},
+	// Cluster identity of Peer calls (shard/cluster.go).
+	"CLUSTER_ID_REQUIRED": {codes.FailedPrecondition, http.StatusPreconditionFailed},
+	"OTHER_CLUSTER":       {codes.FailedPrecondition, http.StatusPreconditionFailed},
 	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable},
 	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable},
 	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable},
@@ -119,6 +122,15 @@ var codeReasons = map[ledgerpb.Code]string{
 	ledgerpb.Code_CODE_NODE_NOT_FOUND:      "NODE_NOT_FOUND",
 	ledgerpb.Code_CODE_NODE_REMOVED:        "NODE_REMOVED",
 	ledgerpb.Code_CODE_NODE_ADDRESS_TAKEN:  "NODE_ADDRESS_TAKEN",
+}
+
+// peerClusterError is the status of a Peer call refused for its cluster
+// identity (shard.Router.CheckPeerCall).
+func peerClusterError(err error) error {
+	if errors.Is(err, shard.ErrNoClusterID) {
+		return newStatus("CLUSTER_ID_REQUIRED", err.Error())
+	}
+	return newStatus("OTHER_CLUSTER", err.Error())
 }
 
 // newStatus builds a status with an ErrorInfo for reason plus details.

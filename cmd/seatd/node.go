@@ -123,11 +123,17 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// Before anything listens: the raft port and the Peer service check
+	// every connection and call against it (identity.go).
+	ident, err := cfg.resolveIdentity(context.Background())
+	if err != nil {
+		return nil, err
+	}
 	smap := shard.Map{Groups: cfg.Groups}
 	placement := cfg.placement()
 	rc := cfg.Raft
 	rc.NodeID, rc.DataDir, rc.Listener, rc.RaftAddr = cfg.ID, cfg.DataDir, cfg.RaftLn, cfg.RaftLn.Addr().String()
-	rc.Peers, rc.Groups, rc.Bootstrap = cfg.Peers, placement, true
+	rc.Peers, rc.Groups, rc.Bootstrap, rc.ClusterID = cfg.Peers, placement, true, ident.ClusterID
 	reg, labelled := cfg.nodeRegisterer()
 	rc.Logger, rc.RaftLogLevel, rc.Metrics = cfg.Logger, cfg.RaftLogLevel, labelled
 	api, err := gateway.NewMetrics(labelled, cfg.Logger.With("node", cfg.ID))
@@ -147,6 +153,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	}
 	router := shard.NewRouter(rn, smap)
 	router.SetPeerToken(cfg.AdminToken)
+	router.SetLogger(cfg.Logger.With("node", cfg.ID))
 	if err := router.SetMetrics(labelled); err != nil {
 		rn.Close()
 		return nil, err
