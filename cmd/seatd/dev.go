@@ -35,7 +35,7 @@ func runDev(args []string) error {
 	dataDir := fs.String("data-dir", "seatd-data", "where the three nodes keep their data (reused on restart)")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP/JSON API address")
 	grpcAddr := fs.String("grpc", "127.0.0.1:9090", "gRPC API address")
-	groups := fs.Uint("groups", shard.GroupsDefault, "number of raft groups")
+	groups := fs.Uint("groups", 0, fmt.Sprintf("number of raft groups, fixed at the first start (default %d); a restart takes the saved count and refuses another", shard.GroupsDefault))
 	verbose := fs.Bool("v", false, "log raft's own warnings")
 	adminAddr := fs.String("admin-http", "", "admin HTTP address serving /debug/pprof/ and /metrics (off by default)")
 	if err := fs.Parse(args); err != nil {
@@ -78,7 +78,7 @@ Admin calls (creating shows, seatctl) need the admin token in %s:
   curl -H "Authorization: Bearer $(cat %s)" %s/v1/admin/status
   seatctl --admin-token-file %s status
 Press Ctrl-C to stop; run again with the same --data-dir to keep your data.
-`, devNodes, *groups, *dataDir, base, base, tokenPath, base, base, cl.nodes[0].cfg.PublicGRPCLn.Addr(), adminLine(cl.nodes[0].cfg), base, base, base, base,
+`, devNodes, cl.nodes[0].router.Map().Groups, *dataDir, base, base, tokenPath, base, base, cl.nodes[0].cfg.PublicGRPCLn.Addr(), adminLine(cl.nodes[0].cfg), base, base, base, base,
 		tokenPath, tokenPath, base, tokenPath)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

@@ -1,6 +1,9 @@
 // This file proves cluster identity end to end in one process: the seeds
 // of a new cluster share the id the bootstrapper made, each keeps it in its
-// data directory, and a node started with --join learns it; the Peer
+// data directory, and a node started with --join learns it and the group
+// count; the group count is the cluster's, so a node restarted with
+// another --groups, or a seed bootstrapping with one, refuses to start
+// naming both counts, and one started without --groups takes it; the Peer
 // service refuses calls that name another cluster or none, while telling
 // every authenticated caller its identity; and a node of another cluster
 // started on a port of this one (a port reused) gets none of its raft
@@ -9,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -46,6 +50,7 @@ func TestClusterIdentitySharedAndLearned(t *testing.T) {
 	}
 	cfg := c.config(0)
 	cfg.ID, cfg.DataDir, cfg.Peers, cfg.Join = self.ID, filepath.Join(c.dir, self.ID), []raftnode.Peer{self}, []string{c.peers[1].GRPCAddr}
+	cfg.Groups = 0 // the cluster's
 	cfg.RaftLn, cfg.GRPCLn = raftLn, grpcLn
 	n4, err := startNode(cfg)
 	if err != nil {
@@ -56,6 +61,60 @@ func TestClusterIdentitySharedAndLearned(t *testing.T) {
 	if got := n4.router.Identity(); got != want || !ok || err != nil || saved != want {
 		t.Fatalf("joined n4: identity %v, saved %v (%v, %v); want %v", got, saved, ok, err, want)
 	}
+	if got := n4.router.Map().Groups; got != clusterGroups {
+		t.Fatalf("joined n4 without --groups routes over %d groups, want the cluster's %d", got, clusterGroups)
+	}
+}
+
+func TestGroupCountIsClusterState(t *testing.T) {
+	c := startCluster(t, false)
+	const other = 16
+	c.kill(1)
+	if _, err := c.startAgain(1, other); !errors.Is(err, errGroupsMismatch) ||
+		!strings.Contains(err.Error(), "--groups 16") || !strings.Contains(err.Error(), "has 4 groups") {
+		t.Fatalf("restart n2 with --groups %d = %v, want errGroupsMismatch naming %d and %d", other, err, other, clusterGroups)
+	}
+	// Without --groups it takes the cluster's, and serves.
+	n, err := c.startAgain(1, 0)
+	if err != nil {
+		t.Fatalf("restart n2 without --groups = %v", err)
+	}
+	c.nodes[1] = n
+	c.waitConnReady(1)
+	if got := n.router.Map().Groups; got != clusterGroups {
+		t.Fatalf("n2 restarted without --groups routes over %d groups, want %d", got, clusterGroups)
+	}
+	c.createShow(1, "s-groups")
+	c.mustHold(1, "s-groups", "alice", "r1", 0, "A1")
+
+	// A seed's first start with another count than the bootstrapper's.
+	cfg := c.config(1)
+	cfg.DataDir, cfg.Groups = filepath.Join(c.dir, "n2-fresh"), other
+	cfg.RaftLn, cfg.GRPCLn = listenLoopback(t, "127.0.0.1:0"), listenLoopback(t, "127.0.0.1:0")
+	if _, err := startNode(cfg); !errors.Is(err, errGroupsMismatch) ||
+		!strings.Contains(err.Error(), "16 groups") || !strings.Contains(err.Error(), "has 4") {
+		t.Fatalf("first start of a seed with --groups %d = %v, want errGroupsMismatch naming %d and %d", other, err, other, clusterGroups)
+	}
+	if _, ok, _ := loadIdentity(cfg.DataDir); ok {
+		t.Errorf("the refused seed saved an identity")
+	}
+}
+
+// startAgain starts stopped node i on its data dir and addresses with
+// --groups groups (0: none given); the caller keeps the node.
+func (c *testCluster) startAgain(i int, groups uint32) (*node, error) {
+	c.t.Helper()
+	cfg := c.config(i)
+	cfg.Groups = groups
+	var err error
+	if cfg.RaftLn, err = listenAgain(c.peers[i].RaftAddr); err != nil {
+		c.t.Fatal(err)
+	}
+	if cfg.GRPCLn, err = listenAgain(c.peers[i].GRPCAddr); err != nil {
+		cfg.RaftLn.Close()
+		c.t.Fatal(err)
+	}
+	return startNode(cfg) // closes the listeners if it fails
 }
 
 func TestPeerServiceRefusesOtherClusters(t *testing.T) {

@@ -29,7 +29,10 @@ type nodeConfig struct {
 	Peers []raftnode.Peer
 	// Join, for a node added to a running cluster, is where to learn the
 	// node registry (gRPC addresses of its nodes); it bootstraps nothing.
-	Join     []string
+	Join []string
+	// Groups is --groups: the group count a new cluster is bootstrapped
+	// with (shard.GroupsDefault if 0), and on any other start one the
+	// cluster's must equal (0: take the cluster's). See identity.go.
 	Groups   uint32
 	Replicas int
 	// Listeners already bound: raft and gRPC are required, HTTP optional.
@@ -110,6 +113,9 @@ func (c *nodeConfig) validate() error {
 	if len(c.Join) > 0 && (len(c.Peers) != 1 || c.Peers[0].ID != c.ID) {
 		return errors.New("a node that joins lists only itself as its seed list")
 	}
+	if c.Groups == 0 {
+		return nil
+	}
 	return shard.Map{Groups: c.Groups}.Validate()
 }
 
@@ -129,6 +135,8 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The group count is the cluster's, never this start's flag.
+	cfg.Groups = ident.Groups
 	smap := shard.Map{Groups: cfg.Groups}
 	placement := cfg.placement()
 	rc := cfg.Raft
