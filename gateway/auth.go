@@ -144,3 +144,27 @@ func peerCertOK(ctx context.Context, cas []*x509.Certificate) bool {
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
 	return ok && certs.PeerChain(info.State.VerifiedChains, cas)
 }
+
+// peerClusterUnary and peerClusterStream refuse Peer calls of another
+// cluster, or of none, after peerAuth let them in (shard/cluster.go).
+func peerClusterUnary(router *shard.Router) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
+			if err := router.CheckPeerCall(ctx); err != nil {
+				return nil, peerClusterError(err)
+			}
+		}
+		return h(ctx, req)
+	}
+}
+
+func peerClusterStream(router *shard.Router) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
+			if err := router.CheckPeerCall(ss.Context()); err != nil {
+				return peerClusterError(err)
+			}
+		}
+		return h(srv, ss)
+	}
+}

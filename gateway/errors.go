@@ -78,6 +78,9 @@ var reasons = map[string]rule{
 	"UNAUTHENTICATED":     {codes.Unauthenticated, http.StatusUnauthorized, "an admin call without the admin token (Authorization: Bearer TOKEN)"},
 	"ADMIN_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden, "the admin token is not the cluster's"},
 	"PEER_CERT_REQUIRED":  {codes.Unauthenticated, http.StatusUnauthorized, "a Peer call without a node certificate (--peer-mtls)"},
+	// Cluster identity of Peer calls (shard/cluster.go).
+	"CLUSTER_ID_REQUIRED": {codes.FailedPrecondition, http.StatusPreconditionFailed, "a Peer call without the cluster id (nodes send it; see docs/OPERATIONS.md)"},
+	"OTHER_CLUSTER":       {codes.FailedPrecondition, http.StatusPreconditionFailed, "a Peer call from a node of another cluster"},
 	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable, "no leader can take the request now: retry (with the same request_id) after Retry-After; ErrorDetail.leader_hint may name the leader"},
 	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable, "the shard has no quorum or leader now, or the node is shutting down: retry after Retry-After"},
 	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable, "the write may or may not have been applied: retry with the same request_id, never a new one"},
@@ -131,6 +134,15 @@ var codeReasons = map[ledgerpb.Code]string{
 	ledgerpb.Code_CODE_NODE_NOT_FOUND:      "NODE_NOT_FOUND",
 	ledgerpb.Code_CODE_NODE_REMOVED:        "NODE_REMOVED",
 	ledgerpb.Code_CODE_NODE_ADDRESS_TAKEN:  "NODE_ADDRESS_TAKEN",
+}
+
+// peerClusterError is the status of a Peer call refused for its cluster
+// identity (shard.Router.CheckPeerCall).
+func peerClusterError(err error) error {
+	if errors.Is(err, shard.ErrNoClusterID) {
+		return newStatus("CLUSTER_ID_REQUIRED", err.Error())
+	}
+	return newStatus("OTHER_CLUSTER", err.Error())
 }
 
 // newStatus builds a status with an ErrorInfo for reason plus details.

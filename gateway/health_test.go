@@ -107,7 +107,7 @@ func TestNotReadyWithoutLeader(t *testing.T) {
 	peers := []raftnode.Peer{{ID: "n1", RaftAddr: raftLn.Addr().String(), GRPCAddr: grpcLn.Addr().String()},
 		{ID: "n2", RaftAddr: dead, GRPCAddr: dead}}
 	rn, err := raftnode.Start(raftnode.Config{NodeID: "n1", DataDir: filepath.Join(t.TempDir(), "n1"),
-		RaftAddr: peers[0].RaftAddr, Listener: raftLn, Peers: peers, Groups: map[uint32][]string{0: {"n1", "n2"}},
+		RaftAddr: peers[0].RaftAddr, Listener: raftLn, ClusterID: raftnode.ClusterID{1}, Peers: peers, Groups: map[uint32][]string{0: {"n1", "n2"}},
 		Bootstrap: true, HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
 		LeaderLeaseTimeout: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

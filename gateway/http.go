@@ -38,7 +38,8 @@ const (
 
 // NewGRPCServer returns a gRPC server with the Booking service, the internal
 // Peer service, health and reflection; opts add to its options (such as
-// Metrics.ServerOptions). The Peer service requires the admin token (auth.go).
+// Metrics.ServerOptions). The Peer service requires the admin token (auth.go)
+// and a caller of this node's cluster (shard/cluster.go).
 func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption) *grpc.Server {
 	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(grpcMessageBytesMax),
 		// A pool of goroutines whose stacks have grown serves the calls; a
@@ -46,7 +47,9 @@ func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption)
 		// 13 % of a node's CPU serving seat maps). When all are busy (or
 		// held by Watch streams) a call gets its own goroutine as before.
 		grpc.NumStreamWorkers(grpcStreamWorkers),
-		grpc.ChainUnaryInterceptor(srv.auth.peerAuthUnary), grpc.ChainStreamInterceptor(srv.auth.peerAuthStream),
+		// The Peer service: authenticate, then check the cluster.
+		grpc.ChainUnaryInterceptor(srv.auth.peerAuthUnary, peerClusterUnary(router)),
+		grpc.ChainStreamInterceptor(srv.auth.peerAuthStream, peerClusterStream(router)),
 		// Ping idle connections, so that a Watch stream to a client that
 		// vanished without closing its connection ends.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: watchKeepalive, Timeout: watchKeepaliveTimeout})}, opts...)...)

@@ -77,7 +77,7 @@ func startWatchCluster(t *testing.T) *watchCluster {
 	}
 	for i, p := range peers {
 		rn, err := raftnode.Start(raftnode.Config{
-			NodeID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, Listener: raftLns[i],
+			NodeID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, Listener: raftLns[i], ClusterID: raftnode.ClusterID{1},
 			Peers: peers, Groups: map[uint32][]string{0: {"n1"}}, Bootstrap: true,
 			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,

@@ -76,8 +76,9 @@ func (c *SeedConfig) Validate() error {
 	if _, ok := c.Groups[c.RegistryGroup]; len(c.Registry) > 0 && !ok {
 		return fmt.Errorf("raftnode: registry group %d is not a group of the cluster", c.RegistryGroup)
 	}
-	// RaftAddr is not used to seed; Config.Validate wants one.
-	check := Config{NodeID: c.NodeID, DataDir: c.DataDir, RaftAddr: "seed", Peers: c.Peers, Groups: c.Groups}
+	// RaftAddr and ClusterID are not used to seed; Config.Validate wants
+	// them.
+	check := Config{NodeID: c.NodeID, DataDir: c.DataDir, RaftAddr: "seed", ClusterID: ClusterID{1}, Peers: c.Peers, Groups: c.Groups}
 	return check.Validate()
 }
 

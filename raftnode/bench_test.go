@@ -42,7 +42,7 @@ func benchCluster(b *testing.B) []*Node {
 		}
 	})
 	for i, p := range peers {
-		n, err := Start(Config{NodeID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, Listener: lns[i],
+		n, err := Start(Config{NodeID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, Listener: lns[i], ClusterID: testClusterID,
 			Peers: peers, Groups: map[uint32][]string{0: {"n1", "n2", "n3"}}, Bootstrap: true,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {

@@ -53,6 +53,9 @@ type Config struct {
 	// Listener, if set, is an already bound raft port (RaftAddr is then
 	// only its name).
 	Listener net.Listener
+	// ClusterID is the cluster this node belongs to (cluster.go): its raft
+	// port refuses connections of other clusters. Required.
+	ClusterID ClusterID
 	// TLS, if set, encrypts the raft port both ways (mux.go); nil keeps it
 	// plaintext. Its ServerName and Logger may be left nil: the node maps
 	// dial addresses to its peers' advertised hosts and logs with Logger.
@@ -221,6 +224,9 @@ func (c *Config) setDefaults() {
 func (c *Config) Validate() error {
 	if c.NodeID == "" || c.DataDir == "" || c.RaftAddr == "" {
 		return errors.New("raftnode: node id, data dir and raft address are required")
+	}
+	if c.ClusterID.IsZero() {
+		return fmt.Errorf("%w: a node needs its cluster's id", ErrClusterID)
 	}
 	known := map[string]bool{}
 	for _, p := range c.Peers {

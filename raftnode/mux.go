@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,8 +16,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// The header a dialer writes before any raft bytes: muxMagic, then the group
-// id as a big-endian uint32. A fixed size lets the Mux read it with one
+// The header a dialer writes before any raft bytes, after the cluster
+// preamble (cluster.go): muxMagic, then the group id as a big-endian uint32. A fixed size lets the Mux read it with one
 // io.ReadFull and tell raft traffic from stray clients (HTTP probes, port
 // scanners) by the magic alone.
 const (
@@ -110,6 +111,17 @@ type Mux struct {
 	// tls, if set, encrypts every connection; read-only after NewTLSMux.
 	tls *MuxTLS
 
+	// cluster is the cluster this Mux serves and dials for, and preamble
+	// its encoding (cluster.go); read-only.
+	cluster  ClusterID
+	preamble []byte
+	// log receives refused foreign connections; nil drops them. Read-only.
+	log *slog.Logger
+	// foreign counts connections refused for naming another cluster;
+	// lastForeignLog rate-limits their log line (Unix nanoseconds).
+	foreign        atomic.Uint64
+	lastForeignLog atomic.Int64
+
 	// lastHandshakeLog is when a failed handshake was last logged (Unix
 	// nanoseconds); atomic so routers rate-limit without a lock.
 	lastHandshakeLog atomic.Int64
@@ -138,27 +150,32 @@ type Mux struct {
 	}
 }
 
-// NewMux returns a Mux that will serve ln. It does not start serving: the
-// caller owns the goroutine that runs Serve.
-func NewMux(ln net.Listener) *Mux {
+// NewMux returns a Mux of cluster that will serve ln: it accepts only
+// connections that name cluster, and names it on every dial. log, if not
+// nil, receives refused connections of other clusters. It does not start
+// serving: the caller owns the goroutine that runs Serve.
+func NewMux(ln net.Listener, cluster ClusterID, log *slog.Logger) *Mux {
 	m := &Mux{
 		ln:         ln,
 		headerWait: headerTimeout,
 		done:       make(chan struct{}),
+		cluster:    cluster,
+		preamble:   encodeClusterPreamble(cluster),
+		log:        log,
 	}
 	m.mu.layers = make(map[uint32]*muxLayer)
 	m.mu.reading = make(map[net.Conn]struct{})
 	return m
 }
 
-// NewTLSMux returns a Mux that will serve ln with TLS: a connection must
+// NewTLSMux returns NewMux's Mux that will serve ln with TLS: a connection must
 // complete its handshake and send its header within the header timeout, and
 // layers dial peers with t.Client.
-func NewTLSMux(ln net.Listener, t MuxTLS) (*Mux, error) {
+func NewTLSMux(ln net.Listener, cluster ClusterID, log *slog.Logger, t MuxTLS) (*Mux, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	m := NewMux(ln)
+	m := NewMux(ln, cluster, log)
 	m.tls = &t
 	return m, nil
 }
@@ -168,8 +185,9 @@ func NewTLSMux(ln net.Listener, t MuxTLS) (*Mux, error) {
 func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
 
 // Rejected returns how many connections were closed because their TLS
-// handshake failed or their header was malformed, late, named a group
-// with no layer, or was addressed to another incarnation of its replica.
+// handshake failed or their header was malformed, late, named another
+// cluster or a group with no layer, or was addressed to another
+// incarnation of its replica.
 func (m *Mux) Rejected() uint64 { return m.rejected.Load() }
 
 // Serve accepts connections until Close is called, then returns. It never
@@ -249,8 +267,9 @@ func (m *Mux) route(raw net.Conn) {
 	l.deliver(conn)
 }
 
-// open runs the TLS handshake, if any, and reads the header, both before
-// one deadline: a slow handshake must not buy a client more time.
+// open runs the TLS handshake, if any, and reads the cluster preamble and
+// the header, all before one deadline: a slow handshake must not buy a
+// client more time.
 func (m *Mux) open(raw net.Conn) (net.Conn, muxHeader, error) {
 	if err := raw.SetDeadline(time.Now().Add(m.headerWait)); err != nil {
 		return nil, muxHeader{}, err
@@ -263,6 +282,9 @@ func (m *Mux) open(raw net.Conn) (net.Conn, muxHeader, error) {
 			return nil, muxHeader{}, err
 		}
 		conn = tc
+	}
+	if err := m.readCluster(conn, raw); err != nil {
+		return nil, muxHeader{}, err
 	}
 	hdr, err := readHeader(conn)
 	if err != nil {
@@ -437,8 +459,9 @@ func (l *muxLayer) Close() error {
 func (l *muxLayer) Addr() net.Addr { return l.mux.Addr() }
 
 // Dial connects to the Mux at address, runs the TLS handshake if the Mux
-// has TLS, and writes this layer's header, so the remote Mux routes the
-// connection to the same group.
+// has TLS, and writes the cluster preamble and this layer's header, so the
+// remote Mux checks the cluster and routes the connection to the same
+// group.
 func (l *muxLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	select {
 	case <-l.done:
@@ -451,7 +474,8 @@ func (l *muxLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
 	}
-	if err := writeHeader(conn, encodeHeader(l.group, incarnationOf(string(address))), timeout); err != nil {
+	hdr := append(slices.Clip(l.mux.preamble), encodeHeader(l.group, incarnationOf(string(address)))...)
+	if err := writeHeader(conn, hdr, timeout); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("raftnode: dial group %d at %s: %w", l.group, address, err)
 	}

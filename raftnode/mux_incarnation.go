@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -120,7 +121,7 @@ func (m *Mux) incarnationAt(addr string, group uint32, timeout time.Duration) (u
 	}
 	hdr := encodeMuxHeader(group)
 	copy(hdr[:], muxProbeMagic)
-	if _, err := conn.Write(hdr[:]); err != nil {
+	if _, err := conn.Write(append(slices.Clip(m.preamble), hdr[:]...)); err != nil {
 		return 0, fmt.Errorf("raftnode: ask %s for its replica of group %d: %w", addr, group, err)
 	}
 	var b [muxIncBytes]byte

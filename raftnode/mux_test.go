@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,16 +32,31 @@ func newTestMux(t *testing.T, headerWait time.Duration) *Mux {
 	return serveTestMux(t, headerWait, nil)
 }
 
+// testClusterID is the cluster of the tests' Muxes and nodes.
+var testClusterID = ClusterID{0x5e, 0xa7, 1}
+
+// testHeader is what a layer of testClusterID's writes to reach group.
+func testHeader(group uint32) []byte {
+	hdr := encodeMuxHeader(group)
+	return append(encodeClusterPreamble(testClusterID), hdr[:]...)
+}
+
 // serveTestMux is newTestMux with TLS when mt is not nil.
 func serveTestMux(t *testing.T, headerWait time.Duration, mt *MuxTLS) *Mux {
+	t.Helper()
+	return serveClusterMux(t, headerWait, mt, testClusterID)
+}
+
+// serveClusterMux is serveTestMux for a Mux of cluster.
+func serveClusterMux(t *testing.T, headerWait time.Duration, mt *MuxTLS, cluster ClusterID) *Mux {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("net.Listen = %v, want nil", err)
 	}
-	m := NewMux(ln)
+	m := NewMux(ln, cluster, nil)
 	if mt != nil {
-		if m, err = NewTLSMux(ln, *mt); err != nil {
+		if m, err = NewTLSMux(ln, cluster, nil, *mt); err != nil {
 			t.Fatalf("NewTLSMux = %v, want nil", err)
 		}
 	}
@@ -168,17 +184,21 @@ func TestMuxRejectsBadClients(t *testing.T) {
 	m := newTestMux(t, wait)
 	l := mustLayer(t, m, 1)
 
-	goodGroup := encodeMuxHeader(1)
-	wrongMagic := append([]byte("SLR2"), goodGroup[muxMagicLen:]...)
-	unknown := encodeMuxHeader(99)
+	goodGroup := testHeader(1)
+	preamble := len(goodGroup) - muxHeaderBytes
+	wrongMagic := slices.Concat(goodGroup[:preamble], []byte("SLR2"), goodGroup[preamble+muxMagicLen:])
+	noPreamble := goodGroup[preamble:]
+	otherCluster := slices.Concat(encodeClusterPreamble(ClusterID{7}), goodGroup[preamble:])
 	cases := []struct {
 		name string
 		send []byte
 	}{
 		{"http request", []byte("GET / HTTP/1.1\r\n\r\n")},
 		{"wrong magic", wrongMagic},
-		{"unknown group", unknown[:]},
-		{"short header", []byte(muxMagic)},
+		{"unknown group", testHeader(99)},
+		{"no cluster preamble", noPreamble},
+		{"another cluster", otherCluster},
+		{"short header", slices.Concat(goodGroup[:preamble], []byte(muxMagic))},
 		{"silent client", nil},
 	}
 	for i, tc := range cases {
@@ -197,6 +217,9 @@ func TestMuxRejectsBadClients(t *testing.T) {
 		}
 	}
 
+	if got := m.Foreign(); got != 1 {
+		t.Errorf("Foreign() = %d, want 1 (the other cluster's header)", got)
+	}
 	// The mux still serves, and none of the rejected connections reached
 	// the layer: the first connection Accept returns is the good one.
 	c := mustDial(t, l, m)
@@ -290,13 +313,13 @@ func TestMuxLayerCloseUnregistersOnlyItsGroup(t *testing.T) {
 	}
 
 	// Group 1 is now unknown to the mux: a dial to it is rejected.
-	hdr := encodeMuxHeader(1)
+	hdr := testHeader(1)
 	raw, err := net.Dial("tcp", m.Addr().String())
 	if err != nil {
 		t.Fatalf("net.Dial = %v, want nil", err)
 	}
 	defer raw.Close()
-	if _, err := raw.Write(hdr[:]); err != nil {
+	if _, err := raw.Write(hdr); err != nil {
 		t.Fatalf("Write(header) = %v, want nil", err)
 	}
 	expectClosedByPeer(t, "group 1 after its layer closed", raw)
@@ -319,7 +342,7 @@ func TestMuxCloseAndRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("net.Listen = %v, want nil", err)
 	}
-	m := NewMux(ln)
+	m := NewMux(ln, testClusterID, nil)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

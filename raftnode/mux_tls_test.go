@@ -134,8 +134,8 @@ func TestMuxTLSRejectsBadClients(t *testing.T) {
 	m := serveTestMux(t, wait, pki.muxTLS(t, "n1", false))
 	l := mustLayer(t, m, 1)
 
-	goodHeader := encodeMuxHeader(1)
-	unknown := encodeMuxHeader(99)
+	goodHeader := testHeader(1)
+	unknown := testHeader(99)
 	trusting := &tls.Config{RootCAs: pki.pool, ServerName: "127.0.0.1"}
 	// The first 5 bytes of a TLS record carrying a ClientHello, then
 	// nothing: a handshake that stalls must end at the header deadline.
@@ -150,7 +150,8 @@ func TestMuxTLSRejectsBadClients(t *testing.T) {
 		{"garbage", nil, []byte{0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
 		{"stalled handshake", nil, stalled},
 		{"silent client", nil, nil},
-		{"tls, wrong magic", trusting, []byte("SLR2\x00\x00\x00\x01")},
+		{"tls, wrong magic", trusting, append(encodeClusterPreamble(testClusterID), "SLR2\x00\x00\x00\x01"...)},
+		{"tls, another cluster", trusting, append(encodeClusterPreamble(ClusterID{7}), goodHeader[len(goodHeader)-muxHeaderBytes:]...)},
 		{"tls, unknown group", trusting, unknown[:]},
 		{"tls, silent after handshake", trusting, nil},
 	}
@@ -170,7 +171,7 @@ func TestMuxMutualTLSRefusesStrangers(t *testing.T) {
 	pki, rogue := newTestPKI(t), newTestPKI(t)
 	m := serveTestMux(t, 2*time.Second, pki.muxTLS(t, "n1", true))
 	l := mustLayer(t, m, 1)
-	hdr := encodeMuxHeader(1)
+	hdr := testHeader(1)
 
 	// Each trusts the server, so only the server can refuse them.
 	noCert := &tls.Config{RootCAs: pki.pool, ServerName: "127.0.0.1"}
@@ -184,7 +185,7 @@ func TestMuxMutualTLSRefusesStrangers(t *testing.T) {
 		{"certificate from another CA", otherCA},
 	}
 	for i, tc := range cases {
-		conn := dialRaw(t, m, tc.tls, hdr[:])
+		conn := dialRaw(t, m, tc.tls, hdr)
 		expectClosedByPeer(t, tc.name, conn)
 		waitRejected(t, tc.name, m, uint64(i+1))
 	}

@@ -139,7 +139,7 @@ func Start(cfg Config) (*Node, error) {
 // advertised host, so dial targets map back to RaftAddr's host.
 func (c *Config) newMux(ln net.Listener) (*Mux, error) {
 	if c.TLS == nil {
-		return NewMux(ln), nil
+		return NewMux(ln, c.ClusterID, c.Logger), nil
 	}
 	t := *c.TLS
 	if t.ServerName == nil {
@@ -154,7 +154,7 @@ func (c *Config) newMux(ln net.Listener) (*Mux, error) {
 	if t.Logger == nil {
 		t.Logger = c.Logger
 	}
-	return NewTLSMux(ln, t)
+	return NewTLSMux(ln, c.ClusterID, c.Logger, t)
 }
 
 type hosting struct {

@@ -42,7 +42,7 @@ func startTestCluster(t *testing.T, tune func(*Config)) *testCluster {
 	}
 	tc.cfg = func(i int) Config {
 		c := Config{
-			NodeID: tc.peers[i].ID, DataDir: filepath.Join(tc.dir, tc.peers[i].ID), RaftAddr: tc.peers[i].RaftAddr,
+			NodeID: tc.peers[i].ID, DataDir: filepath.Join(tc.dir, tc.peers[i].ID), RaftAddr: tc.peers[i].RaftAddr, ClusterID: testClusterID,
 			Peers: tc.peers, Groups: map[uint32][]string{0: {"n1", "n2", "n3"}}, Bootstrap: true,
 			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,

@@ -17,7 +17,7 @@ import (
 
 func TestPeerTable(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{NodeID: "n4", DataDir: dir, RaftAddr: "127.0.0.1:7004",
+	cfg := Config{NodeID: "n4", DataDir: dir, RaftAddr: "127.0.0.1:7004", ClusterID: testClusterID,
 		Peers:  []Peer{{ID: "n4", RaftAddr: "127.0.0.1:7004", GRPCAddr: "127.0.0.1:9004"}, {ID: "n1", RaftAddr: "h:1", GRPCAddr: "h:2", RaftDial: "proxy:1"}},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	start := func() *Node {

@@ -40,10 +40,15 @@ func (r *Router) SetPeerTLS(cfg *tls.Config) { r.peerTLS = cfg }
 // dialed, which in the fault harness is a proxy; "" verifies the dialled
 // address's host.
 func (r *Router) transportCredentials(host string) credentials.TransportCredentials {
-	if r.peerTLS == nil {
+	return peerTransport(r.peerTLS, host)
+}
+
+// peerTransport is transportCredentials with the TLS template peerTLS.
+func peerTransport(peerTLS *tls.Config, host string) credentials.TransportCredentials {
+	if peerTLS == nil {
 		return insecure.NewCredentials()
 	}
-	cfg := r.peerTLS.Clone()
+	cfg := peerTLS.Clone()
 	if host != "" {
 		cfg.ServerName = host
 	}

@@ -90,7 +90,7 @@ func startFwdCluster(t *testing.T, old bool) *fwdCluster {
 	for i, peers := range [][]raftnode.Peer{{n1, n2}, {dialN1, n2}} {
 		self := peers[i]
 		rn, err := raftnode.Start(raftnode.Config{
-			NodeID: self.ID, DataDir: filepath.Join(dir, self.ID), RaftAddr: self.RaftAddr, Listener: raftLns[i],
+			NodeID: self.ID, DataDir: filepath.Join(dir, self.ID), RaftAddr: self.RaftAddr, Listener: raftLns[i], ClusterID: raftnode.ClusterID{1},
 			Peers: peers, Groups: groups, Bootstrap: true,
 			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,

@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +43,12 @@ type Router struct {
 	// peerTLS, if set, is the template of forwarded calls' TLS (set once
 	// before serving); nil dials peers in plaintext.
 	peerTLS *tls.Config
+
+	// log receives refused Peer calls (cluster.go); set once before
+	// serving, nil logs nothing. lastForeignLog rate-limits it (Unix
+	// nanoseconds).
+	log            *slog.Logger
+	lastForeignLog atomic.Int64
 
 	// forwardCommands observes the commands of each forwarded call (set
 	// once before serving; nil observes nothing).
@@ -272,6 +280,8 @@ func (r *Router) connAddr(addr, host string) (*grpc.ClientConn, error) {
 	}
 	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(r.transportCredentials(host)),
 		grpc.WithPerRPCCredentials(BearerCredentials(r.peerToken)),
+		// Every Peer call names this node's cluster (cluster.go).
+		grpc.WithPerRPCCredentials(clusterCredentials(r.node.ClusterID())),
 		// Reconnect to a restarted peer within a second, not gRPC's
 		// default of up to two minutes: forwarding is on the write path.
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -34,7 +35,7 @@ func runDev(args []string) error {
 	dataDir := fs.String("data-dir", "seatd-data", "where the three nodes keep their data (reused on restart)")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "HTTP/JSON API address")
 	grpcAddr := fs.String("grpc", "127.0.0.1:9090", "gRPC API address")
-	groups := fs.Uint("groups", shard.GroupsDefault, "number of raft groups")
+	groups := fs.Uint("groups", 0, fmt.Sprintf("number of raft groups, fixed at the first start (default %d); a restart takes the saved count and refuses another", shard.GroupsDefault))
 	verbose := fs.Bool("v", false, "log raft's own warnings")
 	adminAddr := fs.String("admin-http", "", "admin HTTP address serving /debug/pprof/ and /metrics (off by default)")
 	if err := fs.Parse(args); err != nil {
@@ -77,7 +78,7 @@ Admin calls (creating shows, seatctl) need the admin token in %s:
   curl -H "Authorization: Bearer $(cat %s)" %s/v1/admin/status
   seatctl --admin-token-file %s status
 Press Ctrl-C to stop; run again with the same --data-dir to keep your data.
-`, devNodes, *groups, *dataDir, base, base, tokenPath, base, base, cl.nodes[0].cfg.GRPCLn.Addr(), adminLine(cl.nodes[0].cfg), base, base, base, base,
+`, devNodes, cl.nodes[0].router.Map().Groups, *dataDir, base, base, tokenPath, base, base, cl.nodes[0].cfg.PublicGRPCLn.Addr(), adminLine(cl.nodes[0].cfg), base, base, base, base,
 		tokenPath, tokenPath, base, tokenPath)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -109,46 +110,28 @@ func adminLine(c nodeConfig) string {
 }
 
 func startDevCluster(o devOptions) (*devCluster, error) {
-	dataDir, httpAddr, grpcAddr, groups, logger := o.dataDir, o.httpAddr, o.grpcAddr, o.groups, o.logger
-	var raftLns, grpcLns []net.Listener
-	var httpLn, adminLn net.Listener
-	closeAll := func() {
-		for _, l := range append(append(raftLns, grpcLns...), httpLn, adminLn) {
-			if l != nil {
-				l.Close()
-			}
-		}
+	dataDir, groups, logger := o.dataDir, o.groups, o.logger
+	raftLns, grpcLns, err := devListeners(dataDir)
+	if err != nil {
+		return nil, err
 	}
+	var apiLn, httpLn, adminLn net.Listener
+	release := func() { closeAll(slices.Concat(raftLns, grpcLns, []net.Listener{apiLn, httpLn, adminLn})) }
 	var peers []raftnode.Peer
-	for i := 0; i < devNodes; i++ {
-		addr := "127.0.0.1:0"
-		if i == 0 {
-			addr = grpcAddr
-		}
-		gl, err := net.Listen("tcp", addr)
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("listen for gRPC: %w", err)
-		}
-		grpcLns = append(grpcLns, gl)
-		// Raft ports may change between runs: raft dials peers by id
-		// through the current peer list, not by stored addresses.
-		rl, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("listen for raft: %w", err)
-		}
-		raftLns = append(raftLns, rl)
-		peers = append(peers, raftnode.Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: rl.Addr().String(), GRPCAddr: gl.Addr().String()})
+	for i := range devNodes {
+		peers = append(peers, raftnode.Peer{ID: devNodeID(i), RaftAddr: raftLns[i].Addr().String(), GRPCAddr: grpcLns[i].Addr().String()})
 	}
-	var err error
-	if httpLn, err = net.Listen("tcp", httpAddr); err != nil {
-		closeAll()
+	if apiLn, err = net.Listen("tcp", o.grpcAddr); err != nil {
+		release()
+		return nil, fmt.Errorf("listen for gRPC: %w", err)
+	}
+	if httpLn, err = net.Listen("tcp", o.httpAddr); err != nil {
+		release()
 		return nil, fmt.Errorf("listen for HTTP: %w", err)
 	}
 	if o.adminAddr != "" {
 		if adminLn, err = net.Listen("tcp", o.adminAddr); err != nil {
-			closeAll()
+			release()
 			return nil, fmt.Errorf("listen for admin HTTP: %w", err)
 		}
 	}
@@ -168,12 +151,12 @@ func startDevCluster(o devOptions) (*devCluster, error) {
 	// their data.
 	key, err := loadTicketKey(filepath.Join(dataDir, ticketKeyFile), true)
 	if err != nil {
-		closeAll()
+		release()
 		return nil, err
 	}
 	token, err := loadAdminToken(filepath.Join(dataDir, adminTokenFile), true)
 	if err != nil {
-		closeAll()
+		release()
 		return nil, err
 	}
 	cl := &devCluster{}
@@ -182,14 +165,14 @@ func startDevCluster(o devOptions) (*devCluster, error) {
 			RaftLn: raftLns[i], GRPCLn: grpcLns[i], Logger: logger, RaftLogLevel: raftLevel, TicketKey: key,
 			Metrics: regs[i], Gather: gather, AdminToken: token}
 		if i == 0 {
-			cfg.HTTPLn, cfg.AdminLn = httpLn, adminLn
+			cfg.PublicGRPCLn, cfg.HTTPLn, cfg.AdminLn = apiLn, httpLn, adminLn
 			// A frontend being developed on any local port may call it.
 			cfg.HTTP.CORS.Origins = gateway.DevCORSOrigins
 		}
 		n, err := startNode(cfg)
 		if err != nil {
 			cl.close()
-			closeAll()
+			release()
 			return nil, err
 		}
 		cl.nodes = append(cl.nodes, n)

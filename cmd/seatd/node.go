@@ -29,13 +29,22 @@ type nodeConfig struct {
 	Peers []raftnode.Peer
 	// Join, for a node added to a running cluster, is where to learn the
 	// node registry (gRPC addresses of its nodes); it bootstraps nothing.
-	Join     []string
+	Join []string
+	// Groups is --groups: the group count a new cluster is bootstrapped
+	// with (shard.GroupsDefault if 0), and on any other start one the
+	// cluster's must equal (0: take the cluster's). See identity.go.
 	Groups   uint32
 	Replicas int
 	// Listeners already bound: raft and gRPC are required, HTTP optional.
+	// GRPCLn is the gRPC address the node is registered with (its peers
+	// forward to it).
 	RaftLn, GRPCLn, HTTPLn net.Listener
 	// HTTP is what the HTTP listener serves beyond the API (CORS origins).
 	HTTP gateway.HTTPConfig
+	// PublicGRPCLn, if set, is one more listener of the same gRPC server:
+	// seatd dev's --grpc on n1, which may change from run to run while
+	// the registered GRPCLn may not.
+	PublicGRPCLn net.Listener
 	// Raft tuning for tests; zero means defaults.
 	Raft raftnode.Config
 	// Logger receives the node's lines; they gain a node attribute.
@@ -89,7 +98,7 @@ type node struct {
 // closeListeners closes every listener a node was given (after a failed
 // start; a running node's servers close their own).
 func (c *nodeConfig) closeListeners() {
-	for _, l := range []net.Listener{c.RaftLn, c.GRPCLn, c.HTTPLn, c.AdminLn} {
+	for _, l := range []net.Listener{c.RaftLn, c.GRPCLn, c.PublicGRPCLn, c.HTTPLn, c.AdminLn} {
 		if l != nil {
 			l.Close()
 		}
@@ -109,6 +118,9 @@ func (c *nodeConfig) validate() error {
 	if err := c.HTTP.Validate(); err != nil {
 		return err
 	}
+	if c.Groups == 0 {
+		return nil
+	}
 	return shard.Map{Groups: c.Groups}.Validate()
 }
 
@@ -122,11 +134,19 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// Before anything listens: the raft port and the Peer service check
+	// every connection and call against it (identity.go).
+	ident, err := cfg.resolveIdentity(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	// The group count is the cluster's, never this start's flag.
+	cfg.Groups = ident.Groups
 	smap := shard.Map{Groups: cfg.Groups}
 	placement := cfg.placement()
 	rc := cfg.Raft
 	rc.NodeID, rc.DataDir, rc.Listener, rc.RaftAddr = cfg.ID, cfg.DataDir, cfg.RaftLn, cfg.RaftLn.Addr().String()
-	rc.Peers, rc.Groups, rc.Bootstrap = cfg.Peers, placement, true
+	rc.Peers, rc.Groups, rc.Bootstrap, rc.ClusterID = cfg.Peers, placement, true, ident.ClusterID
 	reg, labelled := cfg.nodeRegisterer()
 	rc.Logger, rc.RaftLogLevel, rc.Metrics = cfg.Logger, cfg.RaftLogLevel, labelled
 	api, err := gateway.NewMetrics(labelled, cfg.Logger.With("node", cfg.ID))
@@ -146,6 +166,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	}
 	router := shard.NewRouter(rn, smap)
 	router.SetPeerToken(cfg.AdminToken)
+	router.SetLogger(cfg.Logger.With("node", cfg.ID))
 	if err := router.SetMetrics(labelled); err != nil {
 		rn.Close()
 		return nil, err
@@ -203,9 +224,13 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 
 func (n *node) serve() {
 	defer close(n.done)
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- n.grpc.Serve(n.cfg.GRPCLn) }()
 	waits := 1
+	if n.cfg.PublicGRPCLn != nil {
+		waits++
+		go func() { errc <- n.grpc.Serve(n.cfg.PublicGRPCLn) }()
+	}
 	if n.http != nil {
 		waits++
 		go func() { errc <- serveHTTP(n.http, n.cfg.HTTPLn) }()

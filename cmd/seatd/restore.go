@@ -75,11 +75,17 @@ func restore(args []string, stdout io.Writer) error {
 	if err == nil {
 		err = sameDigests(b.Header, digests)
 	}
+	if err == nil {
+		// The group count is fixed now: the first serve bootstraps or
+		// learns the new cluster's id with it (identity.go).
+		err = saveIdentity(*dataDir, shard.Identity{Groups: uint32(*groups)})
+	}
 	if err != nil {
 		if !errors.Is(err, raftnode.ErrDataDirNotEmpty) {
 			// The directory was empty before: take back what Seed wrote.
 			os.RemoveAll(filepath.Join(*dataDir, "state"))
 			os.RemoveAll(filepath.Join(*dataDir, "raft"))
+			os.Remove(filepath.Join(*dataDir, identityFile))
 		}
 		return fmt.Errorf("restore: %w", err)
 	}

@@ -27,7 +27,7 @@ func runServe(args []string) error {
 	dataDir := fs.String("data-dir", "", "data directory")
 	peersFlag := fs.String("peers", "", "the nodes that bootstrap the cluster: ID=RAFT_ADDR/GRPC_ADDR, comma-separated (the same on each)")
 	joinFlag := fs.String("join", "", "instead of --peers, for a node added to a running cluster: gRPC addresses of some of its nodes, comma-separated")
-	groups := fs.Uint("groups", shard.GroupsDefault, "number of raft groups (the same on every node)")
+	groups := fs.Uint("groups", 0, fmt.Sprintf("number of raft groups, fixed when the cluster is bootstrapped (default %d); later and on joining nodes optional, and refused unless it is the cluster's", shard.GroupsDefault))
 	replicas := fs.Int("replicas", 3, "replicas per group")
 	jsonLogs := fs.Bool("log-json", false, "log JSON instead of text")
 	raftLogLevel := fs.String("raft-log-level", "warn", "least severity of raft's own log lines: debug, info, warn, error or off")
@@ -155,7 +155,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("serving", "raft", *raftAddr, "grpc", *grpcAddr, "http", *httpAddr, "admin_http", *adminAddr, "groups", *groups,
+	logger.Info("serving", "raft", *raftAddr, "grpc", *grpcAddr, "http", *httpAddr, "admin_http", *adminAddr, "groups", n.router.Map().Groups,
 		"tls", tlsNode != nil, "peer_mtls", tlsFiles.PeerMTLS)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
