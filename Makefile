@@ -16,6 +16,13 @@ LDFLAGS := -X github.com/seatledger/seatledger/internal/buildinfo.version=$(VERS
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
+# The container image (deploy/Dockerfile: static seatd and seatctl, non-root,
+# /var/lib/seatd a volume); docs/DEPLOY.md. IMAGE=registry/seatd:tag to name it.
+IMAGE ?= seatledger/seatd:$(VERSION)
+.PHONY: image
+image:
+	docker build -f deploy/Dockerfile -t $(IMAGE) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) .
+
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 test:
 	$(GO) vet ./...

@@ -56,6 +56,39 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) (*Metrics, error) {
 	return m, nil
 }
 
+// Live state of a Server, read when scraped: a lock or an atomic load each,
+// nothing kept per request.
+var (
+	descWatchers = prometheus.NewDesc("seatledger_watchers",
+		"Live seat-map watches (Watch streams) this node serves, by wire: sse (GET /v1/shows/{show_id}/events) or grpc.", []string{"protocol"}, nil)
+	descRateLimited = prometheus.NewDesc("seatledger_admission_rate_limited_total",
+		"Writes this node refused with 429 RATE_LIMITED because their client_id was over --client-rate.", nil, nil)
+)
+
+// RegisterMetrics registers the server's live gauges with reg: watches by
+// wire and writes refused by admission control. Call once, before serving.
+func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
+	return reg.Register(serverCollector{s})
+}
+
+// serverCollector reports a Server's live state.
+type serverCollector struct{ s *Server }
+
+// Describe sends the descriptors.
+func (c serverCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descWatchers
+	ch <- descRateLimited
+}
+
+// Collect reads the live counts.
+func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
+	live := c.s.watches.live()
+	for p := range watchProtos {
+		ch <- prometheus.MustNewConstMetric(descWatchers, prometheus.GaugeValue, float64(live[p]), p.String())
+	}
+	ch <- prometheus.MustNewConstMetric(descRateLimited, prometheus.CounterValue, float64(c.s.rateLimited.Load()))
+}
+
 // ServerOptions are the interceptors to pass to NewGRPCServer.
 func (m *Metrics) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(m.unary), grpc.ChainStreamInterceptor(m.stream)}

@@ -31,6 +31,8 @@ type Server struct {
 	timeout time.Duration
 	// admit limits each client's writes on this node (admission.go).
 	admit *limiter
+	// rateLimited counts writes admit refused (seatledger_admission_rate_limited_total).
+	rateLimited atomic.Uint64
 	// ticketKey signs ticket codes (tickets.go).
 	ticketKey ed25519.PrivateKey
 	// auth checks the admin credential of admin calls (auth.go).
@@ -72,6 +74,7 @@ func ms(t int64) *timestamppb.Timestamp { return timestamppb.New(time.UnixMilli(
 func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Command, o op) (*ledgerpb.Result, error) {
 	if _, create := cmd.Op.(*ledgerpb.Command_CreateShow); !create {
 		if ok, wait := s.admit.allow(cmd.ClientId, time.Now()); !ok {
+			s.rateLimited.Add(1)
 			return nil, rateLimitedError(cmd.ClientId, wait)
 		}
 	}

@@ -42,19 +42,31 @@ var (
 	errSinkClosed      = errors.New("gateway: event stream closed")
 )
 
+// watchProto is the wire a watch is served on, a label of seatledger_watchers.
+type watchProto int
+
+const (
+	watchGRPC watchProto = iota
+	watchSSE
+	watchProtos // how many there are
+)
+
+func (p watchProto) String() string { return [...]string{"grpc", "sse"}[p] }
+
 // watchers admits watches up to a limit and ends them all on shutdown.
 type watchers struct {
 	mu struct {
 		sync.Mutex
 		next     uint64
 		cancel   map[uint64]context.CancelCauseFunc
+		live     [watchProtos]int // admitted, not yet released, by wire
 		draining bool
 	}
 }
 
 // admit registers a watch: it returns the watch's context, which Drain
 // cancels, and a release func to call when the watch ends.
-func (w *watchers) admit(ctx context.Context, max int) (context.Context, func(), error) {
+func (w *watchers) admit(ctx context.Context, max int, proto watchProto) (context.Context, func(), error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.mu.draining {
@@ -70,9 +82,11 @@ func (w *watchers) admit(ctx context.Context, max int) (context.Context, func(),
 	w.mu.next++
 	id := w.mu.next
 	w.mu.cancel[id] = cancel
+	w.mu.live[proto]++
 	return ctx, func() {
 		w.mu.Lock()
 		delete(w.mu.cancel, id)
+		w.mu.live[proto]--
 		w.mu.Unlock()
 		cancel(nil)
 	}, nil
@@ -83,6 +97,13 @@ func (w *watchers) count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.mu.cancel)
+}
+
+// live is the number of watches admitted and not yet released, by wire.
+func (w *watchers) live() [watchProtos]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.live
 }
 
 // drain ends every watch and refuses new ones.
@@ -107,7 +128,7 @@ func (s *Server) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingSe
 	if !fsm.ValidID(req.ShowId, fsm.ShowIDLenMax) {
 		return fieldError(&fsm.FieldError{Field: "show_id", Message: "is not a show id"})
 	}
-	ctx, release, err := s.watches.admit(stream.Context(), int(s.watchersMax.Load()))
+	ctx, release, err := s.watches.admit(stream.Context(), int(s.watchersMax.Load()), watchGRPC)
 	if err != nil {
 		return watchError(stream.Context(), err)
 	}
@@ -144,7 +165,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, r, fieldError(fe))
 		return
 	}
-	ctx, release, err := s.watches.admit(r.Context(), int(s.watchersMax.Load()))
+	ctx, release, err := s.watches.admit(r.Context(), int(s.watchersMax.Load()), watchSSE)
 	if err != nil {
 		writeHTTPError(w, r, watchError(r.Context(), err))
 		return

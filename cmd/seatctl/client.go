@@ -82,7 +82,7 @@ func (a *app) validate() error {
 	case len(a.endpoints) == 0:
 		return usagef("no endpoints: pass --endpoints host:port,... or set %s", endpointsEnv)
 	case a.output != outputTable && a.output != outputJSON:
-		return usagef("-o must be %s or %s, not %q", outputTable, outputJSON, a.output)
+		return usagef("-o/-w must be %s or %s, not %q", outputTable, outputJSON, a.output)
 	case a.timeout <= 0:
 		return usagef("--timeout must be positive, not %v", a.timeout)
 	}
@@ -352,6 +352,53 @@ func describe(err error) string {
 		}
 	}
 	return oneLine(s)
+}
+
+// hint returns what to try when a call failed with msg, or "": the port
+// is the HTTP one, the admin token is missing or wrong, or the TLS flags do
+// not match the node's. The HTTP check comes first: an HTTP/1.1 answer also
+// fails gRPC's "server preface", which would otherwise read as plaintext
+// against TLS.
+func (a *app) hint(msg string) string {
+	if h := httpPortHint(msg); h != "" {
+		return h
+	}
+	if h := a.tokenHint(msg); h != "" {
+		return h
+	}
+	return a.tlsHint(msg)
+}
+
+// httpPortHint recognizes a node's HTTP port dialed as if it were gRPC:
+// plaintext, an HTTP/1.1 answer where HTTP/2 frames were expected; over TLS,
+// an HTTP answer (a status and content type gRPC does not speak) or no h2
+// in the handshake.
+func httpPortHint(msg string) string {
+	for _, s := range []string{
+		"looked like an HTTP/1.1 header",
+		"unexpected HTTP status code received from server",
+		"missing selected ALPN property",
+	} {
+		if strings.Contains(msg, s) {
+			return "that is a node's HTTP port (seatd --http); seatctl speaks gRPC: use the node's --grpc address in --endpoints or " + endpointsEnv + " (seatd dev: " + defaultEndpoint + ")"
+		}
+	}
+	return ""
+}
+
+// tokenHint says which flag or variable gives the admin token when a call
+// was refused for want of it, or where the refused one came from.
+func (a *app) tokenHint(msg string) string {
+	unauthenticated := strings.Contains(msg, "UNAUTHENTICATED") || strings.Contains(msg, "code = Unauthenticated")
+	switch {
+	case unauthenticated && a.token == "":
+		return "admin calls need the cluster's admin token: pass --admin-token-file FILE or --admin-token TOKEN, or set " + adminTokenEnv + " (seatd dev keeps it in DATA_DIR/admin.token)"
+	case strings.Contains(msg, "ADMIN_TOKEN_INVALID") && a.tokenFile != "":
+		return "the token in --admin-token-file " + a.tokenFile + " is not this cluster's: use the file its nodes were started with (seatd serve --admin-token-file)"
+	case strings.Contains(msg, "ADMIN_TOKEN_INVALID"):
+		return "the token of --admin-token or " + adminTokenEnv + " is not this cluster's: use the one its nodes were started with (seatd serve --admin-token-file)"
+	}
+	return ""
 }
 
 // tlsHint returns what to try when a call failed with msg because the TLS

@@ -55,9 +55,16 @@ func TestEndToEnd(t *testing.T) {
 	}
 	sc := &seatctl{t: t, ctx: ctx, endpoints: strings.Join(eps, ","), tokenFile: c.AdminTokenPath()}
 
-	// Without the admin token, admin calls are refused.
+	// Without the admin token, admin calls are refused, naming how to give it.
 	if _, errOut, code := sc.runAs("", "status"); code != exitFailure || !strings.Contains(errOut, "admin token") {
 		t.Fatalf("seatctl status without the admin token = exit %d, stderr %q; want exit 1 naming the admin token", code, errOut)
+	} else if !strings.Contains(errOut, "--admin-token-file") || !strings.Contains(errOut, adminTokenEnv) {
+		t.Errorf("seatctl status without the admin token: stderr %q, want the flag and the variable that give it", errOut)
+	}
+	// A node's HTTP port is not a gRPC endpoint: the hint says which is.
+	httpAt := &seatctl{t: t, ctx: ctx, endpoints: c.Nodes()[0].HTTPAddr, tokenFile: c.AdminTokenPath()}
+	if _, errOut, code := httpAt.run("--timeout", "2s", "status"); code != exitFailure || !strings.Contains(errOut, "--grpc address") {
+		t.Errorf("seatctl status at the HTTP port = exit %d, stderr %q; want exit 1 with a hint to use the --grpc address", code, errOut)
 	}
 	v := sc.status()
 	if len(v.Nodes) != 3 || len(v.Groups) != e2eGroups {

@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return exitOK
 	}
 	msg := oneLine(err.Error())
-	if hint := a.tlsHint(msg); hint != "" {
+	if hint := a.hint(msg); hint != "" {
 		msg += " (hint: " + hint + ")"
 	}
 	fmt.Fprintf(stderr, "seatctl: %s\n", msg)
@@ -125,6 +125,8 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 	pf := root.PersistentFlags()
 	pf.StringSliceVar(&a.endpoints, "endpoints", endpoints, "gRPC addresses of seatd nodes, comma-separated (env "+endpointsEnv+")")
 	pf.StringVarP(&a.output, "output", "o", outputTable, "output format: table or json")
+	// etcdctl's name for the same flag, for hands that type it.
+	pf.StringVarP(&a.output, "write-out", "w", outputTable, "output format: table or json (alias of --output)")
 	pf.StringVar(&a.token, "admin-token", getenv(adminTokenEnv), "the cluster's admin token, for admin calls (env "+adminTokenEnv+")")
 	pf.StringVar(&a.tokenFile, "admin-token-file", "", "read the admin token from this file (seatd dev: DATA_DIR/admin.token)")
 	pf.DurationVar(&a.timeout, "timeout", timeoutDefault, "bound on one call; retried steps (membership, writes) get 3x")

@@ -183,6 +183,11 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	if cfg.Admission != nil {
 		srv.SetAdmission(*cfg.Admission)
 	}
+	if err := srv.RegisterMetrics(labelled); err != nil {
+		router.Close()
+		rn.Close()
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	if cfg.TicketKey != nil {
 		srv.SetTicketKey(cfg.TicketKey)
 	}
