@@ -28,6 +28,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	})
 	tx.untrackHold(h)
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
+	tx.m.led.live--
 	// The booking stays in the ledger; its seats now read BOOKED.
 	s := tx.m.led.shows[h.ShowId]
 	for _, n := range seats {

@@ -79,5 +79,9 @@ func (led *ledger) nextExpiry() int64 {
 // leader's expiry driver sleeps until then on an idle group.
 func (m *Machine) ExpiryBound() int64 { return m.published.Load().next }
 
+// LiveHolds is the number of live holds at the group's last commit (holds
+// past their expiry by the log clock count until an entry ends them).
+func (m *Machine) LiveHolds() int { return m.published.Load().live }
+
 // ExpiryDue reports whether a live hold expires at or before now (Unix ms).
 func (m *Machine) ExpiryDue(now int64) (bool, error) { return m.ExpiryBound() <= now, nil }

@@ -132,6 +132,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	}
 	s := tx.m.led.shows[c.ShowId]
 	tx.m.led.holds[h.HoldId] = h
+	tx.m.led.live++
 	for i, n := range idx {
 		row, _ := l.seat(int(n))
 		h.AmountMinor += l.price(row)
@@ -270,6 +271,7 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	h.ClosedAtMs = tx.now
 	tx.put(tx.m.holdKey(h.HoldId), h)
 	delete(tx.m.led.holds, h.HoldId)
+	tx.m.led.live--
 }
 
 // eachHeldSeat calls fn with the id and layout index of every seat of a

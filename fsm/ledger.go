@@ -46,6 +46,8 @@ type ledger struct {
 	// log clock until an entry ends them) and the bookings (CONFIRMED).
 	holds  map[string]*ledgerpb.HoldRecord
 	expiry expiryQueue
+	// live counts the live holds among holds.
+	live int
 }
 
 // showState is one show in the ledger.
@@ -123,6 +125,7 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 		led.expiry = append(led.expiry, expiryEntry{at: h.ExpiresAtMs, id: id})
 	}
 	heap.Init(&led.expiry)
+	led.live = len(led.expiry)
 	return led, nil
 }
 
@@ -243,6 +246,9 @@ func (led *ledger) diff(o *ledger) string {
 			return fmt.Sprintf("hold %s is %v, against %v", id, h, o.holds[id])
 		}
 	}
+	if led.live != countLive(o) || o.live != led.live {
+		return fmt.Sprintf("%d live holds counted, against %d", led.live, countLive(o))
+	}
 	if led.nextExpiry() != o.nextExpiry() {
 		return fmt.Sprintf("next expiry %d, against %d", led.nextExpiry(), o.nextExpiry())
 	}
@@ -270,4 +276,15 @@ func (led *ledger) diff(o *ledger) string {
 		}
 	}
 	return ""
+}
+
+// countLive counts the live holds in the ledger.
+func countLive(led *ledger) int {
+	n := 0
+	for _, h := range led.holds {
+		if h.State == ledgerpb.HoldState_HOLD_STATE_HELD {
+			n++
+		}
+	}
+	return n
 }

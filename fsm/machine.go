@@ -122,7 +122,7 @@ func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	if m.requests, err = m.loadRequests(db); err != nil {
 		return nil, fmt.Errorf("fsm: load request filter of group %d: %w", group, err)
 	}
-	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry()})
+	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry(), live: m.led.live})
 	m.changes.reset(applied)
 	return m, nil
 }
@@ -263,7 +263,7 @@ func (m *Machine) commit(tx *txn) {
 	must(tx.b.Commit(pebble.NoSync), "commit batch")
 	tx.committed = true
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
-	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now, next: m.led.nextExpiry()})
+	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now, next: m.led.nextExpiry(), live: m.led.live})
 	m.commits.Add(1)
 	if checkRecordCache {
 		stored, err := m.load(m.db)

@@ -47,6 +47,7 @@ type appliedPoint struct {
 	index uint64
 	clock int64
 	next  int64
+	live  int // live holds
 }
 
 // View opens a point-in-time view. Reads never block apply.

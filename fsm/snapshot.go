@@ -143,7 +143,7 @@ func (m *Machine) Restore(r io.Reader) error {
 	// The store holds the snapshot, checked; a ledger that cannot be read
 	// from it means this replica cannot go on (reload panics).
 	m.reload()
-	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry()})
+	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry(), live: m.led.live})
 	return nil
 }
 

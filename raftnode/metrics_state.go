@@ -27,6 +27,8 @@ var (
 	descSnapshotIndex = stateDesc("snapshot_index", "Last log index covered by the group's newest snapshot on this node.")
 	descQueueWaiting  = prometheus.NewDesc("seatledger_ledger_queue_waiting",
 		"Waiting-queue entries of every show of the group, as this replica has applied them.", []string{"group"}, nil)
+	descHoldsLive = prometheus.NewDesc("seatledger_ledger_holds_live",
+		"Live holds of the group (holds past their expiry count until the leader's Expire entry ends them), as this replica has applied them.", []string{"group"}, nil)
 	descQueueSeats = prometheus.NewDesc("seatledger_ledger_queue_seats",
 		"Seats the group's waiting-queue entries ask for, as this replica has applied them.", []string{"group"}, nil)
 	descFollowerLag = stateDesc("follower_lag_entries",
@@ -39,7 +41,7 @@ type stateCollector struct{ n *Node }
 // Describe sends the state descriptors.
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIsLeader, descTerm, descLastIndex, descCommitIndex, descAppliedIndex,
-		descLogBytes, descSnapshotBytes, descSnapshotIndex, descFollowerLag, descQueueWaiting, descQueueSeats} {
+		descLogBytes, descSnapshotBytes, descSnapshotIndex, descFollowerLag, descQueueWaiting, descQueueSeats, descHoldsLive} {
 		ch <- d
 	}
 }
@@ -76,6 +78,7 @@ func (g *Group) collectState(ch chan<- prometheus.Metric) {
 		gauge(descSnapshotBytes, float64(size))
 		gauge(descSnapshotIndex, float64(index))
 	}
+	gauge(descHoldsLive, float64(g.machine.LiveHolds()))
 	if v, err := g.machine.View(); err == nil {
 		waiting, seats, err := v.QueueTotals()
 		v.Close()
