@@ -3,7 +3,8 @@
 // starts itself on loopback (fsync on), over gRPC or HTTP/JSON (--http), with
 // one of these workloads:
 //
-//	uniform    many shows; hold 1-4 adjacent seats, confirm half, release a fifth
+//	uniform    many shows; hold 1-4 adjacent seats, confirm half, release a fifth;
+//	           each hold a new fan with its own client id (--fixed-clients: one per worker)
 //	stampede   1,000 clients race for one 200-seat show until it is sold out
 //	browse     seat-map reads, stale then linearizable
 //	lifecycle  hold -> confirm / release / expire with short TTLs
@@ -58,6 +59,7 @@ type config struct {
 	ttl          time.Duration
 	read         string
 	seatStates   bool
+	fixedClients bool
 	fill         float64
 	noBatch      bool
 	compareBatch bool
@@ -112,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lifecycle: hold TTL (whole seconds, 1s..30m)")
 	fs.StringVar(&c.read, "read", "both", "browse: stale, linearizable or both (half the duration each)")
 	fs.BoolVar(&c.seatStates, "seat-states", false, "browse: read seat maps without their layout (states_only), as a client polling a map it already has does")
+	fs.BoolVar(&c.fixedClients, "fixed-clients", false, "uniform: each worker sends every hold under its one client id, instead of a new client id per hold (fan); hides the ledger's per-client cost")
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
 	fs.BoolVar(&c.noBatch, "no-batch", false, "start the cluster with seatd serve --max-batch 1 (one command per raft entry)")
 	fs.BoolVar(&c.compareBatch, "compare-batch", false, "run the workload on a batched cluster, then on a --no-batch one, and print the ratio")
@@ -201,6 +204,8 @@ func (c *config) validate() error {
 		return errors.New("--fill must be in 0..1")
 	case c.nodes != 3 && c.nodes != 5:
 		return errors.New("--nodes must be 3 or 5")
+	case c.fixedClients && c.workload != "uniform":
+		return errors.New("--fixed-clients is for --workload uniform")
 	}
 	if len(c.endpoints) > 0 {
 		if c.noBatch || c.compareBatch || c.tls {
@@ -315,7 +320,8 @@ func startCPUProfile(path string) (stop func(), err error) {
 // Summary is the JSON summary of one run.
 type Summary struct {
 	Workload  string         `json:"workload"`
-	Transport string         `json:"transport"` // grpc or http, +tls over TLS
+	Mode      string         `json:"mode,omitempty"` // the workload's variant, see modeOf
+	Transport string         `json:"transport"`      // grpc or http, +tls over TLS
 	Clients   int            `json:"clients"`
 	Shows     int            `json:"shows"`
 	Seats     int            `json:"seats_per_show"`
@@ -396,6 +402,17 @@ func okRate(s *Summary, call string) float64 {
 		}
 	}
 	return 0
+}
+
+// modeOf names the variant of the workload that ran, "" if it has none.
+func modeOf(cfg *config) string {
+	switch {
+	case cfg.workload == "uniform" && cfg.fixedClients:
+		return "fixed client ids"
+	case cfg.workload == "uniform":
+		return "a client id per fan"
+	}
+	return ""
 }
 
 func machineInfo() MachineInfo {

@@ -92,6 +92,9 @@ func TestWorkloads(t *testing.T) {
 		if h := call(&s, "hold"); h.OK == 0 || h.OK+h.Conflicts != h.Attempts || call(&s, "confirm").OK == 0 {
 			t.Errorf("uniform: hold %+v, confirm %+v: want successes and no errors", h, call(&s, "confirm"))
 		}
+		if s.Mode != "a client id per fan" {
+			t.Errorf("uniform: mode %q, want %q", s.Mode, "a client id per fan")
+		}
 	})
 	t.Run("uniform-http", func(t *testing.T) {
 		var s Summary
@@ -178,6 +181,7 @@ func TestFlags(t *testing.T) {
 		{"--endpoints=127.0.0.1:9090", "--tls"},
 		{"--cacert=ca.pem"},
 		{"--endpoints=127.0.0.1:9090", "--cert=client.pem"},
+		{"--workload=stampede", "--fixed-clients"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {
