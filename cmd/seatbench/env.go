@@ -62,7 +62,7 @@ func (e *env) addCheck(name string, ok bool, format string, args ...any) {
 // runOnce runs the workload once, on its own cluster if no endpoints were
 // given, and prints and returns the summary.
 func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.Writer) (*Summary, error) {
-	w := workloads[cfg.workload]
+	w := workloads[cfg.workload]()
 	e := &env{cfg: cfg, stats: &stats{}, out: stdout, extra: map[string]any{}, tls: cfg.clientTLS}
 	sum := &Summary{Workload: cfg.workload, Mode: modeOf(cfg), Transport: "grpc", Clients: cfg.clients, Shows: cfg.shows, Seats: cfg.seats,
 		DurationS: cfg.duration.Seconds(), Machine: machineInfo()}
