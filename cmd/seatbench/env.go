@@ -62,9 +62,9 @@ func (e *env) addCheck(name string, ok bool, format string, args ...any) {
 // runOnce runs the workload once, on its own cluster if no endpoints were
 // given, and prints and returns the summary.
 func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.Writer) (*Summary, error) {
-	w := workloads[cfg.workload]
+	w := workloads[cfg.workload]()
 	e := &env{cfg: cfg, stats: &stats{}, out: stdout, extra: map[string]any{}, tls: cfg.clientTLS}
-	sum := &Summary{Workload: cfg.workload, Transport: "grpc", Clients: cfg.clients, Shows: cfg.shows, Seats: cfg.seats,
+	sum := &Summary{Workload: cfg.workload, Mode: modeOf(cfg), Transport: "grpc", Clients: cfg.clients, Shows: cfg.shows, Seats: cfg.seats,
 		DurationS: cfg.duration.Seconds(), Machine: machineInfo()}
 	if cfg.http {
 		sum.Transport = "http"
@@ -508,8 +508,12 @@ func (e *env) nodeRSS(key string) map[string]float64 {
 }
 
 func printSummary(w io.Writer, s *Summary) {
+	name := s.Workload
+	if s.Mode != "" {
+		name += " (" + s.Mode + ")"
+	}
 	fmt.Fprintf(w, "\nseatbench %s over %s: %d clients, %d shows x %d seats, measured %.1fs (setup %.1fs), load %s -> %s\n",
-		s.Workload, s.Transport, s.Clients, s.Shows, s.Seats, s.ElapsedS, s.SetupS, s.Machine.LoadAvgStart, s.Machine.LoadAvgEnd)
+		name, s.Transport, s.Clients, s.Shows, s.Seats, s.ElapsedS, s.SetupS, s.Machine.LoadAvgStart, s.Machine.LoadAvgEnd)
 	printCalls(w, s.Calls)
 	if s.CPU != nil {
 		fmt.Fprintf(w, "cpu (share of one core): seatbench %.2f, nodes %v, total %.2f of %d\n", s.CPU.Seatbench, roundMap(s.CPU.Nodes), s.CPU.Total, s.Machine.CPUs)

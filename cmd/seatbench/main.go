@@ -3,8 +3,11 @@
 // starts itself on loopback (fsync on), over gRPC or HTTP/JSON (--http), with
 // one of these workloads:
 //
-//	uniform    many shows; hold 1-4 adjacent seats, confirm half, release a fifth
-//	stampede   1,000 clients race for one 200-seat show until it is sold out
+//	uniform    many shows; hold 1-4 adjacent seats, confirm half, release a fifth;
+//	           each hold a new fan with its own client id (--fixed-clients: one per worker)
+//	stampede   1,000 fans race for one 200-seat show until it is sold out; after a
+//	           conflict a fan reads the map again (--fans map) or skips the seats
+//	           the conflict named (skip); --fans both runs both on fresh shows
 //	browse     seat-map reads, stale then linearizable
 //	lifecycle  hold -> confirm / release / expire with short TTLs
 //	recovery   load shows, measure node RSS, kill a node and time its restart
@@ -58,6 +61,8 @@ type config struct {
 	ttl          time.Duration
 	read         string
 	seatStates   bool
+	fixedClients bool
+	fans         string
 	fill         float64
 	noBatch      bool
 	compareBatch bool
@@ -77,13 +82,16 @@ type config struct {
 	clientTLS *tls.Config
 }
 
-var workloads = map[string]workload{
-	"uniform":   &uniform{},
-	"stampede":  &stampede{},
-	"browse":    &browse{},
-	"lifecycle": &lifecycle{},
-	"recovery":  &recovery{},
-	"idle":      &idle{},
+// workloads makes each workload fresh for every run: a workload keeps the
+// state of its run (the stampede's winners), and --compare-batch and --fans
+// both run twice in one process.
+var workloads = map[string]func() workload{
+	"uniform":   func() workload { return &uniform{} },
+	"stampede":  func() workload { return &stampede{} },
+	"browse":    func() workload { return &browse{} },
+	"lifecycle": func() workload { return &lifecycle{} },
+	"recovery":  func() workload { return &recovery{} },
+	"idle":      func() workload { return &idle{} },
 }
 
 // defaults per workload for flags left unset.
@@ -112,6 +120,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lifecycle: hold TTL (whole seconds, 1s..30m)")
 	fs.StringVar(&c.read, "read", "both", "browse: stale, linearizable or both (half the duration each)")
 	fs.BoolVar(&c.seatStates, "seat-states", false, "browse: read seat maps without their layout (states_only), as a client polling a map it already has does")
+	fs.BoolVar(&c.fixedClients, "fixed-clients", false, "uniform: each worker sends every hold under its one client id, instead of a new client id per hold (fan); hides the ledger's per-client cost")
+	fs.StringVar(&c.fans, "fans", "", "stampede: after a conflict each fan reads the map again, at most every 50 ms (map, the default), or holds the next best seats at once, skipping those the conflict named (skip); both runs map then skip, on fresh shows")
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
 	fs.BoolVar(&c.noBatch, "no-batch", false, "start the cluster with seatd serve --max-batch 1 (one command per raft entry)")
 	fs.BoolVar(&c.compareBatch, "compare-batch", false, "run the workload on a batched cluster, then on a --no-batch one, and print the ratio")
@@ -175,6 +185,9 @@ func (c *config) fillDefaults() error {
 	if c.seats == 0 {
 		c.seats = d.seats
 	}
+	if c.workload == "stampede" && c.fans == "" {
+		c.fans = fansMap
+	}
 	if c.prefix == "" {
 		c.prefix = fmt.Sprintf("sb%x", time.Now().UnixNano()%(1<<32))
 	}
@@ -201,6 +214,14 @@ func (c *config) validate() error {
 		return errors.New("--fill must be in 0..1")
 	case c.nodes != 3 && c.nodes != 5:
 		return errors.New("--nodes must be 3 or 5")
+	case c.fixedClients && c.workload != "uniform":
+		return errors.New("--fixed-clients is for --workload uniform")
+	case c.workload != "stampede" && c.fans != "":
+		return errors.New("--fans is for --workload stampede")
+	case c.workload == "stampede" && c.fans != fansMap && c.fans != fansSkip && c.fans != fansBoth:
+		return errors.New("--fans must be map, skip or both")
+	case c.fans == fansBoth && c.compareBatch:
+		return errors.New("--fans both and --compare-batch each run twice: pick one")
 	}
 	if len(c.endpoints) > 0 {
 		if c.noBatch || c.compareBatch || c.tls {
@@ -266,14 +287,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var result any
 	ok := true
-	if cfg.compareBatch {
+	switch {
+	case cfg.fans == fansBoth:
+		both, err := runFans(ctx, cfg, stdout, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "seatbench: %v\n", err)
+			return 1
+		}
+		result, ok = both, both.Map.Passed && both.Skip.Passed
+	case cfg.compareBatch:
 		cmp, err := runCompare(ctx, cfg, stdout, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "seatbench: %v\n", err)
 			return 1
 		}
 		result, ok = cmp, cmp.Batched.Passed && cmp.NoBatch.Passed
-	} else {
+	default:
 		sum, err := runOnce(ctx, cfg, cfg.noBatch, stdout, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "seatbench: %v\n", err)
@@ -315,7 +344,8 @@ func startCPUProfile(path string) (stop func(), err error) {
 // Summary is the JSON summary of one run.
 type Summary struct {
 	Workload  string         `json:"workload"`
-	Transport string         `json:"transport"` // grpc or http, +tls over TLS
+	Mode      string         `json:"mode,omitempty"` // the workload's variant, see modeOf
+	Transport string         `json:"transport"`      // grpc or http, +tls over TLS
 	Clients   int            `json:"clients"`
 	Shows     int            `json:"shows"`
 	Seats     int            `json:"seats_per_show"`
@@ -379,7 +409,7 @@ func runCompare(ctx context.Context, cfg *config, stdout, stderr io.Writer) (*Co
 	if err != nil {
 		return nil, err
 	}
-	call := workloads[cfg.workload].mainCall()
+	call := workloads[cfg.workload]().mainCall()
 	cmp := &Compare{Batched: a, NoBatch: b, Call: call}
 	ra, rb := okRate(a, call), okRate(b, call)
 	if rb > 0 {
@@ -389,6 +419,36 @@ func runCompare(ctx context.Context, cfg *config, stdout, stderr io.Writer) (*Co
 	return cmp, nil
 }
 
+// Fans is the JSON summary of --fans both.
+type Fans struct {
+	Map  *Summary `json:"map"`
+	Skip *Summary `json:"skip"`
+}
+
+// runFans runs the stampede with map fans, then with skip fans. Each run has
+// its own id prefix, so on one cluster (--endpoints) the second run gets a
+// fresh show and fresh client ids, whose request ids the first run's
+// exactly-once records cannot answer.
+func runFans(ctx context.Context, cfg *config, stdout, stderr io.Writer) (*Fans, error) {
+	var out Fans
+	for _, fans := range []string{fansMap, fansSkip} {
+		c := *cfg
+		c.fans, c.prefix = fans, cfg.prefix+"-"+fans
+		fmt.Fprintf(stdout, "== %s fans\n", fans)
+		s, err := runOnce(ctx, &c, c.noBatch, stdout, stderr)
+		if err != nil {
+			return nil, err
+		}
+		if fans == fansMap {
+			out.Map = s
+		} else {
+			out.Skip = s
+		}
+	}
+	fmt.Fprintf(stdout, "== stampede sold out in (s): map fans %v, skip fans %v\n", out.Map.Extra["sold_out_s"], out.Skip.Extra["sold_out_s"])
+	return &out, nil
+}
+
 func okRate(s *Summary, call string) float64 {
 	for _, c := range s.Calls {
 		if c.Name == call {
@@ -396,6 +456,19 @@ func okRate(s *Summary, call string) float64 {
 		}
 	}
 	return 0
+}
+
+// modeOf names the variant of the workload that ran, "" if it has none.
+func modeOf(cfg *config) string {
+	switch {
+	case cfg.workload == "uniform" && cfg.fixedClients:
+		return "fixed client ids"
+	case cfg.workload == "uniform":
+		return "a client id per fan"
+	case cfg.workload == "stampede":
+		return cfg.fans + " fans"
+	}
+	return ""
 }
 
 func machineInfo() MachineInfo {

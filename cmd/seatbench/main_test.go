@@ -1,7 +1,7 @@
 // These tests run every seatbench workload for a couple of seconds against a
 // real 3-node cluster of seatd processes and check that the results are
 // sane: calls succeed, the stampede books exactly its 200 seats with no
-// double grant, expired holds cannot be confirmed, and --compare-batch runs
+// double grant with either kind of fan, expired holds cannot be confirmed, and --compare-batch runs
 // both clusters, and the tool reaches a TLS cluster over gRPC and https with
 // --cacert. They prove the tool works, not how fast the ledger is.
 package main
@@ -92,6 +92,9 @@ func TestWorkloads(t *testing.T) {
 		if h := call(&s, "hold"); h.OK == 0 || h.OK+h.Conflicts != h.Attempts || call(&s, "confirm").OK == 0 {
 			t.Errorf("uniform: hold %+v, confirm %+v: want successes and no errors", h, call(&s, "confirm"))
 		}
+		if s.Mode != "a client id per fan" {
+			t.Errorf("uniform: mode %q, want %q", s.Mode, "a client id per fan")
+		}
 	})
 	t.Run("uniform-http", func(t *testing.T) {
 		var s Summary
@@ -101,15 +104,23 @@ func TestWorkloads(t *testing.T) {
 		}
 	})
 	t.Run("stampede", func(t *testing.T) {
-		var s Summary
-		runJSON(t, &s, eps, "--workload=stampede", "--duration=20s")
-		for _, c := range s.Checks {
-			if !c.OK {
-				t.Errorf("check %s: %s", c.Name, c.Detail)
+		var both Fans
+		runJSON(t, &both, eps, "--workload=stampede", "--fans=both", "--duration=20s")
+		for _, s := range []*Summary{both.Map, both.Skip} {
+			if s == nil {
+				t.Fatalf("stampede --fans both: summaries %+v, want map and skip", both)
+			}
+			for _, c := range s.Checks {
+				if !c.OK {
+					t.Errorf("%s: check %s: %s", s.Mode, c.Name, c.Detail)
+				}
+			}
+			if len(s.Checks) < 3 || s.Extra["winners"].(float64) < 100 {
+				t.Errorf("%s: checks %+v, extra %v: want 3 checks and at least 100 winners of 200 seats", s.Mode, s.Checks, s.Extra)
 			}
 		}
-		if len(s.Checks) < 3 || s.Extra["winners"].(float64) < 100 {
-			t.Errorf("stampede: checks %+v, extra %v: want 3 checks and at least 100 winners of 200 seats", s.Checks, s.Extra)
+		if both.Map.Mode != "map fans" || both.Skip.Mode != "skip fans" {
+			t.Errorf("stampede --fans both: modes %q, %q; want map fans, skip fans", both.Map.Mode, both.Skip.Mode)
 		}
 	})
 	t.Run("browse", func(t *testing.T) {
@@ -178,6 +189,10 @@ func TestFlags(t *testing.T) {
 		{"--endpoints=127.0.0.1:9090", "--tls"},
 		{"--cacert=ca.pem"},
 		{"--endpoints=127.0.0.1:9090", "--cert=client.pem"},
+		{"--workload=stampede", "--fixed-clients"},
+		{"--workload=uniform", "--fans=map"},
+		{"--workload=stampede", "--fans=nope"},
+		{"--workload=stampede", "--fans=both", "--compare-batch"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {

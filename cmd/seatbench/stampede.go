@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,13 +13,18 @@ import (
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
-// stampede is release morning for one show: every client reads the seat map
-// (at most every 50 ms: the whole map once, then its states only), holds the two adjacent free seats nearest the
-// centre (one seat when no pair is left), and, once it wins, confirms and
-// stops. A conflict names the taken seats, so the client tries the next
-// best seats without reading again. The run ends when the show is sold out.
-// At the end it checks that exactly every seat is booked, each by one
-// winner.
+// stampede is release morning for one show: every fan reads the seat map
+// (at most every 50 ms: the whole map once, then its states only), holds the
+// two adjacent free seats nearest the centre (one seat when no pair is
+// left), and, once it wins, confirms and stops. The run ends when the show
+// is sold out. At the end it checks that exactly every seat is booked, each
+// by one winner.
+//
+// How a fan goes on after a conflict is --fans: a map fan reads the map
+// again (waiting out the 50 ms) and picks from what it read, as a person
+// clicking seats on a page does; a skip fan marks the seats the conflict
+// named as taken and holds the next best ones at once, reading again only
+// when the 50 ms allow.
 type stampede struct {
 	show string
 
@@ -32,7 +38,15 @@ type stampede struct {
 	start              time.Time
 }
 
-// stampedeReadEvery is the least time between two seat-map reads of a client.
+// The fans of a stampede (--fans): fansBoth runs the stampede twice, once
+// with each.
+const (
+	fansMap  = "map"
+	fansSkip = "skip"
+	fansBoth = "both"
+)
+
+// stampedeReadEvery is the least time between two seat-map reads of a fan.
 const stampedeReadEvery = 50 * time.Millisecond
 
 func (s *stampede) mainCall() string { return "hold" }
@@ -49,33 +63,23 @@ func (s *stampede) run(ctx context.Context, e *env) time.Duration {
 	})
 }
 
+// client is one fan, from its first read until it wins or the run stops.
 func (s *stampede) client(ctx context.Context, e *env, w *worker) {
-	readCall, holdCall := e.stats.call("seatmap_stale"), e.stats.call("hold")
+	holdCall := e.stats.call("hold")
+	skip := e.cfg.fans == fansSkip
 	var sm *ledgerpb.SeatMap
 	var h *hall
-	var taken []bool // by seat index: named taken by a conflict since the last read
+	var taken []bool // by seat index: named taken by a conflict since the last read (skip fans)
 	var lastRead time.Time
 	stale := true // the view is known to be behind: read when allowed
 	for !w.stopped() {
-		if wait := stampedeReadEvery - time.Since(lastRead); stale && (sm == nil || wait <= 0) {
-			if wait > 0 {
-				time.Sleep(wait)
-			}
+		// A map fan reads before every hold; a skip fan only once 50 ms
+		// have passed, and holds the next best seats meanwhile.
+		if wait := stampedeReadEvery - time.Since(lastRead); stale && (sm == nil || wait <= 0 || !skip) {
+			time.Sleep(max(0, wait))
 			lastRead = time.Now()
-			// The first read takes the layout; later ones poll the states
-			// only (a show's layout never changes).
-			err := readCall.run(ctx, func(ctx context.Context) (err error) {
-				if sm == nil {
-					sm, err = w.api.SeatMap(ctx, s.show, ledgerpb.Consistency_STALE)
-					return err
-				}
-				st, err := w.api.SeatStates(ctx, s.show, ledgerpb.Consistency_STALE)
-				if err == nil {
-					err = applySeatStates(sm, st)
-				}
-				return err
-			})
-			if err != nil {
+			var err error
+			if sm, err = s.read(ctx, e, w, sm); err != nil {
 				sm = nil
 				continue
 			}
@@ -88,7 +92,7 @@ func (s *stampede) client(ctx context.Context, e *env, w *worker) {
 				return // sold out
 			}
 		}
-		seats := h.pickCentre(sm, taken, w)
+		seats := h.pickCentre(sm, taken, w.rng)
 		if seats == nil {
 			// Nothing free as far as we know: wait for the next read.
 			stale = true
@@ -101,23 +105,37 @@ func (s *stampede) client(ctx context.Context, e *env, w *worker) {
 			resp, err = w.api.Hold(ctx, req)
 			return err
 		})
-		switch {
-		case err == nil:
+		if err == nil {
 			s.won(ctx, e, w, resp)
 			return
-		case reasonOf(err) == "SEATS_TAKEN":
-			// Try the next best seats now, and read a fresher map as soon
-			// as the 50 ms allow.
+		}
+		stale = true
+		if skip && reasonOf(err) == "SEATS_TAKEN" {
 			for _, id := range takenOf(err) {
 				if i, ok := h.index[id]; ok {
 					taken[i] = true
 				}
 			}
-			stale = true
-		default:
-			stale = true
 		}
 	}
+}
+
+// read returns the show's seat map: the whole map when the fan has none
+// yet, else sm with the states of a states-only read (a show's layout never
+// changes).
+func (s *stampede) read(ctx context.Context, e *env, w *worker, sm *ledgerpb.SeatMap) (*ledgerpb.SeatMap, error) {
+	err := e.stats.call("seatmap_stale").run(ctx, func(ctx context.Context) (err error) {
+		if sm == nil {
+			sm, err = w.api.SeatMap(ctx, s.show, ledgerpb.Consistency_STALE)
+			return err
+		}
+		st, err := w.api.SeatStates(ctx, s.show, ledgerpb.Consistency_STALE)
+		if err == nil {
+			err = applySeatStates(sm, st)
+		}
+		return err
+	})
+	return sm, err
 }
 
 // applySeatStates sets the states of sm's seats from a states-only read.
@@ -203,7 +221,7 @@ func newHall(sm *ledgerpb.SeatMap) *hall {
 // or the nearest single free seat when no pair is left; ties go to a random
 // one of the nearest. Seats marked in taken (by index) are treated as not
 // free.
-func (h *hall) pickCentre(sm *ledgerpb.SeatMap, taken []bool, w *worker) []string {
+func (h *hall) pickCentre(sm *ledgerpb.SeatMap, taken []bool, rng *rand.Rand) []string {
 	free := func(i int) bool { return i >= 0 && !taken[i] && sm.Seats[i].State == ledgerpb.SeatState_FREE }
 	best := -1
 	bestD, ties := -1.0, 0
@@ -214,7 +232,7 @@ func (h *hall) pickCentre(sm *ledgerpb.SeatMap, taken []bool, w *worker) []strin
 			best, bestD, ties = i, d, 1
 		case d == bestD:
 			ties++
-			if w.rng.IntN(ties) == 0 {
+			if rng.IntN(ties) == 0 {
 				best = i
 			}
 		}
