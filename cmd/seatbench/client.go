@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/seatledger/seatledger/client"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/shard"
 )
@@ -86,28 +87,42 @@ type grpcAPI struct {
 }
 
 // dialGRPC opens conns connections to each endpoint, with TLS when
-// tlsCfg is set; every api returned shares one connection.
-func dialGRPC(endpoints []string, conns int, adminToken string, tlsCfg *tls.Config) ([]api, func(), error) {
+// tlsCfg is set. With route, conns Go clients (client/) each reach every
+// endpoint and send each call to its group's leader; without, every api
+// returned shares one connection to one endpoint.
+func dialGRPC(endpoints []string, conns int, route bool, adminToken string, tlsCfg *tls.Config) ([]api, func(), error) {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
 	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithPerRPCCredentials(shard.BearerCredentials(adminToken))}
 	var out []api
-	var all []*grpc.ClientConn
+	var closers []func() error
 	closeAll := func() {
-		for _, c := range all {
-			c.Close()
+		for _, c := range closers {
+			c()
 		}
 	}
 	for range conns {
+		if route {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			cl, err := client.New(ctx, client.Config{Endpoints: endpoints, DialOptions: opts})
+			cancel()
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			closers = append(closers, cl.Close)
+			out = append(out, &grpcAPI{c: cl.Booking()})
+			continue
+		}
 		for _, ep := range endpoints {
-			cc, err := grpc.NewClient(ep, grpc.WithTransportCredentials(creds),
-				grpc.WithPerRPCCredentials(shard.BearerCredentials(adminToken)))
+			cc, err := grpc.NewClient(ep, opts...)
 			if err != nil {
 				closeAll()
 				return nil, nil, fmt.Errorf("dial %s: %w", ep, err)
 			}
-			all = append(all, cc)
+			closers = append(closers, cc.Close)
 			out = append(out, &grpcAPI{c: ledgerpb.NewBookingClient(cc)})
 		}
 	}

@@ -66,6 +66,9 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	e := &env{cfg: cfg, stats: &stats{}, out: stdout, extra: map[string]any{}, tls: cfg.clientTLS}
 	sum := &Summary{Workload: cfg.workload, Mode: modeOf(cfg), Transport: "grpc", Clients: cfg.clients, Shows: cfg.shows, Seats: cfg.seats,
 		DurationS: cfg.duration.Seconds(), Machine: machineInfo()}
+	if !cfg.http {
+		sum.Route = cfg.route
+	}
 	if cfg.http {
 		sum.Transport = "http"
 	}
@@ -206,7 +209,7 @@ func (e *env) dial(endpoints []string) (func(), error) {
 		e.apis = apis
 		return closeFn, nil
 	}
-	apis, closeFn, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.adminToken, e.tls)
+	apis, closeFn, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.route == "leader", e.cfg.adminToken, e.tls)
 	e.apis = apis
 	return closeFn, err
 }
@@ -512,8 +515,12 @@ func printSummary(w io.Writer, s *Summary) {
 	if s.Mode != "" {
 		name += " (" + s.Mode + ")"
 	}
+	over := s.Transport
+	if s.Route != "" {
+		over += ", calls to " + map[string]string{"leader": "their leaders", "any": "any node"}[s.Route]
+	}
 	fmt.Fprintf(w, "\nseatbench %s over %s: %d clients, %d shows x %d seats, measured %.1fs (setup %.1fs), load %s -> %s\n",
-		name, s.Transport, s.Clients, s.Shows, s.Seats, s.ElapsedS, s.SetupS, s.Machine.LoadAvgStart, s.Machine.LoadAvgEnd)
+		name, over, s.Clients, s.Shows, s.Seats, s.ElapsedS, s.SetupS, s.Machine.LoadAvgStart, s.Machine.LoadAvgEnd)
 	printCalls(w, s.Calls)
 	if s.CPU != nil {
 		fmt.Fprintf(w, "cpu (share of one core): seatbench %.2f, nodes %v, total %.2f of %d\n", s.CPU.Seatbench, roundMap(s.CPU.Nodes), s.CPU.Total, s.Machine.CPUs)

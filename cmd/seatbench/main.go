@@ -62,6 +62,7 @@ type config struct {
 	read         string
 	seatStates   bool
 	fixedClients bool
+	route        string
 	fans         string
 	fill         float64
 	noBatch      bool
@@ -120,6 +121,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lifecycle: hold TTL (whole seconds, 1s..30m)")
 	fs.StringVar(&c.read, "read", "both", "browse: stale, linearizable or both (half the duration each)")
 	fs.BoolVar(&c.seatStates, "seat-states", false, "browse: read seat maps without their layout (states_only), as a client polling a map it already has does")
+	fs.StringVar(&c.route, "route", "leader", "gRPC: leader sends each call to its show's group leader with the Go client (client/), as a Go backend would; any pins each worker to one node, which forwards what it does not lead")
 	fs.BoolVar(&c.fixedClients, "fixed-clients", false, "uniform: each worker sends every hold under its one client id, instead of a new client id per hold (fan); hides the ledger's per-client cost")
 	fs.StringVar(&c.fans, "fans", "", "stampede: after a conflict each fan reads the map again, at most every 50 ms (map, the default), or holds the next best seats at once, skipping those the conflict named (skip); both runs map then skip, on fresh shows")
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
@@ -214,6 +216,8 @@ func (c *config) validate() error {
 		return errors.New("--fill must be in 0..1")
 	case c.nodes != 3 && c.nodes != 5:
 		return errors.New("--nodes must be 3 or 5")
+	case c.route != "leader" && c.route != "any":
+		return errors.New("--route must be leader or any")
 	case c.fixedClients && c.workload != "uniform":
 		return errors.New("--fixed-clients is for --workload uniform")
 	case c.workload != "stampede" && c.fans != "":
@@ -344,8 +348,9 @@ func startCPUProfile(path string) (stop func(), err error) {
 // Summary is the JSON summary of one run.
 type Summary struct {
 	Workload  string         `json:"workload"`
-	Mode      string         `json:"mode,omitempty"` // the workload's variant, see modeOf
-	Transport string         `json:"transport"`      // grpc or http, +tls over TLS
+	Mode      string         `json:"mode,omitempty"`  // the workload's variant, see modeOf
+	Transport string         `json:"transport"`       // grpc or http, +tls over TLS
+	Route     string         `json:"route,omitempty"` // grpc: leader (client/) or any node (--route)
 	Clients   int            `json:"clients"`
 	Shows     int            `json:"shows"`
 	Seats     int            `json:"seats_per_show"`
