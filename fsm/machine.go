@@ -92,7 +92,10 @@ func OpenDB(dir string) (*pebble.DB, error) {
 }
 
 // blockCacheBytes is the node's Pebble block cache, shared by all groups.
-const blockCacheBytes = 128 << 20
+// The ledger and seat maps are read from memory; Pebble serves loads,
+// snapshots, the change log, bookings and the catalog, so a small cache
+// does.
+const blockCacheBytes = 32 << 20
 
 // memTableBytes is the size of one Pebble memtable (at most two are full
 // at once before writes stall).
