@@ -50,6 +50,14 @@ func (c checkedLogs) seal(l *raft.Log) *raft.Log {
 	return &sealed
 }
 
+// IsMonotonic tells raft that the log may not have gaps (raft's
+// MonotonicLogStore): a follower that installs a snapshot then drops its
+// whole old log instead of keeping its last TrailingLogs entries below the
+// snapshot, which left a gap up to the entries that follow the snapshot,
+// and verifyAll refused to start on it ("log not found"), as a fault run
+// with small snapshots found.
+func (c checkedLogs) IsMonotonic() bool { return true }
+
 // StoreLog seals and stores one entry.
 func (c checkedLogs) StoreLog(l *raft.Log) error { return c.LogStore.StoreLog(c.seal(l)) }
 

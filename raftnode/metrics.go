@@ -339,6 +339,13 @@ type timedLogs struct {
 	seconds prometheus.Observer
 }
 
+// IsMonotonic passes the wrapped store's answer on (raft asks the log
+// cache, which asks this).
+func (t timedLogs) IsMonotonic() bool {
+	m, ok := t.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 // StoreLog times one append.
 func (t timedLogs) StoreLog(l *raft.Log) error {
 	start := time.Now()

@@ -202,7 +202,19 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	tc := startTestCluster(t, func(c *Config) { c.SnapshotThreshold = 64; c.TrailingLogs = 8 })
 	g, li := tc.leader()
 	mustPropose(t, g, testShow())
+	// The follower has more than TrailingLogs entries when it goes down:
+	// raft once kept the last of them below the installed snapshot, a gap
+	// that made the follower refuse to restart.
+	for i := 0; i < 20; i++ {
+		mustPropose(t, g, holdCmd(fmt.Sprintf("early%d", i), "r", 0, fmt.Sprintf("J%d", i+1)))
+	}
 	fi := (li + 1) % 3
+	early, _ := tc.nodes[fi].Group(0)
+	for deadline := time.Now().Add(10 * time.Second); early.Machine().Applied() < g.Machine().Applied(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower applied %d, leader %d after 10s", early.Machine().Applied(), g.Machine().Applied())
+		}
+	}
 	tc.nodes[fi].Close()
 	tc.nodes[fi] = nil
 	for i := 0; i < 300; i++ {
@@ -247,4 +259,20 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	if got != want {
 		t.Errorf("follower digest %v, leader %v: want equal", got, want)
 	}
+	// The follower restarts on the log the install left, with entries after
+	// the snapshot (every group verifies its whole log when it opens).
+	for i := 0; i < 5; i++ {
+		mustPropose(t, g, holdCmd(fmt.Sprintf("late%d", i), "r", 0, fmt.Sprintf("J%d", 30+i)))
+	}
+	for deadline := time.Now().Add(10 * time.Second); fg.Machine().Applied() < g.Machine().Applied(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("follower applied %d, leader %d after 10s", fg.Machine().Applied(), g.Machine().Applied())
+		}
+	}
+	tc.nodes[fi].Close()
+	tc.nodes[fi] = nil
+	if n, err = Start(tc.cfg(fi)); err != nil {
+		t.Fatalf("restart after the install: %v", err)
+	}
+	tc.nodes[fi] = n
 }
