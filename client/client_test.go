@@ -78,13 +78,21 @@ func TestCallsGoStraightToLeaders(t *testing.T) {
 			t.Fatalf("CreateShow(%s): %v", shows[i], err)
 		}
 	}
-	if err := cl.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	before := forwarded(t, c)
-	holds(t, ctx, direct, shows, "direct", 1)
-	if n := forwarded(t, c) - before; n != 0 {
-		t.Errorf("%.0f of %d holds through the client were forwarded, want 0", n, len(shows)*3)
+	// The leadership balancer may still move a leader between a refresh and
+	// the holds: a second round with fresh seats must then be clean.
+	for round := range 2 {
+		if err := cl.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before := forwarded(t, c)
+		holds(t, ctx, direct, shows, fmt.Sprintf("direct%d", round), 1+3*round)
+		n := forwarded(t, c) - before
+		if n == 0 {
+			break
+		}
+		if round == 1 {
+			t.Errorf("%.0f of %d holds through the client were forwarded, want 0", n, len(shows)*3)
+		}
 	}
 
 	// The same calls through that node alone: those of groups it does not
@@ -94,8 +102,8 @@ func TestCallsGoStraightToLeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	before = forwarded(t, c)
-	holds(t, ctx, ledgerpb.NewBookingClient(cc), shows, "via-n1", 4)
+	before := forwarded(t, c)
+	holds(t, ctx, ledgerpb.NewBookingClient(cc), shows, "via-n1", 7)
 	if n := forwarded(t, c) - before; n == 0 {
 		t.Errorf("no hold through n1 alone was forwarded: the cluster's leaders are all on n1, or the count is broken")
 	}

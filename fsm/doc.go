@@ -77,8 +77,7 @@
 //	0x02 show_id                          ledgerpb.Show
 //	0x03 len(show_id) show_id seat(u16)   ledgerpb.SeatRecord (absent = FREE)
 //	0x04 hold_id                          ledgerpb.HoldRecord
-//	0x06 len(client) client request       ledgerpb.RequestRecord
-//	0x07 applied_at(u64) len(client) client request   empty: retention index
+//	0x06 hour(u64) len(client) client request   ledgerpb.RequestRecord (hour of log time applied: requests.go)
 //	0x08 show_id                          raw bytes: the show's hold-token key
 //	0x0A len(show_id) show_id revision(u64)            ledgerpb.SeatEventRecord
 //	0x0B applied_at(u64) revision(u64) len(show_id) show_id   empty: change age index

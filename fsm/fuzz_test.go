@@ -144,9 +144,9 @@ func FuzzDecodeMeta(f *testing.F) {
 
 func FuzzDecodeKeys(f *testing.F) {
 	m := &Machine{group: 7, prefix: groupPrefix(7)}
-	f.Add(m.requestAgeKey(1000, "c1", "r1"))
-	f.Add(m.requestAgeKey(0, "", ""))
-	f.Add(m.requestAgeKey(5, "\xff", "r"))
+	f.Add(m.requestKey(1000, "c1", "r1"))
+	f.Add(m.requestKey(0, "", ""))
+	f.Add(m.requestKey(5, "\xff", "r"))
 	f.Add([]byte("G\x00\x00\x00\x07\x07\x00\x00\x00\x00\x00\x00\x00\x01\xff"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, k []byte) {
@@ -155,9 +155,9 @@ func FuzzDecodeKeys(f *testing.F) {
 		if len(k) >= groupPrefixLen {
 			mk = &Machine{prefix: bytes.Clone(k[:groupPrefixLen])}
 		}
-		if at, client, request, err := decodeRequestAgeKey(k); err == nil {
-			if got := mk.requestAgeKey(at, client, request); !bytes.Equal(got, k) {
-				t.Fatalf("requestAgeKey(decodeRequestAgeKey(%x)) = %x", k, got)
+		if bucket, client, request, err := decodeRequestKey(k); err == nil {
+			if got := mk.requestKey(bucket, client, request); !bytes.Equal(got, k) {
+				t.Fatalf("requestKey(decodeRequestKey(%x)) = %x", k, got)
 			}
 		}
 	})

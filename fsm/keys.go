@@ -11,8 +11,7 @@ const (
 	kindShow       byte = 0x02
 	kindSeat       byte = 0x03
 	kindHold       byte = 0x04
-	kindRequest    byte = 0x06
-	kindRequestAge byte = 0x07
+	kindRequest    byte = 0x06 // by hour of log time (requestBucketMs)
 	kindShowKey    byte = 0x08 // a show's hold-token key
 	kindEvent      byte = 0x0A // a show's seat changes at one revision
 	kindEventAge   byte = 0x0B // seat changes by time, for pruning
@@ -121,30 +120,35 @@ func (m *Machine) seatKey(show string, seat uint16) []byte {
 	return binary.BigEndian.AppendUint16(k, seat)
 }
 
-func (m *Machine) requestKey(client, request string) []byte {
-	return append(appendLenPrefixed(m.keyOf(kindRequest, 1+len(client)+len(request)), client), request...)
-}
+// requestBucketMs is the span of log time whose request records share a
+// key prefix (their bucket), so that pruning forgets a whole hour with one
+// range deletion instead of a retention index written and read per request.
+const requestBucketMs = 60 * 60 * 1000
 
-func (m *Machine) requestAgeKey(at int64, client, request string) []byte {
-	k := binary.BigEndian.AppendUint64(m.keyOf(kindRequestAge, 9+len(client)+len(request)), uint64(at))
+// requestBucket is the bucket of a record applied at log time at.
+func requestBucket(at int64) uint64 { return uint64(max(at, 0)) / requestBucketMs }
+
+// requestKey holds the record of a request applied in bucket.
+func (m *Machine) requestKey(bucket uint64, client, request string) []byte {
+	k := binary.BigEndian.AppendUint64(m.keyOf(kindRequest, 9+len(client)+len(request)), bucket)
 	return append(appendLenPrefixed(k, client), request...)
 }
 
 var errBadKey = errors.New("fsm: malformed key")
 
-// decodeRequestAgeKey returns the time, client and request of a retention key.
-func decodeRequestAgeKey(k []byte) (int64, string, string, error) {
-	if len(k) < groupPrefixLen+1+8+1 || k[groupPrefixLen] != kindRequestAge {
+// decodeRequestKey returns the bucket, client and request of a request key.
+func decodeRequestKey(k []byte) (uint64, string, string, error) {
+	if len(k) < groupPrefixLen+1+8+1 || k[groupPrefixLen] != kindRequest {
 		return 0, "", "", errBadKey
 	}
 	body := k[groupPrefixLen+1:]
-	at := int64(binary.BigEndian.Uint64(body))
+	bucket := binary.BigEndian.Uint64(body)
 	body = body[8:]
 	n := int(body[0])
 	if len(body) < 1+n {
 		return 0, "", "", errBadKey
 	}
-	return at, string(body[1 : 1+n]), string(body[1+n:]), nil
+	return bucket, string(body[1 : 1+n]), string(body[1+n:]), nil
 }
 
 // encodeMeta and decodeMeta store the applied index and clock.

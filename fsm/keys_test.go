@@ -11,32 +11,38 @@ import (
 	"testing"
 )
 
-func TestRequestAgeKeysSortByTime(t *testing.T) {
+func TestRequestKeysSortByHour(t *testing.T) {
 	m := &Machine{group: 3, prefix: groupPrefix(3)}
-	times := []int64{0, 1, 255, 256, 1 << 40, 1<<62 + 5}
+	times := []int64{0, requestBucketMs, 256 * requestBucketMs, 1 << 40, 1<<62 + 5}
 	for i := 1; i < len(times); i++ {
-		a, b := m.requestAgeKey(times[i-1], "zz", "r9"), m.requestAgeKey(times[i], "a", "r1")
+		a, b := m.requestKey(requestBucket(times[i-1]), "zz", "r9"), m.requestKey(requestBucket(times[i]), "a", "r1")
 		if bytes.Compare(a, b) >= 0 {
-			t.Errorf("requestAgeKey(%d) >= requestAgeKey(%d)", times[i-1], times[i])
+			t.Errorf("requestKey(hour of %d) >= requestKey(hour of %d)", times[i-1], times[i])
 		}
-		at, c, r, err := decodeRequestAgeKey(b)
-		if err != nil || at != times[i] || c != "a" || r != "r1" {
-			t.Errorf("decodeRequestAgeKey(requestAgeKey(%d, a, r1)) = %d, %q, %q, %v", times[i], at, c, r, err)
+		bucket, c, r, err := decodeRequestKey(b)
+		if err != nil || bucket != requestBucket(times[i]) || c != "a" || r != "r1" {
+			t.Errorf("decodeRequestKey(requestKey(%d, a, r1)) = %d, %q, %q, %v", requestBucket(times[i]), bucket, c, r, err)
 		}
+	}
+	// Pruning deletes [requestKey(0), requestKey(below)): every key of an
+	// earlier hour, none of a later one.
+	if lo, hi := m.requestKey(0, "", ""), m.requestKey(5, "", ""); bytes.Compare(lo, m.requestKey(4, "\xff", "\xff")) > 0 ||
+		bytes.Compare(m.requestKey(4, "\xff", "\xff"), hi) >= 0 || bytes.Compare(m.requestKey(5, "", "r"), hi) < 0 {
+		t.Errorf("the pruning range of hours below 5 is not [requestKey(0), requestKey(5))")
 	}
 }
 
 func TestLengthPrefixedKeysDoNotCollide(t *testing.T) {
 	m := &Machine{group: 1, prefix: groupPrefix(1)}
-	if bytes.Equal(m.requestKey("a", "bc"), m.requestKey("ab", "c")) {
+	if bytes.Equal(m.requestKey(1, "a", "bc"), m.requestKey(1, "ab", "c")) {
 		t.Errorf("requestKey(a, bc) == requestKey(ab, c)")
 	}
 	if bytes.HasPrefix(m.seatKey("s10", 0), m.seatPrefix("s1")) {
 		t.Errorf("seat keys of show s10 fall under the seat prefix of show s1")
 	}
-	at, c, r, err := decodeRequestAgeKey(m.requestAgeKey(77, "ab", "c"))
-	if err != nil || at != 77 || c != "ab" || r != "c" {
-		t.Errorf("decodeRequestAgeKey(requestAgeKey(77, ab, c)) = %d, %q, %q, %v", at, c, r, err)
+	bucket, c, r, err := decodeRequestKey(m.requestKey(77, "ab", "c"))
+	if err != nil || bucket != 77 || c != "ab" || r != "c" {
+		t.Errorf("decodeRequestKey(requestKey(77, ab, c)) = %d, %q, %q, %v", bucket, c, r, err)
 	}
 }
 
@@ -45,7 +51,7 @@ func TestGroupRange(t *testing.T) {
 		m := &Machine{group: g, prefix: groupPrefix(g)}
 		lo, hi := groupPrefix(g), groupEnd(g)
 		for _, k := range [][]byte{m.metaKey(), m.showKey("zzz"), m.seatKey("s", 0xffff), m.holdKey("\xff\xff"),
-			m.requestKey("c", "r"), m.requestAgeKey(-1, "c", "r")} {
+			m.requestKey(^uint64(0), "c", "r")} {
 			if bytes.Compare(k, lo) < 0 || bytes.Compare(k, hi) >= 0 {
 				t.Errorf("group %d: key %x outside [groupPrefix, groupEnd) = [%x, %x)", g, k, lo, hi)
 				break

@@ -44,6 +44,10 @@ type Machine struct {
 	// requests filters the request records in the store (requests.go);
 	// only the apply goroutine uses it.
 	requests requestFilter
+	// requestsPruned is the bucket below which the request records are
+	// deleted, as far as this machine knows (it only spares repeating the
+	// deletion); apply goroutine only.
+	requestsPruned uint64
 	// storeReads counts the apply path's reads and scans of Pebble, for
 	// benchmarks (the hold path makes none); apply goroutine only.
 	storeReads uint64
@@ -253,7 +257,7 @@ func (m *Machine) reload() {
 	must(err, "load the ledger")
 	requests, err := m.loadRequests(m.db)
 	must(err, "load the request filter")
-	m.led, m.requests = led, requests
+	m.led, m.requests, m.requestsPruned = led, requests, 0
 }
 
 // commit writes the applied index and clock of tx's last entry with its
@@ -484,31 +488,6 @@ func (tx *txn) put(key []byte, msg proto.Message) {
 
 func (tx *txn) del(key []byte) {
 	must(tx.b.Delete(key, nil), "delete")
-}
-
-// request returns the record of an earlier request, nil for a new one:
-// the request filter tells most new ones without reading the store.
-func (tx *txn) request(client, request string) *ledgerpb.RequestRecord {
-	key := tx.m.requestKey(client, request)
-	if !tx.m.requests.mayHave(key) {
-		if checkRecordCache {
-			_, ok := tx.read(key)
-			assertf(!ok, "the request filter has no record of %q/%q, the store has", client, request)
-		}
-		return nil
-	}
-	rec := &ledgerpb.RequestRecord{}
-	if !tx.get(key, rec) {
-		return nil
-	}
-	return rec
-}
-
-func (tx *txn) putRequest(client, request string, rec *ledgerpb.RequestRecord) {
-	key := tx.m.requestKey(client, request)
-	tx.put(key, rec)
-	tx.m.requests.add(key, tx.now)
-	must(tx.b.Set(tx.m.requestAgeKey(tx.now, client, request), nil, nil), "write request age")
 }
 
 // layout returns a show's layout, nil if the show does not exist.

@@ -10,9 +10,7 @@
 package fsm
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -815,8 +813,8 @@ func (md *model) refund(client string, c *ledgerpb.RefundCmd, now int64) *ledger
 }
 
 // expire frees live holds with expires_at <= min(upto, now), oldest first
-// (ties by hold id), at most limit; then forgets at most limit requests
-// applied before now - RequestRetentionMs, in retention-key order.
+// (ties by hold id), at most limit; then forgets the requests of every hour
+// of log time that ended by now - RequestRetentionMs.
 func (md *model) expire(c *ledgerpb.ExpireCmd, now int64) *ledgerpb.Result {
 	upto := min(c.UptoMs, now)
 	limit := int(c.Limit)
@@ -837,22 +835,10 @@ func (md *model) expire(c *ledgerpb.ExpireCmd, now int64) *ledgerpb.Result {
 		md.close(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED, now)
 	}
 	if horizon := now - RequestRetentionMs; horizon > 0 {
-		type aged struct {
-			key []byte
-			id  string
-		}
-		var old []aged
 		for id, r := range md.requests {
-			if r.at < horizon {
-				k := binary.BigEndian.AppendUint64(nil, uint64(r.at))
-				k = append(k, byte(len(r.client)))
-				k = append(append(k, r.client...), r.request...)
-				old = append(old, aged{k, id})
+			if r.at/requestBucketMs < horizon/requestBucketMs { // its hour ended by the horizon
+				delete(md.requests, id)
 			}
-		}
-		slices.SortFunc(old, func(a, b aged) int { return bytes.Compare(a.key, b.key) })
-		for _, a := range old[:min(len(old), limit)] {
-			delete(md.requests, a.id)
 		}
 	}
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, Expired: uint32(len(due))}
@@ -890,7 +876,7 @@ func (md *model) compareState(m *Machine) error {
 	if ok != wantOK || next != wantNext {
 		return fmt.Errorf("NextExpiry() = %d, %v, want %d, %v", next, ok, wantNext, wantOK)
 	}
-	for _, kind := range []byte{kindRequest, kindRequestAge} {
+	for _, kind := range []byte{kindRequest} {
 		n, err := countKeys(v, kind)
 		if err != nil {
 			return err

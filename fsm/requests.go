@@ -5,69 +5,133 @@ import (
 	"math/bits"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
-// requestFilter answers "is there no record of this request?" without a
-// store read, so that a new request (nearly every request: retries are
-// rare) costs no disk or memtable lookup. It is a Bloom filter over the
-// keys of every request record in the store, in generations by the log time
-// the records were applied at: a generation is dropped once pruning
-// (expire.go) has removed every record it covers, so the filter never
-// forgets a record the store still has. "Maybe" is answered by a store
-// read, so a false positive (about 1%) costs one read and changes no result:
-// replicas may hold different filters (each builds its own at load) and
-// still apply every entry alike.
+// Exactly-once records. A request's record lives under the hour of log time
+// it was applied in (requestKey's bucket): pruning forgets every hour that
+// ended before the retention horizon with one range deletion, and nothing
+// else is written per request. To find a record, apply asks the request
+// filter which hours may hold it and reads only those; a new request
+// (nearly every request: retries are rare) usually costs no read.
+
+// request returns the record of an earlier request, nil for a new one.
+func (tx *txn) request(client, request string) *ledgerpb.RequestRecord {
+	var rec *ledgerpb.RequestRecord
+	tx.m.requests.each(requestHash(client, request), func(bucket uint64) bool {
+		r := &ledgerpb.RequestRecord{}
+		if tx.get(tx.m.requestKey(bucket, client, request), r) {
+			rec = r
+			return false
+		}
+		return true
+	})
+	if rec == nil && checkRecordCache {
+		tx.checkNoRecord(client, request)
+	}
+	return rec
+}
+
+// checkNoRecord asserts that no hour holds a record of the request (tests:
+// the filter must never miss one).
+func (tx *txn) checkNoRecord(client, request string) {
+	tx.scan(tx.m.key(kindRequest), prefixEnd(tx.m.key(kindRequest)), 1<<30, func(k []byte) {
+		_, c, r, err := decodeRequestKey(k)
+		must(err, "decode request key")
+		assertf(c != client || r != request, "the request filter has no record of %q/%q, the store has", client, request)
+	})
+}
+
+func (tx *txn) putRequest(client, request string, rec *ledgerpb.RequestRecord) {
+	bucket := requestBucket(tx.now)
+	tx.put(tx.m.requestKey(bucket, client, request), rec)
+	tx.m.requests.add(requestHash(client, request), bucket)
+}
+
+// pruneRequests forgets the records of every hour that ended before the
+// retention horizon: one range deletion, once per hour.
+func (tx *txn) pruneRequests() {
+	horizon := tx.now - RequestRetentionMs
+	if horizon <= 0 {
+		return
+	}
+	below := requestBucket(horizon) // hours < below ended by the horizon
+	if below <= tx.m.requestsPruned {
+		return
+	}
+	must(tx.b.DeleteRange(tx.m.requestKey(0, "", ""), tx.m.requestKey(below, "", ""), nil), "prune request records")
+	tx.m.requestsPruned = below
+	tx.m.requests.prunedBelow(below)
+}
+
+// requestFilter answers "which hours may hold a record of this request?"
+// without a store read. It is a Bloom filter per hour over the records the
+// store holds; an hour's filter goes when pruning deletes the hour, so the
+// filter never forgets a record the store still has. "Maybe" is answered by
+// a read, so a false positive (about 0.1% per hour kept) costs one read
+// and changes no result: replicas may hold different filters (each builds
+// its own at load) and still apply every entry alike.
 //
-// Memory: about 1.2 bytes per request in the retention horizon
-// (RequestRetentionMs), a generation at most requestGenBitsMax/8 bytes; past
-// that a generation's false positives grow, and so do reads, never results.
+// Memory: about 1.9 bytes per request in the retention horizon
+// (RequestRetentionMs plus an hour); one hour's filter grows by doubling
+// and stops at requestGenBitsMax bits, past which its false positives grow,
+// and so do reads, never results.
 //
 // Only the apply goroutine uses it.
 type requestFilter struct {
-	gens []*requestGen // oldest first
+	gens []*requestGen // by bucket, oldest first; an hour may have several
 }
 
-// requestGen is the filter of records applied at log times [from, to].
+// requestGen is one Bloom filter of an hour's records.
 type requestGen struct {
-	from, to int64
-	bits     []uint64
-	n, cap   int
+	bucket uint64
+	bits   []uint64
+	n, cap int
 }
 
 const (
-	// requestGenSpanMs is the log time one generation covers at most: the
-	// filter keeps about RequestRetentionMs/requestGenSpanMs + 1 of them.
-	requestGenSpanMs = 4 * 60 * 60 * 1000
-	// requestGenCapMin is the first generation's capacity; a generation
-	// that fills up before its span ends is followed by one twice as large.
-	requestGenCapMin = 1 << 16
-	// requestGenBitsMax bounds one generation: 256 Mbit, 32 MiB.
+	// requestGenCapMin is the first filter's capacity; a filter that fills
+	// up is followed, in the same hour, by one twice as large.
+	requestGenCapMin = 1 << 14
+	// requestGenBitsMax bounds one filter: 256 Mbit, 32 MiB.
 	requestGenBitsMax = 1 << 28
-	// requestBitsPerKey and requestHashes give about 1% false positives.
-	requestBitsPerKey = 10
-	requestHashes     = 7
+	// requestBitsPerKey and requestHashes give about 0.1% false positives.
+	requestBitsPerKey = 15
+	requestHashes     = 10
 )
 
-// requestSeed hashes request keys; any seed will do, the filter being no
-// state.
+// requestSeed hashes request identities; any seed will do, the filter being
+// no state.
 var requestSeed = maphash.MakeSeed()
 
-// add notes a record of key applied at log time at (never earlier than the
-// previous add's: the log clock does not go backwards).
-func (f *requestFilter) add(key []byte, at int64) {
+// requestHash identifies a (client, request) pair in the filter. Pairs that
+// collide only cost a read.
+func requestHash(client, request string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(requestSeed)
+	h.WriteString(client)
+	h.WriteByte(0)
+	h.WriteString(request)
+	return h.Sum64()
+}
+
+// add notes a record in bucket (never older than the previous add's: the
+// log clock does not go backwards).
+func (f *requestFilter) add(h, bucket uint64) {
 	g := f.last()
-	if g == nil || at-g.from >= requestGenSpanMs || (g.n >= g.cap && len(g.bits)*64 < requestGenBitsMax) {
+	if g == nil || g.bucket != bucket || (g.n >= g.cap && len(g.bits)*64 < requestGenBitsMax) {
 		capacity := requestGenCapMin
-		if g != nil && g.n >= g.cap {
+		if g != nil && g.bucket == bucket {
 			capacity = g.cap * 2
+		} else if g != nil {
+			capacity = max(requestGenCapMin, g.n) // the last hour's rate
 		}
 		nbits := min(capacity*requestBitsPerKey, requestGenBitsMax)
-		g = &requestGen{from: at, to: at, bits: make([]uint64, (nbits+63)/64), cap: capacity}
+		g = &requestGen{bucket: bucket, bits: make([]uint64, (nbits+63)/64), cap: capacity}
 		f.gens = append(f.gens, g)
 	}
-	g.to = max(g.to, at)
 	g.n++
-	h := maphash.Bytes(requestSeed, key)
 	m := uint64(len(g.bits) * 64)
 	for i := range uint64(requestHashes) {
 		b := (h + i*bits.RotateLeft64(h, 32)) % m
@@ -75,16 +139,22 @@ func (f *requestFilter) add(key []byte, at int64) {
 	}
 }
 
-// mayHave reports whether the store may hold a record of key: false means
-// it surely does not.
-func (f *requestFilter) mayHave(key []byte) bool {
-	h := maphash.Bytes(requestSeed, key)
+// each calls fn with every bucket that may hold a record of h, newest
+// first, until fn returns false. A bucket with several filters is named
+// once.
+func (f *requestFilter) each(h uint64, fn func(bucket uint64) bool) {
+	var last uint64
+	named := false
 	for i := len(f.gens) - 1; i >= 0; i-- {
-		if f.gens[i].mayHave(h) {
-			return true
+		g := f.gens[i]
+		if (named && g.bucket == last) || !g.mayHave(h) {
+			continue
+		}
+		named, last = true, g.bucket
+		if !fn(g.bucket) {
+			return
 		}
 	}
-	return false
 }
 
 func (g *requestGen) mayHave(h uint64) bool {
@@ -98,11 +168,11 @@ func (g *requestGen) mayHave(h uint64) bool {
 	return true
 }
 
-// prunedBelow drops the generations whose records were all applied before
-// at, once pruning has removed every record older than at.
-func (f *requestFilter) prunedBelow(at int64) {
+// prunedBelow drops the filters of the buckets below bucket, which
+// pruning deleted.
+func (f *requestFilter) prunedBelow(bucket uint64) {
 	n := 0
-	for n < len(f.gens) && f.gens[n].to < at {
+	for n < len(f.gens) && f.gens[n].bucket < bucket {
 		n++
 	}
 	f.gens = f.gens[n:]
@@ -115,16 +185,16 @@ func (f *requestFilter) last() *requestGen {
 	return f.gens[len(f.gens)-1]
 }
 
-// loadRequests builds the filter from the store's retention index, which
-// lists every request record in the order it was applied.
+// loadRequests builds the filter from the stored records, which sort by
+// bucket.
 func (m *Machine) loadRequests(r pebble.Reader) (requestFilter, error) {
 	var f requestFilter
-	err := scanPrefix(r, m.key(kindRequestAge), func(k, _ []byte) error {
-		at, client, request, err := decodeRequestAgeKey(k)
+	err := scanPrefix(r, m.key(kindRequest), func(k, _ []byte) error {
+		bucket, client, request, err := decodeRequestKey(k)
 		if err != nil {
 			return err
 		}
-		f.add(m.requestKey(client, request), at)
+		f.add(requestHash(client, request), bucket)
 		return nil
 	})
 	return f, err

@@ -1,55 +1,63 @@
 // This file proves that the request filter never forgets a record the
-// store may still hold: no false negatives across generations, growth and
-// pruning, and few false positives.
+// store may still hold: no false negatives across hours, growth and
+// pruning, each hour named once, and few false positives.
 package fsm
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
+// buckets lists the hours the filter names for a request.
+func buckets(f *requestFilter, client, request string) []uint64 {
+	var out []uint64
+	f.each(requestHash(client, request), func(b uint64) bool { out = append(out, b); return true })
+	return out
+}
+
 func TestRequestFilterHasNoFalseNegatives(t *testing.T) {
 	var f requestFilter
-	const n = 3 * requestGenCapMin
+	const n = 5 * requestGenCapMin
 	for i := range n {
-		// Three requests a second of log time: the span rolls over too.
-		f.add([]byte(fmt.Sprintf("c%d/r", i)), int64(i/3)*1000)
+		f.add(requestHash(fmt.Sprintf("c%d", i), "r"), uint64(i/(2*requestGenCapMin))) // an hour fills two filters
 	}
-	if len(f.gens) < 2 {
-		t.Fatalf("%d generations after %d adds, want growth past the first", len(f.gens), n)
+	if len(f.gens) < 4 {
+		t.Fatalf("%d filters after %d adds over 3 hours, want growth within an hour", len(f.gens), n)
 	}
 	for i := range n {
-		if k := fmt.Sprintf("c%d/r", i); !f.mayHave([]byte(k)) {
-			t.Fatalf("mayHave(%s) = false after add", k)
+		got := buckets(&f, fmt.Sprintf("c%d", i), "r")
+		if !slices.Contains(got, uint64(i/(2*requestGenCapMin))) {
+			t.Fatalf("buckets(c%d) = %v, want hour %d among them", i, got, i/(2*requestGenCapMin))
+		}
+		for j := 1; j < len(got); j++ {
+			if got[j] >= got[j-1] {
+				t.Fatalf("buckets(c%d) = %v: not newest first, or an hour named twice", i, got)
+			}
 		}
 	}
 	fp := 0
-	for i := range 10000 {
-		if f.mayHave([]byte(fmt.Sprintf("new%d/r", i))) {
-			fp++
-		}
+	for i := range 20000 {
+		fp += len(buckets(&f, fmt.Sprintf("new%d", i), "r"))
 	}
-	if fp > 300 {
-		t.Errorf("%d of 10000 new keys reported maybe, want about 1%%", fp)
+	if fp > 200 {
+		t.Errorf("%d hours named for 20000 new requests, want about 0.1%% per hour", fp)
 	}
 }
 
-func TestRequestFilterDropsOnlyPrunedGenerations(t *testing.T) {
+func TestRequestFilterDropsOnlyPrunedHours(t *testing.T) {
 	var f requestFilter
-	f.add([]byte("old"), 1000)
-	f.add([]byte("new"), 1000+requestGenSpanMs)
-	if len(f.gens) != 2 {
-		t.Fatalf("%d generations, want 2", len(f.gens))
+	f.add(requestHash("old", "r"), 7)
+	f.add(requestHash("new", "r"), 8)
+	f.prunedBelow(7)
+	if got := buckets(&f, "old", "r"); len(got) != 1 || got[0] != 7 {
+		t.Fatalf("buckets(old) = %v after pruning below its hour, want [7]", got)
 	}
-	f.prunedBelow(1000) // nothing applied before 1000: the first stays
-	if !f.mayHave([]byte("old")) {
-		t.Fatalf("mayHave(old) = false after pruning below its time")
+	f.prunedBelow(8)
+	if got := buckets(&f, "old", "r"); len(got) != 0 {
+		t.Errorf("buckets(old) = %v after pruning its hour, want none", got)
 	}
-	f.prunedBelow(1001)
-	if f.mayHave([]byte("old")) && len(f.gens) != 1 {
-		t.Errorf("the pruned generation stayed: %d generations", len(f.gens))
-	}
-	if !f.mayHave([]byte("new")) {
-		t.Errorf("mayHave(new) = false after pruning an older generation")
+	if got := buckets(&f, "new", "r"); len(got) != 1 || got[0] != 8 {
+		t.Errorf("buckets(new) = %v after pruning an older hour, want [8]", got)
 	}
 }
