@@ -25,9 +25,11 @@ import (
 
 const (
 	// WatchersMaxDefault bounds the watches one node serves at once, gRPC
-	// and SSE together, forwarded ones included: each holds a goroutine or
-	// two and a connection, and wakes on every apply of its group.
-	WatchersMaxDefault = 10000
+	// and SSE together, forwarded ones included (seatd serve
+	// --watchers-max): each holds a connection (a file descriptor), its
+	// buffers and one goroutine, and wakes on each change of its show.
+	// Sized to memory: at about 32 KB a watcher, 50,000 take 1.6 GB.
+	WatchersMaxDefault = 50000
 	// watchKeepalive is how often an idle SSE stream gets a comment line,
 	// and how often gRPC pings an idle connection: proxies keep the stream
 	// open and a dead client is found.
@@ -96,6 +98,15 @@ func (w *watchers) drain() {
 	for _, cancel := range w.mu.cancel {
 		cancel(errDraining)
 	}
+}
+
+// SetWatchersMax sets the node's watcher limit (WatchersMaxDefault if n is
+// 0); call before serving.
+func (s *Server) SetWatchersMax(n int) {
+	if n == 0 {
+		n = WatchersMaxDefault
+	}
+	s.watchersMax.Store(int64(n))
 }
 
 // DrainWatches ends every watch this server serves and refuses new ones, so

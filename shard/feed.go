@@ -132,7 +132,8 @@ type feedSet struct {
 	// first watch.
 	framesMax int
 	wg        sync.WaitGroup // the feeds' run goroutines
-	mu        struct {
+
+	mu struct {
 		sync.Mutex
 		feeds    map[feedKey]*feed
 		watchers map[*feed]int
