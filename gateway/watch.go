@@ -35,7 +35,8 @@ const (
 	// open and a dead client is found.
 	watchKeepalive = 15 * time.Second
 	// watchWriteTimeout bounds one SSE write: a client that stops reading
-	// is dropped instead of holding its watcher slot for ever.
+	// is dropped instead of holding its watcher slot (and its socket's
+	// buffers) for ever. Long enough for a phone on a poor network.
 	watchWriteTimeout = 30 * time.Second
 	// sseRetry is the reconnection delay an EventSource is told to use.
 	sseRetry = time.Second
@@ -204,7 +205,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: time.Duration(s.watchKeepalive.Load())}
+	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: time.Duration(s.watchKeepalive.Load()),
+		writeMax: time.Duration(s.watchWriteMax.Load())}
 	err = s.router.Watch(ctx, show, from, false, sink)
 	sink.close()
 	if !sink.opened {
@@ -271,6 +273,7 @@ type sseSink struct {
 	rc        *http.ResponseController
 	cancel    context.CancelFunc // ends the watch when a keepalive fails
 	keepalive time.Duration
+	writeMax  time.Duration // watchWriteTimeout
 
 	mu     sync.Mutex // guards writes to w and closed
 	closed bool
@@ -347,9 +350,10 @@ func (s *sseSink) keepAlive() {
 	}
 }
 
-// write writes blocks and flushes them within watchWriteTimeout. A client
-// that stops reading fills its socket's buffer, then this write times out
-// and the watch ends; the show's feed never waits for it.
+// write writes blocks and flushes them within writeMax. A client that stops
+// reading fills its socket's buffers (the bound on what it may fall
+// behind), then this write times out and the watch ends: the client resumes
+// from its last revision. The show's feed never waits for it.
 func (s *sseSink) write(blocks ...[]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -357,7 +361,7 @@ func (s *sseSink) write(blocks ...[]byte) error {
 		return errSinkClosed
 	}
 	// Not every ResponseWriter supports deadlines (tests' recorders).
-	_ = s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeMax))
 	for _, b := range blocks {
 		if _, err := s.w.Write(b); err != nil {
 			return err
