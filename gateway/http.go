@@ -12,6 +12,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
@@ -42,6 +43,8 @@ const (
 // and a caller of this node's cluster (shard/cluster.go).
 func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption) *grpc.Server {
 	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(grpcMessageBytesMax),
+		// Protobuf, and a watch's shared frames as the bytes they are.
+		grpc.ForceServerCodecV2(watchCodec{encoding.GetCodecV2("proto")}),
 		// A pool of goroutines whose stacks have grown serves the calls; a
 		// new goroutine per call grew its stack on every call (copystack was
 		// 13 % of a node's CPU serving seat maps). When all are busy (or

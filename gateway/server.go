@@ -47,6 +47,7 @@ type Server struct {
 	watches        watchers
 	watchersMax    atomic.Int64
 	watchKeepalive atomic.Int64 // nanoseconds
+	watchWriteMax  atomic.Int64 // nanoseconds: watchWriteTimeout
 }
 
 // UnsafeIgnoreRequestID breaks exactly-once on purpose: each call gets a
@@ -61,6 +62,7 @@ func NewServer(router *shard.Router) *Server {
 		ticketKey: NewTicketKey()}
 	s.watchersMax.Store(WatchersMaxDefault)
 	s.watchKeepalive.Store(int64(watchKeepalive))
+	s.watchWriteMax.Store(int64(watchWriteTimeout))
 	return s
 }
 

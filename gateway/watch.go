@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -22,15 +25,18 @@ import (
 
 const (
 	// WatchersMaxDefault bounds the watches one node serves at once, gRPC
-	// and SSE together, forwarded ones included: each holds a goroutine or
-	// two and a connection, and wakes on every apply of its group.
-	WatchersMaxDefault = 10000
+	// and SSE together, forwarded ones included (seatd serve
+	// --watchers-max): each holds a connection (a file descriptor), its
+	// buffers and one goroutine, and wakes on each change of its show.
+	// Sized to memory: at about 32 KB a watcher, 50,000 take 1.6 GB.
+	WatchersMaxDefault = 50000
 	// watchKeepalive is how often an idle SSE stream gets a comment line,
 	// and how often gRPC pings an idle connection: proxies keep the stream
 	// open and a dead client is found.
 	watchKeepalive = 15 * time.Second
 	// watchWriteTimeout bounds one SSE write: a client that stops reading
-	// is dropped instead of holding its watcher slot for ever.
+	// is dropped instead of holding its watcher slot (and its socket's
+	// buffers) for ever. Long enough for a phone on a poor network.
 	watchWriteTimeout = 30 * time.Second
 	// sseRetry is the reconnection delay an EventSource is told to use.
 	sseRetry = time.Second
@@ -116,6 +122,15 @@ func (w *watchers) drain() {
 	}
 }
 
+// SetWatchersMax sets the node's watcher limit (WatchersMaxDefault if n is
+// 0); call before serving.
+func (s *Server) SetWatchersMax(n int) {
+	if n == 0 {
+		n = WatchersMaxDefault
+	}
+	s.watchersMax.Store(int64(n))
+}
+
 // DrainWatches ends every watch this server serves and refuses new ones, so
 // that a graceful shutdown does not wait for streams that never end on their
 // own. Clients resume at another node from their last revision. Call it
@@ -138,13 +153,51 @@ func (s *Server) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingSe
 }
 
 // grpcSink sends a watch over a gRPC stream. The header tells a forwarding
-// node that the watch opened.
+// node that the watch opened. Shared frames go out as the bytes the show's
+// feed encoded once (watchCodec).
 type grpcSink struct {
 	stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]
 }
 
 func (g grpcSink) Open(servedBy string) error        { return g.stream.SendHeader(shard.OpenHeader(servedBy)) }
+func (g grpcSink) OpenShared(servedBy string) error  { return g.Open(servedBy) }
 func (g grpcSink) Send(e *ledgerpb.WatchEvent) error { return g.stream.Send(e) }
+func (g grpcSink) Format() shard.WatchFormat         { return grpcFormat{} }
+func (g grpcSink) IdleInterval() time.Duration       { return 0 } // gRPC pings idle connections itself
+func (g grpcSink) Idle() error                       { return nil }
+
+func (g grpcSink) SendFrames(frames []*shard.Frame) error {
+	for _, f := range frames {
+		b, err := f.Encoded(grpcFormat{})
+		if err != nil {
+			return err
+		}
+		if err := g.stream.SendMsg(encodedEvent(b)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// grpcFormat is a WatchEvent as a gRPC message: its protobuf encoding.
+type grpcFormat struct{}
+
+func (grpcFormat) EncodeWatchEvent(e *ledgerpb.WatchEvent) ([]byte, error) { return proto.Marshal(e) }
+
+// encodedEvent is a WatchEvent already encoded by grpcFormat: watchCodec
+// sends its bytes as they are.
+type encodedEvent []byte
+
+// watchCodec is the server's codec: protobuf, except that an encodedEvent
+// is sent as it is, so a change encoded once goes to every gRPC watcher.
+type watchCodec struct{ encoding.CodecV2 }
+
+func (c watchCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if b, ok := v.(encodedEvent); ok {
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	return c.CodecV2.Marshal(v)
+}
 
 // ---- Server-Sent Events ----
 
@@ -173,7 +226,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: time.Duration(s.watchKeepalive.Load())}
+	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: time.Duration(s.watchKeepalive.Load()),
+		writeMax: time.Duration(s.watchWriteMax.Load())}
 	err = s.router.Watch(ctx, show, from, false, sink)
 	sink.close()
 	if !sink.opened {
@@ -202,13 +256,45 @@ func writeHTTPError(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(r.Context(), nil, jsonMarshaler, w, r, err)
 }
 
-// sseSink writes a watch as Server-Sent Events. Events come from the watch's
-// goroutine and keepalives from the sink's own; mu orders their writes.
+// sseFormat is a WatchEvent as one Server-Sent Event: "id: <revision>",
+// "event: snapshot|changes|reset" and "data:" the event as JSON.
+type sseFormat struct{}
+
+func (sseFormat) EncodeWatchEvent(e *ledgerpb.WatchEvent) ([]byte, error) {
+	data, err := jsonMarshaler.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	kind := "changes"
+	switch {
+	case e.Snapshot != nil && e.Reset_:
+		kind = "reset"
+	case e.Snapshot != nil:
+		kind = "snapshot"
+	}
+	// protojson writes one line: no newline can end the data field early.
+	b := make([]byte, 0, len(data)+48)
+	b = append(b, "id: "...)
+	b = strconv.AppendUint(b, e.Revision, 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, kind...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...), nil
+}
+
+var sseKeepalive = []byte(": keepalive\n\n")
+
+// sseSink writes a watch as Server-Sent Events. A watch served from this
+// node's replica writes everything, keepalives included, from its one
+// goroutine (shard.SharedSink); a relayed one gets keepalives from a
+// goroutine of the sink's own, and mu orders their writes.
 type sseSink struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
-	cancel    context.CancelFunc // ends the watch when a write fails
+	cancel    context.CancelFunc // ends the watch when a keepalive fails
 	keepalive time.Duration
+	writeMax  time.Duration // watchWriteTimeout
 
 	mu     sync.Mutex // guards writes to w and closed
 	closed bool
@@ -220,14 +306,7 @@ type sseSink struct {
 
 // Open sends the stream's headers and starts the keepalives.
 func (s *sseSink) Open(servedBy string) error {
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	h.Set("X-Served-By", servedBy)
-	s.w.WriteHeader(http.StatusOK)
-	s.opened = true
-	if err := s.write("retry: " + strconv.FormatInt(sseRetry.Milliseconds(), 10) + "\n\n"); err != nil {
+	if err := s.OpenShared(servedBy); err != nil {
 		return err
 	}
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
@@ -235,21 +314,43 @@ func (s *sseSink) Open(servedBy string) error {
 	return nil
 }
 
+// OpenShared sends the stream's headers; the watch calls Idle for the
+// keepalives.
+func (s *sseSink) OpenShared(servedBy string) error {
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	h.Set("X-Served-By", servedBy)
+	s.w.WriteHeader(http.StatusOK)
+	s.opened = true
+	return s.write([]byte("retry: " + strconv.FormatInt(sseRetry.Milliseconds(), 10) + "\n\n"))
+}
+
+func (s *sseSink) Format() shard.WatchFormat   { return sseFormat{} }
+func (s *sseSink) IdleInterval() time.Duration { return s.keepalive }
+func (s *sseSink) Idle() error                 { return s.write(sseKeepalive) }
+
 // Send writes one event.
 func (s *sseSink) Send(e *ledgerpb.WatchEvent) error {
-	data, err := jsonMarshaler.Marshal(e)
+	b, err := sseFormat{}.EncodeWatchEvent(e)
 	if err != nil {
 		return err
 	}
-	kind := "changes"
-	switch {
-	case e.Snapshot != nil && e.Reset_:
-		kind = "reset"
-	case e.Snapshot != nil:
-		kind = "snapshot"
+	return s.write(b)
+}
+
+// SendFrames writes frames in one flush: the bytes the show's feed encoded.
+func (s *sseSink) SendFrames(frames []*shard.Frame) error {
+	blocks := make([][]byte, len(frames))
+	for i, f := range frames {
+		b, err := f.Encoded(sseFormat{})
+		if err != nil {
+			return err
+		}
+		blocks[i] = b
 	}
-	// protojson writes one line: no newline can end the data field early.
-	return s.write("id: " + strconv.FormatUint(e.Revision, 10) + "\nevent: " + kind + "\ndata: " + string(data) + "\n\n")
+	return s.write(blocks...)
 }
 
 // keepAlive writes a comment line every keepalive until close.
@@ -262,7 +363,7 @@ func (s *sseSink) keepAlive() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if err := s.write(": keepalive\n\n"); err != nil {
+			if err := s.write(sseKeepalive); err != nil {
 				s.cancel() // the client is gone: end the watch
 				return
 			}
@@ -270,17 +371,22 @@ func (s *sseSink) keepAlive() {
 	}
 }
 
-// write writes and flushes one block within watchWriteTimeout.
-func (s *sseSink) write(block string) error {
+// write writes blocks and flushes them within writeMax. A client that stops
+// reading fills its socket's buffers (the bound on what it may fall
+// behind), then this write times out and the watch ends: the client resumes
+// from its last revision. The show's feed never waits for it.
+func (s *sseSink) write(blocks ...[]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errSinkClosed
 	}
 	// Not every ResponseWriter supports deadlines (tests' recorders).
-	_ = s.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
-	if _, err := s.w.Write([]byte(block)); err != nil {
-		return err
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeMax))
+	for _, b := range blocks {
+		if _, err := s.w.Write(b); err != nil {
+			return err
+		}
 	}
 	return s.rc.Flush()
 }

@@ -56,6 +56,8 @@ type Router struct {
 	// senders counts the forwarders' sender goroutines (forward.go), which
 	// Close waits for.
 	senders sync.WaitGroup
+	// feeds are the shows' shared watch feeds (feed.go).
+	feeds feedSet
 
 	mu struct {
 		sync.Mutex
@@ -102,10 +104,12 @@ func (r *Router) RaftAddr(id string) string {
 // Node returns the local node.
 func (r *Router) Node() *raftnode.Node { return r.node }
 
-// Close stops forwarding: commands still queued fail (never sent), calls in
+// Close stops the watch feeds (their watchers end with ErrUnavailable) and
+// forwarding: commands still queued fail (never sent), calls in
 // flight fail as their connections close, and Close returns once the
 // forwarders' senders have stopped.
 func (r *Router) Close() error {
+	r.feeds.close()
 	r.mu.Lock()
 	r.mu.closed = true
 	fws := make([]*forwarder, 0, len(r.mu.forwarders))

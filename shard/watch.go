@@ -90,37 +90,32 @@ func (r *Router) Watch(ctx context.Context, showID string, from uint64, forwarde
 	return r.watchRemote(ctx, group, showID, from, sink)
 }
 
-// watchLocal serves a watch from this node's replica.
+// watchLocal serves a watch from this node's replica: its first events
+// read for it alone, then the show's feed, shared with every local watcher
+// of the show (feed.go), on the caller's goroutine.
 func (r *Router) watchLocal(ctx context.Context, g *raftnode.Group, show string, from uint64, sink WatchSink) error {
+	shared, ok := sink.(SharedSink)
+	if !ok {
+		shared = eventSink{sink}
+	}
+	// Join first: the feed starts at an index no later than the view the
+	// first events are read from, so nothing needs reading twice.
+	f, err := r.feeds.join(r, g, show, shared.Format())
+	if err != nil {
+		return err
+	}
+	defer r.feeds.leave(f)
 	events, pos, err := r.openLocal(ctx, g, show, from)
 	if err != nil {
 		return err
 	}
-	if err := sink.Open(r.node.ID()); err != nil {
+	if err := shared.OpenShared(r.node.ID()); err != nil {
 		return err
 	}
-	for {
-		for _, e := range events {
-			if err := sink.Send(e); err != nil {
-				return err
-			}
-		}
-		// pos is the index up to which this replica's log has been read:
-		// wait for the next entry, whether or not it touches the show.
-		if err := g.WaitApplied(ctx, pos+1); err != nil {
-			return err
-		}
-		// Most entries are other shows': skip them without a snapshot.
-		// The index first (see fsm.Machine.ShowChangedAfter).
-		applied := g.Machine().Applied()
-		if !g.Machine().ShowChangedAfter(show, pos) {
-			events, pos = nil, applied
-			continue
-		}
-		if events, pos, err = r.readChanges(g, show, pos); err != nil {
-			return err
-		}
+	if err := shared.SendFrames(framesOf(events)); err != nil {
+		return err
 	}
+	return f.serve(ctx, r, shared, pos)
 }
 
 // openLocal waits until the replica may serve the watch and returns its
@@ -186,13 +181,24 @@ func (r *Router) readChanges(g *raftnode.Group, show string, pos uint64) ([]*led
 // (a client resuming from too old a revision, or a snapshot installed from
 // the leader while this watch waited), a reset seat map.
 func (r *Router) changesAfter(v *fsm.View, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
-	recs, err := v.SeatEvents(show, pos, watchReadMax)
+	events, next, err := r.changeEvents(v, show, pos)
 	if errors.Is(err, fsm.ErrEventsPruned) {
 		e, err := r.snapshotEvent(v, show, true)
 		if err != nil {
 			return nil, 0, err
 		}
-		return []*ledgerpb.WatchEvent{e}, max(pos, v.Applied()), nil
+		return []*ledgerpb.WatchEvent{e}, next, nil
+	}
+	return events, next, err
+}
+
+// changeEvents returns the change records of a show after pos in v as
+// events, and the index up to which the log is now read. When the log was
+// pruned past pos it returns fsm.ErrEventsPruned and the view's index.
+func (r *Router) changeEvents(v *fsm.View, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+	recs, err := v.SeatEvents(show, pos, watchReadMax)
+	if errors.Is(err, fsm.ErrEventsPruned) {
+		return nil, max(pos, v.Applied()), err
 	}
 	if err != nil {
 		return nil, 0, err

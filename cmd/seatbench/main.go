@@ -12,6 +12,7 @@
 //	lifecycle  hold -> confirm / release / expire with short TTLs
 //	recovery   load shows, measure node RSS, kill a node and time its restart
 //	idle       CPU used by an idle cluster
+//	watchers   SSE clients follow one show while one writer holds and releases
 //
 // Every mutating call carries client_id + request_id and is retried on
 // 503/UNAVAILABLE with the same ids (exactly once). It prints a progress line
@@ -93,6 +94,7 @@ var workloads = map[string]func() workload{
 	"lifecycle": func() workload { return &lifecycle{} },
 	"recovery":  func() workload { return &recovery{} },
 	"idle":      func() workload { return &idle{} },
+	"watchers":  func() workload { return &watchers{} },
 }
 
 // defaults per workload for flags left unset.
@@ -103,6 +105,7 @@ var workloadDefaults = map[string]struct{ clients, shows, seats int }{
 	"lifecycle": {128, 1000, 200},
 	"recovery":  {64, 10000, 300},
 	"idle":      {0, 0, 0},
+	"watchers":  {1000, 1, 20},
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -110,7 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	c := &config{}
 	endpoints := fs.String("endpoints", "", "comma-separated gRPC (or, with --http, HTTP) addresses of a running cluster; empty starts a local 3-node cluster")
-	fs.StringVar(&c.workload, "workload", "uniform", "uniform, stampede, browse, lifecycle, recovery or idle")
+	fs.StringVar(&c.workload, "workload", "uniform", "uniform, stampede, browse, lifecycle, recovery, idle or watchers")
 	fs.BoolVar(&c.http, "http", false, "call the HTTP/JSON API instead of gRPC")
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long to measure (at most 10m)")
 	fs.IntVar(&c.clients, "clients", 0, "concurrent clients (default: uniform 256, stampede 1000, browse 64, lifecycle 128)")

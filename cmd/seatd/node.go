@@ -66,6 +66,9 @@ type nodeConfig struct {
 	ClockHook bool
 	// Admission is the per-client write limit; nil means the default.
 	Admission *gateway.Admission
+	// WatchersMax bounds the live seat-map streams this node serves at
+	// once (0: gateway.WatchersMaxDefault).
+	WatchersMax int
 	// TicketKey signs ticket codes; nil draws one for this run only.
 	TicketKey ed25519.PrivateKey
 	// AdminToken is the cluster's admin credential, also presented when
@@ -111,6 +114,9 @@ func (c *nodeConfig) validate() error {
 	}
 	if c.Replicas < 1 {
 		return errors.New("--replicas must be at least 1")
+	}
+	if c.WatchersMax < 0 {
+		return errors.New("--watchers-max must not be negative")
 	}
 	if len(c.Join) > 0 && (len(c.Peers) != 1 || c.Peers[0].ID != c.ID) {
 		return errors.New("a node that joins lists only itself as its seed list")
@@ -191,6 +197,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	if cfg.TicketKey != nil {
 		srv.SetTicketKey(cfg.TicketKey)
 	}
+	srv.SetWatchersMax(cfg.WatchersMax)
 	applyBrokenServing(cfg.Broken, router, srv)
 	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, grpcOpts...),
 		done: make(chan struct{}), fatal: make(chan error, 1)}

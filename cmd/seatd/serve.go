@@ -43,6 +43,7 @@ func runServe(args []string) error {
 	adminTokenPath := fs.String("admin-token-file", "", "file with the cluster's admin token (seatd tokengen), the same on every node: admin calls and forwarding between nodes present it")
 	noAuth := fs.Bool("insecure-no-auth", false, "test only: serve admin calls and forwarding without the admin token")
 	ticketKey := fs.String("ticket-key", "", "file with the cluster's ticket signing key (seatd keygen); default DATA_DIR/ticket.key, created if missing")
+	watchersMax := fs.Int("watchers-max", gateway.WatchersMaxDefault, "live seat-map streams (SSE and gRPC Watch) this node serves at once, past which it answers 429 TOO_MANY_WATCHERS; each takes a file descriptor, so raise LimitNOFILE above it (docs/OPERATIONS.md)")
 	clientBurst := fs.Float64("client-burst", gateway.ClientBurstDefault, "writes a client may send at once before --client-rate applies")
 	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
 	unsafeHooks := fs.Bool("unsafe-test-hooks", false, "test only: serve POST /debug/unsafe/clock?offset_ms=N on --http to skew this node's clock")
@@ -100,8 +101,8 @@ func runServe(args []string) error {
 	logger := base.With("node", *id)
 	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Join: join, Groups: uint32(*groups), Replicas: *replicas,
 		Logger: base, RaftLogLevel: raftLevel, Broken: *broken, ClockHook: *unsafeHooks, TLS: tlsNode,
-		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)},
-		HTTP:      gateway.HTTPConfig{CORS: gateway.CORSConfig{Origins: corsOrigins}}}
+		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}, WatchersMax: *watchersMax,
+		HTTP: gateway.HTTPConfig{CORS: gateway.CORSConfig{Origins: corsOrigins}}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
 	cfg.Raft.InflightEntriesMax = *maxInflight
 	cfg.Raft.SnapshotThreshold = *snapThreshold
@@ -128,6 +129,7 @@ func runServe(args []string) error {
 		return err
 	}
 	logTLS(logger, tlsNode, time.Now())
+	warnNoFile(logger, *watchersMax)
 	if *broken != "" || *unsafeHooks {
 		logger.Warn("UNSAFE test options are on: this node is not fit for real bookings", "broken", *broken, "test_hooks", *unsafeHooks)
 	}
