@@ -138,14 +138,9 @@ func grpcErr(err error) error {
 		return &apiError{Reason: "TRANSPORT", Retry: true, Msg: err.Error()}
 	}
 	ae := &apiError{Reason: "GRPC_" + s.Code().String(), Msg: s.Message(),
-		Retry: s.Code() == codes.Unavailable}
-	for _, d := range s.Details() {
-		switch d := d.(type) {
-		case *errdetails.ErrorInfo:
-			ae.Reason = d.Reason
-		case *ledgerpb.ErrorDetail:
-			ae.Taken = d.TakenSeatIds
-		}
+		Retry: s.Code() == codes.Unavailable, Taken: client.Detail(err).GetTakenSeatIds()}
+	if r := client.Reason(err); r != "" {
+		ae.Reason = r
 	}
 	return ae
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/seatledger/seatledger/client"
 	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/shard"
@@ -290,33 +290,11 @@ func retryable(err error) bool {
 	return false
 }
 
-// reasonOf returns the google.rpc.ErrorInfo reason of a gRPC error, or "".
-func reasonOf(err error) string {
-	st, ok := status.FromError(err)
-	if !ok {
-		return ""
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return info.Reason
-		}
-	}
-	return ""
-}
-
-// detailOf returns the seatledger ErrorDetail of a gRPC error, or nil.
-func detailOf(err error) *ledgerpb.ErrorDetail {
-	st, ok := status.FromError(err)
-	if !ok {
-		return nil
-	}
-	for _, d := range st.Details() {
-		if ed, ok := d.(*ledgerpb.ErrorDetail); ok {
-			return ed
-		}
-	}
-	return nil
-}
+// reasonOf and detailOf read a node's error (client/).
+var (
+	reasonOf = client.Reason
+	detailOf = client.Detail
+)
 
 // describe renders an error for an operator on one line: the ErrorInfo
 // reason (or the gRPC code), the message, and the details that say what to

@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	sl "github.com/seatledger/seatledger/client"
 	"github.com/seatledger/seatledger/jepsen/history"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -680,31 +680,11 @@ func classify(err error) errClass {
 	return clsDone
 }
 
-func reasonOf(err error) string {
-	st, ok := status.FromError(err)
-	if !ok {
-		return ""
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			return info.Reason
-		}
-	}
-	return ""
-}
-
-func detailOf(err error) *ledgerpb.ErrorDetail {
-	st, ok := status.FromError(err)
-	if !ok {
-		return nil
-	}
-	for _, d := range st.Details() {
-		if ed, ok := d.(*ledgerpb.ErrorDetail); ok {
-			return ed
-		}
-	}
-	return nil
-}
+// reasonOf and detailOf read a node's error (client/).
+var (
+	reasonOf = sl.Reason
+	detailOf = sl.Detail
+)
 
 // createShows creates every show of the run before the clients start.
 func createShows(ctx context.Context, b ledgerpb.BookingClient, seed int64, n int) error {
