@@ -150,11 +150,3 @@ func (tx *txn) freeSeatMap(show string, l *layout) []bool {
 	}
 	return free
 }
-
-// Field numbers of SeatRecord, for encodeSeat (ledger.go).
-var (
-	seatFields         = (&ledgerpb.SeatRecord{}).ProtoReflect().Descriptor().Fields()
-	seatHoldField      = seatFields.ByName("hold_id").Number()
-	seatStateField     = seatFields.ByName("state").Number()
-	seatExpiresAtField = seatFields.ByName("expires_at_ms").Number()
-)

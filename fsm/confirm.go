@@ -32,7 +32,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	// The booking stays in the ledger; its seats now read BOOKED.
 	s := tx.m.led.shows[h.ShowId]
 	for _, n := range seats {
-		tx.putSeat(s, h.ShowId, n, h)
+		tx.putSeat(s, n, h) // BOOKED now; the live index keeps it
 	}
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now

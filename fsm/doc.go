@@ -69,13 +69,12 @@
 // broken invariant panics: a replica that cannot apply an entry exactly like
 // its peers must stop rather than diverge.
 //
-// Keys (all under the group prefix 'G' + uint32 group, big-endian; the
-// expiry index and the clients' live holds are not stored: load derives
-// them from the live holds, which the seat records name):
+// Keys (all under the group prefix 'G' + uint32 group, big-endian; seats,
+// the expiry index and the clients' live holds are not stored: load
+// derives them from the live holds and bookings, which 0x12 lists):
 //
 //	0x01                                  meta: applied index, clock
 //	0x02 show_id                          ledgerpb.Show
-//	0x03 len(show_id) show_id seat(u16)   ledgerpb.SeatRecord (absent = FREE)
 //	0x04 hold_id                          ledgerpb.HoldRecord
 //	0x06 hour(u64) len(client) client request   ledgerpb.RequestRecord (hour of log time applied: requests.go)
 //	0x08 show_id                          raw bytes: the show's hold-token key
@@ -87,6 +86,7 @@
 //	0x0F len(show) show len(client) client               entry_id: a client's waiting entry
 //	0x10 show_id                          waiting(u32) seats(u32): the line's totals
 //	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
+//	0x12 len(show) show hold_id           empty: the show's live holds and bookings
 //
 // The catalog (catalog.go), written only in the catalog group; its records
 // never change once written, and a browse page is one walk of an index:

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -101,21 +100,24 @@ func storedSeats(v *View, show string) (map[string]ledgerpb.SeatState, error) {
 	for i := range l.total {
 		out[seatName(l, i)] = ledgerpb.SeatState_FREE
 	}
-	prefix := v.m.seatPrefix(show)
-	it, err := v.snapIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	snap, err := v.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		rec := &ledgerpb.SeatRecord{}
-		if err := proto.Unmarshal(it.Value(), rec); err != nil {
-			return nil, err
-		}
-		out[seatName(l, int(k[len(k)-2])<<8|int(k[len(k)-1]))] = rec.State
+	holds, err := v.m.liveHolds(snap, show)
+	if err != nil {
+		return nil, err
 	}
-	return out, it.Error()
+	owners, err := v.m.placeSeats(l, holds)
+	if err != nil {
+		return nil, err
+	}
+	for i, h := range owners {
+		if h != nil {
+			out[seatName(l, i)] = seatState(h)
+		}
+	}
+	return out, nil
 }
 
 // checkEventLog checks the change log of the shows against the stored

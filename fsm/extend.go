@@ -26,11 +26,8 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 	if at != h.ExpiresAtMs {
 		h.ExpiresAtMs = at
 		tx.put(tx.m.holdKey(h.HoldId), h)
-		tx.m.led.due(h) // its entry at the old expiry is stale now
-		s := tx.m.led.shows[h.ShowId]
-		tx.eachHeldSeat(h, func(_ string, n uint16) {
-			tx.putSeat(s, h.ShowId, n, h) // the record carries the expiry
-		})
+		tx.m.led.due(h)                            // its entry at the old expiry is stale now
+		tx.m.led.shows[h.ShowId].states.Store(nil) // its seats are held longer
 	}
 	return holdResult(h)
 }

@@ -237,7 +237,7 @@ func storedHolds(v *View) ([]*ledgerpb.HoldRecord, error) {
 // checkS1 verifies S1 on a machine's stored state and its seat maps: no seat
 // index is owned by two holds that still own seats (HELD and live by the
 // clock, or CONFIRMED), those holds name their seats as the seat map does,
-// every stored seat record points at a hold in a matching state, and SeatMap
+// the live index lists exactly the live holds and bookings, and SeatMap
 // shows exactly the seats of those holds as HELD or BOOKED.
 func checkS1(m *Machine, shows []string) error {
 	v, err := m.View()
@@ -287,7 +287,7 @@ func checkS1(m *Machine, shows []string) error {
 			want[h.ShowId][seatName(l, int(n))] = st
 		}
 	}
-	if err := checkSeatRecords(v, byID); err != nil {
+	if err := checkLiveIndex(v, byID); err != nil {
 		return err
 	}
 	for _, show := range shows {
@@ -337,29 +337,33 @@ func sameSeatStates(v *View, sm *ledgerpb.SeatMap) error {
 	return nil
 }
 
-// checkSeatRecords checks that each stored seat record points at a hold that
-// names the seat and is in a matching state.
-func checkSeatRecords(v *View, holds map[string]*ledgerpb.HoldRecord) error {
-	lo := v.m.key(kindSeat)
+// checkLiveIndex checks that the live index lists exactly the holds that
+// are HELD or CONFIRMED, each under its own show.
+func checkLiveIndex(v *View, holds map[string]*ledgerpb.HoldRecord) error {
+	lo := v.m.key(kindLive)
 	it, err := v.snapIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
 	if err != nil {
 		return err
 	}
 	defer it.Close()
+	listed := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		rec := &ledgerpb.SeatRecord{}
-		if err := proto.Unmarshal(it.Value(), rec); err != nil {
-			return err
+		listed++
+		k := it.Key()[groupPrefixLen+1:]
+		show, id := string(k[1:1+int(k[0])]), string(k[1+int(k[0]):])
+		h := holds[id]
+		if h == nil || h.ShowId != show || (h.State != ledgerpb.HoldState_HOLD_STATE_HELD && h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED) {
+			return fmt.Errorf("the live index of show %s lists hold %s: %v", show, id, h)
 		}
-		h := holds[rec.HoldId]
-		if h == nil {
-			return fmt.Errorf("seat record %x points at missing hold %s", it.Key(), rec.HoldId)
+	}
+	live := 0
+	for _, h := range holds {
+		if h.State == ledgerpb.HoldState_HOLD_STATE_HELD || h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
+			live++
 		}
-		ok := rec.State == ledgerpb.SeatState_HELD && h.State == ledgerpb.HoldState_HOLD_STATE_HELD ||
-			rec.State == ledgerpb.SeatState_BOOKED && h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED
-		if !ok {
-			return fmt.Errorf("seat record %x is %s but hold %s is %s", it.Key(), rec.State, h.HoldId, h.State)
-		}
+	}
+	if live != listed {
+		return fmt.Errorf("the live index lists %d holds, %d are live or booked", listed, live)
 	}
 	return it.Error()
 }

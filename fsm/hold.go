@@ -139,10 +139,11 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		if s.seats[n] != nil && !tx.m.unsafe.SkipSeatCheck {
 			violated("S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
 		}
-		tx.putSeat(s, c.ShowId, n, h)
+		tx.putSeat(s, n, h)
 		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
 	tx.put(tx.m.holdKey(h.HoldId), h)
+	must(tx.b.Set(tx.m.liveKey(h.ShowId, h.HoldId), nil, nil), "write live index")
 	tx.m.led.due(h)
 	tx.trackHold(h)
 	r := holdResult(h)
@@ -162,20 +163,17 @@ func holdID(group uint32, index uint64, pos int) string {
 	return string(b)
 }
 
-// putSeat gives seat n of show s to h (a live hold or a booking) and writes
-// its record; clearSeat frees it.
-func (tx *txn) putSeat(s *showState, show string, n uint16, h *ledgerpb.HoldRecord) {
+// putSeat gives seat n of show s to h (a live hold or a booking);
+// clearSeat frees it. Seats are not stored: the live index (liveKey) and
+// the holds' records tell load and snapshot readers who owns what.
+func (tx *txn) putSeat(s *showState, n uint16, h *ledgerpb.HoldRecord) {
 	s.seats[n] = h
 	s.states.Store(nil)
-	b := encodeSeat(tx.scratch[:0], h)
-	must(tx.b.Set(tx.m.seatKey(show, n), b, nil), "write seat")
-	tx.scratch = b[:0]
 }
 
-func (tx *txn) clearSeat(s *showState, show string, n uint16) {
+func (tx *txn) clearSeat(s *showState, n uint16) {
 	s.seats[n] = nil
 	s.states.Store(nil)
-	tx.del(tx.m.seatKey(show, n))
 }
 
 // liveHoldsOf counts client's holds in show that are live by the log clock:
@@ -262,9 +260,10 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	}
 	s := tx.m.led.shows[h.ShowId]
 	tx.eachHeldSeat(h, func(seat string, n uint16) {
-		tx.clearSeat(s, h.ShowId, n)
+		tx.clearSeat(s, n)
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_FREE)
 	})
+	tx.del(tx.m.liveKey(h.ShowId, h.HoldId))
 	tx.untrackHold(h)
 	tx.seatsFreed(h.ShowId)
 	h.State = state

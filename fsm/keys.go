@@ -9,7 +9,6 @@ import (
 const (
 	kindMeta       byte = 0x01
 	kindShow       byte = 0x02
-	kindSeat       byte = 0x03
 	kindHold       byte = 0x04
 	kindRequest    byte = 0x06 // by hour of log time (requestBucketMs)
 	kindShowKey    byte = 0x08 // a show's hold-token key
@@ -21,6 +20,7 @@ const (
 	kindQueueOwner byte = 0x0F // a client's waiting entry in a show
 	kindQueueStat  byte = 0x10 // a show's waiting count and seats asked for
 	kindBooking    byte = 0x11 // a client's bookings by confirm index
+	kindLive       byte = 0x12 // a show's live holds and bookings
 	// kindEnd bounds the kinds a snapshot may hold: past the catalog's
 	// (0x20..0x29), leaving room for the seat ledger's below 0x20.
 	kindEnd byte = 0x30
@@ -113,11 +113,13 @@ func (m *Machine) bookingKey(client string, index uint64, hold string) []byte {
 	return m.key(kindBooking, lenPrefixed(client), u64(index), []byte(hold))
 }
 
-func (m *Machine) seatPrefix(show string) []byte { return m.key(kindSeat, lenPrefixed(show)) }
+// livePrefix is the prefix of a show's liveKeys: the index of its live
+// holds and bookings, from which load and snapshot readers learn who owns
+// which seat (the seats themselves are not stored).
+func (m *Machine) livePrefix(show string) []byte { return m.key(kindLive, lenPrefixed(show)) }
 
-func (m *Machine) seatKey(show string, seat uint16) []byte {
-	k := appendLenPrefixed(m.keyOf(kindSeat, 3+len(show)), show)
-	return binary.BigEndian.AppendUint16(k, seat)
+func (m *Machine) liveKey(show, hold string) []byte {
+	return append(appendLenPrefixed(m.keyOf(kindLive, 1+len(show)+len(hold)), show), hold...)
 }
 
 // requestBucketMs is the span of log time whose request records share a

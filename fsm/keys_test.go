@@ -37,8 +37,8 @@ func TestLengthPrefixedKeysDoNotCollide(t *testing.T) {
 	if bytes.Equal(m.requestKey(1, "a", "bc"), m.requestKey(1, "ab", "c")) {
 		t.Errorf("requestKey(a, bc) == requestKey(ab, c)")
 	}
-	if bytes.HasPrefix(m.seatKey("s10", 0), m.seatPrefix("s1")) {
-		t.Errorf("seat keys of show s10 fall under the seat prefix of show s1")
+	if bytes.HasPrefix(m.liveKey("s10", "h1-1-0"), m.livePrefix("s1")) {
+		t.Errorf("live keys of show s10 fall under the live prefix of show s1")
 	}
 	bucket, c, r, err := decodeRequestKey(m.requestKey(77, "ab", "c"))
 	if err != nil || bucket != 77 || c != "ab" || r != "c" {
@@ -50,7 +50,7 @@ func TestGroupRange(t *testing.T) {
 	for _, g := range []uint32{0, 1, 255, 256, 1 << 24, ^uint32(0) - 1, ^uint32(0)} {
 		m := &Machine{group: g, prefix: groupPrefix(g)}
 		lo, hi := groupPrefix(g), groupEnd(g)
-		for _, k := range [][]byte{m.metaKey(), m.showKey("zzz"), m.seatKey("s", 0xffff), m.holdKey("\xff\xff"),
+		for _, k := range [][]byte{m.metaKey(), m.showKey("zzz"), m.liveKey("s", "\xff\xff"), m.holdKey("\xff\xff"),
 			m.requestKey(^uint64(0), "c", "r")} {
 			if bytes.Compare(k, lo) < 0 || bytes.Compare(k, hi) >= 0 {
 				t.Errorf("group %d: key %x outside [groupPrefix, groupEnd) = [%x, %x)", g, k, lo, hi)

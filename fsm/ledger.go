@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -24,8 +23,8 @@ import (
 // paths read it and nothing else, and what it does not have is absent (a
 // FREE seat, an unknown show, a client without live holds). Pebble is
 // written behind it, in the same batch as the applied index: the shows, the
-// holds and the seat records, from which load rebuilds the rest (a live
-// hold or a booking owns at least one seat).
+// holds, and per show the index of its live holds and bookings (liveKey),
+// from which load rebuilds the rest: seats are not stored.
 //
 // What it leaves in Pebble alone: holds that ended (cancelled, expired,
 // refunded; read through the batch by the rare command that names one),
@@ -82,9 +81,10 @@ func seatState(h *ledgerpb.HoldRecord) ledgerpb.SeatState {
 	return ledgerpb.SeatState_HELD
 }
 
-// load reads the group's ledger from the store: the shows, then the seat
-// records and the holds and bookings they name, then the waiting lines'
-// totals; it derives the clients' lists and the expiry queue.
+// load reads the group's ledger from the store: the shows, then each
+// show's live holds and bookings (its live index) and their seats, then the
+// waiting lines' totals; it derives the clients' lists and the expiry
+// queue.
 func (m *Machine) load(r pebble.Reader) (ledger, error) {
 	led := newLedger()
 	err := scanPrefix(r, m.key(kindShow), func(k, v []byte) error {
@@ -129,39 +129,74 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 	return led, nil
 }
 
-// loadSeats points every seat that has a record at its hold or booking,
-// reading each once.
+// loadSeats reads every show's live holds and bookings (the live index)
+// and gives them their seats.
 func (m *Machine) loadSeats(r pebble.Reader, led *ledger) error {
-	return scanPrefix(r, m.key(kindSeat), func(k, v []byte) error {
-		body := k[groupPrefixLen+1:]
-		n := int(body[0])
-		if len(body) != 1+n+2 {
-			return errBadKey
+	for _, id := range slices.Sorted(maps.Keys(led.shows)) {
+		s := led.shows[id]
+		holds, err := m.liveHolds(r, id)
+		if err != nil {
+			return err
 		}
-		show, idx := string(body[1:1+n]), int(body[1+n])<<8|int(body[2+n])
-		s := led.shows[show]
-		if s == nil || idx >= len(s.seats) {
-			return fmt.Errorf("seat record %d of show %s is not in its layout", idx, show)
-		}
-		rec := &ledgerpb.SeatRecord{}
-		if err := proto.Unmarshal(v, rec); err != nil {
-			return fmt.Errorf("decode seat %d of show %s: %w", idx, show, err)
-		}
-		h := led.holds[rec.HoldId]
-		if h == nil {
-			var err error
-			if h, err = m.loadHold(r, rec.HoldId); err != nil {
-				return err
-			}
+		for _, h := range holds {
 			led.holds[h.HoldId] = h
 		}
-		seat := s.l.seatID(idx)
-		if h.ShowId != show || !containsSeat(h.SeatIds, seat) || string(v) != string(encodeSeat(nil, h)) {
-			return fmt.Errorf("seat %s of show %s is %s by hold %s (%s), which does not own it so", seat, show, rec.State, rec.HoldId, h.State)
+		if s.seats, err = m.placeSeats(s.l, holds); err != nil {
+			return err
 		}
-		s.seats[idx] = h
+	}
+	return nil
+}
+
+// liveHolds reads a show's live holds and bookings: the holds its live
+// index names, each checked to be of the show and HELD or CONFIRMED.
+func (m *Machine) liveHolds(r pebble.Reader, show string) ([]*ledgerpb.HoldRecord, error) {
+	prefix := m.livePrefix(show)
+	var holds []*ledgerpb.HoldRecord
+	err := scanPrefix(r, prefix, func(k, _ []byte) error {
+		h, err := m.loadHold(r, string(k[len(prefix):]))
+		if err != nil {
+			return err
+		}
+		if h.ShowId != show || (h.State != ledgerpb.HoldState_HOLD_STATE_HELD && h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED) {
+			return fmt.Errorf("the live index of show %s names hold %s of show %s in state %s", show, h.HoldId, h.ShowId, h.State)
+		}
+		holds = append(holds, h)
 		return nil
 	})
+	return holds, err
+}
+
+// placeSeats gives each seat of layout l to the hold that names it. Two
+// holds naming one seat break S1; only a machine that skips the seat
+// check (Unsafe) makes them, and there the later grant owns the seat, as
+// it does in memory.
+func (m *Machine) placeSeats(l *layout, holds []*ledgerpb.HoldRecord) ([]*ledgerpb.HoldRecord, error) {
+	seats := make([]*ledgerpb.HoldRecord, l.total)
+	for _, h := range holds {
+		for _, id := range h.SeatIds {
+			n, ok := l.seatIndex(id)
+			if !ok {
+				return nil, fmt.Errorf("hold %s names unknown seat %s", h.HoldId, id)
+			}
+			if o := seats[n]; o != nil {
+				if !m.unsafe.SkipSeatCheck {
+					return nil, fmt.Errorf("S1: seat %s of show %s is owned by holds %s and %s", id, h.ShowId, o.HoldId, h.HoldId)
+				}
+				if later(o, h) {
+					continue
+				}
+			}
+			seats[n] = h
+		}
+	}
+	return seats, nil
+}
+
+// later reports whether hold a was made after hold b (its id names a later
+// entry, or a later position in the same one).
+func later(a, b *ledgerpb.HoldRecord) bool {
+	return a.Revision > b.Revision || (a.Revision == b.Revision && a.HoldId > b.HoldId)
 }
 
 // loadQueues reads each show's waiting line totals.
@@ -218,21 +253,6 @@ func getCopy(r pebble.Reader, key []byte) ([]byte, error) {
 	}
 	defer closer.Close()
 	return append([]byte{}, v...), nil
-}
-
-// encodeSeat appends the SeatRecord of a seat owned by h to b, byte for
-// byte as deterministic proto.Marshal writes it.
-func encodeSeat(b []byte, h *ledgerpb.HoldRecord) []byte {
-	state := seatState(h)
-	b = protowire.AppendTag(b, seatHoldField, protowire.BytesType)
-	b = protowire.AppendString(b, h.HoldId)
-	b = protowire.AppendTag(b, seatStateField, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(state))
-	if state == ledgerpb.SeatState_HELD && h.ExpiresAtMs != 0 {
-		b = protowire.AppendTag(b, seatExpiresAtField, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(h.ExpiresAtMs))
-	}
-	return b
 }
 
 // diff describes how two ledgers differ, "" when they hold the same state

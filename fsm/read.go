@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -307,7 +306,7 @@ func (v *View) checkStates(showID string, c *cachedStates) error {
 // snapshot.
 func (v *View) scanStates(showID string, l *layout) (*cachedStates, error) {
 	c, letters := newStates(l.total)
-	err := v.overlaySeats(showID, l.total, func(idx int, state ledgerpb.SeatState, expiresAt int64) {
+	err := v.overlaySeats(l, func(idx int, state ledgerpb.SeatState, expiresAt int64) {
 		c.set(letters, idx, state, expiresAt)
 	})
 	c.states = string(letters)
@@ -420,115 +419,32 @@ func digits(n int) int {
 	return d
 }
 
-// overlaySeats calls set with the state of each seat that has a stored
-// record and is not FREE by the view's clock (held, with the hold's expiry,
-// or booked), by its index in layout order; total is the show's seat count.
-func (v *View) overlaySeats(showID string, total int, set func(idx int, state ledgerpb.SeatState, expiresAt int64)) error {
-	prefix := v.m.seatPrefix(showID)
-	it, err := v.snapIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+// overlaySeats calls set with the state of each seat owned by a live hold
+// (HELD until its expiry, if the view's clock is before it) or a booking
+// (BOOKED), by its index in layout l, as the view's snapshot has them.
+func (v *View) overlaySeats(l *layout, set func(idx int, state ledgerpb.SeatState, expiresAt int64)) error {
+	s, err := v.snapshot()
 	if err != nil {
 		return err
 	}
-	defer it.Close()
-	// Every seat of one hold in one state has the same record bytes: decode
-	// (and look up the hold's expiry) once per distinct record, not per seat.
-	type seen struct {
-		state     ledgerpb.SeatState
-		expiresAt int64
-	}
-	states := map[string]seen{}
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		idx := int(k[len(k)-2])<<8 | int(k[len(k)-1])
-		if idx >= total {
-			return fmt.Errorf("fsm: seat index %d beyond show %s", idx, showID)
-		}
-		s, ok := states[string(it.Value())]
-		if !ok {
-			if s.state, s.expiresAt, err = v.seatState(it.Value()); err != nil {
-				return err
-			}
-			states[string(it.Value())] = s
-		}
-		if s.state != ledgerpb.SeatState_FREE {
-			set(idx, s.state, s.expiresAt)
-		}
-	}
-	return it.Error()
-}
-
-// seatState decodes a seat record: HELD (with the hold's expiry) or BOOKED,
-// or FREE when it is held by a hold expired by the view's clock.
-func (v *View) seatState(b []byte) (ledgerpb.SeatState, int64, error) {
-	rec := &ledgerpb.SeatRecord{}
-	if err := proto.Unmarshal(b, rec); err != nil {
-		return 0, 0, fmt.Errorf("fsm: decode seat record: %w", err)
-	}
-	if rec.State != ledgerpb.SeatState_HELD {
-		return rec.State, 0, nil
-	}
-	if rec.ExpiresAtMs > 0 {
-		if v.clock >= rec.ExpiresAtMs {
-			return ledgerpb.SeatState_FREE, 0, nil
-		}
-		return rec.State, rec.ExpiresAtMs, nil
-	}
-	// A record written before seats knew their expiry: ask the hold.
-	b, closer, err := v.snapGet(v.m.holdKey(rec.HoldId))
+	holds, err := v.m.liveHolds(s, l.show.ShowId)
 	if err != nil {
-		return 0, 0, fmt.Errorf("fsm: read hold %s of a held seat: %w", rec.HoldId, err)
+		return fmt.Errorf("fsm: read show %s: %w", l.show.ShowId, err)
 	}
-	defer closer.Close()
-	state, expiresAt, err := holdTiming(b)
+	owners, err := v.m.placeSeats(l, holds)
 	if err != nil {
-		return 0, 0, fmt.Errorf("fsm: decode hold %s: %w", rec.HoldId, err)
+		return fmt.Errorf("fsm: read show %s: %w", l.show.ShowId, err)
 	}
-	if state == ledgerpb.HoldState_HOLD_STATE_EXPIRED || (state == ledgerpb.HoldState_HOLD_STATE_HELD && v.clock >= expiresAt) {
-		return ledgerpb.SeatState_FREE, 0, nil
+	for i, h := range owners {
+		switch {
+		case h == nil:
+		case h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+			set(i, ledgerpb.SeatState_BOOKED, 0)
+		case v.clock < h.ExpiresAtMs:
+			set(i, ledgerpb.SeatState_HELD, h.ExpiresAtMs)
+		}
 	}
-	return rec.State, expiresAt, nil
-}
-
-// Field numbers of the two HoldRecord fields holdTiming reads.
-var (
-	holdFields         = (&ledgerpb.HoldRecord{}).ProtoReflect().Descriptor().Fields()
-	holdStateField     = holdFields.ByName("state").Number()
-	holdExpiresAtField = holdFields.ByName("expires_at_ms").Number()
-)
-
-// holdTiming reads only the state and expiry of an encoded HoldRecord: a
-// seat map needs nothing else of the holds on its seats, and a full decode
-// allocates every seat id of every hold. Like proto.Unmarshal, the last
-// occurrence of a field wins.
-func holdTiming(b []byte) (ledgerpb.HoldState, int64, error) {
-	var state ledgerpb.HoldState
-	var expiresAt int64
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return 0, 0, protowire.ParseError(n)
-		}
-		b = b[n:]
-		if typ == protowire.VarintType && (num == holdStateField || num == holdExpiresAtField) {
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return 0, 0, protowire.ParseError(n)
-			}
-			b = b[n:]
-			if num == holdStateField {
-				state = ledgerpb.HoldState(int32(v))
-			} else {
-				expiresAt = int64(v)
-			}
-			continue
-		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return 0, 0, protowire.ParseError(n)
-		}
-		b = b[n:]
-	}
-	return state, expiresAt, nil
+	return nil
 }
 
 // NextExpiry returns the earliest expires_at among live holds at the

@@ -24,11 +24,12 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 		booked := s.seats[n] == h
 		assertf(booked || tx.m.unsafe.SkipSeatCheck, "S2: seat %s of booking %s is not booked by it", id, h.HoldId)
 		if booked {
-			tx.clearSeat(s, h.ShowId, n)
+			tx.clearSeat(s, n)
 			tx.seatChanged(h.ShowId, id, ledgerpb.SeatState_FREE)
 		}
 	}
 	delete(tx.m.led.holds, h.HoldId)
+	tx.del(tx.m.liveKey(h.ShowId, h.HoldId))
 	tx.seatsFreed(h.ShowId)
 	h.State = ledgerpb.HoldState_HOLD_STATE_REFUNDED
 	h.RefundedAtMs = tx.now
