@@ -3,8 +3,8 @@ package fsm
 import "github.com/seatledger/seatledger/proto/ledgerpb"
 
 // createShow stores a show with its layout (fields checked by validateOp)
-// and the key of its hold tokens. Seats start FREE, which is the absence of
-// a seat record, so a show costs two keys however large it is.
+// and the key of its hold tokens. Seats start FREE (no hold owns them) and
+// are not stored, so a show costs two keys however large it is.
 func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 	if tx.layout(c.Show.ShowId) != nil {
 		return reject(ledgerpb.Code_CODE_SHOW_EXISTS, "show %s already exists", c.Show.ShowId)

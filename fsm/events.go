@@ -23,8 +23,8 @@ import (
 // and a follower serves them exactly as the leader would.
 
 // seatChanged records that a seat of show changed to state in the entry
-// being applied. Every write of a seat record calls it, so the per-show
-// change log that Watch serves misses nothing.
+// being applied. Every change of a seat's owner in the ledger calls it, so
+// the per-show change log that Watch serves misses nothing.
 //
 // It is on the hold path, so it appends the change already encoded (as
 // SeatEventRecord field 2, exactly as proto.Marshal would) instead of
