@@ -23,7 +23,7 @@ type flagSet map[string]bool
 func serveFlags(t *testing.T) flagSet {
 	t.Helper()
 	bin := filepath.Join(buildImageBinaries(t), "seatd")
-	out, _ := exec.Command(bin, "serve", "-h").CombinedOutput() // -h exits non-zero
+	out, _ := exec.Command(bin, "serve", "-h").CombinedOutput() // the usage is on stdout
 	flags := flagSet{}
 	for _, line := range strings.Split(string(out), "\n") {
 		rest, ok := strings.CutPrefix(line, "  -")

@@ -38,7 +38,7 @@ func runDev(args []string) error {
 	groups := fs.Uint("groups", 0, fmt.Sprintf("number of raft groups, fixed at the first start (default %d); a restart takes the saved count and refuses another", shard.GroupsDefault))
 	verbose := fs.Bool("v", false, "log raft's own warnings")
 	adminAddr := fs.String("admin-http", "", "admin HTTP address serving /debug/pprof/ and /metrics (off by default)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -4,9 +4,13 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 
 	"github.com/seatledger/seatledger/internal/buildinfo"
 )
@@ -79,8 +83,40 @@ func main() {
 		fmt.Fprintf(os.Stderr, "seatd: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // the command printed its usage on stdout
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "seatd: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// parseFlags parses args with fs. Asked for help (-h, --help), it prints
+// the usage on stdout and returns flag.ErrHelp, on which main exits 0; a
+// bad flag prints the error and the usage on stderr.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
+	fs.SetOutput(os.Stderr) // for the command's own later fs.Usage()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Stdout.Write(out.Bytes())
+	} else {
+		os.Stderr.Write(out.Bytes())
+	}
+	return err
+}
+
+// helpArgs reports whether args ask a command without a flag set for help,
+// so that `seatd keygen -h` prints its usage instead of writing a key to a
+// file named -h.
+func helpArgs(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" })
+}
+
+// printHelp prints a command's usage on stdout and returns flag.ErrHelp.
+func printHelp(usage string) error {
+	fmt.Println(usage)
+	return flag.ErrHelp
 }

@@ -35,7 +35,7 @@ func restore(args []string, stdout io.Writer) error {
 	peersFlag := fs.String("peers", "", "every node of the NEW cluster: ID=RAFT_ADDR/GRPC_ADDR, comma-separated (as for serve)")
 	groups := fs.Uint("groups", shard.GroupsDefault, "number of raft groups: must equal the backup's")
 	replicas := fs.Int("replicas", 3, "replicas per group (as for serve)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *from == "" || *id == "" || *dataDir == "" || *peersFlag == "" {

@@ -59,7 +59,7 @@ func runServe(args []string) error {
 	fs.StringVar(&tlsFiles.CAFile, "tls-ca", "", "CA certificates (PEM) the nodes verify each other with (default: the system's roots)")
 	fs.BoolVar(&tlsFiles.PeerMTLS, "peer-mtls", false, "mutual TLS between nodes: the raft port and the internal Peer service require a certificate signed by --tls-ca")
 	fs.StringVar(&tlsFiles.ClientCAFile, "client-ca", "", "CA certificates (PEM): the public gRPC and HTTP ports require a client certificate signed by one of them")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *id == "" || *raftAddr == "" || *grpcAddr == "" || *dataDir == "" || (*peersFlag == "") == (*joinFlag == "") {

@@ -48,6 +48,9 @@ func loadTicketKey(path string, create bool) (ed25519.PrivateKey, error) {
 
 // runKeygen writes a new ticket key file: seatd keygen FILE.
 func runKeygen(args []string) error {
+	if helpArgs(args) {
+		return printHelp("usage: seatd keygen FILE\n  write a new ticket key to FILE (give every node the same --ticket-key FILE)")
+	}
 	if len(args) != 1 {
 		return fmt.Errorf("usage: seatd keygen FILE")
 	}
@@ -94,6 +97,9 @@ func loadAdminToken(path string, create bool) (string, error) {
 
 // runTokengen writes a new admin token file: seatd tokengen FILE.
 func runTokengen(args []string) error {
+	if helpArgs(args) {
+		return printHelp("usage: seatd tokengen FILE\n  write a new admin token to FILE (give every node the same --admin-token-file FILE)")
+	}
 	if len(args) != 1 {
 		return fmt.Errorf("usage: seatd tokengen FILE")
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -92,11 +93,17 @@ func runCertgen(args []string) error {
 	nodes := fs.String("nodes", "n1,n2,n3", "node names, comma-separated: one certificate each (NODE.pem, NODE-key.pem)")
 	hosts := fs.String("hosts", "", "extra DNS names or IP addresses every node certificate is valid for, comma-separated (always: "+strings.Join(certgenHostsDefault, ", ")+")")
 	days := fs.Int("days", 365, "validity of the node and client certificates, in days")
+	if len(args) > 0 && helpArgs(args[:1]) {
+		fs.SetOutput(os.Stdout)
+		fmt.Println("usage: seatd certgen DIR [--nodes n1,n2,n3] [--hosts HOST,...] [--days N]")
+		fs.PrintDefaults()
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("usage: seatd certgen DIR [--nodes n1,n2,n3] [--hosts HOST,...] [--days N]")
 	}
 	dir := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || *days < 1 {

@@ -18,7 +18,10 @@
 //   - a fan whose connection drops resumes the live map from the last
 //     revision seen (no new snapshot, no reload) and misses no change;
 //   - the operator page shows nodes, groups, leaders and per-show
-//     counters, and notices a leader change.
+//     counters, and notices a leader change;
+//   - a show opened by a direct link names its movie, cinema and time, and
+//     at phone width (390 px) no page scrolls sideways and the seat map
+//     shows every row letter (phone_test.go).
 //
 // Screenshots of the key states are saved in the directory the test logs
 // (go test -v), $SEATLEDGER_SCREENSHOTS if set.
@@ -79,6 +82,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("ResumeAfterDrop", func(t *testing.T) { testResumeAfterDrop(t, b, s) })
 	t.Run("Operator", func(t *testing.T) { testOperator(t, b, s) })
 	t.Run("CrossOrigin", func(t *testing.T) { testCrossOrigin(t, b, s) })
+	t.Run("PhoneDirectLink", func(t *testing.T) { testPhoneDirectLink(t, b, s) })
 	t.Logf("browser scenarios took %v", time.Since(start).Round(time.Millisecond))
 }
 
@@ -350,6 +354,9 @@ func testOperator(t *testing.T, b *browser, s *seatd) {
 		document.getElementById("token-form").requestSubmit();
 		return true;
 	})()`, s.token))
+	if hint := op.text("#token-form + .hint"); !strings.Contains(hint, "refuses calls without it") {
+		t.Errorf("the credential hint says %q, want that the Admin API refuses calls without the token", hint)
+	}
 	op.waitFor("nodes and groups are listed", `document.querySelectorAll("#nodes tr").length === 3 && document.querySelectorAll("#groups tr").length === 4`)
 	op.waitFor("the demo show's counters are listed", `(() => {
 		const r = document.querySelector('#shows tr[data-show="demo"]');

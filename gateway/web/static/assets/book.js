@@ -322,10 +322,11 @@ async function openShow(id) {
   renderSelection();
   renderHolds();
   renderQueue();
+  let m;
   try {
     // A quick first paint, and a plain answer for an unknown show (an
     // EventSource would only see a failed stream).
-    const m = await getJSON(`/v1/shows/${enc(id)}/seats?consistency=STALE`);
+    m = await getJSON(`/v1/shows/${enc(id)}/seats?consistency=STALE`);
     if (show !== v) return;
     titleShow(id, m);
     applySnapshot(m, m.revision);
@@ -338,9 +339,24 @@ async function openShow(id) {
     return;
   }
   openStream(v, 0);
+  if (!listingOf(id)) nameFromCatalog(v, m);
   restoreHolds(v);
   restoreQueue(v);
   renderBooked(v);
+}
+
+// nameFromCatalog titles a show opened by a direct link (nothing was
+// remembered while browsing) from its catalog listing and its city's time
+// zone. A show that is not listed keeps its own title.
+async function nameFromCatalog(v, m) {
+  try {
+    const l = await getJSON(`/v1/shows/${enc(v.id)}/listing`);
+    const city = (await cities()).find((c) => c.city_id === l.city_id);
+    remember({ ...l, time_zone: city && city.time_zone });
+  } catch {
+    return;
+  }
+  if (show === v) titleShow(v.id, m);
 }
 
 function titleShow(id, m) {
