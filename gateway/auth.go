@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -99,28 +98,20 @@ func AdminContext(ctx context.Context, token string) context.Context {
 	return metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", "Bearer "+token))
 }
 
-// peerMethodPrefix names the internal service nodes forward through.
-const peerMethodPrefix = "/seatledger.v1.Peer/"
-
-// peerAuthUnary and peerAuthStream guard the Peer service: it takes raw
-// commands for any group, so only nodes (holding the token, and with peer
-// mutual TLS a node certificate) may call it.
-func (a *Auth) peerAuthUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
+// peerCheck is what the Peer service checks before it decodes a request
+// (decode.go): it takes raw commands for any group, so only nodes (holding
+// the token, and with peer mutual TLS a node certificate) of this node's
+// cluster (shard/cluster.go) may call it.
+func (a *Auth) peerCheck(router *shard.Router) func(context.Context) error {
+	return func(ctx context.Context) error {
 		if err := a.peer(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return h(ctx, req)
-}
-
-func (a *Auth) peerAuthStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	if strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
-		if err := a.peer(ss.Context()); err != nil {
 			return err
 		}
+		if err := router.CheckPeerCall(ctx); err != nil {
+			return peerClusterError(err)
+		}
+		return nil
 	}
-	return h(srv, ss)
 }
 
 // peer checks a Peer service caller: the certificate first (a caller
@@ -143,28 +134,4 @@ func peerCertOK(ctx context.Context, cas []*x509.Certificate) bool {
 	}
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
 	return ok && certs.PeerChain(info.State.VerifiedChains, cas)
-}
-
-// peerClusterUnary and peerClusterStream refuse Peer calls of another
-// cluster, or of none, after peerAuth let them in (shard/cluster.go).
-func peerClusterUnary(router *shard.Router) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
-			if err := router.CheckPeerCall(ctx); err != nil {
-				return nil, peerClusterError(err)
-			}
-		}
-		return h(ctx, req)
-	}
-}
-
-func peerClusterStream(router *shard.Router) grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		if strings.HasPrefix(info.FullMethod, peerMethodPrefix) {
-			if err := router.CheckPeerCall(ss.Context()); err != nil {
-				return peerClusterError(err)
-			}
-		}
-		return h(srv, ss)
-	}
 }

@@ -145,6 +145,15 @@ func peerClusterError(err error) error {
 	return newStatus("OTHER_CLUSTER", err.Error())
 }
 
+// undecodableRequest is the status of a gRPC request message that did not
+// decode (decode.go): the caller sent it, so INVALID_ARGUMENT, never the
+// Internal grpc-go would answer.
+func undecodableRequest(err error) error {
+	return newStatus("INVALID_ARGUMENT", "the request message cannot be decoded: "+err.Error(), &errdetails.BadRequest{
+		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "body", Description: err.Error()}},
+	})
+}
+
 // newStatus builds a status with an ErrorInfo for reason plus details.
 func newStatus(reason, msg string, details ...proto.Message) error {
 	r, ok := reasons[reason]

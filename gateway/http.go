@@ -12,9 +12,7 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -42,27 +40,27 @@ const (
 // Metrics.ServerOptions). The Peer service requires the admin token (auth.go)
 // and a caller of this node's cluster (shard/cluster.go).
 func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption) *grpc.Server {
-	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(grpcMessageBytesMax),
-		// Protobuf, and a watch's shared frames as the bytes they are.
-		grpc.ForceServerCodecV2(watchCodec{encoding.GetCodecV2("proto")}),
+	// Protobuf with undecodable requests recorded (decode.go), and a
+	// watch's shared frames sent as the bytes they are (watchCodec).
+	codec := newRequestCodec()
+	codec.CodecV2 = watchCodec{codec.CodecV2}
+	g := grpc.NewServer(append(append(grpcLimits(), grpc.ForceServerCodecV2(codec),
 		// A pool of goroutines whose stacks have grown serves the calls; a
 		// new goroutine per call grew its stack on every call (copystack was
 		// 13 % of a node's CPU serving seat maps). When all are busy (or
 		// held by Watch streams) a call gets its own goroutine as before.
-		grpc.NumStreamWorkers(grpcStreamWorkers),
-		// The Peer service: authenticate, then check the cluster.
-		grpc.ChainUnaryInterceptor(srv.auth.peerAuthUnary, peerClusterUnary(router)),
-		grpc.ChainStreamInterceptor(srv.auth.peerAuthStream, peerClusterStream(router)),
-		// Ping idle connections, so that a Watch stream to a client that
-		// vanished without closing its connection ends.
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: watchKeepalive, Timeout: watchKeepaliveTimeout})}, opts...)...)
-	ledgerpb.RegisterBookingServer(g, srv)
-	ledgerpb.RegisterPeerServer(g, router.PeerServer())
-	ledgerpb.RegisterAdminServer(g, srv.admin(router))
-	ledgerpb.RegisterCatalogServer(g, srv.catalog(router))
+		grpc.NumStreamWorkers(grpcStreamWorkers)), opts...)...)
+	// Every service answers a request it cannot decode INVALID_ARGUMENT;
+	// the Peer service authenticates and checks the cluster before it
+	// decodes anything (decode.go).
+	reg := guardedServer{Server: g, codec: codec}
+	ledgerpb.RegisterBookingServer(reg, srv)
+	reg.registerChecked(&ledgerpb.Peer_ServiceDesc, srv.auth.peerCheck(router), router.PeerServer())
+	ledgerpb.RegisterAdminServer(reg, srv.admin(router))
+	ledgerpb.RegisterCatalogServer(reg, srv.catalog(router))
 	// Health answers readiness (health.go), as /readyz does.
-	healthpb.RegisterHealthServer(g, readyHealth{router: router})
-	reflection.Register(g)
+	healthpb.RegisterHealthServer(reg, readyHealth{router: router})
+	reflection.Register(reg)
 	return g
 }
 
@@ -113,7 +111,7 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router, cfg 
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", http.MaxBytesHandler(withBodyReader(gw), httpBodyBytesMax))
+	mux.Handle("/v1/", http.MaxBytesHandler(withBodyDeadline(withBodyReader(gw)), httpBodyBytesMax))
 	// Server-Sent Events by hand: grpc-gateway streams newline-delimited
 	// JSON, which no EventSource reads.
 	mux.HandleFunc("GET /v1/shows/{show_id}/events", srv.serveEvents)

@@ -30,9 +30,22 @@ const (
 // Limits of the Mux, named once.
 const (
 	// headerTimeout bounds how long an accepted connection may take to send
-	// its header, its TLS handshake included; a client that sends nothing
-	// must not hold a goroutine and a file descriptor for ever.
+	// its header and the first byte of its first RPC, its TLS handshake
+	// included; a client that sends nothing must not hold a goroutine and
+	// a file descriptor for ever. Raft writes its first RPC right after the
+	// header, and only then is the connection handed to raft, whose
+	// transport gives each connection 512 KiB of buffers: idle connections
+	// cost the Mux a goroutine each, never those.
 	headerTimeout = 5 * time.Second
+
+	// pendingConnsMax caps the connections still in headerTimeout (each a
+	// goroutine and a few KiB); connsMax caps all the Mux's open
+	// connections, those handed to raft included. A connection over either
+	// cap is closed as soon as it is accepted, so a flood costs bounded
+	// memory; a peer dials again. A node's peers open a few connections
+	// per group they share.
+	pendingConnsMax = 1024
+	connsMax        = 4096
 
 	// handshakeLogEvery bounds how often failed TLS handshakes are logged:
 	// a misconfigured peer retries many times a second, and one line a
@@ -104,9 +117,15 @@ func (c *MuxTLS) Validate() error {
 type Mux struct {
 	ln net.Listener
 
-	// headerWait is headerTimeout except in tests, which shorten it. Set
-	// before Serve starts and read-only afterwards.
-	headerWait time.Duration
+	// headerWait is headerTimeout, and pendingMax and openMax are
+	// pendingConnsMax and connsMax, except in tests, which lower them.
+	// Set before Serve starts and read-only afterwards.
+	headerWait          time.Duration
+	pendingMax, openMax int
+
+	// open counts the open connections the Mux accepted: routing, queued,
+	// or handed to a layer and not yet closed (muxConn).
+	open atomic.Int64
 
 	// tls, if set, encrypts every connection; read-only after NewTLSMux.
 	tls *MuxTLS
@@ -158,6 +177,8 @@ func NewMux(ln net.Listener, cluster ClusterID, log *slog.Logger) *Mux {
 	m := &Mux{
 		ln:         ln,
 		headerWait: headerTimeout,
+		pendingMax: pendingConnsMax,
+		openMax:    connsMax,
 		done:       make(chan struct{}),
 		cluster:    cluster,
 		preamble:   encodeClusterPreamble(cluster),
@@ -222,7 +243,8 @@ func (m *Mux) Serve() {
 }
 
 // startRouter registers conn as reading and starts its router goroutine. It
-// reports false, having closed conn, when the Mux is already closed.
+// reports false, having closed conn, when the Mux is already closed. A
+// connection over the caps is closed and counted as rejected.
 func (m *Mux) startRouter(conn net.Conn) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -230,6 +252,11 @@ func (m *Mux) startRouter(conn net.Conn) bool {
 		_ = conn.Close()
 		return false
 	}
+	if len(m.mu.reading) >= m.pendingMax || m.open.Load() >= int64(m.openMax) {
+		m.reject(conn)
+		return true
+	}
+	m.open.Add(1)
 	m.mu.reading[conn] = struct{}{}
 	m.routers.Add(1)
 	go m.route(conn)
@@ -241,36 +268,65 @@ func (m *Mux) startRouter(conn net.Conn) bool {
 // goroutine so the accept loop never blocks on a client.
 func (m *Mux) route(raw net.Conn) {
 	defer m.routers.Done()
-	conn, hdr, err := m.open(raw)
+	conn, hdr, err := m.openConn(raw)
 	l, open := m.finishReading(raw, hdr.group, err == nil)
 	if !open {
 		// Close already closed raw; a shutdown is not the client's fault.
+		m.open.Add(-1)
 		return
 	}
 	if err != nil || l == nil {
 		// The raw connection, not the TLS one: its Close would try to
 		// send close_notify to a client that may not read.
+		m.open.Add(-1)
 		m.reject(raw)
 		return
 	}
 	if hdr.probe {
 		l.answerProbe(conn, raw, m.headerWait)
+		m.open.Add(-1)
 		return
 	}
 	if hdr.incarnation != l.incarnation {
 		// Addressed to another incarnation of this group's replica
 		// (incarnation.go): refused before raft sees a byte of it.
 		l.refuseStale(hdr.incarnation, raw)
+		m.open.Add(-1)
 		m.reject(raw)
 		return
 	}
-	l.deliver(conn)
+	l.deliver(&muxConn{Conn: conn, first: hdr.first, unread: true, mux: m})
 }
 
-// open runs the TLS handshake, if any, and reads the cluster preamble and
-// the header, all before one deadline: a slow handshake must not buy a
-// client more time.
-func (m *Mux) open(raw net.Conn) (net.Conn, muxHeader, error) {
+// muxConn is a connection handed to a layer: the first byte of its first
+// RPC, which the Mux read to know the connection is live, comes first, and
+// its Close frees its place under connsMax.
+type muxConn struct {
+	net.Conn
+	first  byte
+	unread bool // first is still to be read; only raft's reader reads
+	mux    *Mux
+	closed sync.Once
+}
+
+func (c *muxConn) Read(p []byte) (int, error) {
+	if c.unread && len(p) > 0 {
+		c.unread = false
+		p[0] = c.first
+		return 1, nil
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *muxConn) Close() error {
+	c.closed.Do(func() { c.mux.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// openConn runs the TLS handshake, if any, and reads the cluster preamble,
+// the header and (but for a probe) the first byte of the first RPC, all
+// before one deadline: a slow handshake must not buy a client more time.
+func (m *Mux) openConn(raw net.Conn) (net.Conn, muxHeader, error) {
 	if err := raw.SetDeadline(time.Now().Add(m.headerWait)); err != nil {
 		return nil, muxHeader{}, err
 	}
@@ -289,6 +345,13 @@ func (m *Mux) open(raw net.Conn) (net.Conn, muxHeader, error) {
 	hdr, err := readHeader(conn)
 	if err != nil {
 		return nil, muxHeader{}, err
+	}
+	if !hdr.probe {
+		var b [1]byte
+		if _, err := io.ReadFull(conn, b[:]); err != nil {
+			return nil, muxHeader{}, err
+		}
+		hdr.first = b[0]
 	}
 	// raft sets its own deadlines per RPC from here on.
 	if err := raw.SetDeadline(time.Time{}); err != nil {

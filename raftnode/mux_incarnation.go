@@ -39,6 +39,9 @@ type muxHeader struct {
 	group       uint32
 	incarnation uint64
 	probe       bool
+	// first is the first byte after the header (mux.go), read but for a
+	// probe.
+	first byte
 }
 
 // readHeader reads and decodes a header; the caller sets the deadline.

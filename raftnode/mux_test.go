@@ -107,12 +107,18 @@ func acceptWithin(t *testing.T, l net.Listener) net.Conn {
 			t.Fatalf("Accept = %v, want a connection", r.err)
 		}
 		t.Cleanup(func() { _ = r.conn.Close() })
+		expectRead(t, r.conn, testRPCStart)
 		return r.conn
 	case <-time.After(muxTestWait):
 		t.Fatalf("Accept did not return within %v", muxTestWait)
 		return nil
 	}
 }
+
+// testRPCStart stands for the first byte of a raft RPC: the Mux hands a
+// connection to its layer only once it arrives. mustDial writes it and
+// acceptWithin reads it.
+const testRPCStart = "R"
 
 func mustDial(t *testing.T, l raft.StreamLayer, m *Mux) net.Conn {
 	t.Helper()
@@ -121,6 +127,9 @@ func mustDial(t *testing.T, l raft.StreamLayer, m *Mux) net.Conn {
 		t.Fatalf("Dial(%s) = %v, want nil", m.Addr(), err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := io.WriteString(conn, testRPCStart); err != nil {
+		t.Fatalf("Write(first RPC byte) = %v, want nil", err)
+	}
 	return conn
 }
 

@@ -10,6 +10,7 @@ package raftnode
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -117,6 +118,9 @@ func TestMuxTLSRoutesTwoGroups(t *testing.T) {
 	s1 := acceptWithin(t, l1)
 	s2 := acceptWithin(t, l2)
 	for _, c := range []net.Conn{c1, c2, s1, s2} {
+		if mc, ok := c.(*muxConn); ok {
+			c = mc.Conn // the Mux's wrapper of an accepted connection
+		}
 		if _, ok := c.(*tls.Conn); !ok {
 			t.Fatalf("connection is %T, want *tls.Conn", c)
 		}
@@ -229,6 +233,9 @@ func TestMuxTLSServerName(t *testing.T) {
 		t.Fatalf("Dial(%s) with ServerName 127.0.0.1 = %v, want nil", byName, err)
 	}
 	defer c.Close()
+	if _, err := io.WriteString(c, testRPCStart); err != nil {
+		t.Fatalf("Write(first RPC byte) = %v, want nil", err)
+	}
 	s := acceptWithin(t, l)
 	exchange(t, c, s, "by name", "ok")
 }

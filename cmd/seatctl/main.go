@@ -116,6 +116,12 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 		Args:          noSubcommand,
 		RunE:          func(c *cobra.Command, _ []string) error { return c.Help() },
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			// The token is read from the environment here, not as the
+			// flag's default: --help prints defaults, and a secret must
+			// never reach a terminal or a CI log that way.
+			if f := c.Flag("admin-token"); f != nil && !f.Changed {
+				a.token = getenv(adminTokenEnv)
+			}
 			return a.validate()
 		},
 	}
@@ -127,7 +133,7 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 	pf.StringVarP(&a.output, "output", "o", outputTable, "output format: table or json")
 	// etcdctl's name for the same flag, for hands that type it.
 	pf.StringVarP(&a.output, "write-out", "w", outputTable, "output format: table or json (alias of --output)")
-	pf.StringVar(&a.token, "admin-token", getenv(adminTokenEnv), "the cluster's admin token, for admin calls (env "+adminTokenEnv+")")
+	pf.StringVar(&a.token, "admin-token", "", "the cluster's admin token, for admin calls (env "+adminTokenEnv+"; never shown here)")
 	pf.StringVar(&a.tokenFile, "admin-token-file", "", "read the admin token from this file (seatd dev: DATA_DIR/admin.token)")
 	pf.DurationVar(&a.timeout, "timeout", timeoutDefault, "bound on one call; retried steps (membership, writes) get 3x")
 	pf.StringVar(&a.tlsFiles.CAFile, "cacert", getenv(cacertEnv), "speak TLS and verify the nodes with this CA certificate (seatd certgen: ca.pem) (env "+cacertEnv+")")

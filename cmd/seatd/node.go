@@ -215,10 +215,12 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		if clock != nil {
 			mux.Handle("/debug/unsafe/clock", clock)
 		}
-		n.http = &http.Server{Handler: api.HTTP(mux), ReadHeaderTimeout: 10 * time.Second}
+		n.http = gateway.NewHTTPServer(api.HTTP(mux))
+		// A public port: its connections are capped (gateway/limits.go).
+		n.cfg.HTTPLn = gateway.LimitHTTPListener(cfg.HTTPLn)
 	}
 	if cfg.AdminLn != nil {
-		n.admin = &http.Server{Handler: adminHandler(n.gather), ReadHeaderTimeout: 10 * time.Second}
+		n.admin = gateway.NewHTTPServer(adminHandler(n.gather))
 	}
 	if cfg.TLS != nil {
 		// /metrics and pprof are served over TLS too: one rule, every
