@@ -26,7 +26,9 @@ image:
 # The whole test suite, as CI runs it (.ci/run calls exactly this).
 test:
 	$(GO) vet ./...
+	$(GO) vet -tags faults ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -tags faults -run 'Unsafe|Fault|Corrupt' ./fsm/ ./raftnode/ ./cmd/seatd/
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 20x ./...
 
 # Go benchmarks (FSM apply, encode/decode, routing, seat map, proposals),
@@ -78,7 +80,7 @@ dev:
 #   make jepsen ARGS='--seed 42 --nodes 5 --duration 2m --nemesis all'
 # Exits 1 on any violation; the history and report land in jepsen-out/<seed>.
 jepsen:
-	$(GO) run ./cmd/seatjepsen run $(ARGS)
+	$(GO) run -tags faults ./cmd/seatjepsen run $(ARGS)
 
 # The long matrix: every nemesis alone and all together, several seeds, on 5
 # nodes; results appended to docs/JEPSEN-RESULTS.md. Tune with SEEDS= and

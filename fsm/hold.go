@@ -136,7 +136,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	for i, n := range idx {
 		row, _ := l.seat(int(n))
 		h.AmountMinor += l.price(row)
-		if s.seats[n] != nil && !tx.m.unsafe.SkipSeatCheck {
+		if s.seats[n] != nil && !tx.m.unsafe.skipSeatCheck() {
 			violated("S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
 		}
 		tx.putSeat(s, n, h)
@@ -218,7 +218,7 @@ func (tx *txn) untrackHold(h *ledgerpb.HoldRecord) {
 // takenSeats returns the seats owned by a live hold or a booking, and the
 // expired holds (by the log clock) that still sit on some of the seats.
 func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []*ledgerpb.HoldRecord) {
-	if tx.m.unsafe.SkipSeatCheck {
+	if tx.m.unsafe.skipSeatCheck() {
 		return nil, nil
 	}
 	s := tx.m.led.shows[show]
@@ -289,7 +289,7 @@ func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(seat string, n uint1
 			violated("hold %s names unknown seat %s", h.HoldId, id)
 		}
 		if s.seats[n] != h {
-			if tx.m.unsafe.SkipSeatCheck {
+			if tx.m.unsafe.skipSeatCheck() {
 				continue // a later double grant took the seat
 			}
 			violated("S1: seat %s of live hold %s is not held by it", id, h.HoldId)

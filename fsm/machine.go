@@ -53,16 +53,8 @@ type Machine struct {
 	storeReads uint64
 }
 
-// Unsafe switches off safety checks so that the fault harness can prove it
-// catches a wrong server (jepsen/). Nothing sets it in production: seatd does
-// only with --unsafe-broken, and every replica must run the same setting.
-type Unsafe struct {
-	// SkipSeatCheck grants a hold's seats even when another hold owns
-	// them (double grants), with the S1 assertions off.
-	SkipSeatCheck bool
-}
-
-// SetUnsafe switches off safety checks; call it before the first Apply.
+// SetUnsafe switches off safety checks (unsafe_faults.go); call it before
+// the first Apply. Only a fault build (-tags faults) has any to switch off.
 func (m *Machine) SetUnsafe(u Unsafe) { m.unsafe = u }
 
 // OpenDB opens the node's Pebble database that holds every group's state.

@@ -1,3 +1,5 @@
+//go:build faults
+
 // This file proves that fsm.Unsafe{SkipSeatCheck} really breaks S1 (two
 // holds own one seat) without crashing the replica, so that the fault
 // harness's self-test has a wrong server to catch — and that a machine

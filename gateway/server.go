@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -37,10 +36,9 @@ type Server struct {
 	ticketKey ed25519.PrivateKey
 	// auth checks the admin credential of admin calls (auth.go).
 	auth *Auth
-	// unsafeIgnoreRequestID gives every call a fresh request_id, so client
-	// retries apply again (harness self-tests only; set before serving).
-	unsafeIgnoreRequestID bool
-	unsafeSeq             atomic.Uint64
+	// faults are the deliberately wrong behaviours of a fault build
+	// (faults.go; none in a default build).
+	faults faults
 
 	// watches admits and drains Watch streams (watch.go). Its limits are
 	// atomic so that tests may lower them while serving.
@@ -49,10 +47,6 @@ type Server struct {
 	watchKeepalive atomic.Int64 // nanoseconds
 	watchWriteMax  atomic.Int64 // nanoseconds: watchWriteTimeout
 }
-
-// UnsafeIgnoreRequestID breaks exactly-once on purpose: each call gets a
-// fresh request_id. Only for proving the fault harness catches it.
-func (s *Server) UnsafeIgnoreRequestID() { s.unsafeIgnoreRequestID = true }
 
 // NewServer serves the Booking API through router, with the default
 // per-client admission limit.
@@ -82,9 +76,7 @@ func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Comma
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	if s.unsafeIgnoreRequestID {
-		cmd.RequestId = fmt.Sprintf("unsafe-%d-%d", time.Now().UnixNano(), s.unsafeSeq.Add(1))
-	}
+	s.faults.requestID(cmd)
 	res, err := s.router.Propose(ctx, showID, cmd)
 	if err != nil {
 		return nil, routeError(err)

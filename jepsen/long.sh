@@ -13,7 +13,7 @@ NODES=${NODES:-5}
 NEMESES=${NEMESES:-"partition-one partition-leader partition-half partition-ring partition-flap kill-one kill-leader kill-minority kill-all pause-leader clock-skew clock-jump leader-transfer delay loss corrupt-log membership all"}
 OUT=docs/JEPSEN-RESULTS.md
 mkdir -p jepsen-out docs .bin
-go build -o .bin/seatd ./cmd/seatd && go build -o .bin/seatjepsen ./cmd/seatjepsen || exit 2
+go build -tags faults -o .bin/seatd-faults ./cmd/seatd && go build -tags faults -o .bin/seatjepsen ./cmd/seatjepsen || exit 2
 if [ ! -f "$OUT" ]; then
   printf '# Long Jepsen runs\n\nAppended by `make jepsen-long` (jepsen/long.sh). Replay any row with\n`make jepsen ARGS="--seed S --nodes N --duration D --nemesis X"`.\n\n| date | seed | nodes | duration | nemesis | verdict | ops | unavailability |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n' > "$OUT"
 fi
@@ -22,7 +22,7 @@ for nem in $NEMESES; do
   for seed in $SEEDS; do
     dir="jepsen-out/$seed-$nem"
     log="$dir.log"
-    .bin/seatjepsen run --binary .bin/seatd --seed "$seed" --nodes "$NODES" --duration "$DURATION" \
+    .bin/seatjepsen run --binary .bin/seatd-faults --seed "$seed" --nodes "$NODES" --duration "$DURATION" \
       --nemesis "$nem" --dir "$dir" >"$log" 2>&1
     rc=$?
     verdict=PASS; [ $rc -eq 1 ] && verdict=VIOLATION; [ $rc -gt 1 ] && verdict="ERROR($rc)"

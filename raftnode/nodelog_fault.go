@@ -1,3 +1,5 @@
+//go:build faults
+
 package raftnode
 
 import (
@@ -13,8 +15,9 @@ import (
 )
 
 // CorruptLogEntry flips one bit in the data of one entry of one group's
-// log in the node log under dataDir, for the fault harness (jepsen/): the
-// node must be stopped, and must then refuse to start. pick(n) chooses in
+// log in the node log under dataDir, for the fault harness (jepsen/, built
+// with -tags faults: nothing else may break a log): the node must be
+// stopped, and must then refuse to start. pick(n) chooses in
 // [0, n). It returns what it changed.
 func CorruptLogEntry(dataDir string, pick func(n int) int) (string, error) {
 	dirs, err := filepath.Glob(filepath.Join(dataDir, "raft", "group-*"))

@@ -124,7 +124,7 @@ func (r *Router) readOnce(ctx context.Context, req *ledgerpb.ReadRequest, stale 
 			return r.forwardRead(ctx, req, "read")
 		}
 		return resp, err
-	} else if err == nil && r.unsafeStaleReads {
+	} else if err == nil && r.faults.staleReads() {
 		resp, err := r.readLocal(ctx, g, req, false)
 		if err == nil && resp.SeatMap != nil {
 			resp.SeatMap.Consistency = ledgerpb.Consistency_LINEARIZABLE

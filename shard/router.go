@@ -33,10 +33,9 @@ const (
 type Router struct {
 	node *raftnode.Node
 	smap Map
-	// unsafeStaleReads serves linearizable reads from the local replica
-	// without asking the leader (set once before serving; harness
-	// self-tests only).
-	unsafeStaleReads bool
+	// faults are the deliberately wrong behaviours of a fault build
+	// (faults.go; none in a default build).
+	faults faults
 	// peerToken authenticates this node's forwarded calls (set once before
 	// serving).
 	peerToken string
@@ -86,11 +85,6 @@ func NewRouter(node *raftnode.Node, smap Map) *Router {
 	r.mu.forwarders = map[string]*forwarder{}
 	return r
 }
-
-// UnsafeStaleReads makes linearizable reads lie: they are served from this
-// node's replica, however stale, and still labelled linearizable. Only for
-// proving that the fault harness catches stale reads; call before serving.
-func (r *Router) UnsafeStaleReads() { r.unsafeStaleReads = true }
 
 // Map returns the shard map.
 func (r *Router) Map() Map { return r.smap }

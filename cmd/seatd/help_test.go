@@ -44,6 +44,11 @@ func TestHelpExitsZero(t *testing.T) {
 			if stderr.Len() > 0 {
 				t.Errorf("seatd %s %s wrote %q on stderr, want nothing", cmd, help, stderr.String())
 			}
+			// A default build has no test-only flags (issue 20: fault
+			// hooks compile only with -tags faults).
+			if strings.Contains(stdout.String(), "unsafe") {
+				t.Errorf("seatd %s %s lists an unsafe flag in a default build:\n%s", cmd, help, stdout.String())
+			}
 			if left, _ := os.ReadDir(dir); len(left) > 0 {
 				t.Errorf("seatd %s %s left %s in its directory, want nothing written", cmd, help, left[0].Name())
 			}

@@ -60,10 +60,9 @@ type nodeConfig struct {
 	Gather prometheus.Gatherer
 	// AdminLn, if set, serves /debug/pprof/ and /metrics (--admin-http).
 	AdminLn net.Listener
-	// Broken names a deliberately wrong server mode (unsafe.go), "" = none.
-	Broken string
-	// ClockHook serves /debug/unsafe/clock to skew this node's clock.
-	ClockHook bool
+	// Faults are a fault build's deliberately wrong modes and test hooks
+	// (unsafe.go; a default build has none to set).
+	Faults faultConfig
 	// Admission is the per-client write limit; nil means the default.
 	Admission *gateway.Admission
 	// WatchersMax bounds the live seat-map streams this node serves at
@@ -159,12 +158,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	var clock *skewedClock
-	if cfg.ClockHook {
-		clock = &skewedClock{}
-		rc.Now = clock.now
-	}
-	applyBrokenRaft(cfg.Broken, &rc)
+	clock := applyFaultsRaft(cfg.Faults, &rc)
 	rc.TLS = raftTLS(cfg.TLS)
 	rn, err := raftnode.Start(rc)
 	if err != nil {
@@ -198,7 +192,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		srv.SetTicketKey(cfg.TicketKey)
 	}
 	srv.SetWatchersMax(cfg.WatchersMax)
-	applyBrokenServing(cfg.Broken, router, srv)
+	applyFaultsServing(cfg.Faults, router, srv)
 	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, grpcOpts...),
 		done: make(chan struct{}), fatal: make(chan error, 1)}
 	n.gather = cfg.gatherer(reg)

@@ -46,8 +46,7 @@ func runServe(args []string) error {
 	watchersMax := fs.Int("watchers-max", gateway.WatchersMaxDefault, "live seat-map streams (SSE and gRPC Watch) this node serves at once, past which it answers 429 TOO_MANY_WATCHERS; each takes a file descriptor, so raise LimitNOFILE above it (docs/OPERATIONS.md)")
 	clientBurst := fs.Float64("client-burst", gateway.ClientBurstDefault, "writes a client may send at once before --client-rate applies")
 	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
-	unsafeHooks := fs.Bool("unsafe-test-hooks", false, "test only: serve POST /debug/unsafe/clock?offset_ms=N on --http to skew this node's clock")
-	broken := fs.String("unsafe-broken", "", "test only: run a deliberately WRONG server ("+strings.Join(brokenModes, ", ")+") to prove the fault harness catches it")
+	faults := registerFaultFlags(fs)
 	var corsOrigins []string
 	fs.Func("cors-origin", "an origin whose browser pages may call the HTTP API, such as https://tickets.example.com or http://localhost:* (any port); repeat for more", func(o string) error {
 		corsOrigins = append(corsOrigins, o)
@@ -75,7 +74,7 @@ func runServe(args []string) error {
 			return err
 		}
 	}
-	if err := validBroken(*broken); err != nil {
+	if err := faults.Validate(); err != nil {
 		return err
 	}
 	if *clientRate < 0 || *clientBurst < 0 {
@@ -100,7 +99,7 @@ func runServe(args []string) error {
 	base := slog.New(handler)
 	logger := base.With("node", *id)
 	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Join: join, Groups: uint32(*groups), Replicas: *replicas,
-		Logger: base, RaftLogLevel: raftLevel, Broken: *broken, ClockHook: *unsafeHooks, TLS: tlsNode,
+		Logger: base, RaftLogLevel: raftLevel, Faults: *faults, TLS: tlsNode,
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}, WatchersMax: *watchersMax,
 		HTTP: gateway.HTTPConfig{CORS: gateway.CORSConfig{Origins: corsOrigins}}}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
@@ -130,8 +129,8 @@ func runServe(args []string) error {
 	}
 	logTLS(logger, tlsNode, time.Now())
 	warnNoFile(logger, *watchersMax)
-	if *broken != "" || *unsafeHooks {
-		logger.Warn("UNSAFE test options are on: this node is not fit for real bookings", "broken", *broken, "test_hooks", *unsafeHooks)
+	if faults.on() {
+		logger.Warn("UNSAFE test options are on: this node is not fit for real bookings", "broken", faults.Broken, "test_hooks", faults.ClockHook)
 	}
 	if cfg.RaftLn, err = net.Listen("tcp", *raftAddr); err != nil {
 		return err

@@ -1,6 +1,9 @@
+//go:build faults
+
 package main
 
 import (
+	"flag"
 	"fmt"
 	"net/http"
 	"slices"
@@ -26,21 +29,38 @@ const (
 
 var brokenModes = []string{brokenSkipSeatCheck, brokenStaleReads, brokenIgnoreRequestID}
 
-func validBroken(mode string) error {
-	if mode == "" || slices.Contains(brokenModes, mode) {
+// registerFaultFlags adds the fault build's test-only flags to seatd
+// serve's.
+func registerFaultFlags(fs *flag.FlagSet) *faultConfig {
+	f := &faultConfig{}
+	fs.BoolVar(&f.ClockHook, "unsafe-test-hooks", false, "test only: serve POST /debug/unsafe/clock?offset_ms=N on --http to skew this node's clock")
+	fs.StringVar(&f.Broken, "unsafe-broken", "", "test only: run a deliberately WRONG server ("+strings.Join(brokenModes, ", ")+") to prove the fault harness catches it")
+	return f
+}
+
+// Validate reports an unknown broken mode.
+func (f faultConfig) Validate() error {
+	if f.Broken == "" || slices.Contains(brokenModes, f.Broken) {
 		return nil
 	}
-	return fmt.Errorf("--unsafe-broken: unknown mode %q (want one of %s)", mode, strings.Join(brokenModes, ", "))
+	return fmt.Errorf("--unsafe-broken: unknown mode %q (want one of %s)", f.Broken, strings.Join(brokenModes, ", "))
 }
 
-// applyBrokenRaft sets the raft-level part of a broken mode.
-func applyBrokenRaft(mode string, rc *raftnode.Config) {
-	rc.UnsafeFSM = fsm.Unsafe{SkipSeatCheck: mode == brokenSkipSeatCheck}
+// applyFaultsRaft sets the raft-level part of the faults and returns the
+// clock hook's handler, nil without one.
+func applyFaultsRaft(f faultConfig, rc *raftnode.Config) http.Handler {
+	rc.UnsafeFSM = fsm.Unsafe{SkipSeatCheck: f.Broken == brokenSkipSeatCheck}
+	if !f.ClockHook {
+		return nil
+	}
+	clock := &skewedClock{}
+	rc.Now = clock.now
+	return clock
 }
 
-// applyBrokenServing sets the serving part of a broken mode.
-func applyBrokenServing(mode string, router *shard.Router, srv *gateway.Server) {
-	switch mode {
+// applyFaultsServing sets the serving part of a broken mode.
+func applyFaultsServing(f faultConfig, router *shard.Router, srv *gateway.Server) {
+	switch f.Broken {
 	case brokenStaleReads:
 		router.UnsafeStaleReads()
 	case brokenIgnoreRequestID:

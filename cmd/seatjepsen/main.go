@@ -68,7 +68,7 @@ func runTest(args []string) error {
 	fs.DurationVar(&cfg.FaultFor, "fault-for", 4*time.Second, "how long each fault lasts")
 	fs.StringVar(&cfg.Broken, "broken", "", "run a deliberately wrong server (seatd --unsafe-broken): skip-seat-check, stale-reads, ignore-request-id")
 	fs.StringVar(&cfg.Dir, "dir", "", "output directory (default jepsen-out/<seed>)")
-	fs.StringVar(&cfg.Binary, "binary", "", "seatd binary (default: build one)")
+	fs.StringVar(&cfg.Binary, "binary", "", "seatd binary, built with -tags faults (default: build one)")
 	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 300*time.Millisecond, "seatd --heartbeat-timeout")
 	fs.DurationVar(&cfg.ElectionTimeout, "election-timeout", 300*time.Millisecond, "seatd --election-timeout")
 	fs.DurationVar(&cfg.CheckTimeout, "check-timeout", 60*time.Second, "budget for the linearizability search")

@@ -54,7 +54,13 @@ const (
 
 // Build compiles seatd into out (`go build -o out ./cmd/seatd`) from the
 // module root, found by walking up from the working directory to go.mod.
-func Build(ctx context.Context, out string) error {
+func Build(ctx context.Context, out string) error { return build(ctx, out) }
+
+// BuildFaults builds ./cmd/seatd with the faults tag: the test-only flags
+// (--unsafe-test-hooks, --unsafe-broken) exist only in such a build.
+func BuildFaults(ctx context.Context, out string) error { return build(ctx, out, "-tags", "faults") }
+
+func build(ctx context.Context, out string, args ...string) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
@@ -63,7 +69,7 @@ func Build(ctx context.Context, out string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", abs, "./cmd/seatd")
+	cmd := exec.CommandContext(ctx, goTool(), append(append([]string{"build"}, args...), "-o", abs, "./cmd/seatd")...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("proccluster: go build ./cmd/seatd: %w\n%s", err, b)

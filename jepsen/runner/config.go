@@ -176,6 +176,9 @@ func (c *Config) Validate() error {
 		if !slices.Contains(AllNemeses, n) {
 			errs = append(errs, fmt.Errorf("unknown nemesis %q (known: %s)", n, strings.Join(AllNemeses, ", ")))
 		}
+		if n == NemCorruptLog && !corruptLogAvailable {
+			errs = append(errs, errors.New("the corrupt-log nemesis needs a fault build of seatjepsen: go run -tags faults ./cmd/seatjepsen (make jepsen does)"))
+		}
 	}
 	if c.Dir == "" {
 		errs = append(errs, errors.New("dir is required"))

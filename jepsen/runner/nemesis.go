@@ -11,7 +11,6 @@ import (
 
 	"github.com/seatledger/seatledger/jepsen/netproxy"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
-	"github.com/seatledger/seatledger/raftnode"
 )
 
 // step is one fault of the schedule: inject at At, heal at At+For.
@@ -317,10 +316,4 @@ func (n *nemesis) corrupt(ctx context.Context) {
 	}
 	n.dead = append(n.dead, id)
 	n.rec.fault(NemCorruptLog, fmt.Sprintf("%s %s: detected, node refuses to start", id, where))
-}
-
-// corruptLogEntry flips one bit of the data of a random entry of a random
-// group's raft log under dataDir (the node must be stopped).
-func corruptLogEntry(dataDir string, rng *rand.Rand) (string, error) {
-	return raftnode.CorruptLogEntry(dataDir, rng.IntN)
 }

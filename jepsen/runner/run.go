@@ -6,7 +6,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,10 +51,15 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	if _, err := os.Stat(filepath.Join(cfg.Dir, "n1")); err == nil {
 		return nil, fmt.Errorf("%s holds nodes of an earlier run: use a fresh --dir", cfg.Dir)
 	}
+	if cfg.Binary != "" {
+		if err := checkFaultBuild(ctx, cfg.Binary); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Binary == "" {
 		cfg.Binary = filepath.Join(cfg.Dir, "seatd")
 		fmt.Fprintf(log, "jepsen: building seatd into %s\n", cfg.Binary)
-		if err := proccluster.Build(ctx, cfg.Binary); err != nil {
+		if err := proccluster.BuildFaults(ctx, cfg.Binary); err != nil {
 			return nil, err
 		}
 	}
@@ -130,6 +137,16 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 		return res, werr
 	}
 	return res, err
+}
+
+// checkFaultBuild refuses a seatd built without the faults tag: the run
+// needs its test-only flags (clock skew, broken modes).
+func checkFaultBuild(ctx context.Context, binary string) error {
+	out, _ := exec.CommandContext(ctx, binary, "serve", "-h").CombinedOutput()
+	if !strings.Contains(string(out), "unsafe-test-hooks") {
+		return fmt.Errorf("%s is not a fault build of seatd (its serve has no --unsafe-test-hooks): build it with go build -tags faults ./cmd/seatd", binary)
+	}
+	return nil
 }
 
 // newClient is client i of the run, with a connection to every node.

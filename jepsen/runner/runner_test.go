@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	seatdBinary = filepath.Join(dir, "seatd")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	if err := proccluster.Build(ctx, seatdBinary); err != nil {
+	if err := proccluster.BuildFaults(ctx, seatdBinary); err != nil {
 		panic(fmt.Sprintf("build seatd: %v", err))
 	}
 	cancel()
