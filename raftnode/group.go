@@ -118,8 +118,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		return fmt.Errorf("raftnode: open raft state of group %d: %w", g.id, err)
 	}
 	g.store = store
-	// An earlier version kept the group's log in raft.db: group moves it.
-	glog, err := g.node.log.group(g.id, store)
+	glog, err := g.node.log.group(g.id)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: group %d refuses to start on a damaged log (%s): %w", g.id, g.node.log.path, err)

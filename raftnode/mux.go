@@ -630,14 +630,6 @@ func (l *muxLayer) drain() {
 	}
 }
 
-// writeMuxHeader writes the header for group. The write deadline keeps a peer
-// that accepts but never reads from stalling raft's dial; it is cleared
-// because raft sets its own deadlines per RPC.
-func writeMuxHeader(conn net.Conn, group uint32, timeout time.Duration) error {
-	hdr := encodeMuxHeader(group)
-	return writeHeader(conn, hdr[:], timeout)
-}
-
 // writeHeader writes any header (mux_incarnation.go) with that deadline.
 func writeHeader(conn net.Conn, hdr []byte, timeout time.Duration) error {
 	if timeout > 0 {
@@ -649,15 +641,6 @@ func writeHeader(conn net.Conn, hdr []byte, timeout time.Duration) error {
 		return err
 	}
 	return conn.SetWriteDeadline(time.Time{})
-}
-
-// readMuxHeader reads and decodes the header; the caller sets the deadline.
-func readMuxHeader(conn net.Conn) (uint32, error) {
-	var hdr [muxHeaderBytes]byte
-	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
-		return 0, err
-	}
-	return decodeMuxHeader(hdr)
 }
 
 func encodeMuxHeader(group uint32) [muxHeaderBytes]byte {

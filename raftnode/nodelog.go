@@ -120,10 +120,9 @@ func (nl *nodeLog) close() error {
 	return nl.store.Close()
 }
 
-// group opens group id's log: reads its bounds, deletes what a removal
-// left behind, and moves the entries of a log kept in the group's own
-// raft.db by an earlier version (legacy, may be nil) into the node log.
-func (nl *nodeLog) group(id uint32, legacy *raftboltdb.BoltStore) (*groupLog, error) {
+// group opens group id's log: reads its bounds and deletes what a removal
+// left behind.
+func (nl *nodeLog) group(id uint32) (*groupLog, error) {
 	g := &groupLog{nl: nl, id: id, base: uint64(id) << logIndexBits}
 	b, err := g.readBounds()
 	if err != nil {
@@ -136,11 +135,6 @@ func (nl *nodeLog) group(id uint32, legacy *raftboltdb.BoltStore) (*groupLog, er
 		}
 	}
 	g.first, g.last = b.first, b.last
-	if legacy != nil {
-		if err := g.migrate(legacy); err != nil {
-			return nil, err
-		}
-	}
 	return g, nil
 }
 
@@ -453,53 +447,4 @@ func (g *groupLog) remove(lo, hi uint64) error {
 	// Readers stop seeing the range before it goes.
 	g.setBounds(b.first, b.last)
 	return g.nl.store.DeleteRange(g.key(lo), g.key(hi))
-}
-
-// migrate moves the entries of legacy (a group's own raft.db from before the
-// node log) into the node log, then deletes them there. Until the deletion
-// commits, legacy stays the source: a crash in between repeats the move.
-func (g *groupLog) migrate(legacy *raftboltdb.BoltStore) error {
-	first, err := legacy.FirstIndex()
-	if err != nil {
-		return err
-	}
-	last, err := legacy.LastIndex()
-	if err != nil || last == 0 {
-		return err
-	}
-	if _, l := g.bounds(); l != 0 {
-		if err := g.remove(1, logIndexMax); err != nil {
-			return fmt.Errorf("raftnode: clear group %d before moving its log: %w", g.id, err)
-		}
-	}
-	const chunk = 512
-	var b logBounds
-	for lo := first; lo <= last; lo += chunk {
-		var logs []*raft.Log
-		for i := lo; i <= min(last, lo+chunk-1); i++ {
-			l := new(raft.Log)
-			if err := legacy.GetLog(i, l); errors.Is(err, raft.ErrLogNotFound) {
-				continue
-			} else if err != nil {
-				return fmt.Errorf("raftnode: read entry %d of group %d's old log: %w", i, g.id, err)
-			}
-			if b.last == 0 {
-				b.first = i
-			}
-			b.last = i
-			l.Index = g.key(i)
-			logs = append(logs, l)
-		}
-		if len(logs) == 0 {
-			continue
-		}
-		if err := g.nl.store.StoreLogs(append(logs, g.boundsLog(b))); err != nil {
-			return fmt.Errorf("raftnode: move group %d's log: %w", g.id, err)
-		}
-	}
-	g.setBounds(b.first, b.last)
-	if err := legacy.DeleteRange(first, last); err != nil {
-		return fmt.Errorf("raftnode: remove group %d's moved entries from its raft.db: %w", g.id, err)
-	}
-	return nil
 }

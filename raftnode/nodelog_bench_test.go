@@ -46,7 +46,7 @@ func BenchmarkLogAppend8Groups(b *testing.B) {
 		nl.observe = func(n int) { commits.Add(1); appends.Add(int64(n)) }
 		var stores []raft.LogStore
 		for g := range groups {
-			gl, err := nl.group(uint32(g), nil)
+			gl, err := nl.group(uint32(g))
 			if err != nil {
 				b.Fatal(err)
 			}

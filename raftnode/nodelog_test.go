@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 func openTestLog(t *testing.T, path string) *nodeLog {
@@ -33,7 +32,7 @@ func openTestLog(t *testing.T, path string) *nodeLog {
 
 func openTestGroup(t *testing.T, nl *nodeLog, id uint32) *groupLog {
 	t.Helper()
-	g, err := nl.group(id, nil)
+	g, err := nl.group(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +182,7 @@ func TestNodeLogRefusesDamagedBounds(t *testing.T) {
 	if err := nl.store.StoreLogs([]*raft.Log{{Index: g.key(boundsIndex), Data: data}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nl.group(2, nil); !errors.Is(err, ErrCorruptLog) {
+	if _, err := nl.group(2); !errors.Is(err, ErrCorruptLog) {
 		t.Fatalf("opening a group with damaged bounds: %v, want ErrCorruptLog", err)
 	}
 	if err := g.StoreLogs([]*raft.Log{{Index: logIndexMax + 1}}); err == nil {
@@ -313,69 +312,5 @@ func TestNodeLogLingerKeepsRemovalsInOrder(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < nodeLogLinger {
 		t.Fatalf("linger gave up after %v, want at least %v", waited, nodeLogLinger)
-	}
-}
-
-// A group's log kept in its raft.db by an earlier version moves into the
-// node log on open, once, whatever a crash interrupts.
-func TestNodeLogMovesALegacyLog(t *testing.T) {
-	dir := t.TempDir()
-	legacyPath := filepath.Join(dir, "raft.db")
-	legacy, err := raftboltdb.New(raftboltdb.Options{Path: legacyPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed := checkedLogs{legacy}
-	if err := sealed.StoreLogs(entries(5, 40, 1300)); err != nil {
-		t.Fatal(err)
-	}
-	if err := legacy.SetUint64(keyCurrentTerm, 7); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "log.db")
-	nl := openTestLog(t, path)
-	// A first move that a crash cut short: half the entries and their
-	// bounds are in the node log, all of them still in raft.db.
-	g := openTestGroup(t, nl, 5)
-	if err := g.StoreLogs(entries(5, 40, 700)); err != nil {
-		t.Fatal(err)
-	}
-	g, err = nl.group(5, legacy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := checkedLogs{g}
-	if err := checked.verifyAll(); err != nil {
-		t.Fatalf("moved log fails verification: %v", err)
-	}
-	if f, l := g.bounds(); f != 40 || l != 1300 {
-		t.Fatalf("moved log holds [%d, %d], want [40, 1300]", f, l)
-	}
-	var e raft.Log
-	if err := checked.GetLog(1000, &e); err != nil || string(e.Data) != "g5-e1000" {
-		t.Fatalf("GetLog(1000) = %q, %v", e.Data, err)
-	}
-	if last, _ := legacy.LastIndex(); last != 0 {
-		t.Fatalf("raft.db still holds entries up to %d after the move", last)
-	}
-	if term, err := legacy.GetUint64(keyCurrentTerm); err != nil || term != 7 {
-		t.Fatalf("raft.db's term = %d, %v; want 7 kept", term, err)
-	}
-	legacy.Close()
-	nl.close()
-
-	nl = openTestLog(t, path)
-	defer nl.close()
-	legacy, err = raftboltdb.New(raftboltdb.Options{Path: legacyPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer legacy.Close()
-	g, err = nl.group(5, legacy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f, l := g.bounds(); f != 40 || l != 1300 {
-		t.Fatalf("after a restart the log holds [%d, %d], want [40, 1300]", f, l)
 	}
 }

@@ -133,7 +133,7 @@ func watchInto(t *testing.T, r *Router, show string, sink WatchSink) {
 }
 
 func TestFeedEncodesEachChangeOnceForAllWatchers(t *testing.T) {
-	c := startFwdCluster(t, false)
+	c := startFwdCluster(t)
 	hold := feedShow(t, c.lead, "f1")
 	format := &countingFormat{}
 	const watchers, holds = 50, 20
@@ -168,7 +168,7 @@ func TestFeedEncodesEachChangeOnceForAllWatchers(t *testing.T) {
 }
 
 func TestFeedStalledWatcherDelaysNobodyAndCatchesUpFromTheLog(t *testing.T) {
-	c := startFwdCluster(t, false)
+	c := startFwdCluster(t)
 	c.lead.feeds.framesMax = 4 // the ring moves past the stalled watcher
 	hold := feedShow(t, c.lead, "f2")
 	format := &countingFormat{}

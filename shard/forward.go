@@ -2,14 +2,11 @@ package shard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -34,9 +31,7 @@ import (
 // commands of its other groups.
 //
 // Each waiter gets its own answer with Propose's meaning, learns leaders
-// as before, and leaves when its ctx ends whatever the call does. A node
-// that does not know ProposeBatch (an older version) is sent one Propose
-// per command for forwardUnbatchedFor, then asked again.
+// as before, and leaves when its ctx ends whatever the call does.
 
 // Limits of forwarding.
 const (
@@ -55,15 +50,7 @@ const (
 	// forwardCallsMax. Commits take milliseconds; a call this old waits
 	// for a group in trouble.
 	forwardStallAfter = 100 * time.Millisecond
-	// forwardUnbatchedFor is how long a node that answered Unimplemented
-	// to ProposeBatch is sent single Proposes before it is asked again
-	// (it may have been upgraded meanwhile).
-	forwardUnbatchedFor = time.Minute
 )
-
-// errUnbatched tells a waiter that the target does not take batches and
-// that its command was not proposed: send it alone.
-var errUnbatched = errors.New("shard: peer does not take batched commands")
 
 // forwarder batches the commands forwarded to one node.
 type forwarder struct {
@@ -80,8 +67,6 @@ type forwarder struct {
 		// starting counts senders not yet past their first take: they
 		// will take what is queued now, so no other need start.
 		starting int
-		// unbatchedUntil: until then target is sent single Proposes.
-		unbatchedUntil time.Time
 		// closed: the router closed; nothing more is queued or sent.
 		closed bool
 	}
@@ -109,7 +94,7 @@ type forwardState int
 const (
 	forwardQueued    forwardState = iota
 	forwardSent                   // taken into a call: it may be applied
-	forwardAnswered               // answered without being sent (closed, unbatched)
+	forwardAnswered               // answered without being sent (closed)
 	forwardAbandoned              // its waiter left first: never sent
 )
 
@@ -152,12 +137,6 @@ func (f *forwarder) propose(ctx context.Context, req *ledgerpb.ProposeRequest) (
 			o = f.abandon(fw, ctx.Err())
 		}
 	}
-	if errors.Is(o.err, errUnbatched) {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w to %s: not sent: %v", raftnode.ErrUnavailable, errForward, f.target, ctx.Err())
-		}
-		return f.proposeAlone(ctx, req)
-	}
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -172,8 +151,6 @@ func (f *forwarder) enqueue(fw *forward, now time.Time) error {
 	switch {
 	case f.mu.closed:
 		return fmt.Errorf("%w: router closed", raftnode.ErrUnavailable)
-	case now.Before(f.mu.unbatchedUntil):
-		return errUnbatched
 	}
 	f.mu.queue = append(f.mu.queue, fw)
 	if f.mu.starting > 0 || f.youngLocked(now) >= forwardCallsMax {
@@ -243,15 +220,9 @@ func (f *forwarder) take(s *sender, now time.Time) []*forward {
 	}
 	var batch []*forward
 	bytes, i := 0, 0
-	unbatched := now.Before(f.mu.unbatchedUntil)
 	for ; i < len(f.mu.queue) && len(batch) < forwardBatchMax; i++ {
 		fw := f.mu.queue[i]
 		if fw.state == forwardAbandoned {
-			continue
-		}
-		if unbatched {
-			fw.state = forwardAnswered
-			fw.done <- forwardOutcome{err: errUnbatched}
 			continue
 		}
 		if len(batch) > 0 && bytes+fw.bytes > forwardBatchBytesMax {
@@ -305,9 +276,6 @@ func (f *forwarder) send(batch []*forward) {
 	defer cancel()
 	resp, err := client.ProposeBatch(ctx, req)
 	switch {
-	case status.Code(err) == codes.Unimplemented:
-		f.unbatch(time.Now())
-		finish(batch, nil, errUnbatched) // nothing was proposed
 	case err != nil:
 		f.r.learnLeaders(batch, nil)
 		finish(batch, nil, fmt.Errorf("%w: %w to %s: %v", raftnode.ErrOutcomeUnknown, errForward, f.target, err))
@@ -331,32 +299,6 @@ func finish(batch []*forward, resps []*ledgerpb.ProposeResponse, err error) {
 			fw.done <- forwardOutcome{resp: resps[i]}
 		}
 	}
-}
-
-// unbatch sends target single Proposes for a while; the commands queued
-// now go back to their waiters at the next take.
-func (f *forwarder) unbatch(now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.mu.unbatchedUntil = now.Add(forwardUnbatchedFor)
-}
-
-// proposeAlone forwards one command in one Propose call, to a node that
-// does not take batches.
-func (f *forwarder) proposeAlone(ctx context.Context, req *ledgerpb.ProposeRequest) (*ledgerpb.Result, error) {
-	client, err := f.r.peer(f.target)
-	if err != nil {
-		f.r.setHint(req.GroupId, "")
-		return nil, err
-	}
-	f.r.observeForward(1)
-	resp, err := client.Propose(ctx, req)
-	if err != nil {
-		f.r.setHint(req.GroupId, "")
-		return nil, fmt.Errorf("%w: %w to %s: %v", raftnode.ErrOutcomeUnknown, errForward, f.target, err)
-	}
-	f.r.setHint(req.GroupId, resp.LeaderId)
-	return resp.Result, forwardErr(resp.Status, resp.Message)
 }
 
 // close fails the queued commands (never sent) and stops all sending.

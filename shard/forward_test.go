@@ -68,9 +68,8 @@ type fwdCluster struct {
 	}
 }
 
-// startFwdCluster starts the two nodes. With old, n1's gRPC server knows
-// only Propose and Read of the Peer service, as a node of an older version.
-func startFwdCluster(t *testing.T, old bool) *fwdCluster {
+// startFwdCluster starts the two nodes.
+func startFwdCluster(t *testing.T) *fwdCluster {
 	t.Helper()
 	c := &fwdCluster{t: t, reg: prometheus.NewRegistry()}
 	c.mu.calls, c.mu.commands = map[string]int{}, map[string]int{}
@@ -114,13 +113,7 @@ func startFwdCluster(t *testing.T, old bool) *fwdCluster {
 		c.via = r
 	}
 	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(c.intercept))
-	if old {
-		desc := ledgerpb.Peer_ServiceDesc
-		desc.Methods = slices.DeleteFunc(slices.Clone(desc.Methods), func(m grpc.MethodDesc) bool { return m.MethodName == "ProposeBatch" })
-		gs.RegisterService(&desc, c.lead.PeerServer())
-	} else {
-		ledgerpb.RegisterPeerServer(gs, c.lead.PeerServer())
-	}
+	ledgerpb.RegisterPeerServer(gs, c.lead.PeerServer())
 	go gs.Serve(grpcLn)
 	t.Cleanup(gs.Stop)
 	for g := range uint32(fwdGroups) {
@@ -272,7 +265,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestForwardBatchesConcurrentCommands(t *testing.T) {
-	c := startFwdCluster(t, false)
+	c := startFwdCluster(t)
 	holds := fwdHolds(c.shows("batch"), 200)
 	// Hold the calls until every command is in one or queued, so that the
 	// test does not depend on how fast this machine starts goroutines.
@@ -316,7 +309,7 @@ func TestForwardBatchesConcurrentCommands(t *testing.T) {
 }
 
 func TestForwardTransportFailureIsUnknownThenExactlyOnce(t *testing.T) {
-	c := startFwdCluster(t, false)
+	c := startFwdCluster(t)
 	holds := fwdHolds(c.shows("cut"), 40)
 	// While armed, every ProposeBatch call is applied on n1 and then cut
 	// in transit: the answers n1 made are lost on the way back. first
@@ -385,7 +378,7 @@ func TestForwardTransportFailureIsUnknownThenExactlyOnce(t *testing.T) {
 }
 
 func TestForwardWaiterLeavesAlone(t *testing.T) {
-	c := startFwdCluster(t, false)
+	c := startFwdCluster(t)
 	holds := fwdHolds(c.shows("leave"), 2)
 	open, held := make(chan struct{}), &atomic.Int64{}
 	c.setHook(gate(open, held))
@@ -432,30 +425,8 @@ func TestForwardWaiterLeavesAlone(t *testing.T) {
 	}
 }
 
-func TestForwardToNodeWithoutBatches(t *testing.T) {
-	c := startFwdCluster(t, true)
-	holds := fwdHolds(c.shows("old"), 30)
-	concurrently(len(holds), func(i int) {
-		ctx, cancel := context.WithTimeout(t.Context(), fwdWait)
-		defer cancel()
-		if res, err := c.via.Propose(ctx, holds[i].show, holds[i].cmd); err != nil || res.Code != ledgerpb.Code_CODE_OK || res.Replayed {
-			t.Errorf("Hold %s through a node without ProposeBatch = %v, %v, want OK", holds[i].cmd.RequestId, res, err)
-		}
-	})
-	if calls, commands := c.served(ledgerpb.Peer_Propose_FullMethodName); calls != len(holds) || commands != len(holds) {
-		t.Errorf("n1 served %d Propose calls, want %d (one per command)", calls, len(holds))
-	}
-	f, _ := c.via.forwarder("n1")
-	f.mu.Lock()
-	until := f.mu.unbatchedUntil
-	f.mu.Unlock()
-	if time.Until(until) <= 0 || time.Until(until) > forwardUnbatchedFor {
-		t.Errorf("n1 is sent single Proposes until %v, want within the next %v", until, forwardUnbatchedFor)
-	}
-}
-
 func TestProposeBatchAnswersLikePropose(t *testing.T) {
-	c := startFwdCluster(t, false)
+	c := startFwdCluster(t)
 	shows := c.shows("serve")
 	conn, err := grpc.NewClient(c.leadAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
