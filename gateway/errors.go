@@ -82,7 +82,7 @@ var reasons = map[string]rule{
 	"CLUSTER_ID_REQUIRED": {codes.FailedPrecondition, http.StatusPreconditionFailed, "a Peer call without the cluster id (nodes send it; see docs/OPERATIONS.md)"},
 	"OTHER_CLUSTER":       {codes.FailedPrecondition, http.StatusPreconditionFailed, "a Peer call from a node of another cluster"},
 	"NOT_LEADER":          {codes.Unavailable, http.StatusServiceUnavailable, "no leader can take the request now: retry (with the same request_id) after Retry-After; ErrorDetail.leader_hint may name the leader"},
-	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable, "the shard has no quorum or leader now, or the node is shutting down: retry after Retry-After"},
+	"UNAVAILABLE":         {codes.Unavailable, http.StatusServiceUnavailable, "the shard has no quorum or leader now, this node is cut off from the shard's replicas, or the node is shutting down: retry after Retry-After, at another node if you can (a write with the same request_id)"},
 	"OUTCOME_UNKNOWN":     {codes.Unavailable, http.StatusServiceUnavailable, "the write may or may not have been applied: retry with the same request_id, never a new one"},
 	"DEADLINE_EXCEEDED":   {codes.DeadlineExceeded, http.StatusGatewayTimeout, "the call took longer than its deadline; a write's outcome is unknown: retry with the same request_id"},
 	"CANCELED":            {codes.Canceled, 499, "the caller went away"},
@@ -297,6 +297,10 @@ func routeError(err error) error {
 		return newStatus("OUTCOME_UNKNOWN", "the outcome is unknown: retry with the same request_id", retry)
 	case errors.Is(err, raftnode.ErrNotLeader):
 		return newStatus("NOT_LEADER", "no leader can take the request now: retry", retry)
+	case errors.Is(err, raftnode.ErrNoLeader):
+		// Failed fast (DESIGN 4): nothing was appended, and waiting at
+		// this node would only wait out its partition.
+		return newStatus("UNAVAILABLE", "this node has known no leader of the shard for two election timeouts (cut off from its peers, or the shard has no quorum): retry at another node", retry)
 	case errors.Is(err, raftnode.ErrUnavailable):
 		return newStatus("UNAVAILABLE", "the shard has no quorum or leader now: retry", retry)
 	case errors.Is(err, context.DeadlineExceeded):

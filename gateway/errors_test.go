@@ -103,6 +103,7 @@ func TestRouteErrorTable(t *testing.T) {
 	}{
 		{raftnode.ErrNotLeader, "NOT_LEADER", http.StatusServiceUnavailable},
 		{raftnode.ErrUnavailable, "UNAVAILABLE", http.StatusServiceUnavailable},
+		{fmt.Errorf("x: %w", raftnode.ErrNoLeader), "UNAVAILABLE", http.StatusServiceUnavailable},
 		{fmt.Errorf("x: %w", raftnode.ErrOutcomeUnknown), "OUTCOME_UNKNOWN", http.StatusServiceUnavailable},
 		{shard.ErrShowNotFound, "SHOW_NOT_FOUND", http.StatusNotFound},
 		{shard.ErrHoldNotFound, "HOLD_NOT_FOUND", http.StatusNotFound},

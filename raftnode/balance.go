@@ -147,7 +147,8 @@ func (g *Group) serverAddr(node string) string {
 }
 
 // watchHeartbeats tracks, while this replica leads, which followers its
-// heartbeats fail to reach (raft's observations).
+// heartbeats fail to reach, and when it last knew a leader (raft's
+// observations).
 func (g *Group) watchHeartbeats(obs <-chan raft.Observation) {
 	defer g.wg.Done()
 	for {
@@ -163,6 +164,7 @@ func (g *Group) watchHeartbeats(obs <-chan raft.Observation) {
 				delete(g.hb.down, NodeOf(d.PeerID))
 			case raft.LeaderObservation:
 				clear(g.hb.down) // a new term: the new leader observes afresh
+				g.leaderless.observe(d.LeaderID != "")
 				if d.LeaderID != "" {
 					g.metrics.leaderChanges.Inc()
 				}

@@ -17,6 +17,11 @@ var (
 	// ErrUnavailable: the group cannot take commands now (shutting down,
 	// overloaded, or no leader); nothing was appended.
 	ErrUnavailable = errors.New("raftnode: unavailable")
+	// ErrNoLeader: this replica has known no leader of the group for
+	// leaderlessTimeouts election timeouts (cut off from its peers, or the
+	// group has no quorum); nothing was appended. Retry at another node:
+	// waiting here would only wait out the partition.
+	ErrNoLeader = errors.New("raftnode: no leader known")
 	// ErrUnknownGroup: this node hosts no replica of the group.
 	ErrUnknownGroup = errors.New("raftnode: group not hosted here")
 )

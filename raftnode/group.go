@@ -63,6 +63,9 @@ type Group struct {
 	// ready (capacity 1) wakes the expiry driver when this replica becomes
 	// a ready leader (expiry.go).
 	ready chan struct{}
+	// leaderless says how long this replica has known no leader
+	// (leaderless.go).
+	leaderless leaderWatch
 }
 
 // startGroup starts this node's replica of a group. bootstrap is the
@@ -94,6 +97,8 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 		return nil, fmt.Errorf("raftnode: group %d: %w", id, err)
 	}
 	g.self = replicaID(n.cfg.NodeID, g.incarnation)
+	// Before raft starts: its first leader observation must find the clock.
+	g.leaderless.start()
 	if mark := filepath.Join(dir, catchUpFile); exists(mark) {
 		g.catchUp.on.Store(true)
 		g.catchUp.floor = lastTerm(mark)

@@ -113,15 +113,25 @@ func (r *Router) SeatCounts(ctx context.Context, showIDs []string) map[string]*l
 
 // browse sends a browse read to a replica that can serve it: this node's
 // when it is fresh enough, else the one the leader hint names, retrying
-// until ctx ends.
+// until ctx ends, or until this node's replica has known no leader for a
+// while (checkLeader): a linearizable read then fails before it is tried,
+// a bounded-stale one once this replica could not serve it.
 func (r *Router) browse(ctx context.Context, req *ledgerpb.ReadRequest) (*ledgerpb.ReadResponse, error) {
 	for backoff := retryBackoffMin; ; backoff = min(2*backoff, retryBackoffMax) {
+		if req.Linearizable {
+			if err := r.checkLeader(req.GroupId); err != nil {
+				return nil, err
+			}
+		}
 		resp, err := r.browseOnce(ctx, req)
 		if err == nil {
 			return resp, browseErr(resp)
 		}
 		if !retryable(err) && !errors.Is(err, raftnode.ErrStale) {
 			return nil, err
+		}
+		if lerr := r.checkLeader(req.GroupId); lerr != nil {
+			return nil, fmt.Errorf("%w (%v)", lerr, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -77,16 +77,28 @@ func (r *Router) read(ctx context.Context, req *ledgerpb.ReadRequest, c ledgerpb
 	return r.readGroup(ctx, req, c)
 }
 
-// readGroup reads from req.GroupId.
+// readGroup reads from req.GroupId. Where this node's replica has known no
+// leader for a while (checkLeader), a linearizable read fails fast with
+// raftnode.ErrNoLeader; a stale read is still served from the replica, and
+// fails so only when the replica cannot serve it alone (a show it does not
+// have, readOnce).
 func (r *Router) readGroup(ctx context.Context, req *ledgerpb.ReadRequest, c ledgerpb.Consistency) (*ledgerpb.ReadResponse, error) {
 	stale := c == ledgerpb.Consistency_STALE
 	for backoff := retryBackoffMin; ; backoff = min(2*backoff, retryBackoffMax) {
+		if !stale {
+			if err := r.checkLeader(req.GroupId); err != nil {
+				return nil, err
+			}
+		}
 		resp, err := r.readOnce(ctx, req, stale)
 		if err == nil {
 			return resp, readErr(resp)
 		}
 		if !retryable(err) {
 			return nil, err
+		}
+		if lerr := r.checkLeader(req.GroupId); lerr != nil {
+			return nil, fmt.Errorf("%w (%v)", lerr, err)
 		}
 		select {
 		case <-ctx.Done():

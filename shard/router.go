@@ -149,12 +149,21 @@ func (r *Router) observeForward(commands int) {
 // carry (client_id, request_id), so a command whose outcome is unknown can be
 // retried here, at whichever node leads now: the FSM returns the first
 // outcome again. It gives up when ctx ends: ErrOutcomeUnknown if some attempt
-// may have been appended, else ErrUnavailable.
+// may have been appended, else ErrUnavailable. It gives up at once when this
+// node's replica has known no leader for a while (checkLeader): with
+// raftnode.ErrNoLeader, or ErrOutcomeUnknown if an earlier attempt may have
+// been appended.
 func (r *Router) Propose(ctx context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
 	group := r.smap.GroupFor(showID)
 	uncertain := false
 	var last error
 	for backoff := retryBackoffMin; ; backoff = min(2*backoff, retryBackoffMax) {
+		if err := r.checkLeader(group); err != nil {
+			if uncertain {
+				return nil, fmt.Errorf("%w: %v (after %v)", raftnode.ErrOutcomeUnknown, err, last)
+			}
+			return nil, err
+		}
 		res, err := r.proposeOnce(ctx, group, cmd)
 		if err == nil {
 			return res, nil
@@ -177,6 +186,21 @@ func (r *Router) Propose(ctx context.Context, showID string, cmd *ledgerpb.Comma
 	}
 }
 
+// checkLeader fails fast for a group whose replica here has known no leader
+// for two election timeouts (raftnode.Group.CheckLeader): this node is cut
+// off from the group or the group has no quorum, and a client does better
+// at another node than waiting here. A group not hosted here is not
+// checked: its calls are forwarded, and a forward's failure says enough.
+func (r *Router) checkLeader(group uint32) error {
+	g, err := r.node.Group(group)
+	if err != nil {
+		return nil
+	}
+	return g.CheckLeader()
+}
+
+// retryable reports whether a call may be tried again here after err.
+// raftnode.ErrNoLeader is not: it means go elsewhere.
 func retryable(err error) bool {
 	return errors.Is(err, raftnode.ErrNotLeader) || errors.Is(err, raftnode.ErrOutcomeUnknown) ||
 		errors.Is(err, raftnode.ErrUnavailable) || errors.Is(err, errForward)
