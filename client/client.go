@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,14 +121,29 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 func (c *Client) Booking() ledgerpb.BookingClient { return ledgerpb.NewBookingClient(c) }
 
 // Invoke sends a unary call to the leader of its show's group when the
-// table knows it, else to a seed. A call that finds no leader asks for a
-// new table.
+// table knows it, else to a seed. A call that finds no leader (a node cut
+// off from its group answers Unavailable at once) forgets that route, so
+// the caller's retry goes to a seed, and asks for a new table.
 func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	err := c.connFor(args).Invoke(ctx, method, args, reply, opts...)
+	cc, t, group := c.route(args)
+	err := cc.Invoke(ctx, method, args, reply, opts...)
 	if status.Code(err) == codes.Unavailable {
+		if t != nil {
+			c.forget(t, group, cc)
+		}
 		c.askRefresh()
 	}
 	return err
+}
+
+// forget drops group's route from table t if it still names cc.
+func (c *Client) forget(t *table, group uint32, cc *grpc.ClientConn) {
+	if t.leaders[group] != cc {
+		return
+	}
+	n := &table{groups: t.groups, leaders: slices.Clone(t.leaders)}
+	n.leaders[group] = nil
+	c.table.CompareAndSwap(t, n) // a newer table wins
 }
 
 // NewStream opens a stream on a seed.
@@ -146,15 +162,18 @@ func showOf(args any) string {
 	return ""
 }
 
-func (c *Client) connFor(args any) *grpc.ClientConn {
+// route picks the connection for a call: its show's leader, with the
+// table and group that named it, else a seed (t nil).
+func (c *Client) route(args any) (cc *grpc.ClientConn, t *table, group uint32) {
 	if show := showOf(args); show != "" {
 		if t := c.table.Load(); t != nil {
-			if cc := t.leaders[GroupFor(show, t.groups)]; cc != nil {
-				return cc
+			group := GroupFor(show, t.groups)
+			if cc := t.leaders[group]; cc != nil {
+				return cc, t, group
 			}
 		}
 	}
-	return c.seed()
+	return c.seed(), nil, 0
 }
 
 func (c *Client) seed() *grpc.ClientConn {

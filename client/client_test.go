@@ -179,3 +179,22 @@ func forwarded(t *testing.T, c *proccluster.Cluster) float64 {
 	}
 	return sum
 }
+
+// A route that answered Unavailable is forgotten at once: the retry goes
+// to a seed, not to the node that just refused.
+func TestUnavailableForgetsTheRoute(t *testing.T) {
+	c := &Client{}
+	cc := &grpc.ClientConn{}
+	t0 := &table{groups: 2, leaders: []*grpc.ClientConn{cc, cc}}
+	c.table.Store(t0)
+	c.forget(t0, 1, cc)
+	if got := c.table.Load(); got.leaders[1] != nil || got.leaders[0] != cc || t0.leaders[1] != cc {
+		t.Errorf("after forget(1): leaders %v (old table %v), want group 1 dropped in a new table", got.leaders, t0.leaders)
+	}
+	newer := &table{groups: 2, leaders: []*grpc.ClientConn{cc, cc}}
+	c.table.Store(newer)
+	c.forget(t0, 0, cc) // a stale table must not undo a refresh
+	if c.table.Load() != newer {
+		t.Error("forget on a stale table replaced the newer one")
+	}
+}
