@@ -11,6 +11,7 @@ package raftnode
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -301,4 +302,30 @@ func TestAddVoterRefusesWhileAnEarlierIncarnationIsMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	addBack(t, tc, leader, fresh)
+}
+
+// A replica joins as a non-voter and is made a voter only once its log
+// holds what was committed when it joined (as CockroachDB adds learners):
+// when AddVoter returns, it has caught up.
+func TestAddVoterWaitsForTheLearner(t *testing.T) {
+	tc := startTestCluster(t, nil)
+	leader, li := tc.leader()
+	mustPropose(t, leader, testShow())
+	for i := 0; i < 200; i++ {
+		mustPropose(t, leader, holdCmd(fmt.Sprintf("c%d", i), "r", 0, fmt.Sprintf("%c%d", 'A'+i/50, i%50+1)))
+	}
+	fresh := (li + 1) % 3
+	g := rehost(t, tc, leader, fresh)
+	committed := leader.Raft().CommitIndex()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := leader.AddVoter(ctx, tc.peers[fresh].ID); err != nil {
+		t.Fatalf("AddVoter = %v", err)
+	}
+	if last := g.Raft().LastIndex(); last < committed {
+		t.Errorf("the new replica holds index %d when it became a voter, the group had committed %d", last, committed)
+	}
+	if !leader.isVoter(g.self) {
+		t.Errorf("%s is not a voter after AddVoter", g.self)
+	}
 }

@@ -86,6 +86,9 @@ var (
 	// ErrOtherIncarnation: the group's configuration names another
 	// incarnation of the node than the replica it hosts (membership.go).
 	ErrOtherIncarnation = errors.New("raftnode: the group names another replica of this node")
+	// ErrNotCaughtUp is a replica added as a non-voter that did not catch
+	// up with its leader in time: it was not made a voter.
+	ErrNotCaughtUp = errors.New("raftnode: the new replica has not caught up")
 )
 
 // HostGroup starts an empty replica of group id on this node, under a new
@@ -263,8 +266,60 @@ func (g *Group) AddVoter(ctx context.Context, id string) error {
 	if cur, ok := g.memberID(id); ok && cur != sid {
 		return fmt.Errorf("%w: group %d names %s, the node hosts %s", ErrOtherIncarnation, g.id, cur, sid)
 	}
-	return g.raft.AddVoter(sid, raft.ServerAddress(withIncarnation(peer.RaftAddr, inc)), 0, membershipTimeout).Error()
+	addr := raft.ServerAddress(withIncarnation(peer.RaftAddr, inc))
+	if !g.isVoter(sid) {
+		// A learner first, as CockroachDB adds replicas: it takes the log
+		// (or a snapshot) without counting toward any quorum, and votes
+		// only once it holds what was committed when it joined.
+		if err := g.raft.AddNonvoter(sid, addr, 0, timeout).Error(); err != nil {
+			return fmt.Errorf("raftnode: add %s to group %d as a non-voter: %w", id, g.id, err)
+		}
+		if err := g.waitCaughtUp(ctx, sid, timeout); err != nil {
+			return err
+		}
+	}
+	return g.raft.AddVoter(sid, addr, 0, timeout).Error()
 }
+
+// isVoter reports whether server sid votes in the group's configuration.
+func (g *Group) isVoter(sid raft.ServerID) bool {
+	f := g.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == sid {
+			return s.Suffrage == raft.Voter
+		}
+	}
+	return false
+}
+
+// waitCaughtUp waits until server sid's log holds the leader's commit
+// index as it was when the wait began (its AppendEntries answers tell:
+// followerProgress), within timeout.
+func (g *Group) waitCaughtUp(ctx context.Context, sid raft.ServerID, timeout time.Duration) error {
+	target := g.raft.CommitIndex()
+	deadline := time.Now().Add(timeout)
+	for g.metrics.followers.lastIndex(sid) < target {
+		if !g.IsLeader() {
+			return ErrNotLeader
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: replica %s of group %d holds index %d of %d after %v; it stays a non-voter until it is added again",
+				ErrNotCaughtUp, sid, g.id, g.metrics.followers.lastIndex(sid), target, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(catchUpPoll):
+		}
+	}
+	return nil
+}
+
+// catchUpPoll is how often waitCaughtUp looks at a learner's progress.
+const catchUpPoll = 20 * time.Millisecond
 
 // RemoveVoter removes node id's replica, whatever its incarnation, from the
 // group; call it on the leader.
