@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -118,6 +119,22 @@ func (a *Auth) backend(ctx context.Context) (ok bool, err error) {
 		}
 	}
 	return false, newStatus("CREDENTIAL_INVALID", "the bearer token is neither this cluster's backend key nor its admin token")
+}
+
+// client reports an error unless ctx carries a backend credential or
+// proof proves client (proof.go): what listing a client's bookings needs.
+func (a *Auth) client(ctx context.Context, client, proof string, now time.Time) error {
+	ok, err := a.backend(ctx)
+	if ok || err != nil {
+		return err
+	}
+	if proof == "" {
+		return newStatus("CREDENTIAL_REQUIRED", "listing a client's bookings needs the backend key (authorization: Bearer <key>) or the client's client_proof")
+	}
+	if err := checkClientProof(a.backendKey, client, proof, now); err != nil {
+		return newStatus("CREDENTIAL_INVALID", err.Error())
+	}
+	return nil
 }
 
 // bearer returns the token of the incoming authorization metadata.

@@ -2,7 +2,9 @@
 // with a backend key (docs/API.md, "Credentials"): a hold read by id alone
 // answers state, seats and expiry but no owner or payment, while the hold
 // token, the backend key or the admin token read them; a bearer that is
-// none of these is 403.
+// none of these is 403. Listing a client's bookings needs the backend key,
+// the admin token or the client's proof: without one it is 401, with
+// another client's proof 403.
 package main
 
 import (
@@ -10,6 +12,9 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/seatledger/seatledger/gateway"
 )
 
 const testBackendKey = "test-backend-key-0123456789"
@@ -81,5 +86,31 @@ func TestClusterPrivateHoldReads(t *testing.T) {
 	}
 	if code, h := getAs(t, url, "guessed-key-0123456789"); code != http.StatusForbidden || reason(h) != "CREDENTIAL_INVALID" {
 		t.Errorf("GET hold with a guessed bearer = %d %v, want 403 CREDENTIAL_INVALID", code, h)
+	}
+
+	list := base + "/v1/clients/pia/bookings"
+	proof := gateway.ClientProof(testBackendKey, "pia", time.Now().Add(time.Hour))
+	for _, tt := range []struct{ name, url, bearer string }{
+		{"the client's proof", list + "?client_proof=" + proof, ""},
+		{"the backend key", list, testBackendKey},
+		{"the admin token", list, testAdminToken},
+	} {
+		code, b := getAs(t, tt.url, tt.bearer)
+		bs, _ := b["bookings"].([]any)
+		if code != http.StatusOK || len(bs) != 1 || bs[0].(map[string]any)["payment_ref"] != "pay-9" {
+			t.Errorf("GET pia's bookings with %s = %d %v, want the one booking with its payment", tt.name, code, b)
+		}
+	}
+	for _, tt := range []struct {
+		name, url string
+		code      int
+		reason    string
+	}{
+		{"nothing", list, http.StatusUnauthorized, "CREDENTIAL_REQUIRED"},
+		{"another client's proof", base + "/v1/clients/pat/bookings?client_proof=" + proof, http.StatusForbidden, "CREDENTIAL_INVALID"},
+	} {
+		if code, b := getAs(t, tt.url, ""); code != tt.code || reason(b) != tt.reason {
+			t.Errorf("GET bookings with %s = %d %v, want %d %s", tt.name, code, b, tt.code, tt.reason)
+		}
 	}
 }

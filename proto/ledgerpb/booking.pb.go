@@ -2996,7 +2996,11 @@ type ListBookingsRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// At most this many per raft group (default 100, at most 1000).
-	PageSize      uint32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageSize uint32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// A proof from the booking backend that the caller is this client
+	// (docs/API.md, "Credentials"): SLC1.<expires_at_ms>.<mac>. Without it
+	// the call needs the backend key or the admin token as a bearer token.
+	ClientProof   string `protobuf:"bytes,3,opt,name=client_proof,json=clientProof,proto3" json:"client_proof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3043,6 +3047,13 @@ func (x *ListBookingsRequest) GetPageSize() uint32 {
 		return x.PageSize
 	}
 	return 0
+}
+
+func (x *ListBookingsRequest) GetClientProof() string {
+	if x != nil {
+		return x.ClientProof
+	}
+	return ""
 }
 
 type ListBookingsResponse struct {
@@ -3652,10 +3663,11 @@ const file_booking_proto_rawDesc = "" +
 	"\x06qr_url\x18\b \x01(\tR\x05qrUrl\"s\n" +
 	"\rBookingDetail\x121\n" +
 	"\abooking\x18\x01 \x01(\v2\x17.seatledger.v1.HoldInfoR\abooking\x12/\n" +
-	"\atickets\x18\x02 \x03(\v2\x15.seatledger.v1.TicketR\atickets\"O\n" +
+	"\atickets\x18\x02 \x03(\v2\x15.seatledger.v1.TicketR\atickets\"r\n" +
 	"\x13ListBookingsRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1b\n" +
-	"\tpage_size\x18\x02 \x01(\rR\bpageSize\"i\n" +
+	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12!\n" +
+	"\fclient_proof\x18\x03 \x01(\tR\vclientProof\"i\n" +
 	"\x14ListBookingsResponse\x123\n" +
 	"\bbookings\x18\x01 \x03(\v2\x17.seatledger.v1.HoldInfoR\bbookings\x12\x1c\n" +
 	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\x15\n" +
