@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -23,6 +24,16 @@ import (
 // token authenticates nodes to each other when they forward (Peer), so every
 // node must be started with the same one. An empty token turns the check
 // off, for test clusters started with --insecure-no-auth.
+//
+// Backend credential. Reads that reveal who owns a hold or what was paid
+// (GetHold's client_id and payment_ref, ListBookings) are the booking
+// site's backend's business, not a fan's: they need the hold's own token,
+// or a backend credential as "authorization: Bearer <key>". The backend
+// key (seatd serve --backend-key-file) is that credential, as seats.io's
+// secret key is; the admin token also counts, so operators (seatctl) and
+// the fault harness read everything. The backend key is separate from the
+// admin token because a booking site's servers face the internet: a leaked
+// backend key exposes bookings, never the Admin or Peer services.
 
 // AdminTokenLenMin bounds how short a configured admin token may be.
 const AdminTokenLenMin = 16
@@ -32,6 +43,9 @@ const AdminTokenLenMin = 16
 // Set before serving and read-only afterwards.
 type Auth struct {
 	token string
+	// backendKey, if set, is a second bearer credential that allows the
+	// private reads (backend) but no admin call.
+	backendKey string
 	// peerCAs, if set, make the Peer service require a client certificate
 	// verified by the TLS handshake and rooted in one of them.
 	peerCAs []*x509.Certificate
@@ -39,6 +53,9 @@ type Auth struct {
 
 // NewAuth checks nothing when token is empty.
 func NewAuth(token string) *Auth { return &Auth{token: token} }
+
+// SetBackendKey sets the backend key (see above); call before serving.
+func (a *Auth) SetBackendKey(key string) { a.backendKey = key }
 
 // RequirePeerCert makes the Peer service refuse callers whose TLS client
 // certificate is not a node certificate chaining to one of cas (seatd serve
@@ -77,6 +94,45 @@ func (a *Auth) admin(ctx context.Context) error {
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) != 1 {
 		return newStatus("ADMIN_TOKEN_INVALID", "the admin token is not this cluster's")
+	}
+	return nil
+}
+
+// open reports whether no credential is configured (--insecure-no-auth):
+// then every read is answered in full.
+func (a *Auth) open() bool { return a == nil || (a.token == "" && a.backendKey == "") }
+
+// backend reports whether ctx carries a backend credential (the backend
+// key or the admin token): ok false without a bearer token, an error with
+// one that is neither. With no credential configured anyone is a backend.
+func (a *Auth) backend(ctx context.Context) (ok bool, err error) {
+	if a.open() {
+		return true, nil
+	}
+	got, present := bearer(ctx)
+	if !present {
+		return false, nil
+	}
+	for _, k := range []string{a.token, a.backendKey} {
+		if k != "" && subtle.ConstantTimeCompare([]byte(got), []byte(k)) == 1 {
+			return true, nil
+		}
+	}
+	return false, newStatus("CREDENTIAL_INVALID", "the bearer token is neither this cluster's backend key nor its admin token")
+}
+
+// client reports an error unless ctx carries a backend credential or
+// proof proves client (proof.go): what listing a client's bookings needs.
+func (a *Auth) client(ctx context.Context, client, proof string, now time.Time) error {
+	ok, err := a.backend(ctx)
+	if ok || err != nil {
+		return err
+	}
+	if proof == "" {
+		return newStatus("CREDENTIAL_REQUIRED", "listing a client's bookings needs the backend key (authorization: Bearer <key>) or the client's client_proof")
+	}
+	if err := checkClientProof(a.backendKey, client, proof, now); err != nil {
+		return newStatus("CREDENTIAL_INVALID", err.Error())
 	}
 	return nil
 }

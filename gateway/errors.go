@@ -77,6 +77,8 @@ var reasons = map[string]rule{
 	"TOO_MANY_WATCHERS":   {codes.ResourceExhausted, http.StatusTooManyRequests, "the node serves as many watches as it may; retry after Retry-After, or at another node"},
 	"UNAUTHENTICATED":     {codes.Unauthenticated, http.StatusUnauthorized, "an admin call without the admin token (Authorization: Bearer TOKEN)"},
 	"ADMIN_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden, "the admin token is not the cluster's"},
+	"CREDENTIAL_REQUIRED": {codes.Unauthenticated, http.StatusUnauthorized, "a private read without a credential: the backend key or admin token (Authorization: Bearer KEY), or a client proof (docs/API.md, Credentials)"},
+	"CREDENTIAL_INVALID":  {codes.PermissionDenied, http.StatusForbidden, "the bearer token is not the cluster's backend key or admin token, or the client proof is malformed, expired or another client's"},
 	"PEER_CERT_REQUIRED":  {codes.Unauthenticated, http.StatusUnauthorized, "a Peer call without a node certificate (--peer-mtls)"},
 	// Cluster identity of Peer calls (shard/cluster.go).
 	"CLUSTER_ID_REQUIRED": {codes.FailedPrecondition, http.StatusPreconditionFailed, "a Peer call without the cluster id (nodes send it; see docs/OPERATIONS.md)"},

@@ -282,10 +282,31 @@ func (s *Server) LeaveQueue(ctx context.Context, req *ledgerpb.LeaveQueueRequest
 		AppliedAt: ms(res.AppliedAtMs), Replayed: res.Replayed}, nil
 }
 
-// GetHold returns a hold or booking.
+// GetHold returns a hold or booking. Its owner and payment (client_id,
+// payment_ref) go only to a caller with the hold's token or a backend
+// credential (auth.go); anyone else gets the public fields, the ones the
+// seat map and the watch stream show anyway, marked redacted. Hold ids are
+// not secret (they are sequential), so the id alone must not reveal more.
 func (s *Server) GetHold(ctx context.Context, req *ledgerpb.GetHoldRequest) (*ledgerpb.HoldInfo, error) {
 	if fe := fsm.ValidateHoldRef(req.ShowId, req.HoldId); fe != nil {
 		return nil, fieldError(fe)
+	}
+	if req.HoldToken != "" {
+		// The token proves ownership whatever bearer the caller sends.
+		if fe := fsm.ValidateHoldToken(req.HoldToken); fe != nil {
+			return nil, fieldError(fe)
+		}
+		ctx, cancel := context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+		h, _, err := s.router.OwnedHold(ctx, req.ShowId, req.HoldId, req.HoldToken)
+		if err != nil {
+			return nil, routeError(err)
+		}
+		return h, nil
+	}
+	backend, err := s.auth.backend(ctx)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -293,5 +314,13 @@ func (s *Server) GetHold(ctx context.Context, req *ledgerpb.GetHoldRequest) (*le
 	if err != nil {
 		return nil, routeError(err)
 	}
+	if !backend {
+		redact(h)
+	}
 	return h, nil
+}
+
+// redact leaves out of h what only its owner or the backend may read.
+func redact(h *ledgerpb.HoldInfo) {
+	h.ClientId, h.PaymentRef, h.Redacted = "", "", true
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"rsc.io/qr"
 
@@ -151,11 +152,19 @@ func confirmedAt(h *ledgerpb.HoldInfo) int64 {
 	return h.ClosedAt.AsTime().UnixMilli()
 }
 
-// ListBookings lists a client's bookings in every show (no tokens, no
-// codes: anyone who knows a client id could call it).
+// ListBookings lists a client's bookings in every show, with their payment
+// refs, so only for the booking backend or a caller with the client's proof
+// (auth.go, proof.go). It answers no tokens and no codes: the backend hands
+// those to the fan, who reads them with the hold token.
 func (s *Server) ListBookings(ctx context.Context, req *ledgerpb.ListBookingsRequest) (*ledgerpb.ListBookingsResponse, error) {
 	if !fsm.ValidID(req.ClientId, fsm.ClientIDLenMax) {
 		return nil, fieldError(&fsm.FieldError{Field: "client_id", Message: "is not a client id"})
+	}
+	if len(req.ClientProof) > clientProofLenMax {
+		return nil, fieldError(&fsm.FieldError{Field: "client_proof", Message: fmt.Sprintf("is longer than %d bytes", clientProofLenMax)})
+	}
+	if err := s.auth.client(ctx, req.ClientId, req.ClientProof, time.Now()); err != nil {
+		return nil, err
 	}
 	size := req.PageSize
 	if size == 0 {

@@ -5,7 +5,9 @@
 // drawn seat map and a confirm books it; leadership moves to the node asked
 // for; a follower's replica is removed and added back, and a replica moved
 // to another node, with the group serving writes after; the digest check passes; and a stopped node shows
-// down in status without failing it.
+// down in status without failing it. A ticket verifies valid online until
+// its booking is refunded, then not; offline it says it checks the
+// signature only.
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"time"
 
 	"github.com/seatledger/seatledger/internal/proccluster"
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/shard"
 )
 
@@ -103,6 +106,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("seat map does not show A3, A4 booked:\n%s", out)
 	}
 
+	sc.verifyRefunded(holdID, token)
+
 	group := shard.Map{Groups: e2eGroups}.GroupFor("e2e-show")
 	sc.transferAndMove(group)
 	sc.hold("B1") // the group serves writes after its membership changed
@@ -120,6 +125,49 @@ func TestEndToEnd(t *testing.T) {
 	if out := sc.ok("status"); !strings.Contains(out, "down") {
 		t.Errorf("status table does not show n3 down:\n%s", out)
 	}
+}
+
+// verifyRefunded checks a ticket of the confirmed booking holdID with
+// ticket verify: valid online and offline; after a refund, not valid online
+// (exit 1, the booking's state named), while offline still says valid but
+// that it checked the signature only.
+func (sc *seatctl) verifyRefunded(holdID, token string) {
+	t := sc.t
+	b := dialBooking(t, strings.Split(sc.endpoints, ",")[0])
+	ctx, cancel := context.WithTimeout(sc.ctx, 30*time.Second)
+	defer cancel()
+	bk, err := b.GetBooking(ctx, &ledgerpb.GetBookingRequest{ShowId: "e2e-show", HoldId: holdID, HoldToken: token})
+	if err != nil || len(bk.Tickets) == 0 {
+		t.Fatalf("GetBooking(%s) = %v, %v; want its tickets", holdID, bk, err)
+	}
+	code := bk.Tickets[0].Code
+	key, err := b.GetTicketKey(ctx, &ledgerpb.GetTicketKeyRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := sc.ok("ticket", "verify", code); tableValue(out, "valid") != "true" || tableValue(out, "booking_state") != "CONFIRMED" {
+		t.Errorf("ticket verify (online) of a confirmed booking:\n%s\nwant valid true and CONFIRMED", out)
+	}
+	if _, err := b.Refund(ctx, &ledgerpb.RefundRequest{ShowId: "e2e-show", HoldId: holdID, HoldToken: token, ClientId: "e2e", RequestId: "e2e-refund"}); err != nil {
+		t.Fatalf("Refund(%s) = %v", holdID, err)
+	}
+	out, errOut, exit := sc.run("ticket", "verify", code)
+	if exit != exitFailure || tableValue(out, "valid") != "false" || !strings.Contains(errOut, "REFUNDED") {
+		t.Errorf("ticket verify (online) of a refunded booking = exit %d\nstdout:\n%s\nstderr: %s\nwant exit 1, valid false, REFUNDED", exit, out, errOut)
+	}
+	if out := sc.ok("ticket", "verify", code, "--public-key", key.PublicKey); tableValue(out, "valid") != "true" || !strings.Contains(out, "signature only") {
+		t.Errorf("ticket verify (offline) of a refunded booking:\n%s\nwant valid true and that it checked the signature only", out)
+	}
+}
+
+// tableValue is the value of a key-value table's row key.
+func tableValue(out, key string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
+			return f[1]
+		}
+	}
+	return ""
 }
 
 // transferAndMove moves group's leadership to a follower, removes another

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,7 +152,9 @@ func TestDevRestartServesAgain(t *testing.T) {
 	if second.base == first.base {
 		t.Logf("the OS gave the restart the same HTTP port %s", second.base)
 	}
-	r = httpCall(t, "GET", second.base+"/v1/shows/demo/holds/"+holdID, "")
+	// With the hold's token, as the fan's page reads it: httpCall's bearer
+	// is the test clusters' admin token, not this dev cluster's.
+	r = httpCall(t, "GET", second.base+"/v1/shows/demo/holds/"+holdID+"?hold_token="+url.QueryEscape(token), "")
 	if r.code != 200 || !strings.Contains(r.raw, "HOLD_STATE_HELD") {
 		t.Fatalf("GetHold(%s) after restart = %d %s, want 200 and HOLD_STATE_HELD", holdID, r.code, r.raw)
 	}

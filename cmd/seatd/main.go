@@ -41,7 +41,8 @@ Usage:
   seatd keygen FILE
               write a new ticket key (give every node the same --ticket-key)
   seatd tokengen FILE
-              write a new admin token (give every node the same --admin-token-file)
+              write a new admin token (give every node the same --admin-token-file),
+              or a backend key (--backend-key-file)
   seatd version
               print the version, commit and Go version
   seatd certgen DIR [--nodes n1,n2,n3] [--hosts HOST,...] [--days N]

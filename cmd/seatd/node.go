@@ -73,6 +73,10 @@ type nodeConfig struct {
 	// AdminToken is the cluster's admin credential, also presented when
 	// forwarding to peers; "" turns the check off (test clusters only).
 	AdminToken string
+	// BackendKey, if set, is the booking backend's secret key: it allows
+	// the private reads (owners, payments, a client's bookings) and signs
+	// client proofs, but no admin call (gateway/auth.go).
+	BackendKey string
 	// TLS, if set, encrypts every port and every dial to a peer (tls.go);
 	// nil is plaintext (seatd dev, which listens on loopback only).
 	TLS *certs.Node
@@ -179,6 +183,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	srv := gateway.NewServer(router)
 	auth := gateway.NewAuth(cfg.AdminToken)
 	grpcOpts := append(api.ServerOptions(), grpcTLS(cfg.TLS, router, auth)...)
+	auth.SetBackendKey(cfg.BackendKey)
 	srv.SetAuth(auth)
 	if cfg.Admission != nil {
 		srv.SetAdmission(*cfg.Admission)

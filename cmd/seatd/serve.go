@@ -41,6 +41,7 @@ func runServe(args []string) error {
 	election := fs.Duration("election-timeout", 0, "raft election timeout (default 1s)")
 	clientRate := fs.Float64("client-rate", gateway.ClientRateDefault, "writes per second each client_id may send to this node (429 RATE_LIMITED past it); 0 turns the limit off")
 	adminTokenPath := fs.String("admin-token-file", "", "file with the cluster's admin token (seatd tokengen), the same on every node: admin calls and forwarding between nodes present it")
+	backendKeyPath := fs.String("backend-key-file", "", "file with the booking backend's secret key (seatd tokengen), the same on every node: it reads hold owners and payments and lists a client's bookings, but makes no admin call (docs/API.md, Credentials)")
 	noAuth := fs.Bool("insecure-no-auth", false, "test only: serve admin calls and forwarding without the admin token")
 	ticketKey := fs.String("ticket-key", "", "file with the cluster's ticket signing key (seatd keygen); default DATA_DIR/ticket.key, created if missing")
 	watchersMax := fs.Int("watchers-max", gateway.WatchersMaxDefault, "live seat-map streams (SSE and gRPC Watch) this node serves at once, past which it answers 429 TOO_MANY_WATCHERS; each takes a file descriptor, so raise LimitNOFILE above it (docs/OPERATIONS.md)")
@@ -118,6 +119,14 @@ func runServe(args []string) error {
 		return fmt.Errorf("--admin-token-file is required (create one with: seatd tokengen admin.token, and give every node the same file), or --insecure-no-auth for a test cluster")
 	default:
 		logger.Warn("UNSAFE: --insecure-no-auth: anyone who reaches this node can run admin calls and forward raw commands")
+	}
+	if *backendKeyPath != "" {
+		if cfg.BackendKey, err = loadAdminToken(*backendKeyPath, false); err != nil {
+			return fmt.Errorf("--backend-key-file: %w", err)
+		}
+		if cfg.BackendKey == cfg.AdminToken {
+			return fmt.Errorf("--backend-key-file holds the admin token: give the backend its own key (seatd tokengen backend.key)")
+		}
 	}
 	keyPath := *ticketKey
 	if keyPath == "" {

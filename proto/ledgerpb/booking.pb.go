@@ -1386,10 +1386,14 @@ func (x *ReleaseResponse) GetReplayed() bool {
 }
 
 type GetHoldRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
-	HoldId        string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
-	Consistency   Consistency            `protobuf:"varint,3,opt,name=consistency,proto3,enum=seatledger.v1.Consistency" json:"consistency,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ShowId      string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	HoldId      string                 `protobuf:"bytes,2,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	Consistency Consistency            `protobuf:"varint,3,opt,name=consistency,proto3,enum=seatledger.v1.Consistency" json:"consistency,omitempty"`
+	// The hold's token: with it (or with the backend key or admin token as
+	// "authorization: Bearer <key>") the answer carries client_id and
+	// payment_ref. A read with a token is always linearizable.
+	HoldToken     string `protobuf:"bytes,4,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1445,6 +1449,13 @@ func (x *GetHoldRequest) GetConsistency() Consistency {
 	return Consistency_CONSISTENCY_UNSPECIFIED
 }
 
+func (x *GetHoldRequest) GetHoldToken() string {
+	if x != nil {
+		return x.HoldToken
+	}
+	return ""
+}
+
 type HoldInfo struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	HoldId       string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
@@ -1462,7 +1473,11 @@ type HoldInfo struct {
 	MaxExpiresAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=max_expires_at,json=maxExpiresAt,proto3" json:"max_expires_at,omitempty"`
 	RefundedAt   *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=refunded_at,json=refundedAt,proto3" json:"refunded_at,omitempty"`
 	// When the hold was confirmed, released or expired (unset while HELD).
-	ClosedAt      *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
+	ClosedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
+	// True when client_id and payment_ref were left out: GetHold without the
+	// hold's token or a backend credential answers only the public fields
+	// (docs/API.md, "Credentials").
+	Redacted      bool `protobuf:"varint,16,opt,name=redacted,proto3" json:"redacted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1600,6 +1615,13 @@ func (x *HoldInfo) GetClosedAt() *timestamppb.Timestamp {
 		return x.ClosedAt
 	}
 	return nil
+}
+
+func (x *HoldInfo) GetRedacted() bool {
+	if x != nil {
+		return x.Redacted
+	}
+	return false
 }
 
 type ExtendRequest struct {
@@ -2974,7 +2996,11 @@ type ListBookingsRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// At most this many per raft group (default 100, at most 1000).
-	PageSize      uint32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageSize uint32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// A proof from the booking backend that the caller is this client
+	// (docs/API.md, "Credentials"): SLC1.<expires_at_ms>.<mac>. Without it
+	// the call needs the backend key or the admin token as a bearer token.
+	ClientProof   string `protobuf:"bytes,3,opt,name=client_proof,json=clientProof,proto3" json:"client_proof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3021,6 +3047,13 @@ func (x *ListBookingsRequest) GetPageSize() uint32 {
 		return x.PageSize
 	}
 	return 0
+}
+
+func (x *ListBookingsRequest) GetClientProof() string {
+	if x != nil {
+		return x.ClientProof
+	}
+	return ""
 }
 
 type ListBookingsResponse struct {
@@ -3461,11 +3494,13 @@ const file_booking_proto_rawDesc = "" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x129\n" +
 	"\n" +
 	"applied_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tappliedAt\x12\x1a\n" +
-	"\breplayed\x18\x05 \x01(\bR\breplayed\"\x80\x01\n" +
+	"\breplayed\x18\x05 \x01(\bR\breplayed\"\x9f\x01\n" +
 	"\x0eGetHoldRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12<\n" +
-	"\vconsistency\x18\x03 \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\"\xff\x04\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\x12\x1d\n" +
+	"\n" +
+	"hold_token\x18\x04 \x01(\tR\tholdToken\"\x9b\x05\n" +
 	"\bHoldInfo\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
 	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x19\n" +
@@ -3486,7 +3521,8 @@ const file_booking_proto_rawDesc = "" +
 	"\x0emax_expires_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\fmaxExpiresAt\x12;\n" +
 	"\vrefunded_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"refundedAt\x127\n" +
-	"\tclosed_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\bclosedAt\"\xbd\x01\n" +
+	"\tclosed_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\bclosedAt\x12\x1a\n" +
+	"\bredacted\x18\x10 \x01(\bR\bredacted\"\xbd\x01\n" +
 	"\rExtendRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
 	"\ahold_id\x18\x02 \x01(\tR\x06holdId\x12\x1d\n" +
@@ -3627,10 +3663,11 @@ const file_booking_proto_rawDesc = "" +
 	"\x06qr_url\x18\b \x01(\tR\x05qrUrl\"s\n" +
 	"\rBookingDetail\x121\n" +
 	"\abooking\x18\x01 \x01(\v2\x17.seatledger.v1.HoldInfoR\abooking\x12/\n" +
-	"\atickets\x18\x02 \x03(\v2\x15.seatledger.v1.TicketR\atickets\"O\n" +
+	"\atickets\x18\x02 \x03(\v2\x15.seatledger.v1.TicketR\atickets\"r\n" +
 	"\x13ListBookingsRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1b\n" +
-	"\tpage_size\x18\x02 \x01(\rR\bpageSize\"i\n" +
+	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12!\n" +
+	"\fclient_proof\x18\x03 \x01(\tR\vclientProof\"i\n" +
 	"\x14ListBookingsResponse\x123\n" +
 	"\bbookings\x18\x01 \x03(\v2\x17.seatledger.v1.HoldInfoR\bbookings\x12\x1c\n" +
 	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\x15\n" +

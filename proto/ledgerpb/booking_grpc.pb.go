@@ -70,7 +70,8 @@ type BookingClient interface {
 	// GetBooking returns a confirmed (or refunded) booking with one ticket
 	// per seat, each carrying a code signed by the cluster's ticket key.
 	GetBooking(ctx context.Context, in *GetBookingRequest, opts ...grpc.CallOption) (*BookingDetail, error)
-	// ListBookings lists a client's bookings across every show.
+	// ListBookings lists a client's bookings across every show, for the
+	// booking backend or a caller with the client's proof.
 	ListBookings(ctx context.Context, in *ListBookingsRequest, opts ...grpc.CallOption) (*ListBookingsResponse, error)
 	// GetTicketKey returns the public key that verifies ticket codes.
 	GetTicketKey(ctx context.Context, in *GetTicketKeyRequest, opts ...grpc.CallOption) (*TicketKey, error)
@@ -279,7 +280,8 @@ type BookingServer interface {
 	// GetBooking returns a confirmed (or refunded) booking with one ticket
 	// per seat, each carrying a code signed by the cluster's ticket key.
 	GetBooking(context.Context, *GetBookingRequest) (*BookingDetail, error)
-	// ListBookings lists a client's bookings across every show.
+	// ListBookings lists a client's bookings across every show, for the
+	// booking backend or a caller with the client's proof.
 	ListBookings(context.Context, *ListBookingsRequest) (*ListBookingsResponse, error)
 	// GetTicketKey returns the public key that verifies ticket codes.
 	GetTicketKey(context.Context, *GetTicketKeyRequest) (*TicketKey, error)

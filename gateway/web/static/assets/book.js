@@ -964,10 +964,15 @@ async function openBookings() {
   crumbs([["Browse", "#/"], ["My bookings"]]);
   const box = $("bookings-list");
   box.replaceChildren(el("p", { class: "hint" }, "Loading…"));
+  // The list is this browser's bookings, read with their hold tokens: a
+  // client's whole list (GET /v1/clients/{id}/bookings) is for the booking
+  // site's backend (docs/API.md, Credentials), which this demo page lacks.
   try {
-    const r = await getJSON(`/v1/clients/${enc(me)}/bookings?page_size=50`);
     const stored = loadHolds();
-    const items = (r.bookings || []).map((b) => {
+    const mine = Object.values(stored).filter((h) => h.state === "CONFIRMED" || h.state === "REFUNDED");
+    const bookings = await Promise.all(mine.map((h) =>
+      getJSON(`/v1/shows/${enc(h.show_id)}/holds/${enc(h.hold_id)}?hold_token=${enc(h.hold_token)}`).catch(() => h)));
+    const items = bookings.map((b) => {
       const h = stored[b.hold_id];
       const state = (b.state || "").replace("HOLD_STATE_", "").toLowerCase();
       const li = el("li", {},
