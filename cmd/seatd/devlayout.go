@@ -70,30 +70,7 @@ func loadDevLayout(dataDir string) (l devLayout, ok bool, err error) {
 // saveDevLayout writes the layout atomically (temporary file, fsync,
 // rename): a torn layout would strand the data directory.
 func saveDevLayout(dataDir string, l devLayout) error {
-	b, err := json.MarshalIndent(l, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return err
-	}
-	path := filepath.Join(dataDir, devLayoutFile)
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("save layout: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
+	if err := saveJSON(filepath.Join(dataDir, devLayoutFile), l); err != nil {
 		return fmt.Errorf("save layout: %w", err)
 	}
 	return nil
@@ -161,4 +138,32 @@ func closeAll(lns []net.Listener) {
 			l.Close()
 		}
 	}
+}
+
+// saveJSON writes v as indented JSON to path atomically: a temporary file,
+// fsync, rename, so that a crash leaves the old file or the new one.
+func saveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	return err
 }

@@ -189,29 +189,7 @@ func saveIdentity(dir string, id shard.Identity) error {
 	if !id.ClusterID.IsZero() {
 		saved.ClusterID = id.ClusterID.String()
 	}
-	b, err := json.MarshalIndent(saved, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("save cluster identity: %w", err)
-	}
-	path := filepath.Join(dir, identityFile)
-	f, err := os.Create(path + ".tmp")
-	if err != nil {
-		return fmt.Errorf("save cluster identity: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(path+".tmp", path)
-	}
-	if err != nil {
+	if err := saveJSON(filepath.Join(dir, identityFile), saved); err != nil {
 		return fmt.Errorf("save cluster identity: %w", err)
 	}
 	return nil
