@@ -87,6 +87,7 @@
 //	0x10 show_id                          waiting(u32) seats(u32): the line's totals
 //	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
 //	0x12 len(show) show hold_id           empty: the show's live holds and bookings
+//	0x13 len(show) show revision(u64) hold_id   empty: the show's refunded bookings (revocation feed)
 //
 // The catalog (catalog.go), written only in the catalog group; its records
 // never change once written, and a browse page is one walk of an index:

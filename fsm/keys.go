@@ -21,6 +21,7 @@ const (
 	kindQueueStat  byte = 0x10 // a show's waiting count and seats asked for
 	kindBooking    byte = 0x11 // a client's bookings by confirm index
 	kindLive       byte = 0x12 // a show's live holds and bookings
+	kindRevoked    byte = 0x13 // a show's refunded bookings by revision
 	// kindEnd bounds the kinds a snapshot may hold: past the catalog's
 	// (0x20..0x29), leaving room for the seat ledger's below 0x20.
 	kindEnd byte = 0x30
@@ -117,6 +118,15 @@ func (m *Machine) bookingKey(client string, index uint64, hold string) []byte {
 // holds and bookings, from which load and snapshot readers learn who owns
 // which seat (the seats themselves are not stored).
 func (m *Machine) livePrefix(show string) []byte { return m.key(kindLive, lenPrefixed(show)) }
+
+// revokedKey lists a booking refunded at revision (raft index) in its
+// show's revocation feed (View.Revocations).
+func (m *Machine) revokedKey(show string, revision uint64, hold string) []byte {
+	k := binary.BigEndian.AppendUint64(appendLenPrefixed(m.keyOf(kindRevoked, 9+len(show)+len(hold)), show), revision)
+	return append(k, hold...)
+}
+
+func (m *Machine) revokedPrefix(show string) []byte { return m.key(kindRevoked, lenPrefixed(show)) }
 
 func (m *Machine) liveKey(show, hold string) []byte {
 	return append(appendLenPrefixed(m.keyOf(kindLive, 1+len(show)+len(hold)), show), hold...)

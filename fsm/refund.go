@@ -35,5 +35,7 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 	h.RefundedAtMs = tx.now
 	h.RefundReason = c.Reason
 	tx.put(tx.m.holdKey(h.HoldId), h)
+	// Door scanners that check tickets offline follow the show's refunds.
+	must(tx.b.Set(tx.m.revokedKey(h.ShowId, tx.index, h.HoldId), nil, nil), "write revocation")
 	return holdResult(h)
 }

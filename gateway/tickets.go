@@ -182,6 +182,39 @@ func (s *Server) ListBookings(ctx context.Context, req *ledgerpb.ListBookingsReq
 	return &ledgerpb.ListBookingsResponse{Bookings: bs, Truncated: more}, nil
 }
 
+// revocationsPageDefault and revocationsPageMax bound a revocations page.
+const (
+	revocationsPageDefault = 100
+	revocationsPageMax     = 1000
+)
+
+// ListRevocations is the door scanners' feed: the show's bookings refunded
+// after a revision. It is public: it names hold ids and seats, which every
+// ticket of them carries, and nothing of their owners.
+func (s *Server) ListRevocations(ctx context.Context, req *ledgerpb.ListRevocationsRequest) (*ledgerpb.Revocations, error) {
+	if !fsm.ValidID(req.ShowId, fsm.ShowIDLenMax) {
+		return nil, fieldError(&fsm.FieldError{Field: "show_id", Message: "is not a show id"})
+	}
+	size := req.PageSize
+	if size == 0 {
+		size = revocationsPageDefault
+	}
+	if size > revocationsPageMax {
+		return nil, fieldError(&fsm.FieldError{Field: "page_size", Message: fmt.Sprintf("must be at most %d", revocationsPageMax)})
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	revs, more, err := s.router.Revocations(ctx, req.ShowId, req.AfterRevision, size)
+	if err != nil {
+		return nil, routeError(err)
+	}
+	next := req.AfterRevision
+	if len(revs) > 0 {
+		next = revs[len(revs)-1].Revision
+	}
+	return &ledgerpb.Revocations{Revocations: revs, NextRevision: next, More: more}, nil
+}
+
 // qrModulePixels is the size of one QR module in the PNG.
 const qrModulePixels = 6
 

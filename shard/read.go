@@ -44,6 +44,35 @@ func (r *Router) Hold(ctx context.Context, showID, holdID string, c ledgerpb.Con
 	return resp.Hold, nil
 }
 
+// Revocations reads up to limit of a show's refunded bookings after
+// revision after, oldest first (the door scanners' feed).
+func (r *Router) Revocations(ctx context.Context, showID string, after uint64, limit uint32) ([]*ledgerpb.Revocation, bool, error) {
+	resp, err := r.read(ctx, &ledgerpb.ReadRequest{Kind: ledgerpb.ReadKind_READ_KIND_REVOCATIONS, ShowId: showID,
+		AfterRevision: after, Limit: limit}, ledgerpb.Consistency_LINEARIZABLE)
+	if err != nil {
+		return nil, false, err
+	}
+	return resp.Revocations, resp.More, nil
+}
+
+// revocations serves READ_KIND_REVOCATIONS from view v.
+func revocations(v *fsm.View, req *ledgerpb.ReadRequest, resp *ledgerpb.ReadResponse) (*ledgerpb.ReadResponse, error) {
+	revs, more, err := v.Revocations(req.ShowId, req.AfterRevision, int(req.Limit))
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := v.ShowExists(req.ShowId); err != nil || !ok {
+		resp.Code = ledgerpb.Code_CODE_SHOW_NOT_FOUND
+		return resp, err
+	}
+	for _, r := range revs {
+		resp.Revocations = append(resp.Revocations, &ledgerpb.Revocation{HoldId: r.Hold.HoldId, SeatIds: r.Hold.SeatIds,
+			Revision: r.Revision, RefundedAt: timestamppb.New(time.UnixMilli(r.Hold.RefundedAtMs))})
+	}
+	resp.More = more
+	return resp, nil
+}
+
 // QueueEntry reads a waiter's queue entry for the holder of its token.
 func (r *Router) QueueEntry(ctx context.Context, showID, entryID, token string) (*ledgerpb.QueueEntry, error) {
 	resp, err := r.read(ctx, &ledgerpb.ReadRequest{Kind: ledgerpb.ReadKind_READ_KIND_QUEUE_ENTRY, ShowId: showID,
@@ -236,6 +265,8 @@ func (r *Router) readLocal(ctx context.Context, g *raftnode.Group, req *ledgerpb
 			resp.Bookings = append(resp.Bookings, holdInfo(h, v))
 		}
 		resp.More = more
+	case ledgerpb.ReadKind_READ_KIND_REVOCATIONS:
+		return revocations(v, req, resp)
 	default:
 		return nil, fmt.Errorf("shard: unknown read kind %v", req.Kind)
 	}

@@ -158,6 +158,21 @@ func (sc *seatctl) verifyRefunded(holdID, token string) {
 	if out := sc.ok("ticket", "verify", code, "--public-key", key.PublicKey); tableValue(out, "valid") != "true" || !strings.Contains(out, "signature only") {
 		t.Errorf("ticket verify (offline) of a refunded booking:\n%s\nwant valid true and that it checked the signature only", out)
 	}
+	// The offline scanner's feed names the refunded booking, once.
+	out = sc.ok("ticket", "revoked", "e2e-show")
+	if !strings.Contains(out, "hold "+holdID+" ") || strings.Count(out, "hold ") != 1 || !strings.Contains(out, "more false") {
+		t.Errorf("ticket revoked e2e-show:\n%s\nwant the refunded hold %s only", out, holdID)
+	}
+	next := ""
+	for _, f := range strings.Fields(out[strings.Index(out, "next_revision"):]) {
+		if f != "next_revision" {
+			next = f
+			break
+		}
+	}
+	if out := sc.ok("ticket", "revoked", "e2e-show", "--after-revision", next); strings.Contains(out, "hold ") {
+		t.Errorf("ticket revoked after its next_revision %s:\n%s\nwant none", next, out)
+	}
 }
 
 // tableValue is the value of a key-value table's row key.

@@ -67,7 +67,48 @@ Exit 1 if the code is not valid.`,
 		},
 	}
 	verify.Flags().StringVar(&publicKey, "public-key", "", "the cluster's ticket public key (unpadded base64url): verify offline, the signature only; default: ask the endpoints and check the booking too")
-	return parentCmd("ticket", "Ticket codes: verify a code online or offline", verify)
+	return parentCmd("ticket", "Ticket codes: verify a code online or offline, list revoked ones", verify, newRevokedCmd(a))
+}
+
+// newRevokedCmd lists a show's refunded bookings: the feed a door scanner
+// that verifies offline follows to learn which tickets no longer admit.
+func newRevokedCmd(a *app) *cobra.Command {
+	var after uint64
+	var pageSize uint32
+	cmd := &cobra.Command{
+		Use:                   "revoked SHOW [--after-revision R] [--page-size N]",
+		DisableFlagsInUseLine: true,
+		Short:                 "List a show's refunded bookings, whose tickets no longer admit",
+		Long: `revoked lists the bookings of a show refunded after a revision, oldest
+first: their tickets no longer admit, though their signatures still check.
+A scanner that verifies offline polls it with --after-revision set to the
+next_revision it printed last (GET /v1/shows/SHOW/revocations does the same).`,
+		Example: "  seatctl ticket revoked demo\n  seatctl ticket revoked demo --after-revision 1234",
+		Args:    exactArgs(1, "SHOW"),
+		RunE: func(c *cobra.Command, args []string) error {
+			var resp *ledgerpb.Revocations
+			err := a.onAnyEndpoint(c.Context(), func(ctx context.Context, b ledgerpb.BookingClient) error {
+				var err error
+				resp, err = b.ListRevocations(ctx, &ledgerpb.ListRevocationsRequest{ShowId: args[0], AfterRevision: after, PageSize: pageSize})
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("list revocations of show %s: %s", args[0], describe(err))
+			}
+			if a.json() {
+				return writeProto(a.out, resp)
+			}
+			for _, r := range resp.Revocations {
+				fmt.Fprintf(a.out, "revision %d  hold %s  seats %s  refunded %s\n", r.Revision, r.HoldId,
+					strings.Join(r.SeatIds, ","), r.RefundedAt.AsTime().UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(a.out, "next_revision %d  more %t\n", resp.NextRevision, resp.More)
+			return nil
+		},
+	}
+	cmd.Flags().Uint64Var(&after, "after-revision", 0, "list refunds applied after this revision (the next_revision printed last)")
+	cmd.Flags().Uint32Var(&pageSize, "page-size", 0, "at most this many (default 100, at most 1000)")
+	return cmd
 }
 
 // verifyBooking reads the booking a ticket names and reports it valid only

@@ -3364,6 +3364,201 @@ func (x *GroupRoute) GetLeaderGrpcAddr() string {
 	return ""
 }
 
+type ListRevocationsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ShowId string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	// Refunds applied after this revision (0: from the start).
+	AfterRevision uint64 `protobuf:"varint,2,opt,name=after_revision,json=afterRevision,proto3" json:"after_revision,omitempty"`
+	// At most this many (default 100, at most 1000).
+	PageSize      uint32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRevocationsRequest) Reset() {
+	*x = ListRevocationsRequest{}
+	mi := &file_booking_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRevocationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRevocationsRequest) ProtoMessage() {}
+
+func (x *ListRevocationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRevocationsRequest.ProtoReflect.Descriptor instead.
+func (*ListRevocationsRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ListRevocationsRequest) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *ListRevocationsRequest) GetAfterRevision() uint64 {
+	if x != nil {
+		return x.AfterRevision
+	}
+	return 0
+}
+
+func (x *ListRevocationsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type Revocations struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Revocations []*Revocation          `protobuf:"bytes,1,rep,name=revocations,proto3" json:"revocations,omitempty"`
+	// The revision to ask after next: the last one listed, or, when none
+	// was, the revision the read saw.
+	NextRevision uint64 `protobuf:"varint,2,opt,name=next_revision,json=nextRevision,proto3" json:"next_revision,omitempty"`
+	// True when more refunds follow the last one listed.
+	More          bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Revocations) Reset() {
+	*x = Revocations{}
+	mi := &file_booking_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Revocations) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Revocations) ProtoMessage() {}
+
+func (x *Revocations) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Revocations.ProtoReflect.Descriptor instead.
+func (*Revocations) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *Revocations) GetRevocations() []*Revocation {
+	if x != nil {
+		return x.Revocations
+	}
+	return nil
+}
+
+func (x *Revocations) GetNextRevision() uint64 {
+	if x != nil {
+		return x.NextRevision
+	}
+	return 0
+}
+
+func (x *Revocations) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+// Revocation is one refunded booking: its tickets no longer admit.
+type Revocation struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	HoldId  string                 `protobuf:"bytes,1,opt,name=hold_id,json=holdId,proto3" json:"hold_id,omitempty"`
+	SeatIds []string               `protobuf:"bytes,2,rep,name=seat_ids,json=seatIds,proto3" json:"seat_ids,omitempty"`
+	// The revision (raft index) and leader time the refund was applied at.
+	Revision      uint64                 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	RefundedAt    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=refunded_at,json=refundedAt,proto3" json:"refunded_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Revocation) Reset() {
+	*x = Revocation{}
+	mi := &file_booking_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Revocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Revocation) ProtoMessage() {}
+
+func (x *Revocation) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Revocation.ProtoReflect.Descriptor instead.
+func (*Revocation) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *Revocation) GetHoldId() string {
+	if x != nil {
+		return x.HoldId
+	}
+	return ""
+}
+
+func (x *Revocation) GetSeatIds() []string {
+	if x != nil {
+		return x.SeatIds
+	}
+	return nil
+}
+
+func (x *Revocation) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *Revocation) GetRefundedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RefundedAt
+	}
+	return nil
+}
+
 var File_booking_proto protoreflect.FileDescriptor
 
 const file_booking_proto_rawDesc = "" +
@@ -3685,7 +3880,22 @@ const file_booking_proto_rawDesc = "" +
 	"GroupRoute\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12\x1b\n" +
 	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12(\n" +
-	"\x10leader_grpc_addr\x18\x03 \x01(\tR\x0eleaderGrpcAddr*G\n" +
+	"\x10leader_grpc_addr\x18\x03 \x01(\tR\x0eleaderGrpcAddr\"u\n" +
+	"\x16ListRevocationsRequest\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12%\n" +
+	"\x0eafter_revision\x18\x02 \x01(\x04R\rafterRevision\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"\x83\x01\n" +
+	"\vRevocations\x12;\n" +
+	"\vrevocations\x18\x01 \x03(\v2\x19.seatledger.v1.RevocationR\vrevocations\x12#\n" +
+	"\rnext_revision\x18\x02 \x01(\x04R\fnextRevision\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\"\x99\x01\n" +
+	"\n" +
+	"Revocation\x12\x17\n" +
+	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x19\n" +
+	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\x12;\n" +
+	"\vrefunded_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"refundedAt*G\n" +
 	"\tSeatState\x12\x1a\n" +
 	"\x16SEAT_STATE_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04FREE\x10\x01\x12\b\n" +
@@ -3702,7 +3912,7 @@ const file_booking_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fLINEARIZABLE\x10\x01\x12\t\n" +
-	"\x05STALE\x10\x022\xee\b\n" +
+	"\x05STALE\x10\x022\xc4\t\n" +
 	"\aBooking\x12Q\n" +
 	"\n" +
 	"CreateShow\x12 .seatledger.v1.CreateShowRequest\x1a!.seatledger.v1.CreateShowResponse\x12F\n" +
@@ -3723,7 +3933,8 @@ const file_booking_proto_rawDesc = "" +
 	"\fListBookings\x12\".seatledger.v1.ListBookingsRequest\x1a#.seatledger.v1.ListBookingsResponse\x12L\n" +
 	"\fGetTicketKey\x12\".seatledger.v1.GetTicketKeyRequest\x1a\x18.seatledger.v1.TicketKey\x12F\n" +
 	"\n" +
-	"GetRouting\x12 .seatledger.v1.GetRoutingRequest\x1a\x16.seatledger.v1.RoutingB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"GetRouting\x12 .seatledger.v1.GetRoutingRequest\x1a\x16.seatledger.v1.Routing\x12T\n" +
+	"\x0fListRevocations\x12%.seatledger.v1.ListRevocationsRequest\x1a\x1a.seatledger.v1.RevocationsB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_booking_proto_rawDescOnce sync.Once
@@ -3738,134 +3949,141 @@ func file_booking_proto_rawDescGZIP() []byte {
 }
 
 var file_booking_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_booking_proto_goTypes = []any{
-	(SeatState)(0),                // 0: seatledger.v1.SeatState
-	(HoldState)(0),                // 1: seatledger.v1.HoldState
-	(Consistency)(0),              // 2: seatledger.v1.Consistency
-	(*Show)(nil),                  // 3: seatledger.v1.Show
-	(*Row)(nil),                   // 4: seatledger.v1.Row
-	(*Category)(nil),              // 5: seatledger.v1.Category
-	(*CreateShowRequest)(nil),     // 6: seatledger.v1.CreateShowRequest
-	(*CreateShowResponse)(nil),    // 7: seatledger.v1.CreateShowResponse
-	(*GetSeatMapRequest)(nil),     // 8: seatledger.v1.GetSeatMapRequest
-	(*Seat)(nil),                  // 9: seatledger.v1.Seat
-	(*SeatMap)(nil),               // 10: seatledger.v1.SeatMap
-	(*HoldRequest)(nil),           // 11: seatledger.v1.HoldRequest
-	(*HoldResponse)(nil),          // 12: seatledger.v1.HoldResponse
-	(*ConfirmRequest)(nil),        // 13: seatledger.v1.ConfirmRequest
-	(*ConfirmResponse)(nil),       // 14: seatledger.v1.ConfirmResponse
-	(*ReleaseRequest)(nil),        // 15: seatledger.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),       // 16: seatledger.v1.ReleaseResponse
-	(*GetHoldRequest)(nil),        // 17: seatledger.v1.GetHoldRequest
-	(*HoldInfo)(nil),              // 18: seatledger.v1.HoldInfo
-	(*ExtendRequest)(nil),         // 19: seatledger.v1.ExtendRequest
-	(*ExtendResponse)(nil),        // 20: seatledger.v1.ExtendResponse
-	(*RefundRequest)(nil),         // 21: seatledger.v1.RefundRequest
-	(*RefundResponse)(nil),        // 22: seatledger.v1.RefundResponse
-	(*WatchRequest)(nil),          // 23: seatledger.v1.WatchRequest
-	(*SeatChange)(nil),            // 24: seatledger.v1.SeatChange
-	(*WatchEvent)(nil),            // 25: seatledger.v1.WatchEvent
-	(*QueueOffer)(nil),            // 26: seatledger.v1.QueueOffer
-	(*ErrorDetail)(nil),           // 27: seatledger.v1.ErrorDetail
-	(*GetQueueEntryRequest)(nil),  // 28: seatledger.v1.GetQueueEntryRequest
-	(*QueueEntry)(nil),            // 29: seatledger.v1.QueueEntry
-	(*LeaveQueueRequest)(nil),     // 30: seatledger.v1.LeaveQueueRequest
-	(*LeaveQueueResponse)(nil),    // 31: seatledger.v1.LeaveQueueResponse
-	(*GetBookingRequest)(nil),     // 32: seatledger.v1.GetBookingRequest
-	(*Ticket)(nil),                // 33: seatledger.v1.Ticket
-	(*BookingDetail)(nil),         // 34: seatledger.v1.BookingDetail
-	(*ListBookingsRequest)(nil),   // 35: seatledger.v1.ListBookingsRequest
-	(*ListBookingsResponse)(nil),  // 36: seatledger.v1.ListBookingsResponse
-	(*GetTicketKeyRequest)(nil),   // 37: seatledger.v1.GetTicketKeyRequest
-	(*TicketKey)(nil),             // 38: seatledger.v1.TicketKey
-	(*GetRoutingRequest)(nil),     // 39: seatledger.v1.GetRoutingRequest
-	(*Routing)(nil),               // 40: seatledger.v1.Routing
-	(*GroupRoute)(nil),            // 41: seatledger.v1.GroupRoute
-	(*timestamppb.Timestamp)(nil), // 42: google.protobuf.Timestamp
+	(SeatState)(0),                 // 0: seatledger.v1.SeatState
+	(HoldState)(0),                 // 1: seatledger.v1.HoldState
+	(Consistency)(0),               // 2: seatledger.v1.Consistency
+	(*Show)(nil),                   // 3: seatledger.v1.Show
+	(*Row)(nil),                    // 4: seatledger.v1.Row
+	(*Category)(nil),               // 5: seatledger.v1.Category
+	(*CreateShowRequest)(nil),      // 6: seatledger.v1.CreateShowRequest
+	(*CreateShowResponse)(nil),     // 7: seatledger.v1.CreateShowResponse
+	(*GetSeatMapRequest)(nil),      // 8: seatledger.v1.GetSeatMapRequest
+	(*Seat)(nil),                   // 9: seatledger.v1.Seat
+	(*SeatMap)(nil),                // 10: seatledger.v1.SeatMap
+	(*HoldRequest)(nil),            // 11: seatledger.v1.HoldRequest
+	(*HoldResponse)(nil),           // 12: seatledger.v1.HoldResponse
+	(*ConfirmRequest)(nil),         // 13: seatledger.v1.ConfirmRequest
+	(*ConfirmResponse)(nil),        // 14: seatledger.v1.ConfirmResponse
+	(*ReleaseRequest)(nil),         // 15: seatledger.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),        // 16: seatledger.v1.ReleaseResponse
+	(*GetHoldRequest)(nil),         // 17: seatledger.v1.GetHoldRequest
+	(*HoldInfo)(nil),               // 18: seatledger.v1.HoldInfo
+	(*ExtendRequest)(nil),          // 19: seatledger.v1.ExtendRequest
+	(*ExtendResponse)(nil),         // 20: seatledger.v1.ExtendResponse
+	(*RefundRequest)(nil),          // 21: seatledger.v1.RefundRequest
+	(*RefundResponse)(nil),         // 22: seatledger.v1.RefundResponse
+	(*WatchRequest)(nil),           // 23: seatledger.v1.WatchRequest
+	(*SeatChange)(nil),             // 24: seatledger.v1.SeatChange
+	(*WatchEvent)(nil),             // 25: seatledger.v1.WatchEvent
+	(*QueueOffer)(nil),             // 26: seatledger.v1.QueueOffer
+	(*ErrorDetail)(nil),            // 27: seatledger.v1.ErrorDetail
+	(*GetQueueEntryRequest)(nil),   // 28: seatledger.v1.GetQueueEntryRequest
+	(*QueueEntry)(nil),             // 29: seatledger.v1.QueueEntry
+	(*LeaveQueueRequest)(nil),      // 30: seatledger.v1.LeaveQueueRequest
+	(*LeaveQueueResponse)(nil),     // 31: seatledger.v1.LeaveQueueResponse
+	(*GetBookingRequest)(nil),      // 32: seatledger.v1.GetBookingRequest
+	(*Ticket)(nil),                 // 33: seatledger.v1.Ticket
+	(*BookingDetail)(nil),          // 34: seatledger.v1.BookingDetail
+	(*ListBookingsRequest)(nil),    // 35: seatledger.v1.ListBookingsRequest
+	(*ListBookingsResponse)(nil),   // 36: seatledger.v1.ListBookingsResponse
+	(*GetTicketKeyRequest)(nil),    // 37: seatledger.v1.GetTicketKeyRequest
+	(*TicketKey)(nil),              // 38: seatledger.v1.TicketKey
+	(*GetRoutingRequest)(nil),      // 39: seatledger.v1.GetRoutingRequest
+	(*Routing)(nil),                // 40: seatledger.v1.Routing
+	(*GroupRoute)(nil),             // 41: seatledger.v1.GroupRoute
+	(*ListRevocationsRequest)(nil), // 42: seatledger.v1.ListRevocationsRequest
+	(*Revocations)(nil),            // 43: seatledger.v1.Revocations
+	(*Revocation)(nil),             // 44: seatledger.v1.Revocation
+	(*timestamppb.Timestamp)(nil),  // 45: google.protobuf.Timestamp
 }
 var file_booking_proto_depIdxs = []int32{
 	4,  // 0: seatledger.v1.Show.rows:type_name -> seatledger.v1.Row
 	5,  // 1: seatledger.v1.Show.categories:type_name -> seatledger.v1.Category
 	3,  // 2: seatledger.v1.CreateShowRequest.show:type_name -> seatledger.v1.Show
-	42, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 4: seatledger.v1.GetSeatMapRequest.consistency:type_name -> seatledger.v1.Consistency
 	0,  // 5: seatledger.v1.Seat.state:type_name -> seatledger.v1.SeatState
 	9,  // 6: seatledger.v1.SeatMap.seats:type_name -> seatledger.v1.Seat
 	5,  // 7: seatledger.v1.SeatMap.categories:type_name -> seatledger.v1.Category
-	42, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
+	45, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
 	2,  // 9: seatledger.v1.SeatMap.consistency:type_name -> seatledger.v1.Consistency
-	42, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
-	42, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
-	42, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	45, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
+	45, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: seatledger.v1.ConfirmResponse.state:type_name -> seatledger.v1.HoldState
-	42, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 15: seatledger.v1.ReleaseResponse.state:type_name -> seatledger.v1.HoldState
-	42, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 17: seatledger.v1.GetHoldRequest.consistency:type_name -> seatledger.v1.Consistency
 	1,  // 18: seatledger.v1.HoldInfo.state:type_name -> seatledger.v1.HoldState
-	42, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
-	42, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
-	42, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
-	42, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
-	42, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
-	42, // 24: seatledger.v1.HoldInfo.closed_at:type_name -> google.protobuf.Timestamp
-	42, // 25: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
-	42, // 26: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
-	42, // 27: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
+	45, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
+	45, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
+	45, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
+	45, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
+	45, // 24: seatledger.v1.HoldInfo.closed_at:type_name -> google.protobuf.Timestamp
+	45, // 25: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
+	45, // 26: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	45, // 27: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 28: seatledger.v1.RefundResponse.state:type_name -> seatledger.v1.HoldState
-	42, // 29: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 29: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
 	0,  // 30: seatledger.v1.SeatChange.state:type_name -> seatledger.v1.SeatState
-	42, // 31: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 31: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
 	10, // 32: seatledger.v1.WatchEvent.snapshot:type_name -> seatledger.v1.SeatMap
 	24, // 33: seatledger.v1.WatchEvent.changes:type_name -> seatledger.v1.SeatChange
 	26, // 34: seatledger.v1.WatchEvent.offers:type_name -> seatledger.v1.QueueOffer
 	1,  // 35: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
-	42, // 36: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
-	42, // 37: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
+	45, // 36: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 37: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
 	1,  // 38: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
-	42, // 39: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
-	42, // 40: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
-	42, // 41: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 39: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
+	45, // 40: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
+	45, // 41: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
 	18, // 42: seatledger.v1.BookingDetail.booking:type_name -> seatledger.v1.HoldInfo
 	33, // 43: seatledger.v1.BookingDetail.tickets:type_name -> seatledger.v1.Ticket
 	18, // 44: seatledger.v1.ListBookingsResponse.bookings:type_name -> seatledger.v1.HoldInfo
 	41, // 45: seatledger.v1.Routing.routes:type_name -> seatledger.v1.GroupRoute
-	6,  // 46: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
-	8,  // 47: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
-	11, // 48: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
-	13, // 49: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
-	15, // 50: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
-	17, // 51: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
-	19, // 52: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
-	21, // 53: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
-	23, // 54: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
-	28, // 55: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
-	30, // 56: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
-	32, // 57: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
-	35, // 58: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
-	37, // 59: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
-	39, // 60: seatledger.v1.Booking.GetRouting:input_type -> seatledger.v1.GetRoutingRequest
-	7,  // 61: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
-	10, // 62: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
-	12, // 63: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
-	14, // 64: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
-	16, // 65: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
-	18, // 66: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
-	20, // 67: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
-	22, // 68: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
-	25, // 69: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
-	29, // 70: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
-	31, // 71: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
-	34, // 72: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
-	36, // 73: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
-	38, // 74: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
-	40, // 75: seatledger.v1.Booking.GetRouting:output_type -> seatledger.v1.Routing
-	61, // [61:76] is the sub-list for method output_type
-	46, // [46:61] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	44, // 46: seatledger.v1.Revocations.revocations:type_name -> seatledger.v1.Revocation
+	45, // 47: seatledger.v1.Revocation.refunded_at:type_name -> google.protobuf.Timestamp
+	6,  // 48: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
+	8,  // 49: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
+	11, // 50: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
+	13, // 51: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
+	15, // 52: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
+	17, // 53: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
+	19, // 54: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
+	21, // 55: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
+	23, // 56: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
+	28, // 57: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
+	30, // 58: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
+	32, // 59: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
+	35, // 60: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
+	37, // 61: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
+	39, // 62: seatledger.v1.Booking.GetRouting:input_type -> seatledger.v1.GetRoutingRequest
+	42, // 63: seatledger.v1.Booking.ListRevocations:input_type -> seatledger.v1.ListRevocationsRequest
+	7,  // 64: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
+	10, // 65: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
+	12, // 66: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
+	14, // 67: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
+	16, // 68: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
+	18, // 69: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
+	20, // 70: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
+	22, // 71: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
+	25, // 72: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
+	29, // 73: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
+	31, // 74: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
+	34, // 75: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
+	36, // 76: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
+	38, // 77: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
+	40, // 78: seatledger.v1.Booking.GetRouting:output_type -> seatledger.v1.Routing
+	43, // 79: seatledger.v1.Booking.ListRevocations:output_type -> seatledger.v1.Revocations
+	64, // [64:80] is the sub-list for method output_type
+	48, // [48:64] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_booking_proto_init() }
@@ -3879,7 +4097,7 @@ func file_booking_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_booking_proto_rawDesc), len(file_booking_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   39,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -844,6 +844,59 @@ func local_request_Booking_GetRouting_0(ctx context.Context, marshaler runtime.M
 	return msg, metadata, err
 }
 
+var filter_Booking_ListRevocations_0 = &utilities.DoubleArray{Encoding: map[string]int{"show_id": 0}, Base: []int{1, 1, 0}, Check: []int{0, 1, 2}}
+
+func request_Booking_ListRevocations_0(ctx context.Context, marshaler runtime.Marshaler, client BookingClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListRevocationsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["show_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "show_id")
+	}
+	protoReq.ShowId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "show_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_Booking_ListRevocations_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+	}
+	msg, err := client.ListRevocations(ctx, &protoReq, grpc.Header(&metadata.HeaderMD), grpc.Trailer(&metadata.TrailerMD))
+	return msg, metadata, err
+}
+
+func local_request_Booking_ListRevocations_0(ctx context.Context, marshaler runtime.Marshaler, server BookingServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+	var (
+		protoReq ListRevocationsRequest
+		metadata runtime.ServerMetadata
+		err      error
+	)
+	val, ok := pathParams["show_id"]
+	if !ok {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "missing parameter %s", "show_id")
+	}
+	protoReq.ShowId, err = runtime.String(val)
+	if err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "show_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_Booking_ListRevocations_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	msg, err := server.ListRevocations(ctx, &protoReq)
+	return msg, metadata, err
+}
+
 // RegisterBookingHandlerServer registers the http handlers for service Booking to "mux".
 // UnaryRPC     :call BookingServer directly.
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
@@ -1150,6 +1203,26 @@ func RegisterBookingHandlerServer(ctx context.Context, mux *runtime.ServeMux, se
 		}
 		forward_Booking_GetRouting_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_Booking_ListRevocations_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		var stream runtime.ServerTransportStream
+		ctx = grpc.NewContextWithServerTransportStream(ctx, &stream)
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateIncomingContext(ctx, mux, req, "/seatledger.v1.Booking/ListRevocations", runtime.WithHTTPPathPattern("/v1/shows/{show_id}/revocations"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := local_request_Booking_ListRevocations_0(annotatedContext, inboundMarshaler, server, req, pathParams)
+		md.HeaderMD, md.TrailerMD = metadata.Join(md.HeaderMD, stream.Header()), metadata.Join(md.TrailerMD, stream.Trailer())
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_Booking_ListRevocations_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 
 	return nil
 }
@@ -1445,41 +1518,60 @@ func RegisterBookingHandlerClient(ctx context.Context, mux *runtime.ServeMux, cl
 		}
 		forward_Booking_GetRouting_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
 	})
+	mux.Handle(http.MethodGet, pattern_Booking_ListRevocations_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		inboundMarshaler, outboundMarshaler := runtime.MarshalerForRequest(mux, req)
+		annotatedContext, err := runtime.AnnotateContext(ctx, mux, req, "/seatledger.v1.Booking/ListRevocations", runtime.WithHTTPPathPattern("/v1/shows/{show_id}/revocations"))
+		if err != nil {
+			runtime.HTTPError(ctx, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		resp, md, err := request_Booking_ListRevocations_0(annotatedContext, inboundMarshaler, client, req, pathParams)
+		annotatedContext = runtime.NewServerMetadataContext(annotatedContext, md)
+		if err != nil {
+			runtime.HTTPError(annotatedContext, mux, outboundMarshaler, w, req, err)
+			return
+		}
+		forward_Booking_ListRevocations_0(annotatedContext, mux, outboundMarshaler, w, req, resp, mux.GetForwardResponseOptions()...)
+	})
 	return nil
 }
 
 var (
-	pattern_Booking_CreateShow_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "shows"}, ""))
-	pattern_Booking_GetSeatMap_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "shows", "show_id", "seats"}, ""))
-	pattern_Booking_Hold_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "shows", "show_id", "holds"}, ""))
-	pattern_Booking_Confirm_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, "confirm"))
-	pattern_Booking_Release_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, ""))
-	pattern_Booking_Release_1       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, "release"))
-	pattern_Booking_GetHold_0       = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, ""))
-	pattern_Booking_Extend_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, "extend"))
-	pattern_Booking_Refund_0        = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, "refund"))
-	pattern_Booking_GetQueueEntry_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "queue", "entry_id"}, ""))
-	pattern_Booking_LeaveQueue_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "queue", "entry_id"}, ""))
-	pattern_Booking_GetBooking_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "bookings", "hold_id"}, ""))
-	pattern_Booking_ListBookings_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "clients", "client_id", "bookings"}, ""))
-	pattern_Booking_GetTicketKey_0  = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "ticket-key"}, ""))
-	pattern_Booking_GetRouting_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "routing"}, ""))
+	pattern_Booking_CreateShow_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "shows"}, ""))
+	pattern_Booking_GetSeatMap_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "shows", "show_id", "seats"}, ""))
+	pattern_Booking_Hold_0            = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "shows", "show_id", "holds"}, ""))
+	pattern_Booking_Confirm_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, "confirm"))
+	pattern_Booking_Release_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, ""))
+	pattern_Booking_Release_1         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, "release"))
+	pattern_Booking_GetHold_0         = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, ""))
+	pattern_Booking_Extend_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, "extend"))
+	pattern_Booking_Refund_0          = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "holds", "hold_id"}, "refund"))
+	pattern_Booking_GetQueueEntry_0   = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "queue", "entry_id"}, ""))
+	pattern_Booking_LeaveQueue_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "queue", "entry_id"}, ""))
+	pattern_Booking_GetBooking_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3, 1, 0, 4, 1, 5, 4}, []string{"v1", "shows", "show_id", "bookings", "hold_id"}, ""))
+	pattern_Booking_ListBookings_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "clients", "client_id", "bookings"}, ""))
+	pattern_Booking_GetTicketKey_0    = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "ticket-key"}, ""))
+	pattern_Booking_GetRouting_0      = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1}, []string{"v1", "routing"}, ""))
+	pattern_Booking_ListRevocations_0 = runtime.MustPattern(runtime.NewPattern(1, []int{2, 0, 2, 1, 1, 0, 4, 1, 5, 2, 2, 3}, []string{"v1", "shows", "show_id", "revocations"}, ""))
 )
 
 var (
-	forward_Booking_CreateShow_0    = runtime.ForwardResponseMessage
-	forward_Booking_GetSeatMap_0    = runtime.ForwardResponseMessage
-	forward_Booking_Hold_0          = runtime.ForwardResponseMessage
-	forward_Booking_Confirm_0       = runtime.ForwardResponseMessage
-	forward_Booking_Release_0       = runtime.ForwardResponseMessage
-	forward_Booking_Release_1       = runtime.ForwardResponseMessage
-	forward_Booking_GetHold_0       = runtime.ForwardResponseMessage
-	forward_Booking_Extend_0        = runtime.ForwardResponseMessage
-	forward_Booking_Refund_0        = runtime.ForwardResponseMessage
-	forward_Booking_GetQueueEntry_0 = runtime.ForwardResponseMessage
-	forward_Booking_LeaveQueue_0    = runtime.ForwardResponseMessage
-	forward_Booking_GetBooking_0    = runtime.ForwardResponseMessage
-	forward_Booking_ListBookings_0  = runtime.ForwardResponseMessage
-	forward_Booking_GetTicketKey_0  = runtime.ForwardResponseMessage
-	forward_Booking_GetRouting_0    = runtime.ForwardResponseMessage
+	forward_Booking_CreateShow_0      = runtime.ForwardResponseMessage
+	forward_Booking_GetSeatMap_0      = runtime.ForwardResponseMessage
+	forward_Booking_Hold_0            = runtime.ForwardResponseMessage
+	forward_Booking_Confirm_0         = runtime.ForwardResponseMessage
+	forward_Booking_Release_0         = runtime.ForwardResponseMessage
+	forward_Booking_Release_1         = runtime.ForwardResponseMessage
+	forward_Booking_GetHold_0         = runtime.ForwardResponseMessage
+	forward_Booking_Extend_0          = runtime.ForwardResponseMessage
+	forward_Booking_Refund_0          = runtime.ForwardResponseMessage
+	forward_Booking_GetQueueEntry_0   = runtime.ForwardResponseMessage
+	forward_Booking_LeaveQueue_0      = runtime.ForwardResponseMessage
+	forward_Booking_GetBooking_0      = runtime.ForwardResponseMessage
+	forward_Booking_ListBookings_0    = runtime.ForwardResponseMessage
+	forward_Booking_GetTicketKey_0    = runtime.ForwardResponseMessage
+	forward_Booking_GetRouting_0      = runtime.ForwardResponseMessage
+	forward_Booking_ListRevocations_0 = runtime.ForwardResponseMessage
 )

@@ -22,21 +22,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Booking_CreateShow_FullMethodName    = "/seatledger.v1.Booking/CreateShow"
-	Booking_GetSeatMap_FullMethodName    = "/seatledger.v1.Booking/GetSeatMap"
-	Booking_Hold_FullMethodName          = "/seatledger.v1.Booking/Hold"
-	Booking_Confirm_FullMethodName       = "/seatledger.v1.Booking/Confirm"
-	Booking_Release_FullMethodName       = "/seatledger.v1.Booking/Release"
-	Booking_GetHold_FullMethodName       = "/seatledger.v1.Booking/GetHold"
-	Booking_Extend_FullMethodName        = "/seatledger.v1.Booking/Extend"
-	Booking_Refund_FullMethodName        = "/seatledger.v1.Booking/Refund"
-	Booking_Watch_FullMethodName         = "/seatledger.v1.Booking/Watch"
-	Booking_GetQueueEntry_FullMethodName = "/seatledger.v1.Booking/GetQueueEntry"
-	Booking_LeaveQueue_FullMethodName    = "/seatledger.v1.Booking/LeaveQueue"
-	Booking_GetBooking_FullMethodName    = "/seatledger.v1.Booking/GetBooking"
-	Booking_ListBookings_FullMethodName  = "/seatledger.v1.Booking/ListBookings"
-	Booking_GetTicketKey_FullMethodName  = "/seatledger.v1.Booking/GetTicketKey"
-	Booking_GetRouting_FullMethodName    = "/seatledger.v1.Booking/GetRouting"
+	Booking_CreateShow_FullMethodName      = "/seatledger.v1.Booking/CreateShow"
+	Booking_GetSeatMap_FullMethodName      = "/seatledger.v1.Booking/GetSeatMap"
+	Booking_Hold_FullMethodName            = "/seatledger.v1.Booking/Hold"
+	Booking_Confirm_FullMethodName         = "/seatledger.v1.Booking/Confirm"
+	Booking_Release_FullMethodName         = "/seatledger.v1.Booking/Release"
+	Booking_GetHold_FullMethodName         = "/seatledger.v1.Booking/GetHold"
+	Booking_Extend_FullMethodName          = "/seatledger.v1.Booking/Extend"
+	Booking_Refund_FullMethodName          = "/seatledger.v1.Booking/Refund"
+	Booking_Watch_FullMethodName           = "/seatledger.v1.Booking/Watch"
+	Booking_GetQueueEntry_FullMethodName   = "/seatledger.v1.Booking/GetQueueEntry"
+	Booking_LeaveQueue_FullMethodName      = "/seatledger.v1.Booking/LeaveQueue"
+	Booking_GetBooking_FullMethodName      = "/seatledger.v1.Booking/GetBooking"
+	Booking_ListBookings_FullMethodName    = "/seatledger.v1.Booking/ListBookings"
+	Booking_GetTicketKey_FullMethodName    = "/seatledger.v1.Booking/GetTicketKey"
+	Booking_GetRouting_FullMethodName      = "/seatledger.v1.Booking/GetRouting"
+	Booking_ListRevocations_FullMethodName = "/seatledger.v1.Booking/ListRevocations"
 )
 
 // BookingClient is the client API for Booking service.
@@ -80,6 +81,10 @@ type BookingClient interface {
 	// shard map and the leaders this node knows. Any node still forwards a
 	// call it does not lead, so a stale table costs a hop, never an error.
 	GetRouting(ctx context.Context, in *GetRoutingRequest, opts ...grpc.CallOption) (*Routing, error)
+	// ListRevocations is the feed door scanners follow: the show's bookings
+	// refunded after a revision, oldest first, so that a scanner that checks
+	// ticket signatures offline learns which tickets no longer admit.
+	ListRevocations(ctx context.Context, in *ListRevocationsRequest, opts ...grpc.CallOption) (*Revocations, error)
 }
 
 type bookingClient struct {
@@ -249,6 +254,16 @@ func (c *bookingClient) GetRouting(ctx context.Context, in *GetRoutingRequest, o
 	return out, nil
 }
 
+func (c *bookingClient) ListRevocations(ctx context.Context, in *ListRevocationsRequest, opts ...grpc.CallOption) (*Revocations, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Revocations)
+	err := c.cc.Invoke(ctx, Booking_ListRevocations_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BookingServer is the server API for Booking service.
 // All implementations must embed UnimplementedBookingServer
 // for forward compatibility.
@@ -290,6 +305,10 @@ type BookingServer interface {
 	// shard map and the leaders this node knows. Any node still forwards a
 	// call it does not lead, so a stale table costs a hop, never an error.
 	GetRouting(context.Context, *GetRoutingRequest) (*Routing, error)
+	// ListRevocations is the feed door scanners follow: the show's bookings
+	// refunded after a revision, oldest first, so that a scanner that checks
+	// ticket signatures offline learns which tickets no longer admit.
+	ListRevocations(context.Context, *ListRevocationsRequest) (*Revocations, error)
 	mustEmbedUnimplementedBookingServer()
 }
 
@@ -344,6 +363,9 @@ func (UnimplementedBookingServer) GetTicketKey(context.Context, *GetTicketKeyReq
 }
 func (UnimplementedBookingServer) GetRouting(context.Context, *GetRoutingRequest) (*Routing, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetRouting not implemented")
+}
+func (UnimplementedBookingServer) ListRevocations(context.Context, *ListRevocationsRequest) (*Revocations, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRevocations not implemented")
 }
 func (UnimplementedBookingServer) mustEmbedUnimplementedBookingServer() {}
 func (UnimplementedBookingServer) testEmbeddedByValue()                 {}
@@ -629,6 +651,24 @@ func _Booking_GetRouting_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Booking_ListRevocations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRevocationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).ListRevocations(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_ListRevocations_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).ListRevocations(ctx, req.(*ListRevocationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Booking_ServiceDesc is the grpc.ServiceDesc for Booking service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -691,6 +731,10 @@ var Booking_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetRouting",
 			Handler:    _Booking_GetRouting_Handler,
+		},
+		{
+			MethodName: "ListRevocations",
+			Handler:    _Booking_ListRevocations_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -308,6 +308,8 @@ const (
 	ReadKind_READ_KIND_QUEUE_ENTRY ReadKind = 3
 	// A client's bookings in one group (group_id, client_id).
 	ReadKind_READ_KIND_CLIENT_BOOKINGS ReadKind = 4
+	// A show's refunded bookings after a revision (door scanners' feed).
+	ReadKind_READ_KIND_REVOCATIONS ReadKind = 5
 	// Catalog reads (ReadRequest.catalog_query) of the catalog group.
 	ReadKind_READ_KIND_CATALOG ReadKind = 10
 	// Seat counts of ReadRequest.show_ids, all of the request's group.
@@ -326,6 +328,7 @@ var (
 		2:  "READ_KIND_HOLD",
 		3:  "READ_KIND_QUEUE_ENTRY",
 		4:  "READ_KIND_CLIENT_BOOKINGS",
+		5:  "READ_KIND_REVOCATIONS",
 		10: "READ_KIND_CATALOG",
 		11: "READ_KIND_SEAT_COUNTS",
 		30: "READ_KIND_NODES",
@@ -336,6 +339,7 @@ var (
 		"READ_KIND_HOLD":            2,
 		"READ_KIND_QUEUE_ENTRY":     3,
 		"READ_KIND_CLIENT_BOOKINGS": 4,
+		"READ_KIND_REVOCATIONS":     5,
 		"READ_KIND_CATALOG":         10,
 		"READ_KIND_SEAT_COUNTS":     11,
 		"READ_KIND_NODES":           30,
@@ -2441,6 +2445,8 @@ type ReadRequest struct {
 	ClientId   string                 `protobuf:"bytes,8,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// Bookings: at most this many, after this hold id (paging).
 	Limit uint32 `protobuf:"varint,9,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Revocations: after this revision.
+	AfterRevision uint64 `protobuf:"varint,11,opt,name=after_revision,json=afterRevision,proto3" json:"after_revision,omitempty"`
 	// Hold: when set, the hold's token must match (CODE_HOLD_TOKEN_INVALID),
 	// and the response carries the hold's seats with their layout details.
 	HoldToken string `protobuf:"bytes,10,opt,name=hold_token,json=holdToken,proto3" json:"hold_token,omitempty"`
@@ -2551,6 +2557,13 @@ func (x *ReadRequest) GetLimit() uint32 {
 	return 0
 }
 
+func (x *ReadRequest) GetAfterRevision() uint64 {
+	if x != nil {
+		return x.AfterRevision
+	}
+	return 0
+}
+
 func (x *ReadRequest) GetHoldToken() string {
 	if x != nil {
 		return x.HoldToken
@@ -2601,7 +2614,9 @@ type ReadResponse struct {
 	// Bookings: the group has more than the limit.
 	More bool `protobuf:"varint,9,opt,name=more,proto3" json:"more,omitempty"`
 	// Hold with a token: its seats as the layout describes them.
-	Seats         []*Seat          `protobuf:"bytes,10,rep,name=seats,proto3" json:"seats,omitempty"`
+	Seats []*Seat `protobuf:"bytes,10,rep,name=seats,proto3" json:"seats,omitempty"`
+	// Revocations, oldest first (more says whether the limit cut them).
+	Revocations   []*Revocation    `protobuf:"bytes,11,rep,name=revocations,proto3" json:"revocations,omitempty"`
 	SeatCounts    []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
 	Catalog       *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
 	NodeList      *NodeList        `protobuf:"bytes,30,opt,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
@@ -2705,6 +2720,13 @@ func (x *ReadResponse) GetMore() bool {
 func (x *ReadResponse) GetSeats() []*Seat {
 	if x != nil {
 		return x.Seats
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetRevocations() []*Revocation {
+	if x != nil {
+		return x.Revocations
 	}
 	return nil
 }
@@ -2906,7 +2928,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x14ProposeBatchResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12<\n" +
-	"\tresponses\x18\x03 \x03(\v2\x1e.seatledger.v1.ProposeResponseR\tresponses\"\xcb\x03\n" +
+	"\tresponses\x18\x03 \x03(\v2\x1e.seatledger.v1.ProposeResponseR\tresponses\"\xf2\x03\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.seatledger.v1.ReadKindR\x04kind\x12\x17\n" +
@@ -2917,7 +2939,8 @@ const file_ledger_proto_rawDesc = "" +
 	"\vqueue_token\x18\a \x01(\tR\n" +
 	"queueToken\x12\x1b\n" +
 	"\tclient_id\x18\b \x01(\tR\bclientId\x12\x14\n" +
-	"\x05limit\x18\t \x01(\rR\x05limit\x12\x1d\n" +
+	"\x05limit\x18\t \x01(\rR\x05limit\x12%\n" +
+	"\x0eafter_revision\x18\v \x01(\x04R\rafterRevision\x12\x1d\n" +
 	"\n" +
 	"hold_token\x18\n" +
 	" \x01(\tR\tholdToken\x12\x19\n" +
@@ -2925,7 +2948,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\rcatalog_query\x18\x15 \x01(\v2\x1b.seatledger.v1.CatalogQueryR\fcatalogQuery\x12\"\n" +
 	"\flinearizable\x18\x16 \x01(\bR\flinearizable\x12\x1f\n" +
 	"\vstates_only\x18\x17 \x01(\bR\n" +
-	"statesOnly\"\xe1\x04\n" +
+	"statesOnly\"\x9e\x05\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -2938,7 +2961,8 @@ const file_ledger_proto_rawDesc = "" +
 	"\bbookings\x18\b \x03(\v2\x17.seatledger.v1.HoldInfoR\bbookings\x12\x12\n" +
 	"\x04more\x18\t \x01(\bR\x04more\x12)\n" +
 	"\x05seats\x18\n" +
-	" \x03(\v2\x13.seatledger.v1.SeatR\x05seats\x12=\n" +
+	" \x03(\v2\x13.seatledger.v1.SeatR\x05seats\x12;\n" +
+	"\vrevocations\x18\v \x03(\v2\x19.seatledger.v1.RevocationR\vrevocations\x12=\n" +
 	"\vseat_counts\x18\x14 \x03(\v2\x1c.seatledger.v1.ShowSeatCountR\n" +
 	"seatCounts\x126\n" +
 	"\acatalog\x18\x15 \x01(\v2\x1c.seatledger.v1.CatalogAnswerR\acatalog\x124\n" +
@@ -2989,13 +3013,14 @@ const file_ledger_proto_rawDesc = "" +
 	"\x19FORWARD_STATUS_NOT_LEADER\x10\x02\x12\"\n" +
 	"\x1eFORWARD_STATUS_OUTCOME_UNKNOWN\x10\x03\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNAVAILABLE\x10\x04\x12\x1a\n" +
-	"\x16FORWARD_STATUS_INVALID\x10\x05*\xd2\x01\n" +
+	"\x16FORWARD_STATUS_INVALID\x10\x05*\xed\x01\n" +
 	"\bReadKind\x12\x19\n" +
 	"\x15READ_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12READ_KIND_SEAT_MAP\x10\x01\x12\x12\n" +
 	"\x0eREAD_KIND_HOLD\x10\x02\x12\x19\n" +
 	"\x15READ_KIND_QUEUE_ENTRY\x10\x03\x12\x1d\n" +
-	"\x19READ_KIND_CLIENT_BOOKINGS\x10\x04\x12\x15\n" +
+	"\x19READ_KIND_CLIENT_BOOKINGS\x10\x04\x12\x19\n" +
+	"\x15READ_KIND_REVOCATIONS\x10\x05\x12\x15\n" +
 	"\x11READ_KIND_CATALOG\x10\n" +
 	"\x12\x19\n" +
 	"\x15READ_KIND_SEAT_COUNTS\x10\v\x12\x13\n" +
@@ -3064,9 +3089,10 @@ var file_ledger_proto_goTypes = []any{
 	(*HoldInfo)(nil),             // 41: seatledger.v1.HoldInfo
 	(*QueueEntry)(nil),           // 42: seatledger.v1.QueueEntry
 	(*Seat)(nil),                 // 43: seatledger.v1.Seat
-	(*ShowSeatCount)(nil),        // 44: seatledger.v1.ShowSeatCount
-	(*CatalogAnswer)(nil),        // 45: seatledger.v1.CatalogAnswer
-	(*NodeList)(nil),             // 46: seatledger.v1.NodeList
+	(*Revocation)(nil),           // 44: seatledger.v1.Revocation
+	(*ShowSeatCount)(nil),        // 45: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),        // 46: seatledger.v1.CatalogAnswer
+	(*NodeList)(nil),             // 47: seatledger.v1.NodeList
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -3110,20 +3136,21 @@ var file_ledger_proto_depIdxs = []int32{
 	42, // 38: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
 	41, // 39: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
 	43, // 40: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	44, // 41: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
-	45, // 42: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
-	46, // 43: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
-	25, // 44: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	29, // 45: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	27, // 46: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
-	26, // 47: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	30, // 48: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	28, // 49: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
-	47, // [47:50] is the sub-list for method output_type
-	44, // [44:47] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	44, // 41: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
+	45, // 42: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	46, // 43: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	47, // 44: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
+	25, // 45: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	29, // 46: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	27, // 47: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
+	26, // 48: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	30, // 49: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	28, // 50: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
+	48, // [48:51] is the sub-list for method output_type
+	45, // [45:48] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
