@@ -114,7 +114,10 @@ func storedSeats(v *View, show string) (map[string]ledgerpb.SeatState, error) {
 	}
 	for i, h := range owners {
 		if h != nil {
-			out[seatName(l, i)] = seatState(h)
+			out[seatName(l, i)] = ledgerpb.SeatState_HELD
+			if h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
+				out[seatName(l, i)] = ledgerpb.SeatState_BOOKED
+			}
 		}
 	}
 	return out, nil

@@ -19,14 +19,14 @@ import (
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
-// TestMain runs every test with the record cache checked against the store
-// on each read (cache.go), so the scenario, model, determinism and fuzz
-// tests prove the cache exact (and hold ids fresh); benchmarks measure it
-// unchecked.
+// TestMain runs every test with the ledger checked against the store after
+// every commit and on every read (checkLedger), so the scenario, model,
+// determinism and fuzz tests prove the write-behind exact (and hold ids
+// fresh); benchmarks measure it unchecked.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	checkRecordCache = flag.Lookup("test.bench").Value.String() == ""
-	checkHoldIDs = checkRecordCache
+	checkLedger = flag.Lookup("test.bench").Value.String() == ""
+	checkHoldIDs = checkLedger
 	os.Exit(m.Run())
 }
 

@@ -229,7 +229,7 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 		if h == nil {
 			continue
 		}
-		if !(h.ShowId == show && containsSeat(h.SeatIds, ids[i])) {
+		if !(h.ShowId == show && slices.Contains(h.SeatIds, ids[i])) {
 			violated("S1: seat %s of show %s points at hold %s that does not own it", ids[i], show, h.HoldId)
 		}
 		if h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs {
@@ -241,15 +241,6 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 		taken = append(taken, ids[i])
 	}
 	return taken, stale
-}
-
-func containsSeat(seats []string, s string) bool {
-	for _, x := range seats {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // closeHold ends a live hold: its seats become FREE, it leaves the expiry

@@ -72,15 +72,6 @@ func newLedger() ledger {
 	return ledger{shows: map[string]*showState{}, holds: map[string]*ledgerpb.HoldRecord{}}
 }
 
-// seatState is the state a seat owned by h is in: HELD by a live hold,
-// BOOKED by a booking.
-func seatState(h *ledgerpb.HoldRecord) ledgerpb.SeatState {
-	if h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
-		return ledgerpb.SeatState_BOOKED
-	}
-	return ledgerpb.SeatState_HELD
-}
-
 // load reads the group's ledger from the store: the shows, then each
 // show's live holds and bookings (its live index) and their seats, then the
 // waiting lines' totals; it derives the clients' lists and the expiry
@@ -264,16 +255,12 @@ func (m *Machine) loadQueues(r pebble.Reader, led *ledger) error {
 }
 
 func (m *Machine) loadHold(r pebble.Reader, id string) (*ledgerpb.HoldRecord, error) {
-	v, err := getCopy(r, m.holdKey(id))
+	h, err := getHold(r, m.holdKey(id))
+	if err == nil && h == nil {
+		err = errors.New("missing")
+	}
 	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		return nil, fmt.Errorf("hold %s is missing", id)
-	}
-	h := &ledgerpb.HoldRecord{}
-	if err := proto.Unmarshal(v, h); err != nil {
-		return nil, fmt.Errorf("decode hold %s: %w", id, err)
+		return nil, fmt.Errorf("hold %s: %w", id, err)
 	}
 	return h, nil
 }

@@ -70,15 +70,15 @@ func OpenDB(dir string) (*pebble.DB, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{},
 		// Larger memtables than the 4 MiB default flush less often, so
-		// fewer L0 files sit under every point lookup of the hold path
-		// and less compaction runs (-55% CPU per hold in
-		// BenchmarkApplyBatch256). Pebble grows them from 256 KiB on
-		// demand, so an idle node does not pay for them.
+		// less flushing and compaction runs behind the write-behind
+		// (docs/PERFORMANCE.md). Pebble grows them from 256 KiB on demand,
+		// so an idle node does not pay for them.
 		MemTableSize: memTableBytes,
 	}
-	// Most lookups on the hold path are for absent keys (a FREE seat has no
-	// record, a new request id none either): bloom filters answer those
-	// without reading blocks. Set on L0; later levels inherit it.
+	// Apply reads the store only for a request id the request filter
+	// cannot rule out, or a hold that ended: most such reads find nothing,
+	// and bloom filters answer those without reading blocks. Set on L0;
+	// later levels inherit it.
 	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -264,7 +264,7 @@ func (m *Machine) commit(tx *txn) {
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
 	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now, next: m.led.nextExpiry(), live: m.led.live})
 	m.commits.Add(1)
-	if checkRecordCache {
+	if checkLedger {
 		stored, err := m.load(m.db)
 		must(err, "load the ledger to check it")
 		if d := m.led.diff(&stored); d != "" {
@@ -460,10 +460,11 @@ func (tx *txn) read(key []byte) ([]byte, bool) {
 	return append([]byte(nil), v...), true
 }
 
-// checkRecordCache makes readers check what they take from the group's
-// caches against the store, and every Apply check the ledger against the
-// store (tests turn it on; see helpers_test.go).
-var checkRecordCache = false
+// checkLedger makes every commit compare the ledger with one loaded from
+// the store, readers compare the ledger's seat states with the store's,
+// and the request filter's misses be checked against the store (tests turn
+// it on; see helpers_test.go).
+var checkLedger = false
 
 // checkHoldIDs makes createHold look up each new hold id to prove it was
 // never used (tests turn it on; see helpers_test.go).

@@ -94,7 +94,7 @@ func (v *View) snapshot() (*pebble.Snapshot, error) {
 		v.next, v.nextKnown = p.next, p.index == applied
 	}
 	v.snap = snap
-	if checkRecordCache {
+	if checkLedger {
 		v.checkPublished()
 	}
 	return snap, nil
@@ -133,7 +133,7 @@ func (v *View) snapIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 }
 
 // checkPublished asserts that the view's published index and clock are its
-// snapshot's (tests: see checkRecordCache).
+// snapshot's (tests: see checkLedger).
 func (v *View) checkPublished() {
 	applied, clock, err := readMeta(v.snap, v.m.metaKey())
 	must(err, "read meta")
@@ -271,7 +271,7 @@ func (v *View) showStates(showID string) (*layout, *cachedStates, error) {
 			return
 		}
 		l, c = s.l, s.statesAt(v.clock)
-		if checkRecordCache {
+		if checkLedger {
 			err = v.checkStates(showID, c)
 		}
 	})
@@ -285,7 +285,7 @@ func (v *View) showStates(showID string) (*layout, *cachedStates, error) {
 }
 
 // checkStates compares states read from the ledger with the store's, read
-// while apply waits (tests: see checkRecordCache).
+// while apply waits (tests: see checkLedger).
 func (v *View) checkStates(showID string, c *cachedStates) error {
 	sv := &View{m: v.m, snap: v.m.db.NewSnapshot(), applied: v.applied, clock: v.clock}
 	defer sv.Close()
@@ -305,12 +305,19 @@ func (v *View) checkStates(showID string, c *cachedStates) error {
 // scanStates reads a show's seat states (layout l) from the view's
 // snapshot.
 func (v *View) scanStates(showID string, l *layout) (*cachedStates, error) {
-	c, letters := newStates(l.total)
-	err := v.overlaySeats(l, func(idx int, state ledgerpb.SeatState, expiresAt int64) {
-		c.set(letters, idx, state, expiresAt)
-	})
-	c.states = string(letters)
-	return c, err
+	s, err := v.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	holds, err := v.m.liveHolds(s, showID)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: read show %s: %w", showID, err)
+	}
+	owners, err := v.m.placeSeats(l, holds)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: read show %s: %w", showID, err)
+	}
+	return statesOf(owners, v.clock), nil
 }
 
 // The letters of SeatMap.seat_states.
@@ -417,34 +424,6 @@ func digits(n int) int {
 		d++
 	}
 	return d
-}
-
-// overlaySeats calls set with the state of each seat owned by a live hold
-// (HELD until its expiry, if the view's clock is before it) or a booking
-// (BOOKED), by its index in layout l, as the view's snapshot has them.
-func (v *View) overlaySeats(l *layout, set func(idx int, state ledgerpb.SeatState, expiresAt int64)) error {
-	s, err := v.snapshot()
-	if err != nil {
-		return err
-	}
-	holds, err := v.m.liveHolds(s, l.show.ShowId)
-	if err != nil {
-		return fmt.Errorf("fsm: read show %s: %w", l.show.ShowId, err)
-	}
-	owners, err := v.m.placeSeats(l, holds)
-	if err != nil {
-		return fmt.Errorf("fsm: read show %s: %w", l.show.ShowId, err)
-	}
-	for i, h := range owners {
-		switch {
-		case h == nil:
-		case h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
-			set(i, ledgerpb.SeatState_BOOKED, 0)
-		case v.clock < h.ExpiresAtMs:
-			set(i, ledgerpb.SeatState_HELD, h.ExpiresAtMs)
-		}
-	}
-	return nil
 }
 
 // NextExpiry returns the earliest expires_at among live holds at the

@@ -27,7 +27,7 @@ func (tx *txn) request(client, request string) *ledgerpb.RequestRecord {
 		}
 		return true
 	})
-	if rec == nil && checkRecordCache {
+	if rec == nil && checkLedger {
 		tx.checkNoRecord(client, request)
 	}
 	return rec

@@ -73,8 +73,17 @@ func (s *showState) statesAt(now int64) *cachedStates {
 	if c := s.states.Load(); c != nil && now < c.until {
 		return c
 	}
-	c, letters := newStates(len(s.seats))
-	for i, h := range s.seats {
+	c := statesOf(s.seats, now)
+	s.states.Store(c)
+	return c
+}
+
+// statesOf is the states of seats whose owners are owners (by layout
+// index, nil FREE) at log clock now: a booking's seats BOOKED, a live
+// hold's HELD until its expiry, FREE after it.
+func statesOf(owners []*ledgerpb.HoldRecord, now int64) *cachedStates {
+	c, letters := newStates(len(owners))
+	for i, h := range owners {
 		switch {
 		case h == nil:
 		case h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
@@ -84,6 +93,5 @@ func (s *showState) statesAt(now int64) *cachedStates {
 		}
 	}
 	c.states = string(letters)
-	s.states.Store(c)
 	return c
 }

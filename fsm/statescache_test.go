@@ -15,12 +15,12 @@ import (
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
-// withoutCacheChecks lets a test see what the caches answer on their own
-// (every other test has them checked against the store on each read).
+// withoutCacheChecks lets a test see what the kept states answer on their
+// own (every other test has them checked against the store on each read).
 func withoutCacheChecks(t *testing.T) {
-	saved := checkRecordCache
-	checkRecordCache = false
-	t.Cleanup(func() { checkRecordCache = saved })
+	saved := checkLedger
+	checkLedger = false
+	t.Cleanup(func() { checkLedger = saved })
 }
 
 func seatStatesAt(t *testing.T, m *Machine) string {

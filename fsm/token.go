@@ -27,8 +27,7 @@ func HoldToken(key []byte, holdID string) string {
 }
 
 // holdToken computes the token of a hold of show with the show's keyed
-// HMAC, kept in the ledger: hmac.New per token was a twelfth of a hold's
-// apply.
+// HMAC, kept in the ledger, instead of a new HMAC per token.
 func (tx *txn) holdToken(show, holdID string) string {
 	s := tx.m.led.shows[show]
 	assertf(s != nil, "token of a hold of missing show %s", show)

@@ -9,11 +9,7 @@ package gateway
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,39 +20,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
-	"github.com/seatledger/seatledger/raftnode"
-	"github.com/seatledger/seatledger/shard"
 )
 
 func TestLeaderlessNodeFailsFast(t *testing.T) {
-	raftLn, grpcLn, deadLn := listen(t), listen(t), listen(t)
-	dead := deadLn.Addr().String()
-	deadLn.Close()
-	peers := []raftnode.Peer{{ID: "n1", RaftAddr: raftLn.Addr().String(), GRPCAddr: grpcLn.Addr().String()},
-		{ID: "n2", RaftAddr: dead, GRPCAddr: dead}}
 	const election = 100 * time.Millisecond
-	rn, err := raftnode.Start(raftnode.Config{NodeID: "n1", DataDir: filepath.Join(t.TempDir(), "n1"),
-		RaftAddr: peers[0].RaftAddr, Listener: raftLn, ClusterID: raftnode.ClusterID{1}, Peers: peers, Groups: map[uint32][]string{0: {"n1", "n2"}},
-		Bootstrap: true, HeartbeatTimeout: election, ElectionTimeout: election,
-		LeaderLeaseTimeout: election / 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	router := shard.NewRouter(rn, shard.Map{Groups: 1})
-	srv := NewServer(router)
-	gs := NewGRPCServer(srv, router)
-	go gs.Serve(grpcLn)
-	h, err := NewHTTPHandler(context.Background(), srv, router, HTTPConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(h)
-	t.Cleanup(func() {
-		hs.Close()
-		gs.Stop()
-		router.Close()
-		rn.Close()
-	})
+	hs, grpcAddr := startLeaderlessNode(t, election)
 	// Past two election timeouts without a leader (and then some).
 	time.Sleep(3 * election)
 
@@ -85,7 +53,7 @@ func TestLeaderlessNodeFailsFast(t *testing.T) {
 		t.Errorf("stale seat map of an unknown show at a leaderless node = %d after %v, want 503 at once", a.code, took)
 	}
 
-	conn, err := grpc.NewClient(peers[0].GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,8 +99,26 @@ func TestReadyWithLeader(t *testing.T) {
 }
 
 func TestNotReadyWithoutLeader(t *testing.T) {
-	// n1's only group also lists n2, which never starts: no quorum, so no
-	// leader, ever.
+	hs, grpcAddr := startLeaderlessNode(t, 100*time.Millisecond)
+	var r readiness
+	if code := getJSON(t, hs.URL+"/readyz", &r); code != http.StatusServiceUnavailable || r.Status != "not ready" ||
+		strings.Join(r.Reasons, ";") != "group 0: no leader known" {
+		t.Fatalf("GET /readyz without a leader = %d %+v, want 503 naming group 0", code, r)
+	}
+	var live map[string]any
+	if code := getJSON(t, hs.URL+"/healthz", &live); code != http.StatusOK {
+		t.Fatalf("GET /healthz without a leader = %d, want 200 (liveness)", code)
+	}
+	if st, err := healthCheck(t, grpcAddr, ""); err != nil || st != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("gRPC health Check without a leader = %v %v, want NOT_SERVING", st, err)
+	}
+}
+
+// startLeaderlessNode serves the API of a node n1 whose only group also
+// lists n2, which never starts: no quorum, so no leader, ever. It returns
+// the HTTP server and n1's gRPC address.
+func startLeaderlessNode(t *testing.T, election time.Duration) (*httptest.Server, string) {
+	t.Helper()
 	raftLn, grpcLn, deadLn := listen(t), listen(t), listen(t)
 	dead := deadLn.Addr().String()
 	deadLn.Close()
@@ -108,8 +126,8 @@ func TestNotReadyWithoutLeader(t *testing.T) {
 		{ID: "n2", RaftAddr: dead, GRPCAddr: dead}}
 	rn, err := raftnode.Start(raftnode.Config{NodeID: "n1", DataDir: filepath.Join(t.TempDir(), "n1"),
 		RaftAddr: peers[0].RaftAddr, Listener: raftLn, ClusterID: raftnode.ClusterID{1}, Peers: peers, Groups: map[uint32][]string{0: {"n1", "n2"}},
-		Bootstrap: true, HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
-		LeaderLeaseTimeout: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Bootstrap: true, HeartbeatTimeout: election, ElectionTimeout: election,
+		LeaderLeaseTimeout: election / 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,16 +146,5 @@ func TestNotReadyWithoutLeader(t *testing.T) {
 		router.Close()
 		rn.Close()
 	})
-	var r readiness
-	if code := getJSON(t, hs.URL+"/readyz", &r); code != http.StatusServiceUnavailable || r.Status != "not ready" ||
-		strings.Join(r.Reasons, ";") != "group 0: no leader known" {
-		t.Fatalf("GET /readyz without a leader = %d %+v, want 503 naming group 0", code, r)
-	}
-	var live map[string]any
-	if code := getJSON(t, hs.URL+"/healthz", &live); code != http.StatusOK {
-		t.Fatalf("GET /healthz without a leader = %d, want 200 (liveness)", code)
-	}
-	if st, err := healthCheck(t, peers[0].GRPCAddr, ""); err != nil || st != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Fatalf("gRPC health Check without a leader = %v %v, want NOT_SERVING", st, err)
-	}
+	return hs, peers[0].GRPCAddr
 }
