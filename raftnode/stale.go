@@ -29,9 +29,9 @@ const (
 //   - at a leader whose start-of-term barrier completed, now: a leader that
 //     lost its quorum steps down within LeaderLeaseTimeout, which must be
 //     shorter than maxStale;
-//   - at a follower, the time it last received its leader's commit index
-//     (commitKnown), which must be within maxStale, once it has applied up
-//     to that index.
+//   - at a follower, the time its leader had committed the index its last
+//     heartbeat frame carried (commitKnown), which must be within maxStale,
+//     once it has applied up to that index.
 //
 // Otherwise it returns ErrStale. It never talks to other replicas, so it
 // costs the group's leader nothing: browse reads use it.
@@ -70,12 +70,15 @@ func (g *Group) FreshView(ctx context.Context, maxStale time.Duration) (*fsm.Vie
 }
 
 // commitKnown is what a follower last learned of its leader's commit index:
-// when (the time the AppendEntries carrying it arrived), the index, and the
-// leader's term. Heartbeats do not carry the commit index, so the time of
-// the last heartbeat (raft's LastContact) says nothing of what the follower
-// knows to be committed: between appends, a leader tells its followers its
-// commit index only in heartbeat frames, as of the previous frame
-// (beats_serve.go, noteCommit), or every CommitTimeout to 2×CommitTimeout.
+// the index, the leader's term, and a time at which the leader had
+// committed at least that much. Only heartbeat frames tell it
+// (beats_serve.go, noteCommit): a frame goes out after the answer to the
+// previous one, so its commit index is dated by the previous frame's
+// arrival. An AppendEntries is not: it may have been in flight while the
+// leader committed (and acknowledged) further entries with the other
+// followers, so dating its commit index by its arrival claimed a view
+// fresher than it was (TestFollowerLearnsCommitsFromHeartbeatFrames caught
+// it now and then under load).
 type commitKnown struct {
 	mu   sync.Mutex
 	last knownCommit
@@ -86,21 +89,14 @@ type knownCommit struct {
 	index, term uint64
 }
 
-func (c *commitKnown) note(k knownCommit) {
-	c.mu.Lock()
-	c.last = k
-	c.mu.Unlock()
-}
-
 func (c *commitKnown) get() knownCommit {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.last
 }
 
-// relay passes the RPCs of in to raft through out, noting the commit index
-// each AppendEntries carries (FreshView) and letting screen answer some
-// itself (catchup.go), until stop. It starts once raft exists.
+// relay passes the RPCs of in to raft through out, letting screen answer
+// some itself (catchup.go), until stop. It starts once raft exists.
 func (g *Group) relay(in <-chan raft.RPC, out chan<- raft.RPC) {
 	defer g.wg.Done()
 	for {
@@ -109,9 +105,6 @@ func (g *Group) relay(in <-chan raft.RPC, out chan<- raft.RPC) {
 		case rpc = <-in:
 		case <-g.stop:
 			return
-		}
-		if req, ok := rpc.Command.(*raft.AppendEntriesRequest); ok && req.LeaderCommitIndex > 0 {
-			g.commits.note(knownCommit{at: time.Now(), index: req.LeaderCommitIndex, term: req.Term})
 		}
 		if g.screen(rpc) {
 			continue
