@@ -140,11 +140,13 @@ func abs(x int) int {
 
 // freeSeatMap returns, for every seat of show, whether a hold could take it
 // now: FREE, or held by a hold expired by the log clock. It reads the
-// ledger, so earlier commands of the entry count.
-func (tx *txn) freeSeatMap(show string, l *layout) []bool {
+// ledger, so earlier commands of the entry count. The map is dst's memory
+// when dst is large enough: the hold path passes tx.freeBuf, which it
+// does not keep across commands.
+func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 	s := tx.m.led.shows[show]
 	assertf(s != nil && s.l == l, "free seats of show %s, which is not in the ledger", show)
-	free := make([]bool, l.total)
+	free := slices.Grow(dst[:0], l.total)[:l.total]
 	for i, h := range s.seats {
 		free[i] = h == nil || (h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs)
 	}

@@ -36,7 +36,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	}
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now
-	tx.put(tx.m.holdKey(h.HoldId), h)
-	must(tx.b.Set(tx.m.bookingKey(h.ClientId, tx.index, h.HoldId), nil, nil), "write booking index")
+	tx.put(tx.holdKey(h.HoldId), h)
+	must(tx.b.Set(tx.bookingKey(h.ClientId, tx.index, h.HoldId), nil, nil), "write booking index")
 	return holdResult(h)
 }

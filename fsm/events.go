@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -33,19 +33,43 @@ func (tx *txn) seatChanged(show, seat string, state ledgerpb.SeatState) {
 	if !(state != ledgerpb.SeatState_SEAT_STATE_UNSPECIFIED && seat != "") {
 		violated("seat %q of show %s changed to state %v", seat, show, state)
 	}
-	if tx.events == nil {
-		tx.events = map[string][]byte{}
+	sc := tx.changesOf(show)
+	sc.changes = appendSeatChange(sc.changes, seat, state)
+}
+
+// showChanges are one show's changes in the entry being applied, encoded.
+// Their buffers are kept from entry to entry (txn.events).
+type showChanges struct {
+	show    string
+	changes []byte // SeatEventRecord.changes fields
+	offers  []byte // SeatEventRecord.offers fields
+}
+
+// changesOf returns show's changes in the entry being applied.
+func (tx *txn) changesOf(show string) *showChanges {
+	if i, ok := tx.eventAt[show]; ok {
+		return &tx.events[i]
 	}
-	tx.events[show] = appendSeatChange(tx.events[show], seat, state)
+	if tx.eventAt == nil {
+		tx.eventAt = map[string]int{}
+	}
+	i := len(tx.events)
+	if i < cap(tx.events) {
+		tx.events = tx.events[:i+1]
+	} else {
+		tx.events = append(tx.events, showChanges{})
+	}
+	sc := &tx.events[i]
+	sc.show, sc.changes, sc.offers = show, sc.changes[:0], sc.offers[:0]
+	tx.eventAt[show] = i
+	return sc
 }
 
 // offerMade records that the waiting queue offered hold to entry of show in
 // the entry being applied; the offer goes out with the show's changes.
 func (tx *txn) offerMade(show, entry, hold string) {
-	if tx.offers == nil {
-		tx.offers = map[string][]byte{}
-	}
-	b := tx.offers[show]
+	sc := tx.changesOf(show)
+	b := sc.offers
 	size := protowire.SizeTag(offerEntryField) + protowire.SizeBytes(len(entry)) +
 		protowire.SizeTag(offerHoldField) + protowire.SizeBytes(len(hold))
 	b = protowire.AppendTag(b, eventOffersField, protowire.BytesType)
@@ -53,7 +77,7 @@ func (tx *txn) offerMade(show, entry, hold string) {
 	b = protowire.AppendTag(b, offerEntryField, protowire.BytesType)
 	b = protowire.AppendString(b, entry)
 	b = protowire.AppendTag(b, offerHoldField, protowire.BytesType)
-	tx.offers[show] = protowire.AppendString(b, hold)
+	sc.offers = protowire.AppendString(b, hold)
 }
 
 // Field numbers of SeatEventRecord, SeatChange and QueueOffer, for the
@@ -80,44 +104,45 @@ func appendSeatChange(b []byte, seat string, state ledgerpb.SeatState) []byte {
 	return protowire.AppendVarint(b, uint64(state))
 }
 
-// encodeEventRecord is a SeatEventRecord with the encoded changes.
-func encodeEventRecord(appliedAt int64, changes []byte) []byte {
-	b := make([]byte, 0, protowire.SizeTag(eventAppliedAtField)+protowire.SizeVarint(uint64(appliedAt))+len(changes))
+// appendEventRecord appends a SeatEventRecord with the encoded changes and
+// offers to b.
+func appendEventRecord(b []byte, appliedAt int64, changes, offers []byte) []byte {
 	if appliedAt != 0 { // proto3: a zero scalar is not written
 		b = protowire.AppendTag(b, eventAppliedAtField, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(appliedAt))
 	}
-	return append(b, changes...)
+	return append(append(b, changes...), offers...)
 }
 
 // flushEvents writes the changes of the entry just applied: one record per
 // show it touched, keeping the order in which the entry changed the seats (a
 // seat may change twice: FREE when an expired hold lets go, then HELD by the
 // hold that took it). Shows are written in sorted order, so replicas build
-// identical batches whatever the map's order.
+// identical batches whatever order the entry touched them in.
 func (tx *txn) flushEvents() {
 	if len(tx.events) == 0 {
 		return
 	}
-	for _, show := range slices.Sorted(maps.Keys(tx.events)) {
+	slices.SortFunc(tx.events, func(a, b showChanges) int { return strings.Compare(a.show, b.show) })
+	for i := range tx.events {
+		sc := &tx.events[i]
 		// An offer holds seats, so its show has changes too; the offers
 		// follow them, as proto.Marshal orders the fields.
-		changes := append(tx.events[show], tx.offers[show]...)
-		assertf(len(tx.events[show]) > 0, "empty change list of show %s at index %d", show, tx.index)
+		assertf(len(sc.changes) > 0, "empty change list of show %s at index %d (%d bytes of offers)", sc.show, tx.index, len(sc.offers))
 		// The key is new: it holds the entry's index, which applyEntry
 		// asserts is above every index applied before.
-		must(tx.b.Set(tx.m.eventKey(show, tx.index), encodeEventRecord(tx.now, changes), nil), "write change record")
-		must(tx.b.Set(tx.m.eventAgeKey(tx.now, tx.index, show), nil, nil), "write change record age")
+		tx.scratch = appendEventRecord(tx.scratch[:0], tx.now, sc.changes, sc.offers)
+		tx.keyBuf = tx.m.appendEventKey(tx.keyBuf[:0], sc.show, tx.index)
+		must(tx.b.Set(tx.keyBuf, tx.scratch, nil), "write change record")
+		tx.keyBuf = tx.m.appendEventAgeKey(tx.keyBuf[:0], tx.now, tx.index, sc.show)
+		must(tx.b.Set(tx.keyBuf, nil, nil), "write change record age")
 		if tx.touched == nil {
 			tx.touched = map[string]uint64{}
 		}
-		tx.touched[show] = tx.index
+		tx.touched[sc.show] = tx.index
 	}
-	for show := range tx.offers {
-		assertf(len(tx.events[show]) > 0, "offers without seat changes in show %s at index %d", show, tx.index)
-	}
-	clear(tx.events)
-	clear(tx.offers)
+	tx.events = tx.events[:0]
+	clear(tx.eventAt)
 }
 
 // pruneEvents forgets at most limit change records applied before the
@@ -228,13 +253,20 @@ func (m *Machine) eventPrefix(show string) []byte { return m.key(kindEvent, lenP
 
 // eventKey is a show's change record at revision: records of a show sort by
 // revision.
-func (m *Machine) eventKey(show string, rev uint64) []byte {
-	return m.key(kindEvent, lenPrefixed(show), u64(rev))
+func (m *Machine) eventKey(show string, rev uint64) []byte { return m.appendEventKey(nil, show, rev) }
+
+func (m *Machine) appendEventKey(dst []byte, show string, rev uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendLenPrefixed(m.appendKind(dst, kindEvent), show), rev)
 }
 
 // eventAgeKey indexes a change record by the log time it was applied at.
 func (m *Machine) eventAgeKey(at int64, rev uint64, show string) []byte {
-	return m.key(kindEventAge, u64(uint64(at)), u64(rev), lenPrefixed(show))
+	return m.appendEventAgeKey(nil, at, rev, show)
+}
+
+func (m *Machine) appendEventAgeKey(dst []byte, at int64, rev uint64, show string) []byte {
+	k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(m.appendKind(dst, kindEventAge), uint64(at)), rev)
+	return appendLenPrefixed(k, show)
 }
 
 func (m *Machine) eventFloorKey() []byte { return m.key(kindEventFloor) }

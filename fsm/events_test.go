@@ -342,30 +342,42 @@ func FuzzDecodeEventKeys(f *testing.F) {
 	})
 }
 
-// TestEventRecordEncoding: the hand-written encoder of change records writes
-// exactly what proto.Marshal writes for the same SeatEventRecord.
+// TestEventRecordEncoding: the hand-written encoder of change records
+// (seatChanged, offerMade, appendEventRecord) writes exactly what
+// proto.Marshal writes for the same SeatEventRecord.
 func TestEventRecordEncoding(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	states := []ledgerpb.SeatState{ledgerpb.SeatState_FREE, ledgerpb.SeatState_HELD, ledgerpb.SeatState_BOOKED}
+	tx := &txn{}
 	for i := range 200 {
 		rec := &ledgerpb.SeatEventRecord{}
 		if i > 0 {
 			rec.AppliedAtMs = int64(r.Uint64N(ClockMaxMs + 1))
 		}
-		var changes []byte
 		for range 1 + r.IntN(12) {
 			seat := fmt.Sprintf("%s%d", strings.Repeat("Z", 1+r.IntN(3)), 1+r.IntN(500))
 			state := states[r.IntN(len(states))]
 			rec.Changes = append(rec.Changes, &ledgerpb.SeatChange{SeatId: seat, State: state})
-			changes = appendSeatChange(changes, seat, state)
+			tx.seatChanged("s1", seat, state)
+		}
+		for j := range r.IntN(3) {
+			o := &ledgerpb.QueueOffer{EntryId: fmt.Sprintf("q%d-%d", i, j), HoldId: fmt.Sprintf("h%d-%d", i, j)}
+			rec.Offers = append(rec.Offers, o)
+			tx.offerMade("s1", o.EntryId, o.HoldId)
 		}
 		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := encodeEventRecord(rec.AppliedAtMs, changes); !bytes.Equal(got, want) {
-			t.Fatalf("encodeEventRecord(%v) = %x, proto.Marshal = %x", rec, got, want)
+		if len(tx.events) != 1 {
+			t.Fatalf("changes of %d shows, want 1", len(tx.events))
 		}
+		sc := tx.events[0]
+		if got := appendEventRecord(nil, rec.AppliedAtMs, sc.changes, sc.offers); !bytes.Equal(got, want) {
+			t.Fatalf("appendEventRecord(%v) = %x, proto.Marshal = %x", rec, got, want)
+		}
+		tx.events = tx.events[:0]
+		clear(tx.eventAt)
 	}
 }
 

@@ -2,11 +2,16 @@
 // above ExpirePerEntryMax falls back to ExpirePerEntryDefault while
 // ExpirePerEntryMax itself is honoured; and that an Expire whose upto is
 // negative (a leader bug, but a decodable entry every replica receives)
-// expires nothing instead of crashing every replica.
+// expires nothing instead of crashing every replica; and that the expiry
+// queue's typed heap orders entries as a sort does.
 package fsm
 
 import (
+	"cmp"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -63,5 +68,36 @@ func TestExpireNegativeUpto(t *testing.T) {
 				t.Errorf("Expire(upto=%d) = %s, want OK expired=0", upto, resultString(res[0]))
 			}
 		})
+	}
+}
+
+// TestExpiryQueueOrder checks the typed heap against a sort: entries leave
+// by expiry, then id, whatever order they came in (load's init included).
+func TestExpiryQueueOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 50 {
+		var q, loaded expiryQueue
+		var want []expiryEntry
+		for i := range rng.IntN(200) {
+			e := expiryEntry{at: int64(rng.IntN(20)), id: fmt.Sprintf("h%d", i)}
+			q.push(e)
+			loaded = append(loaded, e)
+			want = append(want, e)
+		}
+		loaded.init()
+		slices.SortFunc(want, func(a, b expiryEntry) int {
+			return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.id, b.id))
+		})
+		for i, w := range want {
+			if got := q.pop(); got != w {
+				t.Fatalf("round %d: pop %d = %v, want %v", round, i, got, w)
+			}
+			if got := loaded.pop(); got != w {
+				t.Fatalf("round %d: pop %d after init = %v, want %v", round, i, got, w)
+			}
+		}
+		if len(q) != 0 || len(loaded) != 0 {
+			t.Fatalf("round %d: %d and %d entries left", round, len(q), len(loaded))
+		}
 	}
 }

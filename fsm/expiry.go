@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"container/heap"
 	"math"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -24,22 +23,65 @@ type expiryEntry struct {
 	id string
 }
 
-func (q expiryQueue) Len() int { return len(q) }
-func (q expiryQueue) Less(i, j int) bool {
+func (q expiryQueue) less(i, j int) bool {
 	return q[i].at < q[j].at || (q[i].at == q[j].at && q[i].id < q[j].id)
 }
-func (q expiryQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *expiryQueue) Push(x any)   { *q = append(*q, x.(expiryEntry)) }
-func (q *expiryQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
+
+// push and pop keep q a binary min-heap; typed, so an entry is not boxed
+// into an interface as container/heap would on every hold.
+func (q *expiryQueue) push(e expiryEntry) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (q *expiryQueue) pop() expiryEntry {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = expiryEntry{} // drop the id for the garbage collector
+	h = h[:last]
+	h.down(0)
+	*q = h
+	return top
+}
+
+func (q expiryQueue) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(q) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(q) && q.less(r, l) {
+			m = r
+		}
+		if !q.less(m, i) {
+			return
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+}
+
+// init orders an unordered queue (load).
+func (q expiryQueue) init() {
+	for i := len(q)/2 - 1; i >= 0; i-- {
+		q.down(i)
+	}
 }
 
 // due queues a live hold at its expiry.
 func (led *ledger) due(h *ledgerpb.HoldRecord) {
-	heap.Push(&led.expiry, expiryEntry{at: h.ExpiresAtMs, id: h.HoldId})
+	led.expiry.push(expiryEntry{at: h.ExpiresAtMs, id: h.HoldId})
 }
 
 // current reports whether e is the entry of a live hold.
@@ -55,7 +97,7 @@ func (led *ledger) current(e expiryEntry) *ledgerpb.HoldRecord {
 // expires at or before upto; nil when none does.
 func (led *ledger) popDue(upto int64) *ledgerpb.HoldRecord {
 	for len(led.expiry) > 0 && led.expiry[0].at <= upto {
-		if h := led.current(heap.Pop(&led.expiry).(expiryEntry)); h != nil {
+		if h := led.current(led.expiry.pop()); h != nil {
 			return h
 		}
 	}
@@ -69,7 +111,7 @@ func (led *ledger) nextExpiry() int64 {
 		if led.current(led.expiry[0]) != nil {
 			return led.expiry[0].at
 		}
-		heap.Pop(&led.expiry)
+		led.expiry.pop()
 	}
 	return math.MaxInt64
 }

@@ -25,7 +25,7 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 	assertf(at >= h.ExpiresAtMs, "extend of hold %s moves its expiry earlier", h.HoldId)
 	if at != h.ExpiresAtMs {
 		h.ExpiresAtMs = at
-		tx.put(tx.m.holdKey(h.HoldId), h)
+		tx.put(tx.holdKey(h.HoldId), h)
 		tx.m.led.due(h)                            // its entry at the old expiry is stale now
 		tx.m.led.shows[h.ShowId].states.Store(nil) // its seats are held longer
 	}

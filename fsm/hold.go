@@ -64,7 +64,7 @@ func (tx *txn) pickSeats(l *layout, c *ledgerpb.HoldCmd) ([]string, []uint16, *l
 	if c.Category != "" && l.prices[c.Category] == nil {
 		return nil, nil, invalid(fieldErr("category", "show %s has no category %s", c.ShowId, c.Category))
 	}
-	best := bestSeats(l, tx.freeSeatMap(c.ShowId, l), int(c.Count), c.Category)
+	best := bestSeats(l, tx.holdFreeMap(c.ShowId, l), int(c.Count), c.Category)
 	if best == nil {
 		what := "free seats"
 		if c.Category != "" {
@@ -94,7 +94,7 @@ func (tx *txn) alternatives(l *layout, show string, idx []uint16) []string {
 			break
 		}
 	}
-	free := tx.freeSeatMap(show, l)
+	free := tx.holdFreeMap(show, l)
 	best := bestSeats(l, free, len(idx), category)
 	if best == nil && category != "" {
 		best = bestSeats(l, free, len(idx), "")
@@ -104,6 +104,13 @@ func (tx *txn) alternatives(l *layout, show string, idx []uint16) []string {
 		ids[i] = l.seatID(n)
 	}
 	return ids
+}
+
+// holdFreeMap is freeSeatMap in tx.freeBuf, for a hold's seats or its
+// alternatives: used before the next command needs the buffer.
+func (tx *txn) holdFreeMap(show string, l *layout) []bool {
+	tx.freeBuf = tx.freeSeatMap(show, l, tx.freeBuf)
+	return tx.freeBuf
 }
 
 // createHold writes a new live hold of free seats ids (layout indexes idx).
@@ -142,8 +149,8 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		tx.putSeat(s, n, h)
 		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
-	tx.put(tx.m.holdKey(h.HoldId), h)
-	must(tx.b.Set(tx.m.liveKey(h.ShowId, h.HoldId), nil, nil), "write live index")
+	tx.put(tx.holdKey(h.HoldId), h)
+	must(tx.b.Set(tx.liveKey(h.ShowId, h.HoldId), nil, nil), "write live index")
 	tx.m.led.due(h)
 	tx.trackHold(h)
 	r := holdResult(h)
@@ -254,12 +261,12 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 		tx.clearSeat(s, n)
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_FREE)
 	})
-	tx.del(tx.m.liveKey(h.ShowId, h.HoldId))
+	tx.del(tx.liveKey(h.ShowId, h.HoldId))
 	tx.untrackHold(h)
 	tx.seatsFreed(h.ShowId)
 	h.State = state
 	h.ClosedAtMs = tx.now
-	tx.put(tx.m.holdKey(h.HoldId), h)
+	tx.put(tx.holdKey(h.HoldId), h)
 	delete(tx.m.led.holds, h.HoldId)
 	tx.m.led.live--
 }

@@ -88,7 +88,17 @@ func lenPrefixed(s string) []byte {
 
 func (m *Machine) metaKey() []byte          { return m.key(kindMeta) }
 func (m *Machine) showKey(id string) []byte { return m.key(kindShow, []byte(id)) }
-func (m *Machine) holdKey(id string) []byte { return append(m.keyOf(kindHold, len(id)), id...) }
+func (m *Machine) holdKey(id string) []byte { return m.appendHoldKey(nil, id) }
+
+// appendKind appends the group's prefix and kind to dst: the start of a key
+// built in a reused buffer (txn.keyBuf) instead of a new slice.
+func (m *Machine) appendKind(dst []byte, kind byte) []byte {
+	return append(append(dst, m.prefix...), kind)
+}
+
+func (m *Machine) appendHoldKey(dst []byte, id string) []byte {
+	return append(m.appendKind(dst, kindHold), id...)
+}
 
 func (m *Machine) showTokenKey(id string) []byte { return m.key(kindShowKey, []byte(id)) }
 
@@ -111,7 +121,12 @@ func (m *Machine) queueStatKey(show string) []byte { return m.key(kindQueueStat,
 
 func (m *Machine) bookingPrefix(client string) []byte { return m.key(kindBooking, lenPrefixed(client)) }
 func (m *Machine) bookingKey(client string, index uint64, hold string) []byte {
-	return m.key(kindBooking, lenPrefixed(client), u64(index), []byte(hold))
+	return m.appendBookingKey(nil, client, index, hold)
+}
+
+func (m *Machine) appendBookingKey(dst []byte, client string, index uint64, hold string) []byte {
+	k := binary.BigEndian.AppendUint64(appendLenPrefixed(m.appendKind(dst, kindBooking), client), index)
+	return append(k, hold...)
 }
 
 // livePrefix is the prefix of a show's liveKeys: the index of its live
@@ -128,8 +143,10 @@ func (m *Machine) revokedKey(show string, revision uint64, hold string) []byte {
 
 func (m *Machine) revokedPrefix(show string) []byte { return m.key(kindRevoked, lenPrefixed(show)) }
 
-func (m *Machine) liveKey(show, hold string) []byte {
-	return append(appendLenPrefixed(m.keyOf(kindLive, 1+len(show)+len(hold)), show), hold...)
+func (m *Machine) liveKey(show, hold string) []byte { return m.appendLiveKey(nil, show, hold) }
+
+func (m *Machine) appendLiveKey(dst []byte, show, hold string) []byte {
+	return append(appendLenPrefixed(m.appendKind(dst, kindLive), show), hold...)
 }
 
 // requestBucketMs is the span of log time whose request records share a
@@ -142,7 +159,11 @@ func requestBucket(at int64) uint64 { return uint64(max(at, 0)) / requestBucketM
 
 // requestKey holds the record of a request applied in bucket.
 func (m *Machine) requestKey(bucket uint64, client, request string) []byte {
-	k := binary.BigEndian.AppendUint64(m.keyOf(kindRequest, 9+len(client)+len(request)), bucket)
+	return m.appendRequestKey(nil, bucket, client, request)
+}
+
+func (m *Machine) appendRequestKey(dst []byte, bucket uint64, client, request string) []byte {
+	k := binary.BigEndian.AppendUint64(m.appendKind(dst, kindRequest), bucket)
 	return append(appendLenPrefixed(k, client), request...)
 }
 

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"hash"
@@ -115,7 +114,7 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 		s.clients[h.ClientId] = append(s.clients[h.ClientId], h)
 		led.expiry = append(led.expiry, expiryEntry{at: h.ExpiresAtMs, id: id})
 	}
-	heap.Init(&led.expiry)
+	led.expiry.init()
 	led.live = len(led.expiry)
 	return led, nil
 }

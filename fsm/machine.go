@@ -48,6 +48,9 @@ type Machine struct {
 	// deleted, as far as this machine knows (it only spares repeating the
 	// deletion); apply goroutine only.
 	requestsPruned uint64
+	// spare is the txn of the last committed batch, reused by the next
+	// (begin); apply goroutine only.
+	spare *txn
 	// storeReads counts the apply path's reads and scans of Pebble, for
 	// benchmarks (the hold path makes none); apply goroutine only.
 	storeReads uint64
@@ -200,9 +203,22 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 	return out
 }
 
-// begin starts a Pebble batch for one or more entries.
+// begin starts a Pebble batch for one or more entries. The txn is the
+// previous one's, reset: its buffers and maps are kept for the next batch,
+// so a command does not allocate them again.
 func (m *Machine) begin() *txn {
-	return &txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock()}
+	tx := m.spare
+	if tx == nil {
+		tx = &txn{}
+	}
+	m.spare = nil
+	*tx = txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock(),
+		freed: tx.freed, events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
+		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0]}
+	clear(tx.freed)
+	clear(tx.eventAt)
+	clear(tx.touched)
+	return tx
 }
 
 // applyEntry applies one entry to tx at index.
@@ -238,6 +254,7 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 func (m *Machine) end(tx *txn) {
 	tx.b.Close()
 	if tx.committed {
+		m.spare = tx
 		return
 	}
 	m.reload()
@@ -308,14 +325,22 @@ type txn struct {
 	minExpiry int64
 	// freed names the shows whose seats the current entry freed, for the
 	// waiting queue's offers at the end of the entry (queue.go).
-	freed   map[string]bool
-	events  map[string][]byte
-	offers  map[string][]byte // show -> encoded QueueOffers of the entry
+	freed map[string]bool
+	// events are the entry's changes by show (events.go), eventAt the
+	// position of each show's in events.
+	events  []showChanges
+	eventAt map[string]int
 	touched map[string]uint64 // show -> last index its change log grew
 	// committed is set once b is committed (Machine.end).
 	committed bool
-	// scratch is reused to encode records (put, set).
-	scratch []byte
+	// scratch is reused to encode records (put, set); keyBuf to build
+	// the keys of records written (the batch copies both); tokenBuf to
+	// compute hold tokens (token.go).
+	scratch  []byte
+	keyBuf   []byte
+	tokenBuf []byte
+	// freeBuf holds the free-seat map of a hold's show (holdFreeMap).
+	freeBuf []bool
 }
 
 // applyOne applies one client or leader command with exactly-once handling.
@@ -334,7 +359,7 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 	if fe := validateOp(c); fe != nil {
 		return tx.stamp(invalid(fe))
 	}
-	hash := payloadHash(c)
+	hash := tx.payloadHash(c)
 	if prev := tx.request(c.ClientId, c.RequestId); prev != nil {
 		if string(prev.PayloadHash) != string(hash) {
 			return tx.stamp(&ledgerpb.Result{Code: ledgerpb.Code_CODE_REQUEST_ID_REUSED,
@@ -420,7 +445,7 @@ func reject(code ledgerpb.Code, format string, args ...any) *ledgerpb.Result {
 //
 // Nor is a show's token_key: the gateway draws it at random, so a retry of
 // the same CreateShow through another gateway carries other bytes.
-func payloadHash(c *ledgerpb.Command) []byte {
+func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
 	if cs := c.GetCreateShow(); c.ProposedAtMs != 0 || (cs != nil && len(cs.TokenKey) > 0) {
 		// Commands inside a batch carry no stamp: copy only when needed.
 		c = proto.Clone(c).(*ledgerpb.Command)
@@ -429,8 +454,9 @@ func payloadHash(c *ledgerpb.Command) []byte {
 			cs.TokenKey = nil
 		}
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], c)
 	must(err, "marshal payload")
+	tx.scratch = b[:0]
 	sum := sha256.Sum256(b)
 	return sum[:16]
 }
@@ -477,6 +503,28 @@ func (tx *txn) put(key []byte, msg proto.Message) {
 	must(err, "marshal record")
 	must(tx.b.Set(key, b, nil), "write")
 	tx.scratch = b[:0]
+}
+
+// The keys of records tx writes, built in tx.keyBuf: each is valid until
+// the next, which is enough for a write (the batch copies it).
+func (tx *txn) holdKey(id string) []byte {
+	tx.keyBuf = tx.m.appendHoldKey(tx.keyBuf[:0], id)
+	return tx.keyBuf
+}
+
+func (tx *txn) liveKey(show, hold string) []byte {
+	tx.keyBuf = tx.m.appendLiveKey(tx.keyBuf[:0], show, hold)
+	return tx.keyBuf
+}
+
+func (tx *txn) bookingKey(client string, index uint64, hold string) []byte {
+	tx.keyBuf = tx.m.appendBookingKey(tx.keyBuf[:0], client, index, hold)
+	return tx.keyBuf
+}
+
+func (tx *txn) requestKey(bucket uint64, client, request string) []byte {
+	tx.keyBuf = tx.m.appendRequestKey(tx.keyBuf[:0], bucket, client, request)
+	return tx.keyBuf
 }
 
 func (tx *txn) del(key []byte) {

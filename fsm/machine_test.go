@@ -40,6 +40,8 @@ func TestRejectionOrderFieldBeforeReused(t *testing.T) {
 }
 
 func TestPayloadIdentity(t *testing.T) {
+	tx := &txn{}
+	payloadHash := tx.payloadHash
 	base := cmdHold("c1", "r1", "s1", 5000, "A1", "A2")
 	same := at(123456, proto.Clone(base).(*ledgerpb.Command))
 	if string(payloadHash(base)) != string(payloadHash(same)) {

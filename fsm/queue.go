@@ -209,7 +209,7 @@ func (tx *txn) offer(show string, k int) int {
 	}
 	l := tx.layout(show)
 	assertf(l != nil, "queue of missing show %s", show)
-	free := tx.freeSeatMap(show, l)
+	free := tx.freeSeatMap(show, l, nil)
 	var ids []string
 	prefix := tx.m.queueLinePrefix(show)
 	tx.scan(prefix, prefixEnd(prefix), QueueScanPerEntryMax, func(k []byte) {

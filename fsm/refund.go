@@ -29,12 +29,12 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 		}
 	}
 	delete(tx.m.led.holds, h.HoldId)
-	tx.del(tx.m.liveKey(h.ShowId, h.HoldId))
+	tx.del(tx.liveKey(h.ShowId, h.HoldId))
 	tx.seatsFreed(h.ShowId)
 	h.State = ledgerpb.HoldState_HOLD_STATE_REFUNDED
 	h.RefundedAtMs = tx.now
 	h.RefundReason = c.Reason
-	tx.put(tx.m.holdKey(h.HoldId), h)
+	tx.put(tx.holdKey(h.HoldId), h)
 	// Door scanners that check tickets offline follow the show's refunds.
 	must(tx.b.Set(tx.m.revokedKey(h.ShowId, tx.index, h.HoldId), nil, nil), "write revocation")
 	return holdResult(h)

@@ -45,7 +45,7 @@ func (tx *txn) checkNoRecord(client, request string) {
 
 func (tx *txn) putRequest(client, request string, rec *ledgerpb.RequestRecord) {
 	bucket := requestBucket(tx.now)
-	tx.put(tx.m.requestKey(bucket, client, request), rec)
+	tx.put(tx.requestKey(bucket, client, request), rec)
 	tx.m.requests.add(requestHash(client, request), bucket)
 }
 

@@ -35,10 +35,13 @@ func (tx *txn) holdToken(show, holdID string) string {
 		s.mac = hmac.New(sha256.New, s.l.tokenKey)
 	}
 	s.mac.Reset()
-	s.mac.Write([]byte(holdID))
-	var sum [sha256.Size]byte
+	// The id and the sum go through tx's scratch: hash.Hash is an
+	// interface, so a converted string or a local array would escape.
+	tx.tokenBuf = append(tx.tokenBuf[:0], holdID...)
+	s.mac.Write(tx.tokenBuf)
+	tx.tokenBuf = s.mac.Sum(tx.tokenBuf[:0])
 	var out [22]byte // base64 of holdTokenBytes, unpadded
-	base64.RawURLEncoding.Encode(out[:], s.mac.Sum(sum[:0])[:holdTokenBytes])
+	base64.RawURLEncoding.Encode(out[:], tx.tokenBuf[:holdTokenBytes])
 	return string(out[:])
 }
 
