@@ -2,19 +2,11 @@ package fsm
 
 import "fmt"
 
-// assertf panics when an invariant does not hold. Assertions stay on in
+// violated panics: an invariant does not hold. Assertions stay on in
 // production: a replica whose state breaks an invariant must stop, not
-// diverge (STYLE 5).
-func assertf(cond bool, format string, args ...any) {
-	if !cond {
-		panic(fmt.Sprintf("fsm: invariant violated: "+format, args...))
-	}
-}
-
-// violated panics like a failed assertf. Hot paths write
-// `if !cond { violated(...) }` instead of assertf: assertf's arguments are
-// boxed into interfaces before it can test cond, an allocation per call
-// even when the invariant holds.
+// diverge (STYLE 5). They are written `if !cond { violated(...) }`: a
+// helper that took cond would box its arguments into interfaces before it
+// could test cond, an allocation per call even when the invariant holds.
 func violated(format string, args ...any) {
 	panic(fmt.Sprintf("fsm: invariant violated: "+format, args...))
 }

@@ -145,7 +145,9 @@ func abs(x int) int {
 // does not keep across commands.
 func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 	s := tx.m.led.shows[show]
-	assertf(s != nil && s.l == l, "free seats of show %s, which is not in the ledger", show)
+	if !(s != nil && s.l == l) {
+		violated("free seats of show %s, which is not in the ledger", show)
+	}
 	free := slices.Grow(dst[:0], l.total)[:l.total]
 	for i, h := range s.seats {
 		free[i] = h == nil || (h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs)

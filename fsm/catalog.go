@@ -58,7 +58,9 @@ func (tx *txn) raiseLast(key []byte, at int64) {
 	v, closer, err := tx.b.Get(key)
 	switch {
 	case err == nil:
-		assertf(len(v) == 8, "last-start record of %d bytes", len(v))
+		if len(v) != 8 {
+			violated("last-start record of %d bytes", len(v))
+		}
 		prev := int64(binary.BigEndian.Uint64(v))
 		closer.Close()
 		if prev >= at {

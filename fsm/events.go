@@ -128,7 +128,9 @@ func (tx *txn) flushEvents() {
 		sc := &tx.events[i]
 		// An offer holds seats, so its show has changes too; the offers
 		// follow them, as proto.Marshal orders the fields.
-		assertf(len(sc.changes) > 0, "empty change list of show %s at index %d (%d bytes of offers)", sc.show, tx.index, len(sc.offers))
+		if len(sc.changes) <= 0 {
+			violated("empty change list of show %s at index %d (%d bytes of offers)", sc.show, tx.index, len(sc.offers))
+		}
 		// The key is new: it holds the entry's index, which applyEntry
 		// asserts is above every index applied before.
 		tx.scratch = appendEventRecord(tx.scratch[:0], tx.now, sc.changes, sc.offers)
@@ -167,7 +169,9 @@ func (tx *txn) pruneEvents(limit int) {
 		must(err, "decode change record age key")
 		key := tx.m.eventKey(show, rev)
 		_, ok := tx.read(key)
-		assertf(ok, "age index names change record of show %s at %d that is missing", show, rev)
+		if !ok {
+			violated("age index names change record of show %s at %d that is missing", show, rev)
+		}
 		tx.del(key)
 		tx.del(k)
 		floor = max(floor, rev)
@@ -183,7 +187,9 @@ func (tx *txn) eventFloor() uint64 {
 	}
 	must(err, "read change log floor")
 	defer closer.Close()
-	assertf(len(v) == 8, "change log floor of %d bytes", len(v))
+	if len(v) != 8 {
+		violated("change log floor of %d bytes", len(v))
+	}
 	return binary.BigEndian.Uint64(v)
 }
 

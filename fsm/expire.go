@@ -23,7 +23,9 @@ func (tx *txn) expire(c *ledgerpb.ExpireCmd) *ledgerpb.Result {
 		if h == nil {
 			break
 		}
-		assertf(h.ExpiresAtMs <= upto, "expiry queue out of order")
+		if h.ExpiresAtMs > upto {
+			violated("expiry queue out of order")
+		}
 		tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED)
 	}
 	tx.pruneRequests()

@@ -22,7 +22,9 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 		ttl = HoldTTLDefaultMs
 	}
 	at := min(max(h.ExpiresAtMs, tx.now+ttl), h.CreatedAtMs+HoldLifetimeMaxMs)
-	assertf(at >= h.ExpiresAtMs, "extend of hold %s moves its expiry earlier", h.HoldId)
+	if at < h.ExpiresAtMs {
+		violated("extend of hold %s moves its expiry earlier", h.HoldId)
+	}
 	if at != h.ExpiresAtMs {
 		h.ExpiresAtMs = at
 		tx.put(tx.holdKey(h.HoldId), h)

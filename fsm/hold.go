@@ -29,7 +29,9 @@ func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Resul
 	}
 	taken, stale := tx.takenSeats(c.ShowId, ids, idx)
 	if len(taken) > 0 {
-		assertf(c.Count == 0, "S1: best available picked taken seats %v of show %s", taken, c.ShowId)
+		if c.Count != 0 {
+			violated("S1: best available picked taken seats %v of show %s", taken, c.ShowId)
+		}
 		return &ledgerpb.Result{Code: ledgerpb.Code_CODE_SEATS_TAKEN, SeatIds: taken,
 			AlternativeSeatIds: tx.alternatives(l, c.ShowId, idx),
 			Message:            fmt.Sprintf("seats %v are taken", taken)}

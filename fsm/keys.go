@@ -68,7 +68,9 @@ func (m *Machine) keyOf(kind byte, n int) []byte {
 
 // appendLenPrefixed appends lenPrefixed(s) to k.
 func appendLenPrefixed(k []byte, s string) []byte {
-	assertf(len(s) < 256, "length-prefixed part of %d bytes", len(s))
+	if len(s) >= 256 {
+		violated("length-prefixed part of %d bytes", len(s))
+	}
 	return append(append(k, byte(len(s))), s...)
 }
 
@@ -80,7 +82,9 @@ func u64(v uint64) []byte {
 
 // lenPrefixed keeps "a"+"bc" and "ab"+"c" apart.
 func lenPrefixed(s string) []byte {
-	assertf(len(s) < 256, "length-prefixed part of %d bytes", len(s))
+	if len(s) >= 256 {
+		violated("length-prefixed part of %d bytes", len(s))
+	}
 	b := make([]byte, 0, 1+len(s))
 	b = append(b, byte(len(s)))
 	return append(b, s...)

@@ -237,10 +237,14 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 		tx.flushEvents() // the entry's seat changes, offers included, one record per show
 		return results
 	}
-	assertf(len(batch.Commands) <= BatchCommandsMax, "batch of %d commands at index %d", len(batch.Commands), index)
+	if len(batch.Commands) > BatchCommandsMax {
+		violated("batch of %d commands at index %d", len(batch.Commands), index)
+	}
 	results := make([]*ledgerpb.Result, len(batch.Commands))
 	for i, c := range batch.Commands {
-		assertf(c.GetBatch() == nil, "nested batch at index %d", index)
+		if c.GetBatch() != nil {
+			violated("nested batch at index %d", index)
+		}
 		results[i] = tx.applyOne(c, i)
 	}
 	tx.offerFreed()
@@ -550,8 +554,9 @@ func (tx *txn) holdRecord(id string) *ledgerpb.HoldRecord {
 	if !tx.get(tx.m.holdKey(id), h) {
 		return nil
 	}
-	assertf(h.State != ledgerpb.HoldState_HOLD_STATE_HELD && h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED,
-		"hold %s is %s in the store but not in the ledger", id, h.State)
+	if h.State == ledgerpb.HoldState_HOLD_STATE_HELD || h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
+		violated("hold %s is %s in the store but not in the ledger", id, h.State)
+	}
 	return h
 }
 

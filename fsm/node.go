@@ -52,11 +52,15 @@ func (tx *txn) nodeRecords() []*ledgerpb.NodeRecord {
 	tx.scan(prefix, prefixEnd(prefix), NodesMax+1, func(k []byte) {
 		ids = append(ids, string(k[len(prefix):]))
 	})
-	assertf(len(ids) <= NodesMax, "node registry holds %d records, more than %d", len(ids), NodesMax)
+	if len(ids) > NodesMax {
+		violated("node registry holds %d records, more than %d", len(ids), NodesMax)
+	}
 	out := make([]*ledgerpb.NodeRecord, 0, len(ids))
 	for _, id := range ids {
 		rec := tx.nodeRecord(id)
-		assertf(rec != nil && rec.NodeId == id, "node record under key %q names %q", id, rec.GetNodeId())
+		if !(rec != nil && rec.NodeId == id) {
+			violated("node record under key %q names %q", id, rec.GetNodeId())
+		}
 		out = append(out, rec)
 	}
 	return out
@@ -64,7 +68,9 @@ func (tx *txn) nodeRecords() []*ledgerpb.NodeRecord {
 
 // putNode stores a node's record as changed at this entry.
 func (tx *txn) putNode(rec *ledgerpb.NodeRecord) {
-	assertf(rec.State != ledgerpb.NodeState_NODE_STATE_UNSPECIFIED, "node %s stored without a state", rec.NodeId)
+	if rec.State == ledgerpb.NodeState_NODE_STATE_UNSPECIFIED {
+		violated("node %s stored without a state", rec.NodeId)
+	}
 	rec.Revision, rec.ChangedAtMs = tx.index, tx.now
 	tx.put(tx.m.nodeKey(rec.NodeId), rec)
 }

@@ -40,7 +40,9 @@ type queueStat struct{ waiting, seats uint32 }
 // queueStat is a show's line totals, from the ledger.
 func (tx *txn) queueStat(show string) queueStat {
 	s := tx.m.led.shows[show]
-	assertf(s != nil, "queue of missing show %s", show)
+	if s == nil {
+		violated("queue of missing show %s", show)
+	}
 	return s.queue
 }
 
@@ -51,7 +53,9 @@ func decodeQueueStat(v []byte) queueStat {
 func (tx *txn) putQueueStat(show string, s queueStat) {
 	tx.m.led.shows[show].queue = s
 	if s.waiting == 0 {
-		assertf(s.seats == 0, "empty queue of show %s wants %d seats", show, s.seats)
+		if s.seats != 0 {
+			violated("empty queue of show %s wants %d seats", show, s.seats)
+		}
 		tx.del(tx.m.queueStatKey(show))
 		return
 	}
@@ -92,7 +96,9 @@ func (tx *txn) joinQueue(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.
 		id := string(v)
 		closer.Close()
 		rec := tx.queueEntry(id)
-		assertf(rec != nil && rec.State == ledgerpb.QueueState_QUEUE_STATE_WAITING, "owner index names entry %s that is not waiting", id)
+		if !(rec != nil && rec.State == ledgerpb.QueueState_QUEUE_STATE_WAITING) {
+			violated("owner index names entry %s that is not waiting", id)
+		}
 		return tx.queuedResult(rec, 0, 0, false)
 	} else if !errors.Is(err, pebble.ErrNotFound) {
 		must(err, "read queue owner")
@@ -106,7 +112,9 @@ func (tx *txn) joinQueue(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.
 		Count: c.Count, Category: c.Category, JoinedAtMs: tx.now, State: ledgerpb.QueueState_QUEUE_STATE_WAITING,
 		JoinIndex: tx.index, JoinPos: uint32(pos),
 	}
-	assertf(tx.queueEntry(rec.EntryId) == nil, "queue entry id %s reused", rec.EntryId)
+	if tx.queueEntry(rec.EntryId) != nil {
+		violated("queue entry id %s reused", rec.EntryId)
+	}
 	tx.put(tx.m.queueEntryKey(rec.EntryId), rec)
 	must(tx.b.Set(tx.m.queueLineKey(c.ShowId, rec.JoinIndex, rec.JoinPos), []byte(rec.EntryId), nil), "write queue line")
 	must(tx.b.Set(tx.m.queueOwnerKey(c.ShowId, client), []byte(rec.EntryId), nil), "write queue owner")
@@ -143,11 +151,15 @@ func (tx *txn) queueEntry(id string) *ledgerpb.QueueEntryRecord {
 // leaveWaiting takes a waiting entry out of its line: state becomes state
 // (LEFT or OFFERED).
 func (tx *txn) leaveWaiting(rec *ledgerpb.QueueEntryRecord, state ledgerpb.QueueState) {
-	assertf(rec.State == ledgerpb.QueueState_QUEUE_STATE_WAITING, "entry %s leaves the line in state %s", rec.EntryId, rec.State)
+	if rec.State != ledgerpb.QueueState_QUEUE_STATE_WAITING {
+		violated("entry %s leaves the line in state %s", rec.EntryId, rec.State)
+	}
 	tx.del(tx.m.queueLineKey(rec.ShowId, rec.JoinIndex, rec.JoinPos))
 	tx.del(tx.m.queueOwnerKey(rec.ShowId, rec.ClientId))
 	st := tx.queueStat(rec.ShowId)
-	assertf(st.waiting >= 1 && st.seats >= rec.Count, "queue stat of show %s (%d waiting, %d seats) lacks entry %s", rec.ShowId, st.waiting, st.seats, rec.EntryId)
+	if !(st.waiting >= 1 && st.seats >= rec.Count) {
+		violated("queue stat of show %s (%d waiting, %d seats) lacks entry %s", rec.ShowId, st.waiting, st.seats, rec.EntryId)
+	}
 	tx.putQueueStat(rec.ShowId, queueStat{st.waiting - 1, st.seats - rec.Count})
 	rec.State = state
 	tx.put(tx.m.queueEntryKey(rec.EntryId), rec)
@@ -208,7 +220,9 @@ func (tx *txn) offer(show string, k int) int {
 		return k
 	}
 	l := tx.layout(show)
-	assertf(l != nil, "queue of missing show %s", show)
+	if l == nil {
+		violated("queue of missing show %s", show)
+	}
 	free := tx.freeSeatMap(show, l, nil)
 	var ids []string
 	prefix := tx.m.queueLinePrefix(show)
@@ -223,7 +237,9 @@ func (tx *txn) offer(show string, k int) int {
 		must(err, "read queue line")
 		rec := tx.queueEntry(string(v))
 		closer.Close()
-		assertf(rec != nil && rec.State == ledgerpb.QueueState_QUEUE_STATE_WAITING, "queue line of show %s names an entry that is not waiting", show)
+		if !(rec != nil && rec.State == ledgerpb.QueueState_QUEUE_STATE_WAITING) {
+			violated("queue line of show %s names an entry that is not waiting", show)
+		}
 		best := bestSeats(l, free, int(rec.Count), rec.Category)
 		if best == nil {
 			continue // does not fit now: a later waiter may
@@ -235,7 +251,9 @@ func (tx *txn) offer(show string, k int) int {
 			free[n] = false
 		}
 		taken, stale := tx.takenSeats(show, seatIDs, idx)
-		assertf(len(taken) == 0, "S1: an offer to %s picked taken seats %v of show %s", rec.EntryId, taken, show)
+		if len(taken) != 0 {
+			violated("S1: an offer to %s picked taken seats %v of show %s", rec.EntryId, taken, show)
+		}
 		for _, h := range stale {
 			tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED)
 		}

@@ -137,7 +137,9 @@ func (v *View) snapIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 func (v *View) checkPublished() {
 	applied, clock, err := readMeta(v.snap, v.m.metaKey())
 	must(err, "read meta")
-	assertf(applied == v.applied && clock == v.clock, "view published index %d clock %d, its snapshot has %d and %d", v.applied, v.clock, applied, clock)
+	if !(applied == v.applied && clock == v.clock) {
+		violated("view published index %d clock %d, its snapshot has %d and %d", v.applied, v.clock, applied, clock)
+	}
 }
 
 // Close releases the view's snapshot, if it took one.
@@ -297,8 +299,9 @@ func (v *View) checkStates(showID string, c *cachedStates) error {
 	if err != nil {
 		return err
 	}
-	assertf(sc.states == c.states && sc.free == c.free && sc.held == c.held && sc.booked == c.booked,
-		"the ledger's seat states of show %s at %d are %s, the store has %s", showID, v.applied, c.states, sc.states)
+	if !(sc.states == c.states && sc.free == c.free && sc.held == c.held && sc.booked == c.booked) {
+		violated("the ledger's seat states of show %s at %d are %s, the store has %s", showID, v.applied, c.states, sc.states)
+	}
 	return nil
 }
 

@@ -17,12 +17,18 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 		return stateReject(ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED, h, "hold %s is not a confirmed booking")
 	}
 	s := tx.m.led.shows[h.ShowId]
-	assertf(s != nil && tx.m.led.holds[h.HoldId] == h, "booking %s of show %s is not in the ledger", h.HoldId, h.ShowId)
+	if !(s != nil && tx.m.led.holds[h.HoldId] == h) {
+		violated("booking %s of show %s is not in the ledger", h.HoldId, h.ShowId)
+	}
 	for _, id := range h.SeatIds {
 		n, ok := s.l.seatIndex(id)
-		assertf(ok, "booking %s names unknown seat %s", h.HoldId, id)
+		if !ok {
+			violated("booking %s names unknown seat %s", h.HoldId, id)
+		}
 		booked := s.seats[n] == h
-		assertf(booked || tx.m.unsafe.skipSeatCheck(), "S2: seat %s of booking %s is not booked by it", id, h.HoldId)
+		if !(booked || tx.m.unsafe.skipSeatCheck()) {
+			violated("S2: seat %s of booking %s is not booked by it", id, h.HoldId)
+		}
 		if booked {
 			tx.clearSeat(s, n)
 			tx.seatChanged(h.ShowId, id, ledgerpb.SeatState_FREE)

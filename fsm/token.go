@@ -30,7 +30,9 @@ func HoldToken(key []byte, holdID string) string {
 // HMAC, kept in the ledger, instead of a new HMAC per token.
 func (tx *txn) holdToken(show, holdID string) string {
 	s := tx.m.led.shows[show]
-	assertf(s != nil, "token of a hold of missing show %s", show)
+	if s == nil {
+		violated("token of a hold of missing show %s", show)
+	}
 	if s.mac == nil {
 		s.mac = hmac.New(sha256.New, s.l.tokenKey)
 	}
@@ -48,7 +50,9 @@ func (tx *txn) holdToken(show, holdID string) string {
 // showTokenKey is a show's token key, from the layout cache.
 func (tx *txn) showTokenKey(show string) []byte {
 	l := tx.layout(show)
-	assertf(l != nil, "token key of missing show %s", show)
+	if l == nil {
+		violated("token key of missing show %s", show)
+	}
 	return l.tokenKey
 }
 
