@@ -345,6 +345,10 @@ type txn struct {
 	tokenBuf []byte
 	// freeBuf holds the free-seat map of a hold's show (holdFreeMap).
 	freeBuf []bool
+	// hash is the payload hash of the command being applied, rec its
+	// request record while it is encoded (applyOne).
+	hash [16]byte
+	rec  ledgerpb.RequestRecord
 }
 
 // applyOne applies one client or leader command with exactly-once handling.
@@ -397,7 +401,10 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
 	tx.stamp(r)
-	tx.putRequest(c.ClientId, c.RequestId, &ledgerpb.RequestRecord{PayloadHash: hash, Result: r, AppliedAtMs: tx.now})
+	// The record is encoded at once, so tx's own serves every command.
+	tx.rec.PayloadHash, tx.rec.Result, tx.rec.AppliedAtMs = hash, r, tx.now
+	tx.putRequest(c.ClientId, c.RequestId, &tx.rec)
+	tx.rec.Result = nil
 	return r
 }
 
@@ -462,7 +469,8 @@ func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
 	must(err, "marshal payload")
 	tx.scratch = b[:0]
 	sum := sha256.Sum256(b)
-	return sum[:16]
+	copy(tx.hash[:], sum[:])
+	return tx.hash[:] // the command's; the next one overwrites it
 }
 
 // get reads and decodes a record through the batch; false if absent.

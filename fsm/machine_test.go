@@ -6,6 +6,7 @@
 package fsm
 
 import (
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -40,8 +41,7 @@ func TestRejectionOrderFieldBeforeReused(t *testing.T) {
 }
 
 func TestPayloadIdentity(t *testing.T) {
-	tx := &txn{}
-	payloadHash := tx.payloadHash
+	payloadHash := func(c *ledgerpb.Command) []byte { return slices.Clone((&txn{}).payloadHash(c)) }
 	base := cmdHold("c1", "r1", "s1", 5000, "A1", "A2")
 	same := at(123456, proto.Clone(base).(*ledgerpb.Command))
 	if string(payloadHash(base)) != string(payloadHash(same)) {
