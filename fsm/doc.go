@@ -78,8 +78,8 @@
 //	0x04 hold_id                          ledgerpb.HoldRecord
 //	0x06 hour(u64) len(client) client request   ledgerpb.RequestRecord (hour of log time applied: requests.go)
 //	0x08 show_id                          raw bytes: the show's hold-token key
-//	0x0A len(show_id) show_id revision(u64)            ledgerpb.SeatEventRecord
-//	0x0B applied_at(u64) revision(u64) len(show_id) show_id   empty: change age index
+//	0x0A bucket(u64) len(show_id) show_id revision(u64)   ledgerpb.SeatEventRecord
+//	0x0B bucket(u64)                      u64: the bucket's first revision
 //	0x0C                                  u64: change log floor
 //	0x0D entry_id                         ledgerpb.QueueEntryRecord
 //	0x0E len(show) show join_index(u64) join_pos(u32)   entry_id: the line (waiting only)
@@ -122,16 +122,21 @@
 //
 // Every seat write reports the seat's new state; at the end of each raft
 // entry the changes become one SeatEventRecord per show the entry touched
-// (0x0A, keyed by the entry's index: the revision), written in sorted show
+// (0x0A, keyed by the bucket of log time it was applied in, then the show
+// and the entry's index: the revision), written in sorted show
 // order in the same Pebble batch as the writes. A record lists every change
 // in the order the entry made it: a Batch of many commands yields one record
 // per show, and a hold that takes the seats of a hold expired by the log
 // clock lists those seats FREE and then HELD. The log is replicated state:
 // snapshots and digests cover it, so any replica serves it identically.
 //
-// Expire entries prune records older than EventRetentionMs by the log clock
-// (oldest first, at most the entry's limit) and raise the group-wide floor
-// (0x0C) to the newest revision pruned. View.SeatEvents(show, after) returns
+// Records are kept in buckets of eventBucketMs of log time; the first
+// record of a bucket notes the bucket's first revision (0x0B). Expire
+// entries drop every bucket that ended EventRetentionMs before their clock,
+// with one range deletion, and raise the group-wide floor (0x0C) to just
+// below the first revision of the oldest bucket kept: a record is kept at
+// least EventRetentionMs and at most eventBucketMs longer, and pruning
+// writes nothing per record. View.SeatEvents(show, after) returns
 // ErrEventsPruned when after is below the floor: the reader may have missed
 // a change and must start again from a seat map. Because the floor is per
 // group, a reader of a show that did not change may be sent back to a seat

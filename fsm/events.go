@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -124,6 +125,13 @@ func (tx *txn) flushEvents() {
 		return
 	}
 	slices.SortFunc(tx.events, func(a, b showChanges) int { return strings.Compare(a.show, b.show) })
+	bucket := eventBucket(tx.now)
+	if bucket >= tx.m.eventBuckets {
+		// The bucket's first record: note where it starts. The log clock
+		// never goes back, so no older bucket gets records any more.
+		must(tx.b.Set(tx.m.eventBucketKey(bucket), u64(tx.index), nil), "write change bucket")
+		tx.m.eventBuckets = bucket + 1
+	}
 	for i := range tx.events {
 		sc := &tx.events[i]
 		// An offer holds seats, so its show has changes too; the offers
@@ -134,10 +142,8 @@ func (tx *txn) flushEvents() {
 		// The key is new: it holds the entry's index, which applyEntry
 		// asserts is above every index applied before.
 		tx.scratch = appendEventRecord(tx.scratch[:0], tx.now, sc.changes, sc.offers)
-		tx.keyBuf = tx.m.appendEventKey(tx.keyBuf[:0], sc.show, tx.index)
+		tx.keyBuf = tx.m.appendEventKey(tx.keyBuf[:0], bucket, sc.show, tx.index)
 		must(tx.b.Set(tx.keyBuf, tx.scratch, nil), "write change record")
-		tx.keyBuf = tx.m.appendEventAgeKey(tx.keyBuf[:0], tx.now, tx.index, sc.show)
-		must(tx.b.Set(tx.keyBuf, nil, nil), "write change record age")
 		if tx.touched == nil {
 			tx.touched = map[string]uint64{}
 		}
@@ -147,36 +153,33 @@ func (tx *txn) flushEvents() {
 	clear(tx.eventAt)
 }
 
-// pruneEvents forgets at most limit change records applied before the
-// retention horizon, oldest first, and raises the floor to the newest
-// revision it forgot. The log clock never goes backwards, so age order is
-// revision order and every record above the floor is still there.
-func (tx *txn) pruneEvents(limit int) {
+// pruneEvents forgets the change records of every bucket that ended before
+// the retention horizon, with one range deletion, and raises the floor to
+// just below the first revision of the oldest bucket kept (below the
+// entry's index when none is kept): every record above the floor is still
+// there, or, at the entry's index, about to be.
+func (tx *txn) pruneEvents() {
 	horizon := tx.now - EventRetentionMs
 	if horizon <= 0 {
 		return
 	}
-	var keys [][]byte
-	tx.scan(tx.m.key(kindEventAge), tx.m.key(kindEventAge, u64(uint64(horizon))), limit, func(k []byte) {
-		keys = append(keys, append([]byte(nil), k...))
-	})
-	if len(keys) == 0 {
+	below := eventBucket(horizon) // buckets < below ended by the horizon
+	pruned := false
+	tx.scan(tx.m.eventBucketKey(0), tx.m.eventBucketKey(below), 1, func([]byte) { pruned = true })
+	if !pruned {
 		return
 	}
-	floor := tx.eventFloor()
-	for _, k := range keys {
-		_, rev, show, err := decodeEventAgeKey(k)
-		must(err, "decode change record age key")
-		key := tx.m.eventKey(show, rev)
-		_, ok := tx.read(key)
-		if !ok {
-			violated("age index names change record of show %s at %d that is missing", show, rev)
+	must(tx.b.DeleteRange(tx.m.appendKind(nil, kindEvent), binary.BigEndian.AppendUint64(tx.m.appendKind(nil, kindEvent), below), nil), "prune change records")
+	must(tx.b.DeleteRange(tx.m.eventBucketKey(0), tx.m.eventBucketKey(below), nil), "prune change buckets")
+	floor := tx.index - 1
+	tx.scan(tx.m.eventBucketKey(below), prefixEnd(tx.m.key(kindEventBucket)), 1, func(k []byte) {
+		v, ok := tx.read(k)
+		if !ok || len(v) != 8 {
+			violated("change bucket %x without its first revision", k)
 		}
-		tx.del(key)
-		tx.del(k)
-		floor = max(floor, rev)
-	}
-	must(tx.b.Set(tx.m.eventFloorKey(), u64(floor), nil), "write change log floor")
+		floor = binary.BigEndian.Uint64(v) - 1
+	})
+	must(tx.b.Set(tx.m.eventFloorKey(), u64(max(floor, tx.eventFloor())), nil), "write change log floor")
 }
 
 // eventFloor reads the floor through the batch; 0 when nothing was pruned.
@@ -254,56 +257,62 @@ func (m *Machine) ShowChangedAfter(show string, pos uint64) bool {
 
 // ---- keys ----
 
-// eventPrefix is the prefix of a show's change records.
-func (m *Machine) eventPrefix(show string) []byte { return m.key(kindEvent, lenPrefixed(show)) }
+// eventBucketMs is the span of log time whose change records share a key
+// prefix (their bucket): records are pruned a bucket at a time, with one
+// range deletion, instead of by an age index written and deleted with each
+// record.
+const eventBucketMs = 5 * 60 * 1000
 
-// eventKey is a show's change record at revision: records of a show sort by
-// revision.
-func (m *Machine) eventKey(show string, rev uint64) []byte { return m.appendEventKey(nil, show, rev) }
+// eventBucket is the bucket of a record applied at log time at.
+func eventBucket(at int64) uint64 { return uint64(max(at, 0)) / eventBucketMs }
 
-func (m *Machine) appendEventKey(dst []byte, show string, rev uint64) []byte {
-	return binary.BigEndian.AppendUint64(appendLenPrefixed(m.appendKind(dst, kindEvent), show), rev)
+// eventShowPrefix is the prefix of a show's change records in bucket.
+func (m *Machine) eventShowPrefix(bucket uint64, show string) []byte {
+	return appendLenPrefixed(binary.BigEndian.AppendUint64(m.appendKind(nil, kindEvent), bucket), show)
 }
 
-// eventAgeKey indexes a change record by the log time it was applied at.
-func (m *Machine) eventAgeKey(at int64, rev uint64, show string) []byte {
-	return m.appendEventAgeKey(nil, at, rev, show)
+// eventKey is a show's change record at revision, in the bucket of the log
+// time it was applied at: a show's records sort by revision within a
+// bucket, and buckets by time, which orders revisions too.
+func (m *Machine) eventKey(bucket uint64, show string, rev uint64) []byte {
+	return m.appendEventKey(nil, bucket, show, rev)
 }
 
-func (m *Machine) appendEventAgeKey(dst []byte, at int64, rev uint64, show string) []byte {
-	k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(m.appendKind(dst, kindEventAge), uint64(at)), rev)
-	return appendLenPrefixed(k, show)
+func (m *Machine) appendEventKey(dst []byte, bucket uint64, show string, rev uint64) []byte {
+	k := binary.BigEndian.AppendUint64(m.appendKind(dst, kindEvent), bucket)
+	return binary.BigEndian.AppendUint64(appendLenPrefixed(k, show), rev)
+}
+
+// eventBucketKey holds the first revision written to bucket: a reader
+// after a revision starts at the last bucket that begins at or before it.
+func (m *Machine) eventBucketKey(bucket uint64) []byte {
+	return binary.BigEndian.AppendUint64(m.appendKind(nil, kindEventBucket), bucket)
 }
 
 func (m *Machine) eventFloorKey() []byte { return m.key(kindEventFloor) }
 
-// decodeEventKey returns the show and revision of a change record key.
-func decodeEventKey(k []byte) (string, uint64, error) {
-	if len(k) < groupPrefixLen+1+1 || k[groupPrefixLen] != kindEvent {
-		return "", 0, errBadKey
+// decodeEventKey returns the bucket, show and revision of a change record
+// key.
+func decodeEventKey(k []byte) (uint64, string, uint64, error) {
+	if len(k) < groupPrefixLen+1+8+1 || k[groupPrefixLen] != kindEvent {
+		return 0, "", 0, errBadKey
 	}
 	body := k[groupPrefixLen+1:]
+	bucket := binary.BigEndian.Uint64(body)
+	body = body[8:]
 	n := int(body[0])
 	if len(body) != 1+n+8 {
-		return "", 0, errBadKey
+		return 0, "", 0, errBadKey
 	}
-	return string(body[1 : 1+n]), binary.BigEndian.Uint64(body[1+n:]), nil
+	return bucket, string(body[1 : 1+n]), binary.BigEndian.Uint64(body[1+n:]), nil
 }
 
-// decodeEventAgeKey returns the time, revision and show of an age key.
-func decodeEventAgeKey(k []byte) (int64, uint64, string, error) {
-	if len(k) < groupPrefixLen+1+8+8+1 || k[groupPrefixLen] != kindEventAge {
-		return 0, 0, "", errBadKey
+// decodeEventBucketKey returns the bucket of a bucket key.
+func decodeEventBucketKey(k []byte) (uint64, error) {
+	if len(k) != groupPrefixLen+1+8 || k[groupPrefixLen] != kindEventBucket {
+		return 0, errBadKey
 	}
-	body := k[groupPrefixLen+1:]
-	at := int64(binary.BigEndian.Uint64(body))
-	rev := binary.BigEndian.Uint64(body[8:])
-	body = body[16:]
-	n := int(body[0])
-	if len(body) != 1+n {
-		return 0, 0, "", errBadKey
-	}
-	return at, rev, string(body[1:]), nil
+	return binary.BigEndian.Uint64(k[groupPrefixLen+1:]), nil
 }
 
 // ---- reads ----
@@ -336,24 +345,87 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 	if after >= v.applied || limit <= 0 {
 		return nil, nil // no record is newer than the view (and after+1 must not wrap)
 	}
-	it, err := v.snapIter(&pebble.IterOptions{LowerBound: v.m.eventKey(show, after+1), UpperBound: prefixEnd(v.m.eventPrefix(show))})
+	first, err := v.eventBucketFrom(after + 1)
+	if err != nil {
+		return nil, err
+	}
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: v.m.eventKey(first, "", 0), UpperBound: prefixEnd(v.m.appendKind(nil, kindEvent))})
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
 	var out []SeatEvent
-	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
-		_, rev, err := decodeEventKey(it.Key())
+	// One seek per bucket from first on: a show's records after `after`
+	// in each, in revision order.
+	for bucket := first; len(out) < limit; bucket++ {
+		prefix := v.m.eventShowPrefix(bucket, show)
+		ok := it.SeekGE(binary.BigEndian.AppendUint64(prefix, after+1))
+		for ; ok && len(out) < limit && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+			_, _, rev, err := decodeEventKey(it.Key())
+			if err != nil {
+				return nil, fmt.Errorf("fsm: change record key %x: %w", it.Key(), err)
+			}
+			rec := &ledgerpb.SeatEventRecord{}
+			if err := proto.Unmarshal(it.Value(), rec); err != nil {
+				return nil, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
+			}
+			out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers})
+		}
+		if !ok {
+			break // past the last record of every bucket
+		}
+		// Skip to the next bucket that has any record.
+		next, _, _, err := decodeEventKey(it.Key())
 		if err != nil {
 			return nil, fmt.Errorf("fsm: change record key %x: %w", it.Key(), err)
 		}
-		rec := &ledgerpb.SeatEventRecord{}
-		if err := proto.Unmarshal(it.Value(), rec); err != nil {
-			return nil, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
+		if next > bucket {
+			bucket = next - 1
 		}
-		out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers})
 	}
 	return out, it.Error()
+}
+
+// loadEventBuckets returns 1 + the newest bucket of change records the store
+// has begun, 0 when it has none (Machine.eventBuckets).
+func (m *Machine) loadEventBuckets(r pebble.Reader) (uint64, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: m.eventBucketKey(0), UpperBound: prefixEnd(m.appendKind(nil, kindEventBucket))})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	bucket, err := decodeEventBucketKey(it.Key())
+	if err != nil {
+		return 0, fmt.Errorf("fsm: change bucket key %x: %w", it.Key(), err)
+	}
+	return bucket + 1, nil
+}
+
+// eventBucketFrom returns the bucket of change records in which revision
+// rev or the first record after it is: the last bucket that begins at or
+// before rev (0 when none does; buckets before it hold only older
+// revisions).
+func (v *View) eventBucketFrom(rev uint64) (uint64, error) {
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: v.m.eventBucketKey(0), UpperBound: prefixEnd(v.m.appendKind(nil, kindEventBucket))})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var from uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		bucket, err := decodeEventBucketKey(it.Key())
+		if err != nil || len(it.Value()) != 8 {
+			return 0, fmt.Errorf("fsm: change bucket key %x: malformed", it.Key())
+		}
+		if binary.BigEndian.Uint64(it.Value()) > rev {
+			break
+		}
+		from = bucket
+	}
+	return from, it.Error()
 }
 
 // EventFloor returns the highest revision whose change records were pruned
@@ -383,7 +455,7 @@ func (v *View) ShowExists(id string) (bool, error) {
 	return err == nil, err
 }
 
-// EventsPrunable reports whether a change record was applied before
+// EventsPrunable reports whether a bucket of change records ended before
 // now - EventRetentionMs (Unix ms), so that an Expire entry proposed now
 // would prune it. The leader's expiry driver asks, now and then, so that
 // changes are pruned even in a group where no hold ever expires.
@@ -397,7 +469,7 @@ func (m *Machine) EventsPrunable(now int64) (bool, error) {
 		return false, err
 	}
 	defer v.Close()
-	it, err := v.snapIter(&pebble.IterOptions{LowerBound: m.key(kindEventAge), UpperBound: m.key(kindEventAge, u64(uint64(horizon)))})
+	it, err := v.snapIter(&pebble.IterOptions{LowerBound: m.eventBucketKey(0), UpperBound: m.eventBucketKey(eventBucket(horizon))})
 	if err != nil {
 		return false, err
 	}

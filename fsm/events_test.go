@@ -229,16 +229,16 @@ func TestEventsSurviveSnapshot(t *testing.T) {
 	src := newTestMachine(t, newTestDB(t), 2)
 	mustApply(t, src, 1, at(1000, cmdShow("admin", "r1", testShow("s1", "A:4:std", "std:100:EUR"))), 1)
 	mustApply(t, src, 2, at(1000, cmdHold("c1", "r1", "s1", 0, "A1", "A2")), 1)
-	mustApply(t, src, 3, at(2000, cmdHold("c1", "r2", "s1", 0, "A3")), 1)
-	// Prune the first record: the floor must travel too.
-	mustApply(t, src, 4, at(1000+EventRetentionMs+1, cmdExpire(0, 1)), 1)
+	mustApply(t, src, 3, at(eventBucketMs+2000, cmdHold("c1", "r2", "s1", 0, "A3")), 1)
+	// Prune the first record's bucket: the floor must travel too.
+	mustApply(t, src, 4, at(eventBucketMs+EventRetentionMs, cmdExpire(0, 1)), 1)
 	dst := newTestMachine(t, newTestDB(t), 2)
 	if err := dst.Restore(bytes.NewReader(snapshotBytes(t, src))); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
 	want := "3:A3=HELD"
 	for _, m := range []*Machine{src, dst} {
-		mustApply(t, m, 5, at(3000+EventRetentionMs, cmdHold("c2", "r1", "s1", 0, "A4")), 1)
+		mustApply(t, m, 5, at(eventBucketMs+EventRetentionMs+1000, cmdHold("c2", "r1", "s1", 0, "A4")), 1)
 	}
 	want += " 5:A4=HELD"
 	for name, m := range map[string]*Machine{"source": src, "restored": dst} {
@@ -262,8 +262,9 @@ func TestEventsSurviveSnapshot(t *testing.T) {
 	}
 }
 
-// TestEventsPrunable: the leader's check sees a record once it is older
-// than the horizon by the leader's clock, and not after an Expire pruned it.
+// TestEventsPrunable: the leader's check sees a record once its bucket
+// ended before the horizon by the leader's clock, and not after an Expire
+// pruned it.
 func TestEventsPrunable(t *testing.T) {
 	m := newTestMachine(t, newTestDB(t), 1)
 	prunable := func(now int64) bool {
@@ -279,49 +280,57 @@ func TestEventsPrunable(t *testing.T) {
 		t.Errorf("EventsPrunable with no record = true, want false")
 	}
 	mustApply(t, m, 2, at(5000, cmdHold("c1", "r1", "s1", 0, "A1")), 1)
-	if prunable(5000 + EventRetentionMs) {
-		t.Errorf("EventsPrunable(applied_at + retention) = true, want false (not older yet)")
+	end := int64(eventBucketMs) // the record's bucket ends here
+	if prunable(end + EventRetentionMs - 1) {
+		t.Errorf("EventsPrunable(bucket end + retention - 1) = true, want false (not older yet)")
 	}
-	if !prunable(5001 + EventRetentionMs) {
-		t.Errorf("EventsPrunable(applied_at + retention + 1) = false, want true")
+	if !prunable(end + EventRetentionMs) {
+		t.Errorf("EventsPrunable(bucket end + retention) = false, want true")
 	}
-	mustApply(t, m, 3, at(5001+EventRetentionMs, cmdExpire(0, 0)), 1)
-	if prunable(5001 + EventRetentionMs) {
+	mustApply(t, m, 3, at(end+EventRetentionMs, cmdExpire(0, 0)), 1)
+	if prunable(end + EventRetentionMs) {
 		t.Errorf("EventsPrunable after the Expire that pruned it = true, want false")
 	}
 }
 
-// TestEventKeysSortByRevision: a show's records sort by revision, shows stay
-// apart, and the age index sorts by time, then revision.
+// TestEventKeysSortByRevision: a show's records sort by revision within a
+// bucket, buckets sort by time before shows, shows stay apart, and the
+// bucket keys sort by bucket.
 func TestEventKeysSortByRevision(t *testing.T) {
 	m := &Machine{group: 3, prefix: groupPrefix(3)}
 	revs := []uint64{1, 255, 256, 1 << 40}
 	for i := 1; i < len(revs); i++ {
-		if bytes.Compare(m.eventKey("s1", revs[i-1]), m.eventKey("s1", revs[i])) >= 0 {
-			t.Errorf("eventKey(s1, %d) >= eventKey(s1, %d)", revs[i-1], revs[i])
+		if bytes.Compare(m.eventKey(4, "s1", revs[i-1]), m.eventKey(4, "s1", revs[i])) >= 0 {
+			t.Errorf("eventKey(4, s1, %d) >= eventKey(4, s1, %d)", revs[i-1], revs[i])
 		}
-		if bytes.Compare(m.eventAgeKey(7, revs[i-1], "zz"), m.eventAgeKey(7, revs[i], "a")) >= 0 {
-			t.Errorf("eventAgeKey(7, %d) >= eventAgeKey(7, %d)", revs[i-1], revs[i])
+		if bytes.Compare(m.eventBucketKey(revs[i-1]), m.eventBucketKey(revs[i])) >= 0 {
+			t.Errorf("eventBucketKey(%d) >= eventBucketKey(%d)", revs[i-1], revs[i])
 		}
 	}
-	if bytes.HasPrefix(m.eventKey("s10", 1), m.eventPrefix("s1")) {
+	if bytes.HasPrefix(m.eventKey(4, "s10", 1), m.eventShowPrefix(4, "s1")) {
 		t.Errorf("change records of show s10 fall under the prefix of show s1")
 	}
-	if bytes.Compare(m.eventAgeKey(1, 99, "s"), m.eventAgeKey(2, 1, "s")) >= 0 {
-		t.Errorf("eventAgeKey(at 1) >= eventAgeKey(at 2)")
+	if bytes.Compare(m.eventKey(1, "zz", 99), m.eventKey(2, "a", 1)) >= 0 {
+		t.Errorf("eventKey(bucket 1) >= eventKey(bucket 2)")
 	}
-	show, rev, err := decodeEventKey(m.eventKey("ab", 77))
-	if err != nil || show != "ab" || rev != 77 {
-		t.Errorf("decodeEventKey(eventKey(ab, 77)) = %q, %d, %v", show, rev, err)
+	if got, want := eventBucket(eventBucketMs-1), uint64(0); got != want {
+		t.Errorf("eventBucket(%d) = %d, want %d", eventBucketMs-1, got, want)
+	}
+	if got, want := eventBucket(-5), uint64(0); got != want {
+		t.Errorf("eventBucket(-5) = %d, want %d", got, want)
+	}
+	bucket, show, rev, err := decodeEventKey(m.eventKey(9, "ab", 77))
+	if err != nil || bucket != 9 || show != "ab" || rev != 77 {
+		t.Errorf("decodeEventKey(eventKey(9, ab, 77)) = %d, %q, %d, %v", bucket, show, rev, err)
 	}
 }
 
 func FuzzDecodeEventKeys(f *testing.F) {
 	m := &Machine{group: 7, prefix: groupPrefix(7)}
-	f.Add(m.eventKey("s1", 12))
-	f.Add(m.eventKey("", 0))
-	f.Add(m.eventAgeKey(1000, 12, "s1"))
-	f.Add(m.eventAgeKey(-1, 1<<63, ""))
+	f.Add(m.eventKey(3, "s1", 12))
+	f.Add(m.eventKey(0, "", 0))
+	f.Add(m.eventBucketKey(1000))
+	f.Add(m.eventBucketKey(1 << 63))
 	f.Add([]byte("G\x00\x00\x00\x07\x0a\x05s1"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, k []byte) {
@@ -329,14 +338,14 @@ func FuzzDecodeEventKeys(f *testing.F) {
 		if len(k) >= groupPrefixLen {
 			mk = &Machine{prefix: bytes.Clone(k[:groupPrefixLen])}
 		}
-		if show, rev, err := decodeEventKey(k); err == nil {
-			if got := mk.eventKey(show, rev); !bytes.Equal(got, k) {
+		if bucket, show, rev, err := decodeEventKey(k); err == nil {
+			if got := mk.eventKey(bucket, show, rev); !bytes.Equal(got, k) {
 				t.Fatalf("eventKey(decodeEventKey(%x)) = %x", k, got)
 			}
 		}
-		if at, rev, show, err := decodeEventAgeKey(k); err == nil {
-			if got := mk.eventAgeKey(at, rev, show); !bytes.Equal(got, k) {
-				t.Fatalf("eventAgeKey(decodeEventAgeKey(%x)) = %x", k, got)
+		if bucket, err := decodeEventBucketKey(k); err == nil {
+			if got := mk.eventBucketKey(bucket); !bytes.Equal(got, k) {
+				t.Fatalf("eventBucketKey(decodeEventBucketKey(%x)) = %x", k, got)
 			}
 		}
 	})

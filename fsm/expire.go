@@ -29,7 +29,7 @@ func (tx *txn) expire(c *ledgerpb.ExpireCmd) *ledgerpb.Result {
 		tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED)
 	}
 	tx.pruneRequests()
-	tx.pruneEvents(limit)
+	tx.pruneEvents()
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, Expired: uint32(n)}
 }
 

@@ -7,21 +7,21 @@ import (
 
 // Key kinds inside a group's range; see doc.go for the layout.
 const (
-	kindMeta       byte = 0x01
-	kindShow       byte = 0x02
-	kindHold       byte = 0x04
-	kindRequest    byte = 0x06 // by hour of log time (requestBucketMs)
-	kindShowKey    byte = 0x08 // a show's hold-token key
-	kindEvent      byte = 0x0A // a show's seat changes at one revision
-	kindEventAge   byte = 0x0B // seat changes by time, for pruning
-	kindEventFloor byte = 0x0C // the revision up to which changes are pruned
-	kindQueueEntry byte = 0x0D // a waiting-queue entry by id
-	kindQueueLine  byte = 0x0E // a show's waiting entries in join order
-	kindQueueOwner byte = 0x0F // a client's waiting entry in a show
-	kindQueueStat  byte = 0x10 // a show's waiting count and seats asked for
-	kindBooking    byte = 0x11 // a client's bookings by confirm index
-	kindLive       byte = 0x12 // a show's live holds and bookings
-	kindRevoked    byte = 0x13 // a show's refunded bookings by revision
+	kindMeta        byte = 0x01
+	kindShow        byte = 0x02
+	kindHold        byte = 0x04
+	kindRequest     byte = 0x06 // by hour of log time (requestBucketMs)
+	kindShowKey     byte = 0x08 // a show's hold-token key
+	kindEvent       byte = 0x0A // a show's seat changes at one revision, by time bucket
+	kindEventBucket byte = 0x0B // the first revision of each bucket of changes
+	kindEventFloor  byte = 0x0C // the revision up to which changes are pruned
+	kindQueueEntry  byte = 0x0D // a waiting-queue entry by id
+	kindQueueLine   byte = 0x0E // a show's waiting entries in join order
+	kindQueueOwner  byte = 0x0F // a client's waiting entry in a show
+	kindQueueStat   byte = 0x10 // a show's waiting count and seats asked for
+	kindBooking     byte = 0x11 // a client's bookings by confirm index
+	kindLive        byte = 0x12 // a show's live holds and bookings
+	kindRevoked     byte = 0x13 // a show's refunded bookings by revision
 	// kindEnd bounds the kinds a snapshot may hold: past the catalog's
 	// (0x20..0x29), leaving room for the seat ledger's below 0x20.
 	kindEnd byte = 0x30

@@ -75,6 +75,9 @@ const (
 	// lost its stream resumes from its last revision within it; from an
 	// older revision it starts again from a seat map (reset).
 	EventRetentionMs = 15 * 60 * 1000
+	// EventRetentionMaxMs is the longest a change is kept: records are
+	// pruned a bucket of log time at a time (events.go).
+	EventRetentionMaxMs = EventRetentionMs + eventBucketMs
 
 	// ClockMaxMs caps the log clock (9999-12-31T23:59:59.999Z), so that
 	// clock + HoldTTLMaxMs never overflows.

@@ -48,6 +48,9 @@ type Machine struct {
 	// deleted, as far as this machine knows (it only spares repeating the
 	// deletion); apply goroutine only.
 	requestsPruned uint64
+	// eventBuckets is 1 + the newest bucket of change records the store has
+	// begun (events.go), 0 before the first; apply goroutine only.
+	eventBuckets uint64
 	// spare is the txn of the last committed batch, reused by the next
 	// (begin); apply goroutine only.
 	spare *txn
@@ -123,6 +126,9 @@ func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	}
 	if m.requests, err = m.loadRequests(db); err != nil {
 		return nil, fmt.Errorf("fsm: load request filter of group %d: %w", group, err)
+	}
+	if m.eventBuckets, err = m.loadEventBuckets(db); err != nil {
+		return nil, fmt.Errorf("fsm: load change buckets of group %d: %w", group, err)
 	}
 	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry(), live: m.led.live})
 	m.changes.reset(applied)
@@ -270,7 +276,9 @@ func (m *Machine) reload() {
 	must(err, "load the ledger")
 	requests, err := m.loadRequests(m.db)
 	must(err, "load the request filter")
-	m.led, m.requests, m.requestsPruned = led, requests, 0
+	buckets, err := m.loadEventBuckets(m.db)
+	must(err, "load the change buckets")
+	m.led, m.requests, m.requestsPruned, m.eventBuckets = led, requests, 0, buckets
 }
 
 // commit writes the applied index and clock of tx's last entry with its

@@ -296,7 +296,7 @@ func (wc *watchCluster) prune() uint64 {
 		wc.t.Fatal(err)
 	}
 	last := g.Machine().Applied()
-	wc.clock.Add(fsm.EventRetentionMs + 1000)
+	wc.clock.Add(fsm.EventRetentionMaxMs + 1000)
 	deadline := time.Now().Add(watchTimeout)
 	for {
 		v, err := g.Machine().View()

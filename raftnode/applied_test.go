@@ -85,7 +85,7 @@ func TestLeaderPrunesChangesWithNoHoldDue(t *testing.T) {
 	}
 	last := g.Machine().Applied()
 	// No hold is live, so only the prune check can propose an Expire.
-	clock.Add(fsm.EventRetentionMs + 1000)
+	clock.Add(fsm.EventRetentionMaxMs + 1000)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		v, err := g.Machine().View()
