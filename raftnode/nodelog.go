@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 )
 
 // The node log: one raft-boltdb store (<data>/raft/log.db) holds the raft
@@ -104,7 +105,12 @@ type logReq struct {
 // openNodeLog opens (creating) the node log at path.
 func openNodeLog(path string) (*nodeLog, error) {
 	// NoSync false: an acknowledged entry is on disk on a quorum.
-	store, err := raftboltdb.New(raftboltdb.Options{Path: path, NoSync: false})
+	// NoFreelistSync: a commit does not write bbolt's list of free pages
+	// (etcd's setting); opening rebuilds it by scanning the file. The
+	// hash-map freelist finds free pages without a sorted array's copies,
+	// which matter once raft's compactions have freed many.
+	store, err := raftboltdb.New(raftboltdb.Options{Path: path, NoSync: false,
+		BoltOptions: &bbolt.Options{Timeout: 0, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}})
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: open raft log %s: %w", path, err)
 	}
