@@ -149,7 +149,8 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 		violated("free seats of show %s, which is not in the ledger", show)
 	}
 	free := slices.Grow(dst[:0], l.total)[:l.total]
-	for i, h := range s.seats {
+	for i := range free {
+		h := s.owners.at(i)
 		free[i] = h == nil || (h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs)
 	}
 	return free

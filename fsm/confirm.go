@@ -21,19 +21,16 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
 		return stateReject(ledgerpb.Code_CODE_HOLD_CANCELLED, h, "hold %s was released")
 	}
-	var seats []uint16
-	tx.eachHeldSeat(h, func(seat string, n uint16) {
-		seats = append(seats, n)
+	tx.eachHeldSeat(h, func(seat string, _ uint16) {
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_BOOKED)
 	})
 	tx.untrackHold(h)
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
 	tx.m.led.live--
-	// The booking stays in the ledger; its seats now read BOOKED.
-	s := tx.m.led.shows[h.ShowId]
-	for _, n := range seats {
-		tx.putSeat(s, n, h) // BOOKED now; the live index keeps it
-	}
+	// The booking keeps its seats in the ledger (the live index keeps it
+	// too); they now read BOOKED, so the show's seat states must be built
+	// again.
+	tx.m.led.shows[h.ShowId].states.Store(nil)
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now
 	tx.put(tx.holdKey(h.HoldId), h)

@@ -112,8 +112,8 @@ func storedSeats(v *View, show string) (map[string]ledgerpb.SeatState, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, h := range owners {
-		if h != nil {
+	for i := range owners.len() {
+		if h := owners.at(i); h != nil {
 			out[seatName(l, i)] = ledgerpb.SeatState_HELD
 			if h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
 				out[seatName(l, i)] = ledgerpb.SeatState_BOOKED

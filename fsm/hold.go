@@ -142,13 +142,14 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	s := tx.m.led.shows[c.ShowId]
 	tx.m.led.holds[h.HoldId] = h
 	tx.m.led.live++
+	ref := s.owners.add(h)
 	for i, n := range idx {
 		row, _ := l.seat(int(n))
 		h.AmountMinor += l.price(row)
-		if s.seats[n] != nil && !tx.m.unsafe.skipSeatCheck() {
+		if s.owners.ref(int(n)) != 0 && !tx.m.unsafe.skipSeatCheck() {
 			violated("S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
 		}
-		tx.putSeat(s, n, h)
+		tx.putSeat(s, n, ref)
 		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
 	tx.put(tx.holdKey(h.HoldId), h)
@@ -172,16 +173,17 @@ func holdID(group uint32, index uint64, pos int) string {
 	return string(b)
 }
 
-// putSeat gives seat n of show s to h (a live hold or a booking);
-// clearSeat frees it. Seats are not stored: the live index (liveKey) and
-// the holds' records tell load and snapshot readers who owns what.
-func (tx *txn) putSeat(s *showState, n uint16, h *ledgerpb.HoldRecord) {
-	s.seats[n] = h
+// putSeat gives seat n of show s to the hold or booking with reference
+// ref (seatOwners.add); clearSeat frees it. Seats are not stored: the live
+// index (liveKey) and the holds' records tell load and snapshot readers
+// who owns what.
+func (tx *txn) putSeat(s *showState, n uint16, ref uint32) {
+	s.owners.put(int(n), ref)
 	s.states.Store(nil)
 }
 
 func (tx *txn) clearSeat(s *showState, n uint16) {
-	s.seats[n] = nil
+	s.owners.clear(int(n))
 	s.states.Store(nil)
 }
 
@@ -234,7 +236,7 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 	var taken []string
 	var stale []*ledgerpb.HoldRecord
 	for i, n := range idx {
-		h := s.seats[n]
+		h := s.owners.at(int(n))
 		if h == nil {
 			continue
 		}
@@ -259,10 +261,13 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 		violated("closing hold %s in state %s", h.HoldId, h.State)
 	}
 	s := tx.m.led.shows[h.ShowId]
+	var ref uint32
 	tx.eachHeldSeat(h, func(seat string, n uint16) {
+		ref = s.owners.ref(int(n))
 		tx.clearSeat(s, n)
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_FREE)
 	})
+	s.owners.drop(h, ref)
 	tx.del(tx.liveKey(h.ShowId, h.HoldId))
 	tx.untrackHold(h)
 	tx.seatsFreed(h.ShowId)
@@ -288,7 +293,7 @@ func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(seat string, n uint1
 		if !ok {
 			violated("hold %s names unknown seat %s", h.HoldId, id)
 		}
-		if s.seats[n] != h {
+		if s.owners.at(int(n)) != h {
 			if tx.m.unsafe.skipSeatCheck() {
 				continue // a later double grant took the seat
 			}

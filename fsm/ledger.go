@@ -51,10 +51,10 @@ type ledger struct {
 // showState is one show in the ledger.
 type showState struct {
 	l *layout
-	// seats[i] is the hold or booking that owns seat i of the layout, nil
-	// when the seat is FREE (it has no record). A seat of a live hold is
-	// HELD, of a booking BOOKED.
-	seats []*ledgerpb.HoldRecord
+	// owners are the hold or booking that owns each seat of the layout,
+	// none when the seat is FREE (it has no record). A seat of a live hold
+	// is HELD, of a booking BOOKED.
+	owners seatOwners
 	// clients lists each client's live holds in the show.
 	clients map[string][]*ledgerpb.HoldRecord
 	// queue is the waiting line's totals (the 0x10 record).
@@ -89,7 +89,7 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 			return err
 		}
 		l.tokenKey = key
-		led.shows[id] = &showState{l: l, seats: make([]*ledgerpb.HoldRecord, l.total)}
+		led.shows[id] = &showState{l: l, owners: newSeatOwners(l.total)}
 		return nil
 	})
 	if err == nil {
@@ -157,7 +157,7 @@ func (m *Machine) loadSeats(r pebble.Reader, led *ledger) error {
 			hs[i] = h
 			led.holds[id] = h
 		}
-		if s.seats, err = m.placeSeats(s.l, hs); err != nil {
+		if s.owners, err = m.placeSeats(s.l, hs); err != nil {
 			return err
 		}
 	}
@@ -212,26 +212,27 @@ func (m *Machine) liveHolds(r pebble.Reader, show string) ([]*ledgerpb.HoldRecor
 // holds naming one seat break S1; only a machine that skips the seat
 // check (Unsafe) makes them, and there the later grant owns the seat, as
 // it does in memory.
-func (m *Machine) placeSeats(l *layout, holds []*ledgerpb.HoldRecord) ([]*ledgerpb.HoldRecord, error) {
-	seats := make([]*ledgerpb.HoldRecord, l.total)
+func (m *Machine) placeSeats(l *layout, holds []*ledgerpb.HoldRecord) (seatOwners, error) {
+	o := newSeatOwners(l.total)
 	for _, h := range holds {
+		r := o.add(h)
 		for _, id := range h.SeatIds {
 			n, ok := l.seatIndex(id)
 			if !ok {
-				return nil, fmt.Errorf("hold %s names unknown seat %s", h.HoldId, id)
+				return seatOwners{}, fmt.Errorf("hold %s names unknown seat %s", h.HoldId, id)
 			}
-			if o := seats[n]; o != nil {
+			if prev := o.at(int(n)); prev != nil {
 				if !m.unsafe.skipSeatCheck() {
-					return nil, fmt.Errorf("S1: seat %s of show %s is owned by holds %s and %s", id, h.ShowId, o.HoldId, h.HoldId)
+					return seatOwners{}, fmt.Errorf("S1: seat %s of show %s is owned by holds %s and %s", id, h.ShowId, prev.HoldId, h.HoldId)
 				}
-				if later(o, h) {
+				if later(prev, h) {
 					continue
 				}
 			}
-			seats[n] = h
+			o.put(int(n), r)
 		}
 	}
-	return seats, nil
+	return o, nil
 }
 
 // later reports whether hold a was made after hold b (its id names a later
@@ -311,12 +312,13 @@ func (led *ledger) diff(o *ledger) string {
 	}
 	for id, s := range led.shows {
 		t := o.shows[id]
-		if t == nil || len(s.seats) != len(t.seats) || s.queue != t.queue || len(s.clients) != len(t.clients) ||
+		if t == nil || s.owners.len() != t.owners.len() || s.queue != t.queue || len(s.clients) != len(t.clients) ||
 			string(s.l.tokenKey) != string(t.l.tokenKey) || !proto.Equal(s.l.show, t.l.show) {
 			return fmt.Sprintf("show %s differs", id)
 		}
-		for i, h := range s.seats {
-			if (h == nil) != (t.seats[i] == nil) || (h != nil && h.HoldId != t.seats[i].HoldId) {
+		for i := range s.owners.len() {
+			h, g := s.owners.at(i), t.owners.at(i)
+			if (h == nil) != (g == nil) || (h != nil && h.HoldId != g.HoldId) {
 				return fmt.Sprintf("seat %d of show %s differs", i, id)
 			}
 		}

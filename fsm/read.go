@@ -320,7 +320,7 @@ func (v *View) scanStates(showID string, l *layout) (*cachedStates, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: read show %s: %w", showID, err)
 	}
-	return statesOf(owners, v.clock), nil
+	return statesOf(&owners, v.clock), nil
 }
 
 // The letters of SeatMap.seat_states.

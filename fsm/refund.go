@@ -20,20 +20,23 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 	if !(s != nil && tx.m.led.holds[h.HoldId] == h) {
 		violated("booking %s of show %s is not in the ledger", h.HoldId, h.ShowId)
 	}
+	var ref uint32
 	for _, id := range h.SeatIds {
 		n, ok := s.l.seatIndex(id)
 		if !ok {
 			violated("booking %s names unknown seat %s", h.HoldId, id)
 		}
-		booked := s.seats[n] == h
+		booked := s.owners.at(int(n)) == h
 		if !(booked || tx.m.unsafe.skipSeatCheck()) {
 			violated("S2: seat %s of booking %s is not booked by it", id, h.HoldId)
 		}
 		if booked {
+			ref = s.owners.ref(int(n))
 			tx.clearSeat(s, n)
 			tx.seatChanged(h.ShowId, id, ledgerpb.SeatState_FREE)
 		}
 	}
+	s.owners.drop(h, ref)
 	delete(tx.m.led.holds, h.HoldId)
 	tx.del(tx.liveKey(h.ShowId, h.HoldId))
 	tx.seatsFreed(h.ShowId)

@@ -73,7 +73,7 @@ func (s *showState) statesAt(now int64) *cachedStates {
 	if c := s.states.Load(); c != nil && now < c.until {
 		return c
 	}
-	c := statesOf(s.seats, now)
+	c := statesOf(&s.owners, now)
 	s.states.Store(c)
 	return c
 }
@@ -81,10 +81,10 @@ func (s *showState) statesAt(now int64) *cachedStates {
 // statesOf is the states of seats whose owners are owners (by layout
 // index, nil FREE) at log clock now: a booking's seats BOOKED, a live
 // hold's HELD until its expiry, FREE after it.
-func statesOf(owners []*ledgerpb.HoldRecord, now int64) *cachedStates {
-	c, letters := newStates(len(owners))
-	for i, h := range owners {
-		switch {
+func statesOf(owners *seatOwners, now int64) *cachedStates {
+	c, letters := newStates(owners.len())
+	for i := range owners.len() {
+		switch h := owners.at(i); {
 		case h == nil:
 		case h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
 			c.set(letters, i, ledgerpb.SeatState_BOOKED, 0)
