@@ -48,6 +48,9 @@ type Machine struct {
 	// deleted, as far as this machine knows (it only spares repeating the
 	// deletion); apply goroutine only.
 	requestsPruned uint64
+	// scratchDir is where Restore writes the table it ingests ("": the
+	// system's temporary directory).
+	scratchDir string
 	// eventBuckets is 1 + the newest bucket of change records the store has
 	// begun (events.go), 0 before the first; apply goroutine only.
 	eventBuckets uint64

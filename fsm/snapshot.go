@@ -2,14 +2,20 @@ package fsm
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Snapshot stream format (version 1), all integers big-endian:
@@ -106,27 +112,22 @@ func (v *View) each(fn func(k, val []byte) error) error {
 }
 
 // Restore replaces the group's range with a snapshot stream. The stream is
-// verified (sizes, record count, checksum) before anything is replaced; a
-// bad stream leaves the state as it was.
+// written to a Pebble table on disk as it is read, never held whole in
+// memory, and verified (sizes, key order, record count, checksum) before
+// anything is replaced. The table carries a deletion of the group's whole
+// range and the new records, and Pebble ingests it atomically: a bad
+// stream or a crash leaves the state as it was.
 func (m *Machine) Restore(r io.Reader) error {
 	br := &hashReader{br: bufio.NewReaderSize(r, 64<<10), h: sha256.New()}
 	applied, clock, err := m.readSnapHeader(br)
 	if err != nil {
 		return err
 	}
-	b := m.db.NewBatch()
-	defer b.Close()
-	if err := b.DeleteRange(m.prefix, groupEnd(m.group), nil); err != nil {
-		return err
+	path, err := m.writeRestoreTable(br, applied, clock)
+	if path != "" {
+		defer os.Remove(path) // Pebble links or copies what it ingests
 	}
-	count, err := m.readSnapRecords(br, b)
 	if err != nil {
-		return err
-	}
-	if err := checkSnapTrailer(br, count); err != nil {
-		return err
-	}
-	if err := b.Set(m.metaKey(), encodeMeta(applied, clock), nil); err != nil {
 		return err
 	}
 	// Readers of the ledger wait while it is replaced with the store.
@@ -134,8 +135,8 @@ func (m *Machine) Restore(r io.Reader) error {
 	defer m.mu.Unlock()
 	m.commits.Add(1)
 	defer m.commits.Add(1)
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("fsm: commit restore: %w", err)
+	if err := m.db.Ingest(context.Background(), []string{path}); err != nil {
+		return fmt.Errorf("fsm: ingest restore: %w", err)
 	}
 	// Before the index moves: a watcher that sees the new index must not
 	// trust what the index of changes knew of the old state.
@@ -146,6 +147,77 @@ func (m *Machine) Restore(r io.Reader) error {
 	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry(), live: m.led.live})
 	return nil
 }
+
+// writeRestoreTable writes the rest of a snapshot stream, checked, to a
+// Pebble table in the scratch directory: the deletion of the group's
+// range, the meta record (the group's first key), then the records in the
+// stream's order, which must be the keys' order. It returns the table's
+// path once the file exists, even with an error.
+func (m *Machine) writeRestoreTable(br *hashReader, applied uint64, clock int64) (string, error) {
+	tmp, err := os.CreateTemp(m.scratchDir, restoreTablePattern)
+	if err != nil {
+		return "", fmt.Errorf("fsm: restore: %w", err)
+	}
+	path := tmp.Name()
+	tmp.Close()
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return path, fmt.Errorf("fsm: restore: %w", err)
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{TableFormat: m.db.TableFormat()})
+	fail := func(err error) (string, error) {
+		// The file closes first, so that the writer's Close (which stops
+		// its goroutine) fails at once instead of finishing and syncing a
+		// table that is to be removed.
+		f.Close()
+		w.Close()
+		return path, err
+	}
+	if err := w.DeleteRange(m.prefix, groupEnd(m.group)); err != nil {
+		return fail(fmt.Errorf("fsm: restore: %w", err))
+	}
+	if err := w.Set(m.metaKey(), encodeMeta(applied, clock)); err != nil {
+		return fail(fmt.Errorf("fsm: restore: %w", err))
+	}
+	count, err := readSnapRecordsTo(br, m.prefix, func(k, v []byte) error {
+		if err := w.Set(k, v); err != nil {
+			return fmt.Errorf("%w: record %x: %v", errBadSnapshot, k, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkSnapTrailer(br, count); err != nil {
+		return fail(err)
+	}
+	if err := w.Close(); err != nil {
+		return path, fmt.Errorf("fsm: restore: write table: %w", err)
+	}
+	return path, nil
+}
+
+// UseScratchDir sets where Restore writes the table it ingests (the
+// system's temporary directory by default), and removes the tables a
+// restore interrupted by a crash left there. A directory on the data disk
+// lets Pebble link the table instead of copying it. Call it before the
+// first Restore.
+func (m *Machine) UseScratchDir(dir string) error {
+	left, err := filepath.Glob(filepath.Join(dir, restoreTablePattern))
+	if err != nil {
+		return fmt.Errorf("fsm: scratch dir: %w", err)
+	}
+	for _, p := range left {
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("fsm: scratch dir: %w", err)
+		}
+	}
+	m.scratchDir = dir
+	return nil
+}
+
+// restoreTablePattern names Restore's tables (os.CreateTemp's pattern).
+const restoreTablePattern = "restore-*.sst"
 
 var errBadSnapshot = errors.New("fsm: bad snapshot")
 
@@ -214,10 +286,6 @@ func VerifySnapshot(r io.Reader) (Digest, error) {
 	d := Digest{Group: h.Group, Applied: h.Applied, Clock: h.Clock}
 	copy(d.Sum[:], dh.Sum(nil))
 	return d, nil
-}
-
-func (m *Machine) readSnapRecords(br *hashReader, b *pebble.Batch) (uint64, error) {
-	return readSnapRecordsTo(br, m.prefix, func(k, v []byte) error { return b.Set(k, v, nil) })
 }
 
 // readSnapRecordsTo reads records up to the end mark and passes each key,

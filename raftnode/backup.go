@@ -126,6 +126,9 @@ func Seed(cfg SeedConfig) (map[uint32]fsm.Digest, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := m.UseScratchDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
 		r, err := cfg.Open(id)
 		if err != nil {
 			return nil, err

@@ -81,6 +81,9 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 		return nil, err
 	}
 	machine.SetUnsafe(n.cfg.UnsafeFSM)
+	if err := machine.UseScratchDir(dir); err != nil {
+		return nil, err
+	}
 	g := &Group{
 		id:        id,
 		node:      n,
