@@ -71,14 +71,17 @@ type Group struct {
 // startGroup starts this node's replica of a group. bootstrap is the
 // group's initial configuration for a replica with no raft state yet; nil
 // for a replica added to a running group, which waits for its leader.
-func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
+// machine is the group's state machine if the caller loaded it, else nil.
+func startGroup(n *Node, id uint32, bootstrap []string, machine *fsm.Machine) (*Group, error) {
 	dir := n.groupDir(id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftnode: group dir: %w", err)
 	}
-	machine, err := fsm.NewMachine(n.db, id)
-	if err != nil {
-		return nil, err
+	if machine == nil {
+		var err error
+		if machine, err = fsm.NewMachine(n.db, id); err != nil {
+			return nil, err
+		}
 	}
 	machine.SetUnsafe(n.cfg.UnsafeFSM)
 	if err := machine.UseScratchDir(dir); err != nil {
@@ -96,6 +99,7 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 		stop:   make(chan struct{}),
 		ready:  make(chan struct{}, 1),
 	}
+	var err error
 	if g.incarnation, err = readIncarnation(dir); err != nil {
 		return nil, fmt.Errorf("raftnode: group %d: %w", id, err)
 	}

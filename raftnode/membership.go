@@ -137,7 +137,7 @@ func (n *Node) HostGroup(id uint32) error {
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("raftnode: group %d: %w", id, err)
 	}
-	g, err := startGroup(n, id, nil)
+	g, err := startGroup(n, id, nil, nil)
 	if err != nil {
 		return err
 	}

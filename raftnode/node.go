@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -119,8 +120,14 @@ func Start(cfg Config) (*Node, error) {
 		defer close(n.muxDone)
 		n.mux.Serve()
 	}()
-	for _, h := range n.initialGroups() {
-		g, err := startGroup(n, h.id, h.bootstrap)
+	hosted := n.initialGroups()
+	machines, err := loadMachines(db, hosted)
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	for i, h := range hosted {
+		g, err := startGroup(n, h.id, h.bootstrap, machines[i])
 		if err != nil {
 			n.Close()
 			return nil, err
@@ -132,6 +139,28 @@ func Start(cfg Config) (*Node, error) {
 		go n.runBalancer()
 	}
 	return n, nil
+}
+
+// loadMachines loads the state machines of the groups a starting node
+// hosts, several at once: loading a group's ledger from Pebble is most of a
+// restart, and groups share nothing but the store, which serves concurrent
+// readers.
+func loadMachines(db *pebble.DB, hosted []hosting) ([]*fsm.Machine, error) {
+	out := make([]*fsm.Machine, len(hosted))
+	errs := make([]error, len(hosted))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, h := range hosted {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i], errs[i] = fsm.NewMachine(db, h.id)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // newMux returns the raft port's Mux, with TLS if configured. A peer dialed
