@@ -1,15 +1,11 @@
 package fsm
 
 import (
-	"crypto/sha256"
-	"errors"
 	"fmt"
-	"log"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -65,57 +61,6 @@ type Machine struct {
 // SetUnsafe switches off safety checks (unsafe_faults.go); call it before
 // the first Apply. Only a fault build (-tags faults) has any to switch off.
 func (m *Machine) SetUnsafe(u Unsafe) { m.unsafe = u }
-
-// OpenDB opens the node's Pebble database that holds every group's state.
-func OpenDB(dir string) (*pebble.DB, error) {
-	cache := pebble.NewCache(blockCacheBytes)
-	defer cache.Unref() // the DB holds its own reference
-	opts := &pebble.Options{
-		Cache: cache,
-		// The WAL stays on: Apply commits without fsync (the raft log is
-		// the durable record and replays past the persisted applied index),
-		// and Snapshot syncs the WAL before raft may compact its log.
-		DisableWAL:         false,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             quietLogger{},
-		// Larger memtables than the 4 MiB default flush less often, so
-		// less flushing and compaction runs behind the write-behind
-		// (docs/PERFORMANCE.md). Pebble grows them from 256 KiB on demand,
-		// so an idle node does not pay for them.
-		MemTableSize: memTableBytes,
-	}
-	// Apply reads the store only for a request id the request filter
-	// cannot rule out, or a hold that ended: most such reads find nothing,
-	// and bloom filters answer those without reading blocks. Set on L0;
-	// later levels inherit it.
-	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
-	db, err := pebble.Open(dir, opts)
-	if err != nil {
-		return nil, fmt.Errorf("fsm: open pebble at %s: %w", dir, err)
-	}
-	return db, nil
-}
-
-// blockCacheBytes is the node's Pebble block cache, shared by all groups.
-// The ledger and seat maps are read from memory; Pebble serves loads,
-// snapshots, the change log, bookings and the catalog, so a small cache
-// does.
-const blockCacheBytes = 32 << 20
-
-// memTableBytes is the size of one Pebble memtable (at most two are full
-// at once before writes stall).
-const memTableBytes = 32 << 20
-
-// quietLogger drops Pebble's informational chatter but keeps its errors.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any) {}
-func (quietLogger) Errorf(format string, args ...any) {
-	log.Printf("pebble: "+format, args...)
-}
-func (quietLogger) Fatalf(format string, args ...any) {
-	log.Fatalf("pebble: "+format, args...)
-}
 
 // NewMachine loads group's applied index, clock and ledger from db.
 func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
@@ -212,24 +157,6 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 	return out
 }
 
-// begin starts a Pebble batch for one or more entries. The txn is the
-// previous one's, reset: its buffers and maps are kept for the next batch,
-// so a command does not allocate them again.
-func (m *Machine) begin() *txn {
-	tx := m.spare
-	if tx == nil {
-		tx = &txn{}
-	}
-	m.spare = nil
-	*tx = txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock(),
-		freed: tx.freed, events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
-		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0]}
-	clear(tx.freed)
-	clear(tx.eventAt)
-	clear(tx.touched)
-	return tx
-}
-
 // applyEntry applies one entry to tx at index.
 func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
 	if index <= tx.index {
@@ -259,18 +186,6 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 	tx.offerFreed()
 	tx.flushEvents()
 	return results
-}
-
-// end closes tx's batch. A batch that did not commit (apply panicked) is
-// discarded, and with it what the ledger learned from it: the ledger is
-// read again from the store, where nothing of the batch is.
-func (m *Machine) end(tx *txn) {
-	tx.b.Close()
-	if tx.committed {
-		m.spare = tx
-		return
-	}
-	m.reload()
 }
 
 // reload reads the ledger and the request filter again from the store.
@@ -326,40 +241,6 @@ func DecodeCommand(data []byte) (*ledgerpb.Command, error) {
 // EncodeCommand encodes a command for the log, deterministically.
 func EncodeCommand(cmd *ledgerpb.Command) ([]byte, error) {
 	return proto.MarshalOptions{Deterministic: true}.Marshal(cmd)
-}
-
-// txn is the state of applying entries to one batch: the index and clock of
-// the entry being applied, the earliest expiry of the holds it created, and
-// the seat changes of the entry being applied by show (events.go; empty
-// between entries).
-type txn struct {
-	m         *Machine
-	b         *pebble.Batch
-	index     uint64
-	now       int64
-	minExpiry int64
-	// freed names the shows whose seats the current entry freed, for the
-	// waiting queue's offers at the end of the entry (queue.go).
-	freed map[string]bool
-	// events are the entry's changes by show (events.go), eventAt the
-	// position of each show's in events.
-	events  []showChanges
-	eventAt map[string]int
-	touched map[string]uint64 // show -> last index its change log grew
-	// committed is set once b is committed (Machine.end).
-	committed bool
-	// scratch is reused to encode records (put, set); keyBuf to build
-	// the keys of records written (the batch copies both); tokenBuf to
-	// compute hold tokens (token.go).
-	scratch  []byte
-	keyBuf   []byte
-	tokenBuf []byte
-	// freeBuf holds the free-seat map of a hold's show (holdFreeMap).
-	freeBuf []bool
-	// hash is the payload hash of the command being applied, rec its
-	// request record while it is encoded (applyOne).
-	hash [16]byte
-	rec  ledgerpb.RequestRecord
 }
 
 // applyOne applies one client or leader command with exactly-once handling.
@@ -459,133 +340,4 @@ func invalid(fe *FieldError) *ledgerpb.Result {
 
 func reject(code ledgerpb.Code, format string, args ...any) *ledgerpb.Result {
 	return &ledgerpb.Result{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// payloadHash identifies what a request asked for, so a reused request_id
-// with another payload is told apart from a retry. proposed_at is not part of
-// it: a retry is proposed at a later time.
-//
-// Nor is a show's token_key: the gateway draws it at random, so a retry of
-// the same CreateShow through another gateway carries other bytes.
-func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
-	if cs := c.GetCreateShow(); c.ProposedAtMs != 0 || (cs != nil && len(cs.TokenKey) > 0) {
-		// Commands inside a batch carry no stamp: copy only when needed.
-		c = proto.Clone(c).(*ledgerpb.Command)
-		c.ProposedAtMs = 0
-		if cs := c.GetCreateShow(); cs != nil {
-			cs.TokenKey = nil
-		}
-	}
-	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], c)
-	must(err, "marshal payload")
-	tx.scratch = b[:0]
-	sum := sha256.Sum256(b)
-	copy(tx.hash[:], sum[:])
-	return tx.hash[:] // the command's; the next one overwrites it
-}
-
-// get reads and decodes a record through the batch; false if absent.
-func (tx *txn) get(key []byte, msg proto.Message) bool {
-	v, ok := tx.read(key)
-	if !ok {
-		return false
-	}
-	if err := proto.Unmarshal(v, msg); err != nil {
-		panic(fmt.Sprintf("fsm: decode %T: %v", msg, err)) // formatted only when it fails: get is hot
-	}
-	return true
-}
-
-// read returns a record's encoded value as the batch has it: for the
-// records the ledger does not keep (ledger.go). The value is a copy.
-func (tx *txn) read(key []byte) ([]byte, bool) {
-	tx.m.storeReads++
-	v, closer, err := tx.b.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false
-	}
-	must(err, "read")
-	defer closer.Close()
-	return append([]byte(nil), v...), true
-}
-
-// checkLedger makes every commit compare the ledger with one loaded from
-// the store, readers compare the ledger's seat states with the store's,
-// and the request filter's misses be checked against the store (tests turn
-// it on; see helpers_test.go).
-var checkLedger = false
-
-// checkHoldIDs makes createHold look up each new hold id to prove it was
-// never used (tests turn it on; see helpers_test.go).
-var checkHoldIDs = false
-
-// put writes a record; the batch copies it, so the encoding reuses one
-// buffer.
-func (tx *txn) put(key []byte, msg proto.Message) {
-	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], msg)
-	must(err, "marshal record")
-	must(tx.b.Set(key, b, nil), "write")
-	tx.scratch = b[:0]
-}
-
-// The keys of records tx writes, built in tx.keyBuf: each is valid until
-// the next, which is enough for a write (the batch copies it).
-func (tx *txn) holdKey(id string) []byte {
-	tx.keyBuf = tx.m.appendHoldKey(tx.keyBuf[:0], id)
-	return tx.keyBuf
-}
-
-func (tx *txn) liveKey(show, hold string) []byte {
-	tx.keyBuf = tx.m.appendLiveKey(tx.keyBuf[:0], show, hold)
-	return tx.keyBuf
-}
-
-func (tx *txn) bookingKey(client string, index uint64, hold string) []byte {
-	tx.keyBuf = tx.m.appendBookingKey(tx.keyBuf[:0], client, index, hold)
-	return tx.keyBuf
-}
-
-func (tx *txn) requestKey(bucket uint64, client, request string) []byte {
-	tx.keyBuf = tx.m.appendRequestKey(tx.keyBuf[:0], bucket, client, request)
-	return tx.keyBuf
-}
-
-func (tx *txn) del(key []byte) {
-	must(tx.b.Delete(key, nil), "delete")
-}
-
-// layout returns a show's layout, nil if the show does not exist.
-func (tx *txn) layout(id string) *layout {
-	if s := tx.m.led.shows[id]; s != nil {
-		return s.l
-	}
-	return nil
-}
-
-// holdRecord returns a hold: from the ledger when it is live or a booking,
-// else (a hold that ended, or none) as the batch has it. A hold from the
-// ledger is the ledger's own: commands change it in place.
-func (tx *txn) holdRecord(id string) *ledgerpb.HoldRecord {
-	if h := tx.m.led.holds[id]; h != nil {
-		return h
-	}
-	h := &ledgerpb.HoldRecord{}
-	if !tx.get(tx.m.holdKey(id), h) {
-		return nil
-	}
-	if h.State == ledgerpb.HoldState_HOLD_STATE_HELD || h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
-		violated("hold %s is %s in the store but not in the ledger", id, h.State)
-	}
-	return h
-}
-
-// DropGroup deletes every record of a group from db (synced), for a replica
-// that leaves the group or joins it afresh. No Machine of the group may be
-// in use.
-func DropGroup(db *pebble.DB, group uint32) error {
-	p := groupPrefix(group)
-	if err := db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
-		return fmt.Errorf("fsm: drop group %d: %w", group, err)
-	}
-	return nil
 }

@@ -1,10 +1,12 @@
 package fsm
 
 import (
+	"crypto/sha256"
 	"hash/maphash"
 	"math/bits"
 
 	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -200,4 +202,27 @@ func (m *Machine) loadRequests(r pebble.Reader) (requestFilter, error) {
 		return nil
 	})
 	return f, err
+}
+
+// payloadHash identifies what a request asked for, so a reused request_id
+// with another payload is told apart from a retry. proposed_at is not part of
+// it: a retry is proposed at a later time.
+//
+// Nor is a show's token_key: the gateway draws it at random, so a retry of
+// the same CreateShow through another gateway carries other bytes.
+func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
+	if cs := c.GetCreateShow(); c.ProposedAtMs != 0 || (cs != nil && len(cs.TokenKey) > 0) {
+		// Commands inside a batch carry no stamp: copy only when needed.
+		c = proto.Clone(c).(*ledgerpb.Command)
+		c.ProposedAtMs = 0
+		if cs := c.GetCreateShow(); cs != nil {
+			cs.TokenKey = nil
+		}
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], c)
+	must(err, "marshal payload")
+	tx.scratch = b[:0]
+	sum := sha256.Sum256(b)
+	copy(tx.hash[:], sum[:])
+	return tx.hash[:] // the command's; the next one overwrites it
 }

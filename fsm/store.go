@@ -1,0 +1,76 @@
+package fsm
+
+// The node's Pebble store, which holds every group's state: how it is
+// opened, and how a group's records leave it.
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+)
+
+// OpenDB opens the node's Pebble database that holds every group's state.
+func OpenDB(dir string) (*pebble.DB, error) {
+	cache := pebble.NewCache(blockCacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	opts := &pebble.Options{
+		Cache: cache,
+		// The WAL stays on: Apply commits without fsync (the raft log is
+		// the durable record and replays past the persisted applied index),
+		// and Snapshot syncs the WAL before raft may compact its log.
+		DisableWAL:         false,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             quietLogger{},
+		// Larger memtables than the 4 MiB default flush less often, so
+		// less flushing and compaction runs behind the write-behind
+		// (docs/PERFORMANCE.md). Pebble grows them from 256 KiB on demand,
+		// so an idle node does not pay for them.
+		MemTableSize: memTableBytes,
+	}
+	// Apply reads the store only for a request id the request filter
+	// cannot rule out, or a hold that ended: most such reads find nothing,
+	// and bloom filters answer those without reading blocks. Set on L0;
+	// later levels inherit it.
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: open pebble at %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// blockCacheBytes is the node's Pebble block cache, shared by all groups.
+// The ledger and seat maps are read from memory; Pebble serves loads,
+// snapshots, the change log, bookings and the catalog, so a small cache
+// does.
+const blockCacheBytes = 32 << 20
+
+// memTableBytes is the size of one Pebble memtable (at most two are full
+// at once before writes stall).
+const memTableBytes = 32 << 20
+
+// quietLogger drops Pebble's informational chatter but keeps its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+
+func (quietLogger) Errorf(format string, args ...any) {
+	log.Printf("pebble: "+format, args...)
+}
+
+func (quietLogger) Fatalf(format string, args ...any) {
+	log.Fatalf("pebble: "+format, args...)
+}
+
+// DropGroup deletes every record of a group from db (synced), for a replica
+// that leaves the group or joins it afresh. No Machine of the group may be
+// in use.
+func DropGroup(db *pebble.DB, group uint32) error {
+	p := groupPrefix(group)
+	if err := db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
+		return fmt.Errorf("fsm: drop group %d: %w", group, err)
+	}
+	return nil
+}

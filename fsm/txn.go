@@ -1,0 +1,174 @@
+package fsm
+
+// A txn applies entries to one Pebble batch (Machine.begin, commit, end):
+// here are the records it reads and writes, and the buffers it keeps from
+// batch to batch.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// txn is the state of applying entries to one batch: the index and clock of
+// the entry being applied, the earliest expiry of the holds it created, and
+// the seat changes of the entry being applied by show (events.go; empty
+// between entries).
+type txn struct {
+	m         *Machine
+	b         *pebble.Batch
+	index     uint64
+	now       int64
+	minExpiry int64
+	// freed names the shows whose seats the current entry freed, for the
+	// waiting queue's offers at the end of the entry (queue.go).
+	freed map[string]bool
+	// events are the entry's changes by show (events.go), eventAt the
+	// position of each show's in events.
+	events  []showChanges
+	eventAt map[string]int
+	touched map[string]uint64 // show -> last index its change log grew
+	// committed is set once b is committed (Machine.end).
+	committed bool
+	// scratch is reused to encode records (put, set); keyBuf to build
+	// the keys of records written (the batch copies both); tokenBuf to
+	// compute hold tokens (token.go).
+	scratch  []byte
+	keyBuf   []byte
+	tokenBuf []byte
+	// freeBuf holds the free-seat map of a hold's show (holdFreeMap).
+	freeBuf []bool
+	// hash is the payload hash of the command being applied, rec its
+	// request record while it is encoded (applyOne).
+	hash [16]byte
+	rec  ledgerpb.RequestRecord
+}
+
+// begin starts a Pebble batch for one or more entries. The txn is the
+// previous one's, reset: its buffers and maps are kept for the next batch,
+// so a command does not allocate them again.
+func (m *Machine) begin() *txn {
+	tx := m.spare
+	if tx == nil {
+		tx = &txn{}
+	}
+	m.spare = nil
+	*tx = txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock(),
+		freed: tx.freed, events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
+		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0]}
+	clear(tx.freed)
+	clear(tx.eventAt)
+	clear(tx.touched)
+	return tx
+}
+
+// end closes tx's batch. A batch that did not commit (apply panicked) is
+// discarded, and with it what the ledger learned from it: the ledger is
+// read again from the store, where nothing of the batch is.
+func (m *Machine) end(tx *txn) {
+	tx.b.Close()
+	if tx.committed {
+		m.spare = tx
+		return
+	}
+	m.reload()
+}
+
+// get reads and decodes a record through the batch; false if absent.
+func (tx *txn) get(key []byte, msg proto.Message) bool {
+	v, ok := tx.read(key)
+	if !ok {
+		return false
+	}
+	if err := proto.Unmarshal(v, msg); err != nil {
+		panic(fmt.Sprintf("fsm: decode %T: %v", msg, err)) // formatted only when it fails: get is hot
+	}
+	return true
+}
+
+// read returns a record's encoded value as the batch has it: for the
+// records the ledger does not keep (ledger.go). The value is a copy.
+func (tx *txn) read(key []byte) ([]byte, bool) {
+	tx.m.storeReads++
+	v, closer, err := tx.b.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false
+	}
+	must(err, "read")
+	defer closer.Close()
+	return append([]byte(nil), v...), true
+}
+
+// checkLedger makes every commit compare the ledger with one loaded from
+// the store, readers compare the ledger's seat states with the store's,
+// and the request filter's misses be checked against the store (tests turn
+// it on; see helpers_test.go).
+var checkLedger = false
+
+// checkHoldIDs makes createHold look up each new hold id to prove it was
+// never used (tests turn it on; see helpers_test.go).
+var checkHoldIDs = false
+
+// put writes a record; the batch copies it, so the encoding reuses one
+// buffer.
+func (tx *txn) put(key []byte, msg proto.Message) {
+	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], msg)
+	must(err, "marshal record")
+	must(tx.b.Set(key, b, nil), "write")
+	tx.scratch = b[:0]
+}
+
+// The keys of records tx writes, built in tx.keyBuf: each is valid until
+// the next, which is enough for a write (the batch copies it).
+func (tx *txn) holdKey(id string) []byte {
+	tx.keyBuf = tx.m.appendHoldKey(tx.keyBuf[:0], id)
+	return tx.keyBuf
+}
+
+func (tx *txn) liveKey(show, hold string) []byte {
+	tx.keyBuf = tx.m.appendLiveKey(tx.keyBuf[:0], show, hold)
+	return tx.keyBuf
+}
+
+func (tx *txn) bookingKey(client string, index uint64, hold string) []byte {
+	tx.keyBuf = tx.m.appendBookingKey(tx.keyBuf[:0], client, index, hold)
+	return tx.keyBuf
+}
+
+func (tx *txn) requestKey(bucket uint64, client, request string) []byte {
+	tx.keyBuf = tx.m.appendRequestKey(tx.keyBuf[:0], bucket, client, request)
+	return tx.keyBuf
+}
+
+func (tx *txn) del(key []byte) {
+	must(tx.b.Delete(key, nil), "delete")
+}
+
+// layout returns a show's layout, nil if the show does not exist.
+func (tx *txn) layout(id string) *layout {
+	if s := tx.m.led.shows[id]; s != nil {
+		return s.l
+	}
+	return nil
+}
+
+// holdRecord returns a hold: from the ledger when it is live or a booking,
+// else (a hold that ended, or none) as the batch has it. A hold from the
+// ledger is the ledger's own: commands change it in place.
+func (tx *txn) holdRecord(id string) *ledgerpb.HoldRecord {
+	if h := tx.m.led.holds[id]; h != nil {
+		return h
+	}
+	h := &ledgerpb.HoldRecord{}
+	if !tx.get(tx.m.holdKey(id), h) {
+		return nil
+	}
+	if h.State == ledgerpb.HoldState_HOLD_STATE_HELD || h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
+		violated("hold %s is %s in the store but not in the ledger", id, h.State)
+	}
+	return h
+}
