@@ -39,8 +39,7 @@ type window struct {
 func bestSeats(l *layout, free []bool, n int, category string) []int {
 	rows := l.show.Rows
 	// best is a value, not a pointer to the loop's window: taking that
-	// address moved every candidate to the heap (a sixth of the apply
-	// path's allocations, BenchmarkApplyUniform).
+	// address moved every candidate to the heap.
 	var best window
 	found := false
 	for ri, r := range rows {

@@ -21,9 +21,8 @@ var ErrNotFound = errors.New("fsm: not found")
 // index. Close it when done. A View is used by one goroutine at a time.
 //
 // Its Pebble snapshot is taken at its first read that needs one: a read
-// answered from the group's caches (a cached layout, a show's cached seat
-// states) needs none, and taking and closing a snapshot was a third of a
-// node's CPU serving seat maps (Close tries to schedule a compaction
+// answered from the ledger needs none, and taking and closing a snapshot
+// is dear next to a read from memory (Close tries to schedule a compaction
 // each time the oldest snapshot goes). A view from View takes it at once;
 // one from ReadView only when needed (see there).
 type View struct {
@@ -76,8 +75,8 @@ func (m *Machine) ReadView() *View {
 // snapshot returns the view's snapshot, taking it on first use. The index
 // and clock the view was opened at are the snapshot's when no commit of the
 // group began or ended since (Machine.commits is odd during one, and commit
-// publishes before it ends): reading them from the meta record cost a tenth
-// of a node's CPU serving seat maps. Otherwise the meta record tells.
+// publishes before it ends), which spares serving reads a read of the meta
+// record. Otherwise the meta record tells.
 func (v *View) snapshot() (*pebble.Snapshot, error) {
 	if v.snap != nil {
 		return v.snap, nil
