@@ -185,7 +185,7 @@ func (g *Group) noteCommit(req *raft.AppendEntriesRequest, k knownCommit) {
 // The leader sends a commit index only with its own term's entry there;
 // before that, FreshView would refuse it anyway (stale.go).
 func (g *Group) learnCommit(r *raft.Raft, hb *raft.AppendEntriesRequest, k knownCommit) bool {
-	if g.catchUp.on.Load() || r.State() != raft.Follower || r.CurrentTerm() != k.term {
+	if r.State() != raft.Follower || r.CurrentTerm() != k.term {
 		return false
 	}
 	var e raft.Log

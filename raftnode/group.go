@@ -34,8 +34,6 @@ type Group struct {
 	// commits is what this replica last learned of its leader's commit
 	// index, for bounded-stale reads (stale.go).
 	commits commitKnown
-	// catchUp keeps a fresh replica from voting (catchup.go).
-	catchUp catchUp
 
 	// self is this replica's raft server id: the node id with the
 	// replica's incarnation (incarnation.go); both read-only.
@@ -99,10 +97,6 @@ func startGroup(n *Node, id uint32, bootstrap []string) (*Group, error) {
 	g.self = replicaID(n.cfg.NodeID, g.incarnation)
 	// Before raft starts: its first leader observation must find the clock.
 	g.leaderless.start()
-	if mark := filepath.Join(dir, catchUpFile); exists(mark) {
-		g.catchUp.on.Store(true)
-		g.catchUp.floor = lastTerm(mark)
-	}
 	if err := g.openRaft(dir, bootstrap); err != nil {
 		return nil, err
 	}

@@ -60,16 +60,6 @@ import (
 // server id to a node strips the suffix (NodeOf), and that AddVoter must
 // learn the new replica's incarnation: it asks the node's Mux
 // (mux_incarnation.go).
-//
-// The catch-up guard (catchup.go) stays, though every replica it applies
-// to (one HostGroup started) is now incarnated and so no longer needs it:
-// no configuration names the new server before it joins, and raft's own
-// argument covers a new, empty voter. It is a second line should a path
-// into raft ever skip the Mux's check (a transport that carries several
-// groups' RPCs on one connection must carry and check the addressed id
-// too), and it costs a replica nothing once it has caught up. What neither
-// covers: a bootstrapped replica (plain id) whose disk is lost and which
-// restarts with --bootstrap; it cannot tell that from a first start.
 
 // tombstoneFile marks a group this node no longer hosts.
 const tombstoneFile = "REMOVED"
@@ -108,7 +98,6 @@ func (n *Node) HostGroup(id uint32) error {
 	}
 	dir := n.groupDir(id)
 	tomb := filepath.Join(dir, tombstoneFile)
-	floor := lastTerm(tomb)
 	inc, err := newIncarnation()
 	if err != nil {
 		return err
@@ -117,7 +106,7 @@ func (n *Node) HostGroup(id uint32) error {
 	// in between leaves a group this node does not host at start, never an
 	// empty replica under a plain id (or a bootstrapped one).
 	if !exists(tomb) {
-		if err := writeTombstone(dir, 0); err != nil {
+		if err := writeTombstone(dir); err != nil {
 			return fmt.Errorf("raftnode: group %d: %w", id, err)
 		}
 	}
@@ -126,10 +115,6 @@ func (n *Node) HostGroup(id uint32) error {
 	}
 	if err := writeIncarnation(dir, inc); err != nil {
 		return err
-	}
-	// It votes once it holds what was committed when it joined (catchup.go).
-	if err := markCatchUp(dir, floor); err != nil {
-		return fmt.Errorf("raftnode: mark group %d catching up: %w", id, err)
 	}
 	if err := os.Remove(tomb); err != nil {
 		return fmt.Errorf("raftnode: group %d: remove tombstone: %w", id, err)
@@ -164,10 +149,6 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 		members, _ := g.Replicas()
 		return fmt.Errorf("%w: group %d (members %v)", ErrStillMember, id, members)
 	}
-	// The tombstone keeps the replica's last term: a replica hosted here
-	// again takes commit indexes for its catch-up only from leaders of that
-	// term or later (catchup.go).
-	term := g.raft.CurrentTerm()
 	if err := g.close(); err != nil {
 		n.cfg.Logger.Warn("closing dropped group", "group", id, "err", err)
 	}
@@ -175,7 +156,7 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 	n.metrics.forget(id)
 	// The tombstone first: a crash while wiping then leaves a group this
 	// node does not host at start, never a half-deleted replica.
-	if err := writeTombstone(n.groupDir(id), term); err != nil {
+	if err := writeTombstone(n.groupDir(id)); err != nil {
 		return fmt.Errorf("raftnode: group %d: %w", id, err)
 	}
 	if err := n.wipeGroup(id); err != nil {
@@ -186,13 +167,13 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 }
 
 // writeTombstone marks, synced, that this node does not host the group in
-// dir; term is its replica's last term (catchup.go), 0 if unknown.
-func writeTombstone(dir string, term uint64) error {
+// dir.
+func writeTombstone(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("tombstone: %w", err)
 	}
 	path := filepath.Join(dir, tombstoneFile)
-	if err := writeFileSynced(path, fmt.Appendf(nil, "removed from this node\n%s%d\n", termLinePrefix, term)); err != nil {
+	if err := writeFileSynced(path, []byte("removed from this node\n")); err != nil {
 		return fmt.Errorf("tombstone %s: %w", path, err)
 	}
 	return nil

@@ -95,8 +95,8 @@ func (c *commitKnown) get() knownCommit {
 	return c.last
 }
 
-// relay passes the RPCs of in to raft through out, letting screen answer
-// some itself (catchup.go), until stop. It starts once raft exists.
+// relay passes the RPCs of in to raft through out until stop. It starts
+// once raft exists.
 func (g *Group) relay(in <-chan raft.RPC, out chan<- raft.RPC) {
 	defer g.wg.Done()
 	for {
@@ -105,9 +105,6 @@ func (g *Group) relay(in <-chan raft.RPC, out chan<- raft.RPC) {
 		case rpc = <-in:
 		case <-g.stop:
 			return
-		}
-		if g.screen(rpc) {
-			continue
 		}
 		select {
 		case out <- rpc:
