@@ -139,7 +139,7 @@ const (
 	// carry it; heartbeats do not), and heartbeat frames now carry that
 	// too: a follower learns a lone write's commit from the next frame,
 	// 0.1-0.3 s later, and its bounded-stale views stay fresh from frames
-	// (beats.go, learnCommit). What this timeout still paces is raft's
+	// (heartbeat.go, learnCommit). What this timeout still paces is raft's
 	// retry of a follower whose replication failed, when no new entry
 	// comes: a follower back from a restart catches up 1-2 s later on an
 	// idle group. At 100 ms these empty appends were about half of an
@@ -165,7 +165,7 @@ const (
 	// transportTimeout bounds one raft RPC's I/O.
 	transportTimeout = 10 * time.Second
 	// beatTimeoutMin is the least time a heartbeat frame's round trip may
-	// take (beats.go; HeartbeatTimeout if longer): short enough that a
+	// take (heartbeat.go; HeartbeatTimeout if longer): short enough that a
 	// lost peer fails its heartbeats well before raft's transportTimeout,
 	// long enough not to fail them on a loaded machine.
 	beatTimeoutMin = time.Second

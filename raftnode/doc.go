@@ -9,7 +9,7 @@
 //   - the expiry driver: the leader proposes Expire entries when holds are due
 //     (expiry.go); no follower ever decides expiry;
 //   - linearizable reads (read.go);
-//   - heartbeats coalesced per node pair (beats.go): one frame per peer node
+//   - heartbeats coalesced per node pair (heartbeat.go): one frame per peer node
 //     and tick carries every group's heartbeat and commit index, so an idle
 //     cluster pays per node pair, not per group and follower, and followers
 //     learn commits without raft's empty appends (CommitTimeout is 1 s);

@@ -14,26 +14,20 @@ import (
 
 // Heartbeats coalesced per node pair (as CockroachDB does).
 //
-// hashicorp/raft sends every follower of every group a heartbeat every
-// HeartbeatTimeout/10 to /5, each a synchronous round trip on the group's
-// own connection: on an idle cluster those round trips (syscalls and
-// goroutine wake-ups on both ends) were most of the CPU. Here a group's
-// transport (beats_transport.go) hands a heartbeat to the node's
-// beatCoalescer instead; periodic ones wait for the node-wide tick, and each
-// tick sends all heartbeats queued for one peer node in one frame, on one
-// connection of the Mux under a reserved group id. The peer hands each to
-// its group's raft and returns all of raft's answers in one frame
-// (beats_serve.go): every caller gets the real answer to its own heartbeat,
-// never one made up here, because raft's VerifyLeader and leader lease
-// count answers as proof that a quorum still follows.
+// Raft sends every follower of every group a heartbeat as a synchronous
+// round trip on the group's own connection; on an idle cluster those round
+// trips were most of the CPU (docs/PERFORMANCE.md). Instead, a group's
+// transport (heartbeat_transport.go) hands a heartbeat to the node's
+// beatCoalescer: periodic ones wait for the node-wide tick, urgent ones
+// (VerifyLeader waits on them) go at once, and every heartbeat queued for
+// one peer node goes in one frame on one Mux connection (heartbeat_send.go,
+// heartbeat_wire.go). The peer hands each to its group's raft and returns
+// raft's own answers in one frame (heartbeat_serve.go): VerifyLeader and
+// the leader lease count those answers, so none is ever made up here.
 //
-// A heartbeat raft sends early (VerifyLeader asks for one at once) does not
-// wait for the tick: waiting would add to every linearizable read.
-//
-// Each heartbeat also carries its group's commit index, which raft's
-// heartbeats lack: followers learn commits from frames instead of raft's
-// empty appends (CommitTimeout, config.go). How a follower dates it is in
-// beats_serve.go, what it does with it in beats_transport.go (learnCommit).
+// Each heartbeat also carries its group's commit index, which raft's lack:
+// followers learn commits from frames rather than from raft's empty appends
+// (leader_commit.go), and date them for bounded-stale reads.
 
 // beatGroupID is the Mux group id of heartbeat frames; Config.Validate
 // keeps it from raft groups.
@@ -80,35 +74,6 @@ type beatCoalescer struct {
 		// conns are accepted connections, closed by close; guarded by mu.
 		conns map[net.Conn]struct{}
 	}
-}
-
-// beatReceiver is a local replica as heartbeat frames see it (Group).
-type beatReceiver interface {
-	// incarnationID is the replica's incarnation (incarnation.go).
-	incarnationID() uint64
-	// heartbeat hands req to raft's heartbeat handler and returns its
-	// answer.
-	heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEntriesResponse, error)
-	// noteCommit takes a leader's commit index, sent with the heartbeat
-	// req, for bounded-stale reads and for raft (beats_transport.go).
-	noteCommit(req *raft.AppendEntriesRequest, k knownCommit)
-}
-
-// pendingBeat is one heartbeat waiting for its answer. commit reads the
-// leader's commit index when its frame is built (0: none to send).
-type pendingBeat struct {
-	group uint32
-	// incarnation is the target replica's (incarnation.go): the peer
-	// refuses the heartbeat if its replica is another one, as its Mux
-	// refuses a group connection.
-	incarnation uint64
-	req         *raft.AppendEntriesRequest
-	commit      func() uint64
-	// resp and err are the answer, written by the peer's goroutine before
-	// it sends on done.
-	resp raft.AppendEntriesResponse
-	err  error
-	done chan error // buffered: the sender never blocks on a caller
 }
 
 func newBeatCoalescer(layer raft.StreamLayer, tick, timeout time.Duration) *beatCoalescer {

@@ -13,6 +13,23 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// pendingBeat is one heartbeat waiting for its answer. commit reads the
+// leader's commit index when its frame is built (0: none to send).
+type pendingBeat struct {
+	group uint32
+	// incarnation is the target replica's (incarnation.go): the peer
+	// refuses the heartbeat if its replica is another one, as its Mux
+	// refuses a group connection.
+	incarnation uint64
+	req         *raft.AppendEntriesRequest
+	commit      func() uint64
+	// resp and err are the answer, written by the peer's goroutine before
+	// it sends on done.
+	resp raft.AppendEntriesResponse
+	err  error
+	done chan error // buffered: the sender never blocks on a caller
+}
+
 // beatPeer sends one peer node's heartbeats: its goroutine (run) owns the
 // connection's reads and writes; enqueue and close only touch mu.
 type beatPeer struct {
@@ -124,7 +141,7 @@ func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
 	}
 	// Commit indexes are read now, after the answer to the previous frame
 	// on this connection came back: the receiver dates them by that frame
-	// (beats_serve.go).
+	// (heartbeat_serve.go).
 	reqs := make([]beatReq, len(batch))
 	for i, b := range batch {
 		reqs[i] = beatReq{group: b.group, incarnation: b.incarnation, req: *b.req}

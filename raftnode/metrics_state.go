@@ -147,7 +147,7 @@ func (p *followerProgress) lastIndex(id raft.ServerID) uint64 {
 type progressTransport struct {
 	*raft.NetworkTransport
 	progress *followerProgress
-	// consumer is the transport's incoming RPCs, relayed (stale.go).
+	// consumer is the transport's incoming RPCs, relayed (relay.go).
 	consumer <-chan raft.RPC
 }
 
@@ -162,15 +162,9 @@ func (t progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAdd
 }
 
 // note records the follower's log end from an AppendEntries answer
-// (heartbeats included: beats_transport.go).
+// (heartbeats included: heartbeat_transport.go).
 func (p *followerProgress) note(id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
-	if err != nil || resp.Term > args.Term {
-		return
+	if last, ok := answeredLastIndex(args, resp, err); ok {
+		p.record(id, last)
 	}
-	// A follower fills in LastLog before appending the request's entries.
-	last := resp.LastLog
-	if resp.Success && len(args.Entries) > 0 {
-		last = max(last, args.Entries[len(args.Entries)-1].Index)
-	}
-	p.record(id, last)
 }
