@@ -19,47 +19,21 @@ import (
 // retry and none loses acknowledged data, because raft changes membership one
 // server at a time through its log:
 //
-//  1. D.HostGroup(g): D starts an empty replica that waits for the leader.
-//  2. leader.AddVoter(g, D): the configuration gains D; the leader sends it
-//     the log or a snapshot.
+//  1. D.HostGroup(g): D starts an empty replica, a new raft server, that
+//     waits for the leader.
+//  2. leader.AddVoter(g, D): D joins as a non-voter, takes the log or a
+//     snapshot, and is made a voter once it holds the commit index.
 //  3. leader.RemoveVoter(g, A): the configuration loses A (a leader that
 //     removes itself steps down once the change commits).
 //  4. A.DropGroup(g): A stops its replica, deletes its raft files and state,
 //     and leaves a tombstone so that a restart does not host it again.
 //
-// One server at a time is safe only while a server id keeps its state. A
-// node that hosted a group, dropped it and hosts it again has an empty
-// replica, and lagging replicas' older configurations still name the node
-// as a voter: hashicorp raft grants a vote to any candidate whose log is
-// at least as long as its own, so the empty replica, answering for its
-// earlier self, could hand a stale candidate the vote the earlier replica
-// (which held committed entries) would have refused, and that candidate
-// would truncate committed entries (jepsen seed 21 lost 4,880 that way).
-//
-// So every replica HostGroup starts is a new raft server: its id is the
-// node id with a fresh incarnation, "n1#9f86d081884c7d65", as CockroachDB
-// gives every replica of a range a new replica id (incarnation.go). Raft
-// then knows it as a server no older configuration names; the transport
-// carries the id an RPC is addressed to (in the dialed address and the
-// connection header) and the receiving Mux refuses a connection addressed
-// to any other incarnation, so a vote, pre-vote, append, snapshot or
-// timeout-now meant for the earlier replica never reaches the new one, and
-// no configuration can count the empty replica as its old voter. Raft's
-// own rule of adding a server with no state then covers the rest: the new
-// id joins through AddVoter, one change at a time, like any new node.
-// Replicas bootstrapped with the group keep plain ids (incarnation 0), so
-// existing clusters and data dirs run unchanged.
-//
-// The other design, an incarnation only in the address with the id kept,
-// does not give the guarantee here: the transport dials through the peer
-// table by server id (peerAddresses; nodes move), so an old configuration's
-// address is never used and its RPCs for "n1" would reach the new replica
-// as before; and raft would still see one server "n1" across incarnations
-// (votes, replication state and leadership transfer are keyed by id).
-// The cost of ids with incarnations is that every place that maps a
-// server id to a node strips the suffix (NodeOf), and that AddVoter must
-// learn the new replica's incarnation: it asks the node's Mux
-// (mux_incarnation.go).
+// One server at a time is safe only while a server id keeps its state, so
+// every replica HostGroup starts has a new id, the node id with a fresh
+// incarnation (incarnation.go), and the Mux refuses RPCs addressed to an
+// earlier one: an empty replica can never stand in for the voter its
+// node's earlier replica was. docs/ARCHITECTURE.md says why the id, not
+// only the address, carries the incarnation.
 
 // tombstoneFile marks a group this node no longer hosts.
 const tombstoneFile = "REMOVED"
