@@ -365,6 +365,26 @@ func TestRaftContractTransportSpeaksFirst(t *testing.T) {
 	<-done
 }
 
+// Behaviour 8: raft starts in the term its stable store holds under
+// keyCurrentTerm.
+func TestRaftContractTermKey(t *testing.T) {
+	cfg := raft.DefaultConfig()
+	cfg.LocalID = "a"
+	cfg.Logger = hclog.NewNullLogger()
+	stable := raft.NewInmemStore()
+	if err := stable.SetUint64(keyCurrentTerm, 5); err != nil {
+		t.Fatal(err)
+	}
+	r, err := raft.NewRaft(cfg, &countFSM{}, raft.NewInmemStore(), stable, raft.NewInmemSnapshotStore(), newContractTransport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown()
+	if got := r.CurrentTerm(); got != 5 {
+		t.Fatalf("raft started in term %d with %d under %q, want 5: seeded groups would start in the wrong term", got, 5, keyCurrentTerm)
+	}
+}
+
 // pipeLayer is a raft.StreamLayer whose Dial hands the other end of an
 // in-memory pipe to the test.
 type pipeLayer struct {

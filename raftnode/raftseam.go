@@ -19,8 +19,9 @@ import (
 //     fields (heartbeat_wire.go). TestRaftContractHeartbeatShape.
 //  2. Heartbeat pacing. After a periodic heartbeat's answer raft waits at
 //     least HeartbeatTimeout/10 before the next (heartbeatGapMin); one sent
-//     sooner was asked for (VerifyLeader, a retry) and is urgent.
-//     TestRaftContractHeartbeatShape.
+//     sooner was asked for (VerifyLeader, a retry) and is urgent. Raft
+//     keeps sending them while it pipelines appends, so their answers keep
+//     follower progress fresh. TestRaftContractHeartbeatShape.
 //  3. Heartbeat handler. NewRaft gives the transport a heartbeat handler
 //     that answers before it returns, or never once raft has shut down
 //     (answerHeartbeat). TestRaftContractHeartbeatHandler.
@@ -41,6 +42,9 @@ import (
 //     writes an RPC before it reads anything; the Mux reads the first byte
 //     before handing the connection over (mux.go).
 //     TestRaftContractTransportSpeaksFirst.
+//  8. The term's key. Raft keeps its current term in its stable store
+//     under "CurrentTerm" (keyCurrentTerm), which seeding a group from a
+//     backup writes (backup.go). TestRaftContractTermKey.
 //
 // Raft learns a transport's optional features (pre-vote, close) and a log
 // store's by type assertion; the wrappers keep them, checked below.
@@ -51,6 +55,10 @@ var (
 	_ raft.MonotonicLogStore = checkedLogs{}
 	_ raft.MonotonicLogStore = timedLogs{}
 )
+
+// keyCurrentTerm is raft's stable-store key for its current term
+// (unexported there).
+var keyCurrentTerm = []byte("CurrentTerm")
 
 // isHeartbeat reports whether req is what raft's heartbeat loop sends, by
 // the test raft's NetworkTransport applies on receipt (handleCommand).
