@@ -21,6 +21,28 @@ type beatReceiver interface {
 	noteCommit(req *raft.AppendEntriesRequest, k knownCommit)
 }
 
+// register makes r answer heartbeats for group; unregister undoes it if r
+// is still the receiver.
+func (c *beatCoalescer) register(group uint32, r beatReceiver) {
+	c.mu.Lock()
+	c.mu.receivers[group] = r
+	c.mu.Unlock()
+}
+
+func (c *beatCoalescer) unregister(group uint32, r beatReceiver) {
+	c.mu.Lock()
+	if c.mu.receivers[group] == r {
+		delete(c.mu.receivers, group)
+	}
+	c.mu.Unlock()
+}
+
+func (c *beatCoalescer) receiver(group uint32) beatReceiver {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.receivers[group]
+}
+
 // serve accepts peers' heartbeat connections until close shuts the layer.
 func (c *beatCoalescer) serve() {
 	defer c.wg.Done()
