@@ -27,9 +27,9 @@ import (
 //     (answerHeartbeat). TestRaftContractHeartbeatHandler.
 //  4. Commit by an empty append. A follower served, on its Consumer
 //     channel, an AppendEntries of its term without entries whose previous
-//     entry it holds commits and applies up to LeaderCommitIndex and changes
-//     nothing else (commitAppend, relay.go's inject).
-//     TestRaftContractCommitAppend.
+//     entry it holds commits and applies up to LeaderCommitIndex, its log
+//     unchanged, and refuses one whose previous entry it lacks
+//     (commitAppend, relay.go's inject). TestRaftContractCommitAppend.
 //  5. LastLog. A follower answers an AppendEntries, heartbeats included,
 //     with its last index from before it appends the request's entries
 //     (answeredLastIndex: follower progress, and AddVoter's promotion of a
