@@ -15,6 +15,8 @@
 //     learn commits without raft's empty appends (CommitTimeout is 1 s);
 //   - watchers: Group.WaitApplied wakes on every apply, with no polling and
 //     no goroutine per watcher (applied.go);
+//   - where raftnode leans on raft behaviour its API does not promise, it
+//     does so in raftseam.go, and raft_contract_test.go pins each behaviour;
 //   - outcomes kept apart: ErrNotLeader means the command was not appended
 //     (retry elsewhere); ErrOutcomeUnknown means it may have been applied
 //     (retry with the same request_id).
