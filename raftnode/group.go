@@ -294,6 +294,10 @@ func (g *Group) close() error {
 	if g.raft != nil {
 		err = g.raft.Shutdown().Error()
 	}
+	if g.trans != nil {
+		// Before the stable store closes (heartbeat_transport.go).
+		g.trans.closeHeartbeats()
+	}
 	g.wg.Wait()
 	// After raft stopped applying: watchers wake and see the group gone.
 	g.applied.close()

@@ -39,6 +39,15 @@ type beatTransport struct {
 		// guarded by mu.
 		last map[string]time.Time
 	}
+
+	// gate keeps raft's heartbeat handler from running once the group
+	// closes: each call holds the read lock, closeHeartbeats the write
+	// lock.
+	gate struct {
+		sync.RWMutex
+		// closed is set once by closeHeartbeats; guarded by gate.
+		closed bool
+	}
 }
 
 func newBeatTransport(p progressTransport, beats *beatCoalescer, group uint32, interval time.Duration, peers raft.ServerAddressProvider, stop <-chan struct{}) *beatTransport {
@@ -49,10 +58,28 @@ func newBeatTransport(p progressTransport, beats *beatCoalescer, group uint32, i
 
 // SetHeartbeatHandler keeps raft's handler for the coalescer and gives it
 // to the NetworkTransport too, which still serves heartbeats a peer sends
-// on the group's own connection.
+// on the group's own connection; both behind the gate.
 func (t *beatTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
-	t.handler.Store(&cb)
-	t.progressTransport.SetHeartbeatHandler(cb)
+	gated := func(rpc raft.RPC) {
+		t.gate.RLock()
+		defer t.gate.RUnlock()
+		if !t.gate.closed {
+			cb(rpc)
+		}
+	}
+	t.handler.Store(&gated)
+	t.progressTransport.SetHeartbeatHandler(gated)
+}
+
+// closeHeartbeats waits for raft's heartbeat handler calls in progress and
+// lets no other run: the handler may write the term to the stable store,
+// and raft's Shutdown does not wait for it, so without this a heartbeat
+// racing the group's close wrote to a closed store and raft panicked.
+// Heartbeats after it go unanswered, as raft leaves them once shut down.
+func (t *beatTransport) closeHeartbeats() {
+	t.gate.Lock()
+	t.gate.closed = true
+	t.gate.Unlock()
 }
 
 // AppendEntries sends a heartbeat (isHeartbeat, raftseam.go) through the
