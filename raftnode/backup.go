@@ -154,10 +154,6 @@ func Seed(cfg SeedConfig) (map[uint32]fsm.Digest, error) {
 	return out, nil
 }
 
-// keyCurrentTerm is hashicorp/raft's stable-store key for the current term
-// (unexported there); BootstrapCluster sets it to 1 as seedRaft does.
-var keyCurrentTerm = []byte("CurrentTerm")
-
 // seedTerm is the term of a seeded snapshot: the new cluster's first.
 const seedTerm = 1
 
@@ -176,6 +172,7 @@ func seedRaft(cfg SeedConfig, m *fsm.Machine) error {
 		return fmt.Errorf("raftnode: create raft log of group %d: %w", id, err)
 	}
 	defer store.Close()
+	// Raft's own key (raftseam.go): BootstrapCluster sets it to 1 too.
 	if err := store.SetUint64(keyCurrentTerm, seedTerm); err != nil {
 		return fmt.Errorf("raftnode: set term of group %d: %w", id, err)
 	}

@@ -135,17 +135,11 @@ const (
 	leaderLeaseTimeoutDefault = 500 * time.Millisecond
 	// commitTimeoutDefault is how often (randomly once to twice per
 	// interval) a leader sends each follower an AppendEntries when no new
-	// entry prompts one. Its only news is the commit index (raft's appends
-	// carry it; heartbeats do not), and heartbeat frames now carry that
-	// too: a follower learns a lone write's commit from the next frame,
-	// 0.1-0.3 s later, and its bounded-stale views stay fresh from frames
-	// (beats.go, learnCommit). What this timeout still paces is raft's
-	// retry of a follower whose replication failed, when no new entry
-	// comes: a follower back from a restart catches up 1-2 s later on an
-	// idle group. At 100 ms these empty appends were about half of an
-	// idle cluster's raft RPCs (8 groups x 2 followers x ~7 a second; at
-	// 20 ms, most of its CPU); at 1 s, one in ten (docs/PERFORMANCE.md,
-	// idle).
+	// entry prompts one. Its news, the commit index, heartbeat frames carry
+	// too (leader_commit.go); what it still paces is raft's retry of a
+	// follower whose replication failed when no new entry comes. Shorter,
+	// these empty appends were much of an idle cluster's raft traffic
+	// (docs/PERFORMANCE.md, "Heartbeats coalesced per node pair").
 	commitTimeoutDefault      = time.Second
 	batchCommandsDefault      = 1024
 	inflightEntriesDefault    = 4
@@ -165,7 +159,7 @@ const (
 	// transportTimeout bounds one raft RPC's I/O.
 	transportTimeout = 10 * time.Second
 	// beatTimeoutMin is the least time a heartbeat frame's round trip may
-	// take (beats.go; HeartbeatTimeout if longer): short enough that a
+	// take (heartbeat.go; HeartbeatTimeout if longer): short enough that a
 	// lost peer fails its heartbeats well before raft's transportTimeout,
 	// long enough not to fail them on a loaded machine.
 	beatTimeoutMin = time.Second

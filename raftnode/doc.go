@@ -9,12 +9,14 @@
 //   - the expiry driver: the leader proposes Expire entries when holds are due
 //     (expiry.go); no follower ever decides expiry;
 //   - linearizable reads (read.go);
-//   - heartbeats coalesced per node pair (beats.go): one frame per peer node
+//   - heartbeats coalesced per node pair (heartbeat.go): one frame per peer node
 //     and tick carries every group's heartbeat and commit index, so an idle
 //     cluster pays per node pair, not per group and follower, and followers
 //     learn commits without raft's empty appends (CommitTimeout is 1 s);
 //   - watchers: Group.WaitApplied wakes on every apply, with no polling and
 //     no goroutine per watcher (applied.go);
+//   - where raftnode leans on raft behaviour its API does not promise, it
+//     does so in raftseam.go, and raft_contract_test.go pins each behaviour;
 //   - outcomes kept apart: ErrNotLeader means the command was not appended
 //     (retry elsewhere); ErrOutcomeUnknown means it may have been applied
 //     (retry with the same request_id).

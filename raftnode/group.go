@@ -23,19 +23,17 @@ type Group struct {
 	raft      *raft.Raft
 	transport *raft.NetworkTransport
 	// trans is what raft sends and receives through: transport, with
-	// heartbeats coalesced per node (beats_transport.go).
+	// heartbeats coalesced per node (heartbeat_transport.go).
 	trans *beatTransport
-	// rpcs is the channel raft serves RPCs from: the relay (stale.go) and
-	// learnCommit (beats_transport.go) send on it.
+	// rpcs is the channel raft serves RPCs from: relay and inject
+	// (relay.go) send on it.
 	rpcs    chan raft.RPC
 	store   *raftboltdb.BoltStore
 	logs    raft.LogStore // raft's view of the group's log (cached)
 	metrics *groupMetrics
 	// commits is what this replica last learned of its leader's commit
-	// index, for bounded-stale reads (stale.go).
+	// index, for bounded-stale reads (leader_commit.go, stale_read.go).
 	commits commitKnown
-	// catchUp keeps a fresh replica from voting (catchup.go).
-	catchUp catchUp
 
 	// self is this replica's raft server id: the node id with the
 	// replica's incarnation (incarnation.go); both read-only.
@@ -106,10 +104,6 @@ func startGroup(n *Node, id uint32, bootstrap []string, machine *fsm.Machine) (*
 	g.self = replicaID(n.cfg.NodeID, g.incarnation)
 	// Before raft starts: its first leader observation must find the clock.
 	g.leaderless.start()
-	if mark := filepath.Join(dir, catchUpFile); exists(mark) {
-		g.catchUp.on.Store(true)
-		g.catchUp.floor = lastTerm(mark)
-	}
 	if err := g.openRaft(dir, bootstrap); err != nil {
 		return nil, err
 	}
@@ -195,9 +189,9 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	g.logs = logs
 	rpcs := make(chan raft.RPC)
 	g.rpcs = rpcs
-	// Heartbeats go through the node's coalescer (beats.go).
+	// Heartbeats go through the node's coalescer (heartbeat.go).
 	g.trans = newBeatTransport(progressTransport{g.transport, g.metrics.followers, rpcs},
-		g.node.beats, g.id, cfg.HeartbeatTimeout/10, peerAddresses{g.node}, g.stop)
+		g.node.beats, g.id, heartbeatGapMin(cfg.HeartbeatTimeout), peerAddresses{g.node}, g.stop)
 	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics, log: g.log}, logs, store, snaps, g.trans)
 	if err != nil {
 		store.Close()
@@ -306,6 +300,10 @@ func (g *Group) close() error {
 	}
 	if g.raft != nil {
 		err = g.raft.Shutdown().Error()
+	}
+	if g.trans != nil {
+		// Before the stable store closes (heartbeat_transport.go).
+		g.trans.closeHeartbeats()
 	}
 	g.wg.Wait()
 	// After raft stopped applying: watchers wake and see the group gone.

@@ -1,8 +1,8 @@
 // This file proves replica incarnations (incarnation.go): a replica that
 // HostGroup starts is a new raft server, and RPCs a sender addressed to an
 // earlier replica of the node (a vote, an append) are refused by the new
-// one even with the catch-up guard off, so no old configuration can count
-// the empty replica as its old voter; the incarnation survives a restart,
+// one, so no old configuration can count the empty replica as its old
+// voter; the incarnation survives a restart,
 // a second re-host draws another, and bootstrapped replicas (as in data
 // dirs written before incarnations) keep their plain ids; and AddVoter does
 // not add a node whose earlier replica the group still names.
@@ -52,6 +52,12 @@ func TestServerIDsAndAddresses(t *testing.T) {
 	if got := encodeHeader(4, 0); string(got) != string(plain[:]) {
 		t.Errorf("encodeHeader(4, 0) = %x, want the plain header %x", got, plain)
 	}
+}
+
+// rpcHeader is the header g's raft puts on its RPCs, for RPCs a test
+// sends in g's name.
+func (g *Group) rpcHeader() raft.RPCHeader {
+	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(g.self), Addr: []byte(withIncarnation(g.node.raftAddr(g.node.cfg.NodeID), g.incarnation))}
 }
 
 // rehost removes node i's replica of group 0 from the group, drops it and
@@ -115,8 +121,6 @@ func TestRehostedReplicaRefusesRPCsForItsEarlierIncarnation(t *testing.T) {
 	if fg.incarnation == 0 || fg.self == raft.ServerID(freshNode) {
 		t.Fatalf("a re-hosted replica runs as %s, want an id with a new incarnation", fg.self)
 	}
-	// Only the incarnation stands in the way: the catch-up guard is off.
-	fg.catchUp.on.Store(false)
 
 	// The third replica, with a configuration that names the earlier
 	// replica, asks it for a vote with a log far behind the group's, and
@@ -174,7 +178,6 @@ func TestRehostedReplicaRefusesRPCsForItsEarlierIncarnation(t *testing.T) {
 	// traffic is refused as the plain id's is.
 	first := fg.self
 	fg2 := rehost(t, tc, leader, fresh)
-	fg2.catchUp.on.Store(false)
 	if fg2.self == first || fg2.incarnation == 0 {
 		t.Fatalf("second re-host runs as %s, want an incarnation other than %s's", fg2.self, first)
 	}

@@ -19,57 +19,21 @@ import (
 // retry and none loses acknowledged data, because raft changes membership one
 // server at a time through its log:
 //
-//  1. D.HostGroup(g): D starts an empty replica that waits for the leader.
-//  2. leader.AddVoter(g, D): the configuration gains D; the leader sends it
-//     the log or a snapshot.
+//  1. D.HostGroup(g): D starts an empty replica, a new raft server, that
+//     waits for the leader.
+//  2. leader.AddVoter(g, D): D joins as a non-voter, takes the log or a
+//     snapshot, and is made a voter once it holds the commit index.
 //  3. leader.RemoveVoter(g, A): the configuration loses A (a leader that
 //     removes itself steps down once the change commits).
 //  4. A.DropGroup(g): A stops its replica, deletes its raft files and state,
 //     and leaves a tombstone so that a restart does not host it again.
 //
-// One server at a time is safe only while a server id keeps its state. A
-// node that hosted a group, dropped it and hosts it again has an empty
-// replica, and lagging replicas' older configurations still name the node
-// as a voter: hashicorp raft grants a vote to any candidate whose log is
-// at least as long as its own, so the empty replica, answering for its
-// earlier self, could hand a stale candidate the vote the earlier replica
-// (which held committed entries) would have refused, and that candidate
-// would truncate committed entries (jepsen seed 21 lost 4,880 that way).
-//
-// So every replica HostGroup starts is a new raft server: its id is the
-// node id with a fresh incarnation, "n1#9f86d081884c7d65", as CockroachDB
-// gives every replica of a range a new replica id (incarnation.go). Raft
-// then knows it as a server no older configuration names; the transport
-// carries the id an RPC is addressed to (in the dialed address and the
-// connection header) and the receiving Mux refuses a connection addressed
-// to any other incarnation, so a vote, pre-vote, append, snapshot or
-// timeout-now meant for the earlier replica never reaches the new one, and
-// no configuration can count the empty replica as its old voter. Raft's
-// own rule of adding a server with no state then covers the rest: the new
-// id joins through AddVoter, one change at a time, like any new node.
-// Replicas bootstrapped with the group keep plain ids (incarnation 0), so
-// existing clusters and data dirs run unchanged.
-//
-// The other design, an incarnation only in the address with the id kept,
-// does not give the guarantee here: the transport dials through the peer
-// table by server id (peerAddresses; nodes move), so an old configuration's
-// address is never used and its RPCs for "n1" would reach the new replica
-// as before; and raft would still see one server "n1" across incarnations
-// (votes, replication state and leadership transfer are keyed by id).
-// The cost of ids with incarnations is that every place that maps a
-// server id to a node strips the suffix (NodeOf), and that AddVoter must
-// learn the new replica's incarnation: it asks the node's Mux
-// (mux_incarnation.go).
-//
-// The catch-up guard (catchup.go) stays, though every replica it applies
-// to (one HostGroup started) is now incarnated and so no longer needs it:
-// no configuration names the new server before it joins, and raft's own
-// argument covers a new, empty voter. It is a second line should a path
-// into raft ever skip the Mux's check (a transport that carries several
-// groups' RPCs on one connection must carry and check the addressed id
-// too), and it costs a replica nothing once it has caught up. What neither
-// covers: a bootstrapped replica (plain id) whose disk is lost and which
-// restarts with --bootstrap; it cannot tell that from a first start.
+// One server at a time is safe only while a server id keeps its state, so
+// every replica HostGroup starts has a new id, the node id with a fresh
+// incarnation (incarnation.go), and the Mux refuses RPCs addressed to an
+// earlier one: an empty replica can never stand in for the voter its
+// node's earlier replica was. docs/ARCHITECTURE.md says why the id, not
+// only the address, carries the incarnation.
 
 // tombstoneFile marks a group this node no longer hosts.
 const tombstoneFile = "REMOVED"
@@ -108,7 +72,6 @@ func (n *Node) HostGroup(id uint32) error {
 	}
 	dir := n.groupDir(id)
 	tomb := filepath.Join(dir, tombstoneFile)
-	floor := lastTerm(tomb)
 	inc, err := newIncarnation()
 	if err != nil {
 		return err
@@ -117,7 +80,7 @@ func (n *Node) HostGroup(id uint32) error {
 	// in between leaves a group this node does not host at start, never an
 	// empty replica under a plain id (or a bootstrapped one).
 	if !exists(tomb) {
-		if err := writeTombstone(dir, 0); err != nil {
+		if err := writeTombstone(dir); err != nil {
 			return fmt.Errorf("raftnode: group %d: %w", id, err)
 		}
 	}
@@ -126,10 +89,6 @@ func (n *Node) HostGroup(id uint32) error {
 	}
 	if err := writeIncarnation(dir, inc); err != nil {
 		return err
-	}
-	// It votes once it holds what was committed when it joined (catchup.go).
-	if err := markCatchUp(dir, floor); err != nil {
-		return fmt.Errorf("raftnode: mark group %d catching up: %w", id, err)
 	}
 	if err := os.Remove(tomb); err != nil {
 		return fmt.Errorf("raftnode: group %d: remove tombstone: %w", id, err)
@@ -164,10 +123,6 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 		members, _ := g.Replicas()
 		return fmt.Errorf("%w: group %d (members %v)", ErrStillMember, id, members)
 	}
-	// The tombstone keeps the replica's last term: a replica hosted here
-	// again takes commit indexes for its catch-up only from leaders of that
-	// term or later (catchup.go).
-	term := g.raft.CurrentTerm()
 	if err := g.close(); err != nil {
 		n.cfg.Logger.Warn("closing dropped group", "group", id, "err", err)
 	}
@@ -175,7 +130,7 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 	n.metrics.forget(id)
 	// The tombstone first: a crash while wiping then leaves a group this
 	// node does not host at start, never a half-deleted replica.
-	if err := writeTombstone(n.groupDir(id), term); err != nil {
+	if err := writeTombstone(n.groupDir(id)); err != nil {
 		return fmt.Errorf("raftnode: group %d: %w", id, err)
 	}
 	if err := n.wipeGroup(id); err != nil {
@@ -186,13 +141,13 @@ func (n *Node) DropGroup(id uint32, force bool) error {
 }
 
 // writeTombstone marks, synced, that this node does not host the group in
-// dir; term is its replica's last term (catchup.go), 0 if unknown.
-func writeTombstone(dir string, term uint64) error {
+// dir.
+func writeTombstone(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("tombstone: %w", err)
 	}
 	path := filepath.Join(dir, tombstoneFile)
-	if err := writeFileSynced(path, fmt.Appendf(nil, "removed from this node\n%s%d\n", termLinePrefix, term)); err != nil {
+	if err := writeFileSynced(path, []byte("removed from this node\n")); err != nil {
 		return fmt.Errorf("tombstone %s: %w", path, err)
 	}
 	return nil

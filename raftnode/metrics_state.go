@@ -112,9 +112,8 @@ func boolGauge(b bool) float64 {
 
 // followerProgress is, per follower, the last log index the follower
 // reported in its latest answer to this node's AppendEntries. hashicorp/raft
-// keeps each follower's match index private, and its heartbeats go out every
-// HeartbeatTimeout/10 even while pipelining, so their answers keep this
-// fresh to within that interval.
+// keeps each follower's match index private; its heartbeats go on while it
+// pipelines, so their answers keep this fresh (raftseam.go, 2 and 5).
 type followerProgress struct {
 	mu struct {
 		sync.Mutex
@@ -147,7 +146,7 @@ func (p *followerProgress) lastIndex(id raft.ServerID) uint64 {
 type progressTransport struct {
 	*raft.NetworkTransport
 	progress *followerProgress
-	// consumer is the transport's incoming RPCs, relayed (stale.go).
+	// consumer is the transport's incoming RPCs, relayed (relay.go).
 	consumer <-chan raft.RPC
 }
 
@@ -162,15 +161,9 @@ func (t progressTransport) AppendEntries(id raft.ServerID, target raft.ServerAdd
 }
 
 // note records the follower's log end from an AppendEntries answer
-// (heartbeats included: beats_transport.go).
+// (heartbeats included: heartbeat_transport.go).
 func (p *followerProgress) note(id raft.ServerID, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
-	if err != nil || resp.Term > args.Term {
-		return
+	if last, ok := answeredLastIndex(args, resp, err); ok {
+		p.record(id, last)
 	}
-	// A follower fills in LastLog before appending the request's entries.
-	last := resp.LastLog
-	if resp.Success && len(args.Entries) > 0 {
-		last = max(last, args.Entries[len(args.Entries)-1].Index)
-	}
-	p.record(id, last)
 }

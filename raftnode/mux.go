@@ -32,10 +32,10 @@ const (
 	// headerTimeout bounds how long an accepted connection may take to send
 	// its header and the first byte of its first RPC, its TLS handshake
 	// included; a client that sends nothing must not hold a goroutine and
-	// a file descriptor for ever. Raft writes its first RPC right after the
-	// header, and only then is the connection handed to raft, whose
-	// transport gives each connection 512 KiB of buffers: idle connections
-	// cost the Mux a goroutine each, never those.
+	// a file descriptor for ever. Raft writes its first RPC right after
+	// the header (raftseam.go), and only then is the connection handed to
+	// raft, whose transport gives each connection large buffers: idle
+	// connections cost the Mux a goroutine each, never those.
 	headerTimeout = 5 * time.Second
 
 	// pendingConnsMax caps the connections still in headerTimeout (each a

@@ -25,7 +25,7 @@ type Node struct {
 	log *nodeLog
 	mux *Mux
 	// beats sends and serves the groups' heartbeats, coalesced per peer
-	// node (beats.go); closed after the groups, before mux.
+	// node (heartbeat.go); closed after the groups, before mux.
 	beats *beatCoalescer
 	// metrics is set before any group starts and not changed after.
 	metrics *nodeMetrics

@@ -14,16 +14,11 @@ import (
 )
 
 // The node log: one raft-boltdb store (<data>/raft/log.db) holds the raft
-// log of every group this node hosts.
-//
-// With one store per group, every append was its own bbolt transaction, and
-// a bbolt commit costs two fdatasyncs: about 70 µs of CPU each on the
-// project's machine, paid by every replica of every group for every round
-// of replication. One store lets a single writer commit the appends of all
-// groups that are waiting together in one transaction (group commit across
-// groups), so the groups share the fsyncs: the cost of a round no longer
-// grows with the number of groups a node hosts. It is the same reason
-// multi-raft systems keep all their ranges' logs in one engine.
+// log of every group this node hosts. A single writer commits the appends
+// of all groups waiting together in one transaction, so the groups share
+// its fsyncs and a round of replication costs a node no more with more
+// groups, as multi-raft systems keep all their ranges' logs in one engine
+// (docs/PERFORMANCE.md, "The node log").
 //
 // Layout: entry i of group g is the store's entry g<<48 | i (48 bits of
 // index per group: 2.8e14 entries). Entry g<<48 | boundsIndex holds the
@@ -236,17 +231,13 @@ func (nl *nodeLog) run() {
 	}
 }
 
-// A commit of the node log costs the same CPU (a bbolt transaction, two
-// fdatasyncs: about 150 µs on the project's machine) whether it carries one
-// group's append or many, and under load most commits carried two or three.
-// So while the log is busy the writer waits up to nodeLogLinger for more
-// appends before committing fewer than nodeLogLingerAppends: node CPU per
-// command of the uniform load fell by 6-16 %, and holds per second rose by
-// 5-20 % depending on the run (docs/PERFORMANCE.md, "The node log
-// lingers"). Busy means the previous
-// commit ended less than nodeLogBusyGap ago and carried more than one
-// append: with a few clients each commit carries one, and a linger would
-// only add its millisecond to every request.
+// A commit of the node log costs the same whether it carries one group's
+// append or many, so while the log is busy the writer waits up to
+// nodeLogLinger for more appends before committing fewer than
+// nodeLogLingerAppends (docs/PERFORMANCE.md, "The node log lingers"). Busy
+// means the previous commit ended less than nodeLogBusyGap ago and carried
+// more than one append: with a few clients each commit carries one, and a
+// linger would only add its millisecond to every request.
 const (
 	nodeLogLinger        = time.Millisecond
 	nodeLogLingerAppends = 8

@@ -67,9 +67,8 @@ func (g *Group) runProposer() {
 	go g.awaitCommits(inflight)
 	defer close(inflight)
 	max := g.node.cfg.BatchCommandsMax
-	// batch is reused; each entry gets a copy of its size (a fresh slice
-	// of max, 8 KiB per entry of a few commands, was 7 % of a node's
-	// allocated bytes under load).
+	// batch is reused; each entry gets a copy of its size, not a fresh
+	// slice of max (docs/PERFORMANCE.md, "The proposer's batch").
 	batch := make([]*proposal, 0, max)
 	for {
 		select {

@@ -1,32 +1,34 @@
-// This file is the tripwire of the seams into hashicorp/raft (issue 17,
-// item 7): raftnode leans on behaviours of raft v1.7.3 that its API does
-// not promise, and the tests named below pin each. An upgrade of raft
-// fails here first, loudly, so that whoever upgrades re-checks them.
+// This file is the tripwire of the seam into hashicorp/raft (raftseam.go):
+// each behaviour of raft v1.7.3 that raftnode relies on but raft's API does
+// not promise is checked here against the real library, on in-memory
+// stores and transports, apart from raftnode's own machinery. An upgrade of
+// raft fails here first, loudly, naming what to re-check.
 package raftnode
 
 import (
+	"errors"
+	"io"
+	"net"
 	"os"
-	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// raftVersionPinned is the hashicorp/raft whose behaviours the seams were
+// raftVersionPinned is the hashicorp/raft whose behaviours the seam was
 // checked against.
 const raftVersionPinned = "v1.7.3"
 
-// raftSeams are the behaviours the seams rely on, each with the tests that
-// pin it.
-var raftSeams = []string{
-	"heartbeats have the shape isHeartbeat recognises (beats_transport.go): TestFollowerLearnsCommitsFromHeartbeatFrames counts the frames they travel in",
-	"a follower applies up to the LeaderCommitIndex of an AppendEntries handed to its RPC channel (learnCommit): TestFollowerLearnsCommitsFromHeartbeatFrames, TestFreshViewWaitsForTheStateMachine",
-	"a MonotonicLogStore drops its old log when a snapshot is installed (checkedLogs.IsMonotonic): TestFollowerCatchesUpFromSnapshot restarts the follower after an install",
-	"NetworkTransport runs over any net.Conn stream the mux hands it, one group per connection (mux.go): the mux tests",
-	"AddNonvoter then AddVoter promotes a caught-up learner (AddVoter): TestAddVoterWaitsForTheLearner",
-}
-
-func TestRaftIsTheVersionTheSeamsWereCheckedAgainst(t *testing.T) {
-	mod, err := os.ReadFile(filepath.Join("..", "go.mod"))
+func TestRaftIsTheVersionTheSeamWasCheckedAgainst(t *testing.T) {
+	mod, err := os.ReadFile("../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +38,380 @@ func TestRaftIsTheVersionTheSeamsWereCheckedAgainst(t *testing.T) {
 			continue
 		}
 		if f[1] != raftVersionPinned {
-			t.Fatalf("go.mod requires hashicorp/raft %s, the seams were checked against %s. Re-check each behaviour and its tests, then update raftVersionPinned:\n- %s",
-				f[1], raftVersionPinned, strings.Join(raftSeams, "\n- "))
+			t.Fatalf("go.mod requires hashicorp/raft %s, the seam was checked against %s: re-check each behaviour raftseam.go lists, then update raftVersionPinned", f[1], raftVersionPinned)
 		}
 		return
 	}
 	t.Fatal("go.mod does not require github.com/hashicorp/raft")
 }
+
+// Every test the seam's list names exists, so the list cannot drift from
+// the tests that pin it.
+func TestRaftSeamNamesItsTests(t *testing.T) {
+	seam, err := os.ReadFile("raftseam.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile(`\bTest\w+`).FindAllString(string(seam), -1)
+	if len(named) == 0 {
+		t.Fatal("raftseam.go names no test")
+	}
+	files, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests strings.Builder
+	for _, f := range files {
+		if strings.HasSuffix(f.Name(), "_test.go") {
+			b, err := os.ReadFile(f.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tests.Write(b)
+		}
+	}
+	for _, name := range named {
+		if !strings.Contains(tests.String(), "func "+name+"(") {
+			t.Errorf("raftseam.go names %s, which no test file declares", name)
+		}
+	}
+}
+
+// contractHeartbeatTimeout is raft's HeartbeatTimeout in these tests.
+const contractHeartbeatTimeout = 200 * time.Millisecond
+
+// contractTransport is raft's in-memory transport, recording the
+// AppendEntries raft sends and the heartbeat handler raft sets; with
+// consumer set, raft serves RPCs from it instead (as from relay.go's).
+type contractTransport struct {
+	*raft.InmemTransport
+	consumer chan raft.RPC
+	handler  atomic.Pointer[func(raft.RPC)]
+
+	mu struct {
+		sync.Mutex
+		// appends are the AppendEntries sent, in order; guarded by mu.
+		appends []sentAppend
+	}
+}
+
+type sentAppend struct {
+	req        raft.AppendEntriesRequest
+	start, end time.Time
+}
+
+func newContractTransport() *contractTransport {
+	_, t := raft.NewInmemTransport("")
+	return &contractTransport{InmemTransport: t}
+}
+
+func (c *contractTransport) Consumer() <-chan raft.RPC {
+	if c.consumer != nil {
+		return c.consumer
+	}
+	return c.InmemTransport.Consumer()
+}
+
+func (c *contractTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
+	c.handler.Store(&cb)
+	c.InmemTransport.SetHeartbeatHandler(cb)
+}
+
+func (c *contractTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	start := time.Now()
+	err := c.InmemTransport.AppendEntries(id, target, args, resp)
+	c.mu.Lock()
+	c.mu.appends = append(c.mu.appends, sentAppend{req: *args, start: start, end: time.Now()})
+	c.mu.Unlock()
+	return err
+}
+
+// sent returns the AppendEntries sent so far and forgets them.
+func (c *contractTransport) sent() []sentAppend {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.mu.appends
+	c.mu.appends = nil
+	return out
+}
+
+// countFSM counts the entries raft applies.
+type countFSM struct{ applied atomic.Uint64 }
+
+func (f *countFSM) Apply(*raft.Log) any { f.applied.Add(1); return nil }
+
+func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return nil, errors.New("contract tests take no snapshots")
+}
+
+func (f *countFSM) Restore(rc io.ReadCloser) error { return rc.Close() }
+
+// startContractRaft starts raft server id on trans with in-memory stores,
+// bootstrapped with servers unless there are none. Raft's empty appends
+// (CommitTimeout) are pushed an hour apart: between entries, a leader sends
+// heartbeats only.
+func startContractRaft(t *testing.T, id raft.ServerID, trans raft.Transport, fsm raft.FSM, servers []raft.Server) *raft.Raft {
+	t.Helper()
+	cfg := raft.DefaultConfig()
+	cfg.LocalID = id
+	cfg.HeartbeatTimeout = contractHeartbeatTimeout
+	cfg.ElectionTimeout = contractHeartbeatTimeout
+	cfg.LeaderLeaseTimeout = contractHeartbeatTimeout / 2
+	cfg.CommitTimeout = time.Hour
+	cfg.Logger = hclog.NewNullLogger()
+	logs, stable, snaps := raft.NewInmemStore(), raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+	if len(servers) > 0 {
+		if err := raft.BootstrapCluster(cfg, logs, stable, snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := raft.NewRaft(cfg, fsm, logs, stable, snaps, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Shutdown().Error() })
+	return r
+}
+
+// contractHeader is the RPC header of a leader that exists only in the test.
+var contractHeader = raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("c9"), Addr: []byte("leader-c9")}
+
+func contractHeartbeat(term uint64) *raft.AppendEntriesRequest {
+	return &raft.AppendEntriesRequest{RPCHeader: contractHeader, Term: term, Leader: contractHeader.Addr}
+}
+
+// Behaviours 1 and 2: between entries a leader sends only heartbeats; each
+// is what isHeartbeat recognises and carries nothing a frame drops; and a
+// periodic one follows the previous answer by heartbeatGapMin at least.
+func TestRaftContractHeartbeatShape(t *testing.T) {
+	ta, tb := newContractTransport(), newContractTransport()
+	ta.Connect(tb.LocalAddr(), tb.InmemTransport)
+	tb.Connect(ta.LocalAddr(), ta.InmemTransport)
+	servers := []raft.Server{
+		{Suffrage: raft.Voter, ID: "a", Address: ta.LocalAddr()},
+		{Suffrage: raft.Voter, ID: "b", Address: tb.LocalAddr()},
+	}
+	ra := startContractRaft(t, "a", ta, &countFSM{}, servers)
+	rb := startContractRaft(t, "b", tb, &countFSM{}, servers)
+	var leader *raft.Raft
+	var lt *contractTransport
+	for deadline := time.Now().Add(10 * time.Second); leader == nil; time.Sleep(10 * time.Millisecond) {
+		switch {
+		case ra.State() == raft.Leader:
+			leader, lt = ra, ta
+		case rb.State() == raft.Leader:
+			leader, lt = rb, tb
+		case time.Now().After(deadline):
+			t.Fatal("no leader elected")
+		}
+	}
+	if err := leader.Apply([]byte("x"), 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	lt.sent()
+	time.Sleep(15 * heartbeatGapMin(contractHeartbeatTimeout))
+	beats := lt.sent()
+	if len(beats) < 3 {
+		t.Fatalf("the leader sent %d AppendEntries in %v of quiet, want heartbeats every %v or so", len(beats), 15*heartbeatGapMin(contractHeartbeatTimeout), heartbeatGapMin(contractHeartbeatTimeout))
+	}
+	for i, b := range beats {
+		if !isHeartbeat(&b.req) {
+			t.Fatalf("raft's heartbeat %+v is not what isHeartbeat recognises: heartbeats would no longer be coalesced", b.req)
+		}
+		got, err := decodeBeatReqs(encodeBeatReqs([]beatReq{{req: b.req}})[4:])
+		if err != nil || !reflect.DeepEqual(got[0].req, b.req) {
+			t.Fatalf("raft's heartbeat %+v comes out of a frame as %+v (%v): frames would drop what raft now sends", b.req, got, err)
+		}
+		if i > 0 {
+			if gap := b.start.Sub(beats[i-1].end); gap < heartbeatGapMin(contractHeartbeatTimeout) {
+				t.Fatalf("raft sent a periodic heartbeat %v after the previous answer, want at least heartbeatGapMin %v: periodic heartbeats would count as urgent", gap, heartbeatGapMin(contractHeartbeatTimeout))
+			}
+		}
+	}
+	// The appends that carry entries or a commit index are not heartbeats.
+	if err := leader.Apply([]byte("y"), 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range lt.sent() {
+		if len(b.req.Entries) > 0 && isHeartbeat(&b.req) {
+			t.Fatalf("an append with entries %+v counts as a heartbeat", b.req)
+		}
+	}
+}
+
+// Behaviour 3: raft's heartbeat handler answers before it returns, and
+// not at all once raft has shut down.
+func TestRaftContractHeartbeatHandler(t *testing.T) {
+	tr := newContractTransport()
+	r := startContractRaft(t, "a", tr, &countFSM{}, nil)
+	fn := tr.handler.Load()
+	if fn == nil {
+		t.Fatal("NewRaft set no heartbeat handler on its transport")
+	}
+	resp, err := answerHeartbeat(*fn, contractHeartbeat(3))
+	if err != nil {
+		t.Fatalf("raft's heartbeat handler: %v; want an answer before it returns", err)
+	}
+	if !resp.Success || resp.Term != 3 {
+		t.Fatalf("heartbeat of term 3 answered %+v, want success in term 3", resp)
+	}
+	if err := r.Shutdown().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := answerHeartbeat(*fn, contractHeartbeat(3)); !errors.Is(err, errHeartbeatUnanswered) {
+		t.Fatalf("heartbeat handler after shutdown: %v, want %v", err, errHeartbeatUnanswered)
+	}
+}
+
+// Behaviours 4 and 5: a follower served commitAppend on its Consumer
+// channel commits and applies up to that entry, and no further than what
+// it holds; every answer's LastLog is from before the request's entries.
+func TestRaftContractCommitAppend(t *testing.T) {
+	tr := newContractTransport()
+	tr.consumer = make(chan raft.RPC)
+	fsm := &countFSM{}
+	r := startContractRaft(t, "a", tr, fsm, nil)
+	serve := func(req *raft.AppendEntriesRequest) *raft.AppendEntriesResponse {
+		t.Helper()
+		ch := make(chan raft.RPCResponse, 1)
+		select {
+		case tr.consumer <- raft.RPC{Command: req, RespChan: ch}:
+		case <-time.After(5 * time.Second):
+			t.Fatal("raft does not serve its transport's Consumer channel")
+		}
+		select {
+		case res := <-ch:
+			if res.Error != nil {
+				t.Fatal(res.Error)
+			}
+			return res.Response.(*raft.AppendEntriesResponse)
+		case <-time.After(5 * time.Second):
+			t.Fatal("raft did not answer an AppendEntries from its Consumer channel")
+		}
+		return nil
+	}
+	var entries []*raft.Log
+	for i := uint64(1); i <= 3; i++ {
+		entries = append(entries, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}})
+	}
+	app := &raft.AppendEntriesRequest{RPCHeader: contractHeader, Term: 1, Leader: contractHeader.Addr, Entries: entries}
+	resp := serve(app)
+	if !resp.Success || resp.LastLog != 0 {
+		t.Fatalf("append of entries 1-3 to an empty log answered %+v, want success with LastLog 0 (the log before the append)", resp)
+	}
+	if last, ok := answeredLastIndex(app, resp, nil); !ok || last != 3 {
+		t.Fatalf("answeredLastIndex = %d, %v; want 3", last, ok)
+	}
+	hb := contractHeartbeat(1)
+	if resp := serve(hb); !resp.Success || resp.LastLog != 3 {
+		t.Fatalf("heartbeat answered %+v, want success with LastLog 3", resp)
+	}
+	if c := r.CommitIndex(); c != 0 {
+		t.Fatalf("commit index %d before any commit index was sent, want 0", c)
+	}
+	if resp := serve(commitAppend(hb, 2, 1)); !resp.Success {
+		t.Fatalf("commitAppend(2, 1) answered %+v, want success", resp)
+	}
+	for deadline := time.Now().Add(5 * time.Second); fsm.applied.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after commitAppend(2, 1) the follower applied %d entries, want 2", fsm.applied.Load())
+		}
+	}
+	if resp := serve(commitAppend(hb, 7, 1)); resp.Success {
+		t.Fatalf("commitAppend of an entry the follower lacks answered %+v, want a refusal", resp)
+	}
+	if c, last, applied := r.CommitIndex(), r.LastIndex(), fsm.applied.Load(); c != 2 || last != 3 || applied != 2 {
+		t.Fatalf("commit index %d, last index %d, applied %d; want 2, 3, 2: commitAppend changed more than the commit index", c, last, applied)
+	}
+}
+
+// Behaviour 6: the log cache passes IsMonotonic on, through the wrappers
+// raftnode puts under it (group.go).
+func TestRaftContractLogCacheIsMonotonic(t *testing.T) {
+	c, err := raft.NewLogCache(8, timedLogs{checkedLogs{raft.NewInmemStore()}, prometheus.ObserverFunc(func(float64) {})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := any(c).(raft.MonotonicLogStore); !ok || !m.IsMonotonic() {
+		t.Fatal("raft's log cache over checkedLogs is not a monotonic log store: a follower that installs a snapshot would keep a gap in its log")
+	}
+}
+
+// Behaviour 7: on a connection it dials, raft's transport writes an RPC
+// before it reads anything.
+func TestRaftContractTransportSpeaksFirst(t *testing.T) {
+	layer := &pipeLayer{dialed: make(chan net.Conn, 1), closed: make(chan struct{})}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: layer, MaxPool: 1, Timeout: 5 * time.Second, Logger: hclog.NewNullLogger()})
+	defer trans.Close()
+	done := make(chan error, 1)
+	go func() {
+		var resp raft.RequestVoteResponse
+		done <- trans.RequestVote("b", "peer-b", &raft.RequestVoteRequest{RPCHeader: contractHeader, Term: 1}, &resp)
+	}()
+	var peer net.Conn
+	select {
+	case peer = <-layer.dialed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("raft's transport dialed no connection for an RPC")
+	}
+	if err := peer.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(peer, b[:]); err != nil {
+		t.Fatalf("nothing came on a connection raft dialed before the peer spoke (%v): the Mux would hold it until headerTimeout and drop it", err)
+	}
+	peer.Close()
+	<-done
+}
+
+// Behaviour 8: raft starts in the term its stable store holds under
+// keyCurrentTerm.
+func TestRaftContractTermKey(t *testing.T) {
+	cfg := raft.DefaultConfig()
+	cfg.LocalID = "a"
+	cfg.Logger = hclog.NewNullLogger()
+	stable := raft.NewInmemStore()
+	if err := stable.SetUint64(keyCurrentTerm, 5); err != nil {
+		t.Fatal(err)
+	}
+	r, err := raft.NewRaft(cfg, &countFSM{}, raft.NewInmemStore(), stable, raft.NewInmemSnapshotStore(), newContractTransport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown()
+	if got := r.CurrentTerm(); got != 5 {
+		t.Fatalf("raft started in term %d with %d under %q, want 5: seeded groups would start in the wrong term", got, 5, keyCurrentTerm)
+	}
+}
+
+// pipeLayer is a raft.StreamLayer whose Dial hands the other end of an
+// in-memory pipe to the test.
+type pipeLayer struct {
+	dialed chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (l *pipeLayer) Dial(raft.ServerAddress, time.Duration) (net.Conn, error) {
+	a, b := net.Pipe()
+	l.dialed <- b
+	return a, nil
+}
+
+func (l *pipeLayer) Accept() (net.Conn, error) {
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *pipeLayer) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeLayer) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }

@@ -28,7 +28,7 @@ func (g *Group) View(ctx context.Context, linearizable bool) (*fsm.View, error) 
 	if !g.leaderReady() {
 		return nil, ErrNotLeader
 	}
-	// Heartbeats waiting for the coalescer's tick go now (beats.go).
+	// Heartbeats waiting for the coalescer's tick go now (heartbeat.go).
 	g.trans.verifying.Add(1)
 	defer g.trans.verifying.Add(-1)
 	g.node.beats.hurry()

@@ -158,7 +158,7 @@ func (r *Router) readOnce(ctx context.Context, req *ledgerpb.ReadRequest, stale 
 		resp, err := r.readLocal(ctx, g, req, !stale)
 		if err == nil && stale && resp.Code == ledgerpb.Code_CODE_SHOW_NOT_FOUND && !g.IsLeader() {
 			// A follower learns that an entry committed with the next
-			// append or heartbeat frame (raftnode/beats.go), 0.1-0.3 s
+			// append or heartbeat frame (raftnode/heartbeat.go), 0.1-0.3 s
 			// later when no write follows: a show created a moment ago
 			// is not yet here. Not found is not an answer a stale
 			// replica can give; its leader can.

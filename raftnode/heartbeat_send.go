@@ -13,6 +13,90 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// send queues b for the peer at addr and waits for its answer, for the
+// frame's error, for close, or for stop (the group's own shutdown). An
+// urgent heartbeat goes out at once, with whatever else is queued.
+func (c *beatCoalescer) send(addr string, b *pendingBeat, urgent bool, stop <-chan struct{}) error {
+	p, err := c.peer(addr)
+	if err != nil {
+		return err
+	}
+	p.enqueue(b, urgent)
+	select {
+	case err := <-b.done:
+		return err
+	case <-stop:
+		return fmt.Errorf("raftnode: heartbeat to %s: group stopping", addr)
+	case <-c.done:
+		return errBeatsClosed
+	}
+}
+
+// plain reports whether heartbeats to addr go on the groups' own
+// connections for now: the peer refused frames (beatPeer.refused).
+func (c *beatCoalescer) plain(addr string) bool {
+	c.mu.Lock()
+	p := c.mu.peers[addr]
+	c.mu.Unlock()
+	return p != nil && p.plain()
+}
+
+// hurry sends every queued heartbeat now (a VerifyLeader is waiting). A
+// peer with nothing queued is not woken: linearizable reads call this
+// thousands of times a second under load.
+func (c *beatCoalescer) hurry() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.mu.peers {
+		p.mu.Lock()
+		if len(p.mu.queue) > 0 {
+			p.signal()
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (c *beatCoalescer) peer(addr string) (*beatPeer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return nil, errBeatsClosed
+	}
+	p := c.mu.peers[addr]
+	if p == nil {
+		p = &beatPeer{c: c, addr: addr, wake: make(chan struct{}, 1), tick: time.NewTimer(time.Hour)}
+		p.tick.Stop()
+		c.mu.peers[addr] = p
+		c.wg.Add(1)
+		go p.run()
+	}
+	return p, nil
+}
+
+// untilTick is how long from now to the next multiple of tick: every peer
+// of a node (and, clocks allowing, every node) flushes at the same instants,
+// so a node wakes once per tick, not once per peer.
+func untilTick(now time.Time, tick time.Duration) time.Duration {
+	return tick - time.Duration(now.UnixNano()%int64(tick))
+}
+
+// pendingBeat is one heartbeat waiting for its answer. commit reads the
+// leader's commit index when its frame is built (0: none to send).
+type pendingBeat struct {
+	group uint32
+	// incarnation is the target replica's (incarnation.go): the peer
+	// refuses the heartbeat if its replica is another one, as its Mux
+	// refuses a group connection.
+	incarnation uint64
+	req         *raft.AppendEntriesRequest
+	commit      func() uint64
+	// resp and err are the answer, written by the peer's goroutine before
+	// it sends on done.
+	resp raft.AppendEntriesResponse
+	err  error
+	done chan error // buffered: the sender never blocks on a caller
+}
+
 // beatPeer sends one peer node's heartbeats: its goroutine (run) owns the
 // connection's reads and writes; enqueue and close only touch mu.
 type beatPeer struct {
@@ -124,7 +208,7 @@ func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
 	}
 	// Commit indexes are read now, after the answer to the previous frame
 	// on this connection came back: the receiver dates them by that frame
-	// (beats_serve.go).
+	// (heartbeat_serve.go).
 	reqs := make([]beatReq, len(batch))
 	for i, b := range batch {
 		reqs[i] = beatReq{group: b.group, incarnation: b.incarnation, req: *b.req}

@@ -3,7 +3,6 @@ package raftnode
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -30,7 +29,7 @@ const (
 //     lost its quorum steps down within LeaderLeaseTimeout, which must be
 //     shorter than maxStale;
 //   - at a follower, the time its leader had committed the index its last
-//     heartbeat frame carried (commitKnown), which must be within maxStale,
+//     heartbeat frame carried (leader_commit.go), which must be within maxStale,
 //     once it has applied up to that index.
 //
 // Otherwise it returns ErrStale. It never talks to other replicas, so it
@@ -44,10 +43,8 @@ func (g *Group) FreshView(ctx context.Context, maxStale time.Duration) (*fsm.Vie
 		return nil, time.Time{}, ErrStale
 	}
 	// The state machine's own applied index: raft's AppliedIndex counts
-	// the entries it has handed to the FSM goroutine, which may not have
-	// applied them yet (a view taken then missed acknowledged writes, seen
-	// as a flaky TestFreshViewIncludesWritesAcknowledgedBeforeItsTime on a
-	// loaded machine).
+	// entries handed to the FSM goroutine, which may not have applied them
+	// yet.
 	deadline := time.Now().Add(staleApplyWaitMax)
 	for g.machine.Applied() < k.index {
 		if time.Now().After(deadline) {
@@ -67,52 +64,4 @@ func (g *Group) FreshView(ctx context.Context, maxStale time.Duration) (*fsm.Vie
 		return nil, time.Time{}, ErrStale
 	}
 	return g.machine.ReadView(), k.at, nil
-}
-
-// commitKnown is what a follower last learned of its leader's commit index:
-// the index, the leader's term, and a time at which the leader had
-// committed at least that much. Only heartbeat frames tell it
-// (beats_serve.go, noteCommit): a frame goes out after the answer to the
-// previous one, so its commit index is dated by the previous frame's
-// arrival. An AppendEntries is not: it may have been in flight while the
-// leader committed (and acknowledged) further entries with the other
-// followers, so dating its commit index by its arrival claimed a view
-// fresher than it was (TestFollowerLearnsCommitsFromHeartbeatFrames caught
-// it now and then under load).
-type commitKnown struct {
-	mu   sync.Mutex
-	last knownCommit
-}
-
-type knownCommit struct {
-	at          time.Time
-	index, term uint64
-}
-
-func (c *commitKnown) get() knownCommit {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.last
-}
-
-// relay passes the RPCs of in to raft through out, letting screen answer
-// some itself (catchup.go), until stop. It starts once raft exists.
-func (g *Group) relay(in <-chan raft.RPC, out chan<- raft.RPC) {
-	defer g.wg.Done()
-	for {
-		var rpc raft.RPC
-		select {
-		case rpc = <-in:
-		case <-g.stop:
-			return
-		}
-		if g.screen(rpc) {
-			continue
-		}
-		select {
-		case out <- rpc:
-		case <-g.stop:
-			return
-		}
-	}
 }

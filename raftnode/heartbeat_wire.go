@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// The wire format of a heartbeat frame (beats.go). A frame is a big-endian
+// The wire format of a heartbeat frame (heartbeat.go). A frame is a big-endian
 // uint32 length and that many bytes: a uvarint count, then per item its
 // fields as uvarints and length-prefixed byte strings. Hand-written rather
 // than msgpack (as raft's own transport) because a heartbeat has six fields
@@ -33,7 +33,7 @@ var errBeatFrame = errors.New("raftnode: malformed heartbeat frame")
 // incarnation of the group's replica the leader's configuration names
 // (incarnation.go). commit is the leader's commit index for that group (0:
 // none), read when the frame was built; the heartbeat's term goes with it
-// (stale.go, beats_serve.go).
+// (heartbeat_serve.go, leader_commit.go).
 type beatReq struct {
 	group       uint32
 	incarnation uint64

@@ -1,8 +1,6 @@
 package raftnode
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,14 +10,15 @@ import (
 
 // beatTransport is a group's raft transport: its NetworkTransport (with
 // follower progress, metrics_state.go), except that heartbeats go through
-// the node's beatCoalescer (beats.go). It also keeps raft's heartbeat
+// the node's beatCoalescer (heartbeat.go). It also keeps raft's heartbeat
 // handler, which the coalescer calls for heartbeats peers send this group.
 type beatTransport struct {
 	progressTransport
 	beats *beatCoalescer
 	group uint32
-	// interval is HeartbeatTimeout/10: raft waits at least this long after
-	// a periodic heartbeat's answer before the next one. Read-only.
+	// interval is heartbeatGapMin (raftseam.go): raft waits at least this
+	// long after a periodic heartbeat's answer before the next one.
+	// Read-only.
 	interval time.Duration
 	// peers maps a follower's id to the address its coalescer is dialed at.
 	peers raft.ServerAddressProvider
@@ -40,6 +39,15 @@ type beatTransport struct {
 		// guarded by mu.
 		last map[string]time.Time
 	}
+
+	// gate keeps raft's heartbeat handler from running once the group
+	// closes: each call holds the read lock, closeHeartbeats the write
+	// lock.
+	gate struct {
+		sync.RWMutex
+		// closed is set once by closeHeartbeats; guarded by gate.
+		closed bool
+	}
 }
 
 func newBeatTransport(p progressTransport, beats *beatCoalescer, group uint32, interval time.Duration, peers raft.ServerAddressProvider, stop <-chan struct{}) *beatTransport {
@@ -50,14 +58,32 @@ func newBeatTransport(p progressTransport, beats *beatCoalescer, group uint32, i
 
 // SetHeartbeatHandler keeps raft's handler for the coalescer and gives it
 // to the NetworkTransport too, which still serves heartbeats a peer sends
-// on the group's own connection.
+// on the group's own connection; both behind the gate.
 func (t *beatTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
-	t.handler.Store(&cb)
-	t.progressTransport.SetHeartbeatHandler(cb)
+	gated := func(rpc raft.RPC) {
+		t.gate.RLock()
+		defer t.gate.RUnlock()
+		if !t.gate.closed {
+			cb(rpc)
+		}
+	}
+	t.handler.Store(&gated)
+	t.progressTransport.SetHeartbeatHandler(gated)
 }
 
-// AppendEntries sends a heartbeat through the coalescer, anything else on
-// the group's own connections.
+// closeHeartbeats waits for raft's heartbeat handler calls in progress and
+// lets no other run: the handler may write the term to the stable store,
+// and raft's Shutdown does not wait for it, so without this a heartbeat
+// racing the group's close wrote to a closed store and raft panicked.
+// Heartbeats after it go unanswered, as raft leaves them once shut down.
+func (t *beatTransport) closeHeartbeats() {
+	t.gate.Lock()
+	t.gate.closed = true
+	t.gate.Unlock()
+}
+
+// AppendEntries sends a heartbeat (isHeartbeat, raftseam.go) through the
+// coalescer, anything else on the group's own connections.
 func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if !isHeartbeat(args) {
 		return t.progressTransport.AppendEntries(id, target, args, resp)
@@ -123,92 +149,4 @@ func (t *beatTransport) leaderCommit(term uint64) uint64 {
 		return 0
 	}
 	return c
-}
-
-// isHeartbeat reports whether req is what raft's heartbeat loop sends, by
-// the test raft's NetworkTransport applies on receipt (handleCommand).
-func isHeartbeat(req *raft.AppendEntriesRequest) bool {
-	leader := req.RPCHeader.Addr
-	if len(leader) == 0 {
-		leader = req.Leader
-	}
-	return req.Term != 0 && leader != nil && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 &&
-		len(req.Entries) == 0 && req.LeaderCommitIndex == 0
-}
-
-func (g *Group) incarnationID() uint64 { return g.incarnation }
-
-// heartbeat hands req to raft's heartbeat handler, which answers before
-// it returns (or not at all when raft is shutting down).
-func (g *Group) heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEntriesResponse, error) {
-	fn := g.trans.handler.Load()
-	if fn == nil {
-		return nil, fmt.Errorf("raftnode: group %d has no heartbeat handler yet", g.id)
-	}
-	ch := make(chan raft.RPCResponse, 1)
-	(*fn)(raft.RPC{Command: req, RespChan: ch})
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return nil, r.Error
-		}
-		resp, ok := r.Response.(*raft.AppendEntriesResponse)
-		if !ok || resp == nil {
-			return nil, errors.New("raftnode: heartbeat handler gave no append response")
-		}
-		return resp, nil
-	default:
-		return nil, fmt.Errorf("raftnode: group %d is shutting down", g.id)
-	}
-}
-
-// noteCommit records a commit index a leader's heartbeat frame carried
-// with req. Raft applies only what it knows committed, so FreshView would
-// wait in vain for an index beyond it: such an index is first handed to
-// raft (learnCommit), and recorded only if raft takes it.
-func (g *Group) noteCommit(req *raft.AppendEntriesRequest, k knownCommit) {
-	r := g.trans.raft.Load()
-	if r == nil || (k.index > r.CommitIndex() && !g.learnCommit(r, req, k)) {
-		return
-	}
-	g.commits.noteLater(k)
-}
-
-// learnCommit tells this follower's raft that the leader of k.term has
-// committed k.index, with the AppendEntries that leader would send for it:
-// no entries, the previous entry (k.index, k.term), and commit index
-// k.index. It is built only if this replica holds that entry: by raft's
-// log matching its log then equals the leader's up to k.index, all
-// committed, so raft may apply it; raft checks the entry again itself.
-// It goes to raft like any append (raft's answer is dropped: the leader
-// has the heartbeat's), unless raft is busy, when the next frame retries.
-// The leader sends a commit index only with its own term's entry there;
-// before that, FreshView would refuse it anyway (stale.go).
-func (g *Group) learnCommit(r *raft.Raft, hb *raft.AppendEntriesRequest, k knownCommit) bool {
-	if g.catchUp.on.Load() || r.State() != raft.Follower || r.CurrentTerm() != k.term {
-		return false
-	}
-	var e raft.Log
-	if err := g.logs.GetLog(k.index, &e); err != nil || e.Term != k.term {
-		return false
-	}
-	req := &raft.AppendEntriesRequest{
-		RPCHeader: hb.RPCHeader, Term: k.term, Leader: hb.Leader,
-		PrevLogEntry: k.index, PrevLogTerm: k.term, LeaderCommitIndex: k.index,
-	}
-	select {
-	case g.rpcs <- raft.RPC{Command: req, RespChan: make(chan raft.RPCResponse, 1)}:
-		return true
-	default:
-		return false
-	}
-}
-
-// noteLater keeps k if it is known as of a later time than the record.
-func (c *commitKnown) noteLater(k knownCommit) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if k.at.After(c.last.at) {
-		c.last = k
-	}
 }

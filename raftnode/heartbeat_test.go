@@ -1,16 +1,18 @@
 package raftnode
 
-// The heartbeat coalescer (beats.go) over real Muxes on loopback, plain and
+// The heartbeat coalescer (heartbeat.go) over real Muxes on loopback, plain and
 // TLS: heartbeats of several groups travel in one frame, each caller gets
 // its own group's answer, a group the peer does not host fails alone, a
-// periodic heartbeat waits for the tick unless an urgent one flushes it, and
-// a lost connection fails the waiting callers at once rather than after the
-// frame timeout.
+// periodic heartbeat waits for the tick unless an urgent one flushes it, a
+// lost connection fails the waiting callers at once rather than after the
+// frame timeout, and frames to a peer are strictly sequential.
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,6 +195,95 @@ func TestBeatsLostConnectionFailsCallersAtOnce(t *testing.T) {
 	// The next heartbeat dials again and finds no one.
 	if err := a.send(addr, testBeat(2), true, nil); err == nil {
 		t.Errorf("heartbeat to a closed peer = nil, want an error")
+	}
+}
+
+// A follower dates the commit indexes of a frame by the previous frame's
+// arrival (heartbeat_serve.go), which holds only if the sender writes no
+// frame before the previous one is answered and reads its commit indexes
+// after that answer, urgent heartbeats included. The test is the peer
+// here, reading frames off the wire.
+func TestBeatFramesAreSequential(t *testing.T) {
+	ma, mb := newTestMux(t, headerTimeout), newTestMux(t, headerTimeout)
+	a := newTestBeats(t, ma, time.Hour)
+	layer := mustLayer(t, mb, beatGroupID)
+	addr := mb.Addr().String()
+	var answered atomic.Int32 // frames the peer has answered
+	beat := func(frame int32) *pendingBeat {
+		b := testBeat(1)
+		b.commit = func() uint64 {
+			if got := answered.Load(); got != frame-1 {
+				t.Errorf("frame %d read its commit index with %d frames answered, want %d", frame, got, frame-1)
+			}
+			return 5
+		}
+		return b
+	}
+	out := make(chan error, 4)
+	first := beat(1)
+	go func() { out <- a.send(addr, first, true, nil) }()
+	conn, err := layer.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	readFrame := func(want int) {
+		t.Helper()
+		body, err := readBeatFrame(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs, err := decodeBeatReqs(body)
+		if err != nil || len(reqs) != want {
+			t.Fatalf("frame of %d heartbeats (%v), want %d", len(reqs), err, want)
+		}
+	}
+	answer := func(n int) {
+		t.Helper()
+		answered.Add(1)
+		if _, err := conn.Write(encodeBeatReplies(make([]beatReply, n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readFrame(1)
+	// Urgent heartbeats while the first frame is unanswered: none goes out.
+	for range 3 {
+		b := beat(2)
+		go func() { out <- a.send(addr, b, true, nil) }()
+	}
+	a.hurry()
+	p, err := a.peer(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(muxTestWait); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		n := len(p.mu.queue)
+		p.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 urgent heartbeats queued", n)
+		}
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Peek(1); err == nil {
+		t.Fatal("the sender wrote a frame before the previous one was answered")
+	}
+	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	answer(1)
+	readFrame(3)
+	answer(3)
+	for range 4 {
+		if err := <-out; err != nil {
+			t.Errorf("heartbeat = %v, want nil", err)
+		}
 	}
 }
 

@@ -5,7 +5,43 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
+
+// beatReceiver is a local replica as heartbeat frames see it (Group).
+type beatReceiver interface {
+	// incarnationID is the replica's incarnation (incarnation.go).
+	incarnationID() uint64
+	// heartbeat hands req to raft's heartbeat handler and returns its
+	// answer.
+	heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEntriesResponse, error)
+	// noteCommit takes a leader's commit index, sent with the heartbeat
+	// req, for bounded-stale reads and for raft (leader_commit.go).
+	noteCommit(req *raft.AppendEntriesRequest, k knownCommit)
+}
+
+// register makes r answer heartbeats for group; unregister undoes it if r
+// is still the receiver.
+func (c *beatCoalescer) register(group uint32, r beatReceiver) {
+	c.mu.Lock()
+	c.mu.receivers[group] = r
+	c.mu.Unlock()
+}
+
+func (c *beatCoalescer) unregister(group uint32, r beatReceiver) {
+	c.mu.Lock()
+	if c.mu.receivers[group] == r {
+		delete(c.mu.receivers, group)
+	}
+	c.mu.Unlock()
+}
+
+func (c *beatCoalescer) receiver(group uint32) beatReceiver {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.receivers[group]
+}
 
 // serve accepts peers' heartbeat connections until close shuts the layer.
 func (c *beatCoalescer) serve() {
@@ -47,15 +83,19 @@ func (c *beatCoalescer) untrack(conn net.Conn) {
 // It sets no read deadline: a peer leading no group here may send nothing
 // for a long time, and TCP keepalive finds a dead one.
 //
-// Dating commit indexes: a frame's commit indexes were read by the leader
-// after it received this connection's answer to the previous frame, so
-// after that frame arrived here. A write acknowledged before that arrival
-// was committed before the leader read its commit index: the index covers
-// it (given the term check of FreshView, and that raft accepted the
-// heartbeat's term here, so no later leader can have counted this replica
-// in its quorum before). Hence a commit index is known as of the previous
-// frame's arrival, never its own; the first frame on a connection dates
-// none.
+// Dating commit indexes: frames on a connection are strictly sequential
+// (heartbeat_send.go: one goroutine writes a frame, reads its answer, and
+// only then reads the commit indexes of the next; urgent heartbeats take
+// the same path). So a frame's commit indexes were read after its previous
+// frame arrived here, and a write acknowledged before that arrival is
+// covered: by this leader, it was committed before; by an earlier leader,
+// FreshView's term check covers it; by a later leader, that leader was
+// elected without this replica (raft still took the heartbeat's term here),
+// which in a group of three or four voters needs this leader's vote, so
+// came after the read. In larger groups it rests on the leader lease, as a
+// leader's own FreshView does. Hence a commit index is known as of the
+// previous frame's arrival, never its own; a connection's first frame
+// dates none.
 func (c *beatCoalescer) serveConn(conn net.Conn) {
 	defer c.wg.Done()
 	defer c.untrack(conn)
@@ -109,4 +149,20 @@ func (c *beatCoalescer) answer(br *beatReq, prev time.Time) beatReply {
 		r.noteCommit(&br.req, knownCommit{at: prev, index: br.commit, term: br.req.Term})
 	}
 	return beatReply{resp: *resp}
+}
+
+// incarnationID is the replica's incarnation (incarnation.go).
+func (g *Group) incarnationID() uint64 { return g.incarnation }
+
+// heartbeat hands req to raft's heartbeat handler and returns its answer.
+func (g *Group) heartbeat(req *raft.AppendEntriesRequest) (*raft.AppendEntriesResponse, error) {
+	fn := g.trans.handler.Load()
+	if fn == nil {
+		return nil, fmt.Errorf("raftnode: group %d has no heartbeat handler yet", g.id)
+	}
+	resp, err := answerHeartbeat(*fn, req)
+	if err != nil {
+		return nil, fmt.Errorf("raftnode: group %d: %w", g.id, err)
+	}
+	return resp, nil
 }

@@ -69,6 +69,19 @@ func TestFreshViewIncludesWritesAcknowledgedBeforeItsTime(t *testing.T) {
 // must not serve a view claiming to be fresh as of a time after that
 // write's acknowledgement: FreshView waits for the state machine itself.
 func TestFreshViewWaitsForTheStateMachine(t *testing.T) {
+	// The hook holds the follower's FSM goroutine at its next batch once
+	// armed. It is set before the cluster starts and cleared after it
+	// stops (cleanups run last first), so no FSM goroutine races the
+	// writes.
+	var target atomic.Pointer[fsm.Machine]
+	var armed atomic.Bool
+	release := make(chan struct{})
+	applyBatchHook = func(m *fsm.Machine) {
+		if armed.Load() && m == target.Load() {
+			<-release
+		}
+	}
+	t.Cleanup(func() { applyBatchHook = nil })
 	tc := startTestCluster(t, func(c *Config) { c.CommitTimeout = 20 * time.Millisecond })
 	leader, li := tc.leader()
 	mustPropose(t, leader, testShow())
@@ -76,15 +89,7 @@ func TestFreshViewWaitsForTheStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Hold the follower's FSM goroutine at its next batch.
-	var armed atomic.Bool
-	release := make(chan struct{})
-	applyBatchHook = func(m *fsm.Machine) {
-		if m == follower.machine && armed.Load() {
-			<-release
-		}
-	}
-	t.Cleanup(func() { applyBatchHook = nil })
+	target.Store(follower.machine)
 	t.Cleanup(func() { armed.Store(false); close(release) })
 	armed.Store(true)
 	res := mustPropose(t, leader, holdCmd("c", "r1", 60_000, "A1"))

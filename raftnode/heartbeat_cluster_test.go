@@ -98,7 +98,6 @@ func TestHeartbeatFramesRespectIncarnations(t *testing.T) {
 	fresh, other := (li+1)%3, (li+2)%3
 	freshNode := tc.peers[fresh].ID
 	fg := rehost(t, tc, leader, fresh)
-	fg.catchUp.on.Store(false)
 	og, err := tc.nodes[other].Group(0)
 	if err != nil {
 		t.Fatal(err)
