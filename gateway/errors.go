@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"github.com/hashicorp/raft"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -201,7 +200,9 @@ func notLeaderError(leader string) error {
 // membershipError maps a membership change's failure.
 func membershipError(err error) error {
 	switch {
-	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrOutcomeUnknown):
+		// Asking the leader again is safe either way: a change already
+		// made is found made.
 		return notLeaderError("")
 	case errors.Is(err, raftnode.ErrUnknownGroup), errors.Is(err, raftnode.ErrUnknownPeer):
 		return newStatus("NOT_FOUND", err.Error())
