@@ -5,7 +5,9 @@
 // refreshed in the background and whenever a call finds no leader. A stale
 // table costs a hop, never an error: every node forwards what it does not
 // lead. Calls that name no show, and streams, go to the seed endpoints in
-// turn.
+// turn. A node cut off from a show's group answers Unavailable at once
+// (fail fast); the client then sends a call that is safe to repeat to
+// another node before it returns (Invoke).
 //
 //	c, err := client.New(ctx, client.Config{Endpoints: []string{"127.0.0.1:7001"},
 //		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}})
@@ -20,6 +22,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,18 +125,73 @@ func (c *Client) Booking() ledgerpb.BookingClient { return ledgerpb.NewBookingCl
 
 // Invoke sends a unary call to the leader of its show's group when the
 // table knows it, else to a seed. A call that finds no leader (a node cut
-// off from its group answers Unavailable at once) forgets that route, so
-// the caller's retry goes to a seed, and asks for a new table.
+// off from its group answers Unavailable at once) forgets that route and
+// asks for a new table; if the call is safe to repeat (retrySafe), it is
+// sent again at once to a node it has not tried, at most attemptsMax times
+// in all, so a fail-fast answer costs the caller one round trip, not its
+// own retry loop.
 func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	cc, t, group := c.route(args)
-	err := cc.Invoke(ctx, method, args, reply, opts...)
-	if status.Code(err) == codes.Unavailable {
+	var tried [attemptsMax]*grpc.ClientConn
+	for attempt := 0; ; attempt++ {
+		err := cc.Invoke(ctx, method, args, reply, opts...)
+		if status.Code(err) != codes.Unavailable {
+			return err
+		}
 		if t != nil {
 			c.forget(t, group, cc)
 		}
 		c.askRefresh()
+		tried[attempt] = cc
+		if attempt+1 == attemptsMax || ctx.Err() != nil || !retrySafe(method, args, err) {
+			return err
+		}
+		if cc = c.untried(tried[:attempt+1]); cc == nil {
+			return err
+		}
+		t = nil
 	}
-	return err
+}
+
+// attemptsMax bounds the nodes one call is sent to: enough to step past a
+// node cut off from its group and one that is shutting down, few enough
+// that a cluster without a leader fails the call quickly; the caller's
+// own retry (with the same request_id) covers an election.
+const attemptsMax = 3
+
+// retrySafe reports whether a call that failed with err (Unavailable) may
+// be sent again to another node. NOT_LEADER and UNAVAILABLE say nothing was
+// appended, so any call may; any other failure (OUTCOME_UNKNOWN, a broken
+// connection) may have taken effect, so only a call that is exactly-once
+// (a write with a request_id: the ledger answers a repeat with the first
+// result) or a read may.
+func retrySafe(method string, args any, err error) bool {
+	switch Reason(err) {
+	case "NOT_LEADER", "UNAVAILABLE":
+		return true
+	}
+	if r, ok := args.(interface{ GetRequestId() string }); ok && r.GetRequestId() != "" {
+		return true
+	}
+	return isRead(method)
+}
+
+// isRead reports whether a full method name ("/pkg.Service/GetSeatMap")
+// names a read: the APIs name every read Get…, List… or Search.
+func isRead(method string) bool {
+	name := method[strings.LastIndexByte(method, '/')+1:]
+	return strings.HasPrefix(name, "Get") || strings.HasPrefix(name, "List") || name == "Search"
+}
+
+// untried returns a seed's connection that is not in tried, taking the
+// seeds in round-robin order, or nil when every seed was tried.
+func (c *Client) untried(tried []*grpc.ClientConn) *grpc.ClientConn {
+	for range c.seeds {
+		if cc := c.seed(); !slices.Contains(tried, cc) {
+			return cc
+		}
+	}
+	return nil
 }
 
 // forget drops group's route from table t if it still names cc.
