@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/seatledger/seatledger/catalog"
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
@@ -288,13 +289,13 @@ func routeError(err error) error {
 		return newStatus("HOLD_TOKEN_INVALID", "hold_token is not the token of the hold")
 	case errors.Is(err, shard.ErrQueueToken):
 		return newStatus("QUEUE_TOKEN_INVALID", "queue_token is not the token of the entry")
-	case errors.Is(err, shard.ErrCityNotFound):
+	case errors.Is(err, catalog.ErrCityNotFound):
 		return newStatus("CITY_NOT_FOUND", "city not found")
-	case errors.Is(err, shard.ErrCinemaNotFound):
+	case errors.Is(err, catalog.ErrCinemaNotFound):
 		return newStatus("CINEMA_NOT_FOUND", "cinema not found")
-	case errors.Is(err, shard.ErrMovieNotFound):
+	case errors.Is(err, catalog.ErrMovieNotFound):
 		return newStatus("MOVIE_NOT_FOUND", "movie not found")
-	case errors.Is(err, shard.ErrNotListed):
+	case errors.Is(err, catalog.ErrNotListed):
 		return newStatus("SHOW_NOT_FOUND", "show not listed in the catalog")
 	case errors.Is(err, raftnode.ErrOutcomeUnknown):
 		return newStatus("OUTCOME_UNKNOWN", "the outcome is unknown: retry with the same request_id", retry)

@@ -69,3 +69,13 @@ func Placement(groups uint32, nodes []string, replicas int) map[uint32][]string 
 	}
 	return out
 }
+
+// CatalogKey is the reserved key whose group holds the whole catalog (the
+// catalog group): Map.GroupFor(CatalogKey). It is hashed like a show id, so
+// the catalog shares its group with the shows that hash there; their keys
+// never meet (fsm/doc.go). Changing it moves the catalog: it is part of the
+// on-disk format.
+const CatalogKey = "catalog"
+
+// CatalogGroup returns the catalog group.
+func (m Map) CatalogGroup() uint32 { return m.GroupFor(CatalogKey) }
