@@ -53,10 +53,14 @@ type app struct {
 	tlsFiles certs.ClientFiles
 	tls      *tls.Config
 
-	// mu guards conns: status polls dial every node concurrently.
+	// mu guards conns and routed: status polls dial every node
+	// concurrently.
 	mu struct {
 		sync.Mutex
 		conns map[string]*grpc.ClientConn
+		// routed is the Go client (client/) booking calls go through,
+		// made at the first such call.
+		routed *client.Client
 	}
 }
 
@@ -103,10 +107,7 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := a.mu.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(a.transportCredentials()),
-		grpc.WithPerRPCCredentials(shard.BearerCredentials(a.token)),
-		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: a.timeout,
-			Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}}))
+	c, err := grpc.NewClient(addr, a.dialOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
@@ -115,6 +116,31 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	}
 	a.mu.conns[addr] = c
 	return c, nil
+}
+
+// dialOptions are those of every connection seatctl makes.
+func (a *app) dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithTransportCredentials(a.transportCredentials()),
+		grpc.WithPerRPCCredentials(shard.BearerCredentials(a.token)),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: a.timeout,
+			Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}})}
+}
+
+// routedBooking is the Booking API through the Go client over the
+// endpoints: each call goes to its show's leader, and one that a node
+// refuses for want of a leader is sent to another node within the call
+// (client.Client.Invoke).
+func (a *app) routedBooking(ctx context.Context) (ledgerpb.BookingClient, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.routed == nil {
+		c, err := client.New(ctx, client.Config{Endpoints: a.endpoints, DialOptions: a.dialOptions()})
+		if err != nil {
+			return nil, err
+		}
+		a.mu.routed = c
+	}
+	return a.mu.routed.Booking(), nil
 }
 
 // transportCredentials is TLS with --cacert/--cert/--key, else plaintext.
@@ -149,6 +175,10 @@ func (a *app) close() {
 		c.Close()
 	}
 	a.mu.conns = nil
+	if a.mu.routed != nil {
+		a.mu.routed.Close()
+		a.mu.routed = nil
+	}
 }
 
 // nodeAnswer is one node's answer to Status, or why it gave none.
