@@ -10,6 +10,7 @@ import (
 	"github.com/seatledger/seatledger/internal/buildinfo"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/registry"
 	"github.com/seatledger/seatledger/shard"
 )
 
@@ -19,6 +20,8 @@ type Admin struct {
 	ledgerpb.UnimplementedAdminServer
 	router *shard.Router
 	auth   *Auth
+	// registry is reread after a change; nil rereads nothing (nodes.go).
+	registry *registry.Registry
 }
 
 // NewAdmin serves the Admin API for router's node.
@@ -82,7 +85,7 @@ func (a *Admin) TransferLeader(ctx context.Context, req *ledgerpb.TransferLeader
 	}
 	if req.ToNode != "" && a.router.RaftAddr(req.ToNode) == "" {
 		// Registered moments ago? Reread the registry once.
-		if _, err := a.router.RefreshNodes(ctx); err != nil || a.router.RaftAddr(req.ToNode) == "" {
+		if _, err := a.refreshNodes(ctx); err != nil || a.router.RaftAddr(req.ToNode) == "" {
 			return nil, fieldError(&fsm.FieldError{Field: "to_node", Message: fmt.Sprintf("no node %q", req.ToNode)})
 		}
 	}

@@ -202,3 +202,65 @@ func (r *Router) servePeerBrowse(ctx context.Context, g *raftnode.Group, req *le
 	resp.LeaderId = g.Leader()
 	return resp
 }
+
+// Nodes reads the registry from the catalog group within the browse
+// staleness bound.
+func (r *Router) Nodes(ctx context.Context) (*ledgerpb.NodeList, error) {
+	resp, err := r.browse(ctx, &ledgerpb.ReadRequest{GroupId: r.smap.CatalogGroup(), Kind: ledgerpb.ReadKind_READ_KIND_NODES})
+	if err != nil {
+		return nil, err
+	}
+	if resp.NodeList == nil {
+		return nil, fmt.Errorf("%w: registry read without a node list", raftnode.ErrUnavailable)
+	}
+	return resp.NodeList, nil
+}
+
+// NodesAt asks the node at a gRPC address for the registry (a node joining
+// the cluster knows no peer yet), with this node's peer credentials.
+func (r *Router) NodesAt(ctx context.Context, addr string) (*ledgerpb.NodeList, error) {
+	c, err := r.connAddr(addr, "")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, nodesAtTimeout)
+	defer cancel()
+	resp, err := ledgerpb.NewPeerClient(c).Read(ctx, &ledgerpb.ReadRequest{GroupId: r.smap.CatalogGroup(),
+		Kind: ledgerpb.ReadKind_READ_KIND_NODES, Hops: 1})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	if err := forwardErr(resp.Status, resp.Message); err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	if resp.NodeList == nil {
+		return nil, fmt.Errorf("%s answered without a registry", addr)
+	}
+	return resp.NodeList, nil
+}
+
+// nodesAtTimeout bounds NodesAt.
+const nodesAtTimeout = 3 * time.Second
+
+// SetKnownNodes has the router answer a forwarded registry read that this
+// node's replica cannot serve with known's registry (package registry's
+// last learned one); call before serving.
+func (r *Router) SetKnownNodes(known func() *ledgerpb.NodeList) { r.known = known }
+
+// knownNodes answers a forwarded registry read of the catalog group that
+// this node's replica cannot serve (it hosts none, or its replica is too
+// stale and knows no leader) with the registry it last learned; nil for
+// other reads or before it learned one.
+func (r *Router) knownNodes(req *ledgerpb.ReadRequest) *ledgerpb.ReadResponse {
+	if req.Kind != ledgerpb.ReadKind_READ_KIND_NODES || req.GroupId != r.smap.CatalogGroup() {
+		return nil
+	}
+	if r.known == nil {
+		return nil
+	}
+	list := r.known()
+	if list == nil {
+		return nil
+	}
+	return &ledgerpb.ReadResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_OK, Code: ledgerpb.Code_CODE_OK, NodeList: list}
+}

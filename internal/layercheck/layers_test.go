@@ -29,6 +29,7 @@ var ranks = map[string]int{
 	"raftnode":       2,
 	"catalog":        2,
 	"shard":          3,
+	"registry":       4,
 	"gateway":        5,
 	"cmd/seatd":      6,
 }
