@@ -97,7 +97,9 @@ func TestClientStepsPastCutOffNode(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "seatd")
-	if err := proccluster.Build(ctx, bin); err != nil {
+	// A fault build, as the jepsen harness uses: --dial, which puts the
+	// proxies between the nodes, is a test-only flag.
+	if err := proccluster.BuildFaults(ctx, bin); err != nil {
 		t.Fatal(err)
 	}
 	p := &proxied{}
