@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -38,10 +39,16 @@ var ranks = map[string]int{
 // raftnode may import.
 var raftPackages = []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2"}
 
+// graphs memoizes imports by build tags: go list is the slow part.
+var graphs sync.Map
+
 // imports lists, for every package that ./... depends on (tests included),
 // the module-relative path of the package and its direct imports.
 func imports(t *testing.T, tags string) map[string][]string {
 	t.Helper()
+	if g, ok := graphs.Load(tags); ok {
+		return g.(map[string][]string)
+	}
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
 	cmd := exec.Command(goTool, "list", "-tags", tags, "-deps", "-test", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
 	cmd.Dir = filepath.Join("..", "..")
@@ -59,6 +66,7 @@ func imports(t *testing.T, tags string) map[string][]string {
 		pkg := strings.TrimSuffix(strings.TrimPrefix(f[0], module), ".test")
 		graph[pkg] = append(graph[pkg], f[1:]...)
 	}
+	graphs.Store(tags, graph)
 	return graph
 }
 
