@@ -5,7 +5,9 @@
 // refreshed in the background and whenever a call finds no leader. A stale
 // table costs a hop, never an error: every node forwards what it does not
 // lead. Calls that name no show, and streams, go to the seed endpoints in
-// turn.
+// turn. A node cut off from a show's group answers Unavailable at once
+// (fail fast); the client then sends a call that is safe to repeat to
+// another node before it returns (Invoke).
 //
 //	c, err := client.New(ctx, client.Config{Endpoints: []string{"127.0.0.1:7001"},
 //		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}})
@@ -122,18 +124,32 @@ func (c *Client) Booking() ledgerpb.BookingClient { return ledgerpb.NewBookingCl
 
 // Invoke sends a unary call to the leader of its show's group when the
 // table knows it, else to a seed. A call that finds no leader (a node cut
-// off from its group answers Unavailable at once) forgets that route, so
-// the caller's retry goes to a seed, and asks for a new table.
+// off from its group answers Unavailable at once) forgets that route and
+// asks for a new table; if the call is safe to repeat (retrySafe), it is
+// sent again at once to a node it has not tried, at most attemptsMax times
+// in all, so a fail-fast answer costs the caller one round trip, not its
+// own retry loop.
 func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	cc, t, group := c.route(args)
-	err := cc.Invoke(ctx, method, args, reply, opts...)
-	if status.Code(err) == codes.Unavailable {
+	var tried [attemptsMax]*grpc.ClientConn
+	for attempt := 0; ; attempt++ {
+		err := cc.Invoke(ctx, method, args, reply, opts...)
+		if status.Code(err) != codes.Unavailable {
+			return err
+		}
 		if t != nil {
 			c.forget(t, group, cc)
 		}
 		c.askRefresh()
+		tried[attempt] = cc
+		if attempt+1 == attemptsMax || ctx.Err() != nil || !retrySafe(method, args, err) {
+			return err
+		}
+		if cc = c.untried(tried[:attempt+1]); cc == nil {
+			return err
+		}
+		t = nil
 	}
-	return err
 }
 
 // forget drops group's route from table t if it still names cc.

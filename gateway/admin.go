@@ -3,15 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"strconv"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/internal/buildinfo"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/registry"
 	"github.com/seatledger/seatledger/shard"
 )
 
@@ -21,6 +20,8 @@ type Admin struct {
 	ledgerpb.UnimplementedAdminServer
 	router *shard.Router
 	auth   *Auth
+	// registry is reread after a change; nil rereads nothing (nodes.go).
+	registry *registry.Registry
 }
 
 // NewAdmin serves the Admin API for router's node.
@@ -52,11 +53,10 @@ func (a *Admin) groupStatus(id uint32, digest bool) (*ledgerpb.GroupStatus, erro
 		return nil, err
 	}
 	lo, hi := a.router.Map().Range(id)
-	stats := g.Raft().Stats()
-	num := func(k string) uint64 { v, _ := strconv.ParseUint(stats[k], 10, 64); return v }
-	gs := &ledgerpb.GroupStatus{Group: id, RangeStart: lo, RangeEnd: hi, State: stats["state"],
-		LeaderId: g.Leader(), Term: num("term"), LastIndex: num("last_log_index"),
-		CommitIndex: num("commit_index"), AppliedIndex: g.Machine().Applied(), ClockMs: g.Machine().Clock()}
+	st := g.Status()
+	gs := &ledgerpb.GroupStatus{Group: id, RangeStart: lo, RangeEnd: hi, State: st.State,
+		LeaderId: st.Leader, Term: st.Term, LastIndex: st.LastIndex,
+		CommitIndex: st.CommitIndex, AppliedIndex: g.Machine().Applied(), ClockMs: g.Machine().Clock()}
 	if reps, err := g.Replicas(); err == nil {
 		gs.Replicas = reps
 	}
@@ -83,24 +83,16 @@ func (a *Admin) TransferLeader(ctx context.Context, req *ledgerpb.TransferLeader
 	if !g.IsLeader() {
 		return nil, notLeaderError(g.Leader())
 	}
-	var f raft.Future
-	if req.ToNode == "" {
-		f = g.Raft().LeadershipTransfer()
-	} else {
-		addr := a.router.RaftAddr(req.ToNode)
-		if addr == "" {
-			// Registered moments ago? Reread the registry once.
-			if _, err := a.router.RefreshNodes(ctx); err == nil {
-				addr = a.router.RaftAddr(req.ToNode)
-			}
-		}
-		if addr == "" {
+	if req.ToNode != "" && a.router.RaftAddr(req.ToNode) == "" {
+		// Registered moments ago? Reread the registry once.
+		if _, err := a.refreshNodes(ctx); err != nil || a.router.RaftAddr(req.ToNode) == "" {
 			return nil, fieldError(&fsm.FieldError{Field: "to_node", Message: fmt.Sprintf("no node %q", req.ToNode)})
 		}
-		// The replica's server id, incarnation included (raftnode/incarnation.go).
-		f = g.Raft().LeadershipTransferToServer(g.ServerID(req.ToNode), raft.ServerAddress(addr))
 	}
-	if err := f.Error(); err != nil {
+	if err := g.TransferLeadership(req.ToNode); err != nil {
+		if errors.Is(err, raftnode.ErrNotLeader) {
+			return nil, notLeaderError(g.Leader())
+		}
 		return nil, newStatus("UNAVAILABLE", fmt.Sprintf("leadership transfer of group %d: %v", req.Group, err))
 	}
 	return &ledgerpb.TransferLeaderResponse{LeaderId: g.Leader()}, nil

@@ -72,7 +72,7 @@ func (s *Server) SetAuth(a *Auth) { s.auth = a }
 // admin and catalog make the services that share s's admin credential.
 func (s *Server) admin(router *shard.Router) *Admin {
 	a := NewAdmin(router)
-	a.auth = s.auth
+	a.auth, a.registry = s.auth, s.registry
 	return a
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/seatledger/seatledger/catalog"
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/shard"
@@ -245,10 +246,10 @@ func validDate(d string) (string, error) {
 	if d == "" {
 		return "", nil
 	}
-	if _, err := time.Parse(shard.DateLayout, d); err != nil {
+	if _, err := time.Parse(catalog.DateLayout, d); err != nil {
 		return "", fieldError(&fsm.FieldError{Field: "date", Message: "must be a date YYYY-MM-DD"})
 	}
 	return d, nil
 }
 
-func isNotListed(err error) bool { return errors.Is(err, shard.ErrNotListed) }
+func isNotListed(err error) bool { return errors.Is(err, catalog.ErrNotListed) }

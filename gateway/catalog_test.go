@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/seatledger/seatledger/catalog"
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
-	"github.com/seatledger/seatledger/shard"
 )
 
 func TestCatalogErrorTable(t *testing.T) {
@@ -35,10 +35,10 @@ func TestCatalogErrorTable(t *testing.T) {
 		{resultError(&ledgerpb.Result{Code: ledgerpb.Code_CODE_CINEMA_EXISTS}, opOther), "CINEMA_EXISTS", codes.AlreadyExists, 409},
 		{resultError(&ledgerpb.Result{Code: ledgerpb.Code_CODE_MOVIE_EXISTS}, opOther), "MOVIE_EXISTS", codes.AlreadyExists, 409},
 		{resultError(&ledgerpb.Result{Code: ledgerpb.Code_CODE_SHOW_LISTED}, opOther), "SHOW_LISTED", codes.AlreadyExists, 409},
-		{routeError(shard.ErrCityNotFound), "CITY_NOT_FOUND", codes.NotFound, 404},
-		{routeError(shard.ErrCinemaNotFound), "CINEMA_NOT_FOUND", codes.NotFound, 404},
-		{routeError(shard.ErrMovieNotFound), "MOVIE_NOT_FOUND", codes.NotFound, 404},
-		{routeError(shard.ErrNotListed), "SHOW_NOT_FOUND", codes.NotFound, 404},
+		{routeError(catalog.ErrCityNotFound), "CITY_NOT_FOUND", codes.NotFound, 404},
+		{routeError(catalog.ErrCinemaNotFound), "CINEMA_NOT_FOUND", codes.NotFound, 404},
+		{routeError(catalog.ErrMovieNotFound), "MOVIE_NOT_FOUND", codes.NotFound, 404},
+		{routeError(catalog.ErrNotListed), "SHOW_NOT_FOUND", codes.NotFound, 404},
 	}
 	for _, tt := range tests {
 		s := status.Convert(tt.err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"github.com/hashicorp/raft"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/seatledger/seatledger/catalog"
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
@@ -201,7 +201,9 @@ func notLeaderError(leader string) error {
 // membershipError maps a membership change's failure.
 func membershipError(err error) error {
 	switch {
-	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrOutcomeUnknown):
+		// Asking the leader again is safe either way: a change already
+		// made is found made.
 		return notLeaderError("")
 	case errors.Is(err, raftnode.ErrUnknownGroup), errors.Is(err, raftnode.ErrUnknownPeer):
 		return newStatus("NOT_FOUND", err.Error())
@@ -287,13 +289,13 @@ func routeError(err error) error {
 		return newStatus("HOLD_TOKEN_INVALID", "hold_token is not the token of the hold")
 	case errors.Is(err, shard.ErrQueueToken):
 		return newStatus("QUEUE_TOKEN_INVALID", "queue_token is not the token of the entry")
-	case errors.Is(err, shard.ErrCityNotFound):
+	case errors.Is(err, catalog.ErrCityNotFound):
 		return newStatus("CITY_NOT_FOUND", "city not found")
-	case errors.Is(err, shard.ErrCinemaNotFound):
+	case errors.Is(err, catalog.ErrCinemaNotFound):
 		return newStatus("CINEMA_NOT_FOUND", "cinema not found")
-	case errors.Is(err, shard.ErrMovieNotFound):
+	case errors.Is(err, catalog.ErrMovieNotFound):
 		return newStatus("MOVIE_NOT_FOUND", "movie not found")
-	case errors.Is(err, shard.ErrNotListed):
+	case errors.Is(err, catalog.ErrNotListed):
 		return newStatus("SHOW_NOT_FOUND", "show not listed in the catalog")
 	case errors.Is(err, raftnode.ErrOutcomeUnknown):
 		return newStatus("OUTCOME_UNKNOWN", "the outcome is unknown: retry with the same request_id", retry)

@@ -78,8 +78,9 @@ func checkReady(router *shard.Router) readiness {
 	n := router.Node()
 	r := readiness{Node: n.ID(), Groups: []groupHealth{}}
 	for _, g := range n.Groups() {
-		r.Groups = append(r.Groups, groupHealth{ID: g.ID(), Leader: g.Leader(),
-			Committed: g.Raft().CommitIndex(), Applied: g.Machine().Applied()})
+		st := g.Status()
+		r.Groups = append(r.Groups, groupHealth{ID: g.ID(), Leader: st.Leader,
+			Committed: st.CommitIndex, Applied: g.Machine().Applied()})
 	}
 	slices.SortFunc(r.Groups, func(a, b groupHealth) int { return int(a.ID) - int(b.ID) })
 	r.Reasons = readyReasons(r.Groups, readyApplyLagMax)

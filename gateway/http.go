@@ -45,10 +45,11 @@ func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption)
 	codec := newRequestCodec()
 	codec.CodecV2 = watchCodec{codec.CodecV2}
 	g := grpc.NewServer(append(append(grpcLimits(), grpc.ForceServerCodecV2(codec),
-		// A pool of goroutines whose stacks have grown serves the calls; a
-		// new goroutine per call grew its stack on every call (copystack was
-		// 13 % of a node's CPU serving seat maps). When all are busy (or
-		// held by Watch streams) a call gets its own goroutine as before.
+		// A pool of goroutines whose stacks have grown serves the calls: a
+		// new goroutine per call grows its stack again on every call, a
+		// cost that showed in seat-map profiles (docs/PERFORMANCE.md). When
+		// all are busy (or held by Watch streams) a call gets its own
+		// goroutine as before.
 		grpc.NumStreamWorkers(grpcStreamWorkers)), opts...)...)
 	// Every service answers a request it cannot decode INVALID_ARGUMENT;
 	// the Peer service authenticates and checks the cluster before it

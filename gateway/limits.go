@@ -17,9 +17,10 @@ import (
 // docs/OPERATIONS.md lists them with what each bounds.
 const (
 	// grpcHeaderListBytesMax bounds the metadata of one gRPC call (HTTP/2's
-	// SETTINGS_MAX_HEADER_LIST_SIZE); grpc-go's default is 16 MiB, which
-	// let 40 connections hold 700 MiB of metadata. seatledger's own
-	// metadata (a bearer token, a cluster id, a deadline) is under 1 KiB.
+	// SETTINGS_MAX_HEADER_LIST_SIZE). grpc-go's default is large enough
+	// that a few idle connections can pin hundreds of MiB of metadata
+	// (issue 17 §5); seatledger's own metadata (a bearer token, a cluster
+	// id, a deadline) is under 1 KiB.
 	grpcHeaderListBytesMax = 16 << 10
 	// grpcStreamsPerConnMax bounds the calls open at once on one
 	// connection (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS; grpc-go's

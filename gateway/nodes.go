@@ -10,6 +10,7 @@ import (
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/registry"
 )
 
 // The node registry's Admin calls (admin.proto). They change the registry
@@ -98,7 +99,7 @@ func (a *Admin) proposeNode(ctx context.Context, op *ledgerpb.NodeCmd) (*ledgerp
 	}
 	// A failed reread is no failure of the call: the change is committed,
 	// and the periodic refresh catches up.
-	a.router.RefreshNodes(ctx)
+	a.refreshNodes(ctx)
 	return res, nil
 }
 
@@ -110,11 +111,28 @@ func (a *Admin) withPeer(ctx context.Context, f func() error) error {
 	if !errors.Is(err, raftnode.ErrUnknownPeer) {
 		return err
 	}
-	if _, rerr := a.router.RefreshNodes(ctx); rerr != nil {
+	if _, rerr := a.refreshNodes(ctx); rerr != nil {
 		return fmt.Errorf("%w (and rereading the registry failed: %v)", err, rerr)
 	}
 	return f()
 }
+
+// SetRegistry gives the Admin API the node's registry, which it rereads
+// after a change so that this node's peer table has it at once; call
+// before serving.
+func (s *Server) SetRegistry(r *registry.Registry) { s.registry = r }
+
+// refreshNodes rereads the registry into this node's peer table.
+func (a *Admin) refreshNodes(ctx context.Context) (*ledgerpb.NodeList, error) {
+	if a.registry == nil {
+		return nil, errNoRegistry
+	}
+	return a.registry.Refresh(ctx)
+}
+
+// errNoRegistry: an Admin served without SetRegistry (a test's) cannot
+// reread the registry.
+var errNoRegistry = errors.New("gateway: no registry to reread")
 
 // nodeState is the registry state of a peer table entry.
 func nodeState(p raftnode.Peer) ledgerpb.NodeState {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/registry"
 	"github.com/seatledger/seatledger/shard"
 )
 
@@ -36,6 +37,9 @@ type Server struct {
 	ticketKey ed25519.PrivateKey
 	// auth checks the admin credential of admin calls (auth.go).
 	auth *Auth
+	// registry is the node's registry, which the Admin API rereads after a
+	// change (nodes.go); nil rereads nothing.
+	registry *registry.Registry
 	// faults are the deliberately wrong behaviours of a fault build
 	// (faults.go; none in a default build).
 	faults faults

@@ -234,9 +234,6 @@ func (g *Group) ID() uint32 { return g.id }
 // Machine is the group's state machine (for reads).
 func (g *Group) Machine() *fsm.Machine { return g.machine }
 
-// Raft exposes the raft instance for administration and tests.
-func (g *Group) Raft() *raft.Raft { return g.raft }
-
 // IsLeader reports whether this replica currently leads the group.
 func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
 

@@ -226,14 +226,14 @@ func (g *Group) AddVoter(ctx context.Context, id string) error {
 		// A learner first, as CockroachDB adds replicas: it takes the log
 		// (or a snapshot) without counting toward any quorum, and votes
 		// only once it holds what was committed when it joined.
-		if err := g.raft.AddNonvoter(sid, addr, 0, timeout).Error(); err != nil {
+		if err := membershipError(g.raft.AddNonvoter(sid, addr, 0, timeout).Error()); err != nil {
 			return fmt.Errorf("raftnode: add %s to group %d as a non-voter: %w", id, g.id, err)
 		}
 		if err := g.waitCaughtUp(ctx, sid, timeout); err != nil {
 			return err
 		}
 	}
-	return g.raft.AddVoter(sid, addr, 0, timeout).Error()
+	return membershipError(g.raft.AddVoter(sid, addr, 0, timeout).Error())
 }
 
 // isVoter reports whether server sid votes in the group's configuration.
@@ -282,5 +282,5 @@ func (g *Group) RemoveVoter(ctx context.Context, id string) error {
 	if !g.IsLeader() {
 		return ErrNotLeader
 	}
-	return g.raft.RemoveServer(g.ServerID(id), 0, membershipTimeout).Error()
+	return membershipError(g.raft.RemoveServer(g.ServerID(id), 0, membershipTimeout).Error())
 }

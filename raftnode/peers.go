@@ -15,11 +15,12 @@ import (
 // The peer table: where this node reaches every other node. It starts as
 // Config.Peers (the seed list, --peers) joined with the table this node
 // last saved, and is replaced at run time by the node registry (the
-// catalog group's replicated list of nodes, which shard reads and hands to
-// SetPeers). Raft dials through it (the transport's address provider), so a
-// node that joined after this one started, or that moved, is reached at its
-// registered address; AddVoter takes a new replica's address from it; the
-// balancer and the router take their list of nodes from it.
+// catalog group's replicated list of nodes, which package registry reads
+// and hands to SetPeers). Raft dials through it (the transport's address
+// provider), so a node that joined after this one started, or that moved,
+// is reached at its registered address; AddVoter takes a new replica's
+// address from it; the balancer and the router take their list of nodes
+// from it.
 //
 // The table is saved in DataDir/peersFile whenever it changes, so a node
 // that joined a running cluster (no --peers) restarts knowing its peers

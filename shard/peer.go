@@ -72,7 +72,7 @@ func (p peerServer) Read(ctx context.Context, req *ledgerpb.ReadRequest) (*ledge
 	g, err := p.r.node.Group(req.GroupId)
 	if err != nil {
 		if resp := p.r.knownNodes(req); resp != nil {
-			return resp, nil // registry.go: what this node learned
+			return resp, nil // what this node learned (SetKnownNodes)
 		}
 		return &ledgerpb.ReadResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER, Message: err.Error()}, nil
 	}

@@ -49,6 +49,11 @@ type Router struct {
 	log            *slog.Logger
 	lastForeignLog atomic.Int64
 
+	// known is the registry the node last learned (package registry),
+	// for registry reads this node's replica cannot serve (set once before
+	// serving; nil answers none).
+	known func() *ledgerpb.NodeList
+
 	// forwardCommands observes the commands of each forwarded call (set
 	// once before serving; nil observes nothing).
 	forwardCommands prometheus.Observer
@@ -69,15 +74,12 @@ type Router struct {
 		// hints: the leader of a group this node does not host, as the
 		// last forward's answer named it.
 		hints map[uint32]string
-		// registry is the node registry as this node last learned it
-		// (registry.go); nil until then.
-		registry *ledgerpb.NodeList
 	}
 }
 
 // NewRouter routes with smap over node's groups. Where a group's replicas
 // are is learned at run time (they move), and where each node listens from
-// the node's peer table (the node registry, registry.go).
+// the node's peer table (the node registry, package registry).
 func NewRouter(node *raftnode.Node, smap Map) *Router {
 	r := &Router{node: node, smap: smap}
 	r.mu.conns = map[string]*grpc.ClientConn{}

@@ -1,6 +1,7 @@
 // This file proves the shard map: every show maps to exactly one group, the
 // groups' ranges tile the whole hash space, the mapping is stable, and
-// placement spreads replicas evenly without repeating a node in a group.
+// placement spreads replicas evenly without repeating a node in a group,
+// and the catalog group is fixed by its reserved key.
 package shard
 
 import (
@@ -82,5 +83,18 @@ func BenchmarkGroupFor(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.GroupFor("show-123456")
+	}
+}
+
+func TestCatalogGroup(t *testing.T) {
+	for _, groups := range []uint32{1, 8, 1024} {
+		m := Map{Groups: groups}
+		if got, want := m.CatalogGroup(), m.GroupFor(CatalogKey); got != want {
+			t.Errorf("Map{%d}.CatalogGroup() = %d, want GroupFor(%q) = %d", groups, got, CatalogKey, want)
+		}
+	}
+	// The catalog's group is part of the on-disk format.
+	if got := (Map{Groups: 8}).CatalogGroup(); got != 3 {
+		t.Errorf("Map{8}.CatalogGroup() = %d, want 3 (moving the catalog strands existing data)", got)
 	}
 }

@@ -29,8 +29,8 @@ func (m Map) Validate() error {
 
 // Point hashes a show id into the range space: FNV-1a 64 with the
 // splitmix64 finalizer, whose high bits are well mixed even for ids that
-// differ in one trailing character (plain FNV-1a 32 put 31% fewer of
-// "show-0".."show-7999" in one of 8 groups). Changing it moves shows between
+// differ in one trailing character, where plain FNV-1a 32 leaves groups
+// visibly uneven (docs/PERFORMANCE.md). Changing it moves shows between
 // groups: it is part of the on-disk format.
 func Point(showID string) uint32 {
 	h := fnv.New64a()
@@ -69,3 +69,13 @@ func Placement(groups uint32, nodes []string, replicas int) map[uint32][]string 
 	}
 	return out
 }
+
+// CatalogKey is the reserved key whose group holds the whole catalog (the
+// catalog group): Map.GroupFor(CatalogKey). It is hashed like a show id, so
+// the catalog shares its group with the shows that hash there; their keys
+// never meet (fsm/doc.go). Changing it moves the catalog: it is part of the
+// on-disk format.
+const CatalogKey = "catalog"
+
+// CatalogGroup returns the catalog group.
+func (m Map) CatalogGroup() uint32 { return m.GroupFor(CatalogKey) }

@@ -18,9 +18,10 @@ import (
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
-// Support work over the Booking API. Any node answers any call (it forwards
-// to the show's group leader); a call that fails with a retryable error is
-// repeated on the next endpoint with the same request id, which the ledger
+// Support work over the Booking API, through the Go client (client/):
+// each call goes to its show's leader, and a node that refuses it for want
+// of a leader is stepped past within the call. A call that still fails with
+// a retryable error is repeated, with the same request id, which the ledger
 // answers exactly once.
 
 // clientIDDefault owns the holds seatctl makes unless --client-id says
@@ -31,17 +32,14 @@ const clientIDDefault = "seatctl"
 // 100 rows) is a few kilobytes.
 const showFileBytesMax = 1 << 20
 
-// onAnyEndpoint runs f against the endpoints in turn, moving on after a
-// retryable error, for up to the retry window.
+// onAnyEndpoint runs f through the routed client, repeating it after a
+// retryable error for up to the retry window.
 func (a *app) onAnyEndpoint(ctx context.Context, f func(ctx context.Context, b ledgerpb.BookingClient) error) error {
-	attempt := 0
+	b, err := a.routedBooking(ctx)
+	if err != nil {
+		return err
+	}
 	return a.retry(ctx, a.retryWindow(), func(ctx context.Context) error {
-		ep := a.endpoints[attempt%len(a.endpoints)]
-		attempt++
-		b, err := a.booking(ep)
-		if err != nil {
-			return err
-		}
 		ctx, cancel := context.WithTimeout(ctx, a.timeout)
 		defer cancel()
 		return f(ctx, b)

@@ -53,10 +53,14 @@ type app struct {
 	tlsFiles certs.ClientFiles
 	tls      *tls.Config
 
-	// mu guards conns: status polls dial every node concurrently.
+	// mu guards conns and routed: status polls dial every node
+	// concurrently.
 	mu struct {
 		sync.Mutex
 		conns map[string]*grpc.ClientConn
+		// routed is the Go client (client/) booking calls go through,
+		// made at the first such call.
+		routed *client.Client
 	}
 }
 
@@ -103,10 +107,7 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := a.mu.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(a.transportCredentials()),
-		grpc.WithPerRPCCredentials(shard.BearerCredentials(a.token)),
-		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: a.timeout,
-			Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}}))
+	c, err := grpc.NewClient(addr, a.dialOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
@@ -115,6 +116,31 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	}
 	a.mu.conns[addr] = c
 	return c, nil
+}
+
+// dialOptions are those of every connection seatctl makes.
+func (a *app) dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithTransportCredentials(a.transportCredentials()),
+		grpc.WithPerRPCCredentials(shard.BearerCredentials(a.token)),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: a.timeout,
+			Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: time.Second}})}
+}
+
+// routedBooking is the Booking API through the Go client over the
+// endpoints: each call goes to its show's leader, and one that a node
+// refuses for want of a leader is sent to another node within the call
+// (client.Client.Invoke).
+func (a *app) routedBooking(ctx context.Context) (ledgerpb.BookingClient, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.routed == nil {
+		c, err := client.New(ctx, client.Config{Endpoints: a.endpoints, DialOptions: a.dialOptions()})
+		if err != nil {
+			return nil, err
+		}
+		a.mu.routed = c
+	}
+	return a.mu.routed.Booking(), nil
 }
 
 // transportCredentials is TLS with --cacert/--cert/--key, else plaintext.
@@ -149,6 +175,10 @@ func (a *app) close() {
 		c.Close()
 	}
 	a.mu.conns = nil
+	if a.mu.routed != nil {
+		a.mu.routed.Close()
+		a.mu.routed = nil
+	}
 }
 
 // nodeAnswer is one node's answer to Status, or why it gave none.
@@ -288,141 +318,4 @@ func retryable(err error) bool {
 		return true
 	}
 	return false
-}
-
-// reasonOf and detailOf read a node's error (client/).
-var (
-	reasonOf = client.Reason
-	detailOf = client.Detail
-)
-
-// describe renders an error for an operator on one line: the ErrorInfo
-// reason (or the gRPC code), the message, and the details that say what to
-// do next (taken seats, the leader, the hold's state).
-func describe(err error) string {
-	st, ok := status.FromError(err)
-	if !ok {
-		return oneLine(err.Error())
-	}
-	reason, msg := reasonOf(err), st.Message()
-	if reason == "" {
-		reason = strings.ToUpper(codeName(st.Code()))
-	}
-	// gRPC wraps a failed dial in two layers of prose; the dial error
-	// itself ("dial tcp ...: connection refused") is what an operator needs.
-	if _, dial, ok := strings.Cut(msg, "Error while dialing: "); ok {
-		msg = strings.TrimSuffix(dial, `"`)
-	}
-	s := reason + ": " + msg
-	if d := detailOf(err); d != nil {
-		var extra []string
-		if len(d.TakenSeatIds) > 0 {
-			extra = append(extra, "taken "+strings.Join(d.TakenSeatIds, ","))
-		}
-		if d.LeaderHint != "" {
-			extra = append(extra, "leader "+d.LeaderHint)
-		}
-		if d.HoldState != ledgerpb.HoldState_HOLD_STATE_UNSPECIFIED {
-			extra = append(extra, "hold "+holdStateName(d.HoldState))
-		}
-		if len(extra) > 0 {
-			s += " (" + strings.Join(extra, "; ") + ")"
-		}
-	}
-	return oneLine(s)
-}
-
-// hint returns what to try when a call failed with msg, or "": the port
-// is the HTTP one, the admin token is missing or wrong, or the TLS flags do
-// not match the node's. The HTTP check comes first: an HTTP/1.1 answer also
-// fails gRPC's "server preface", which would otherwise read as plaintext
-// against TLS.
-func (a *app) hint(msg string) string {
-	if h := httpPortHint(msg); h != "" {
-		return h
-	}
-	if h := a.tokenHint(msg); h != "" {
-		return h
-	}
-	return a.tlsHint(msg)
-}
-
-// httpPortHint recognizes a node's HTTP port dialed as if it were gRPC:
-// plaintext, an HTTP/1.1 answer where HTTP/2 frames were expected; over TLS,
-// an HTTP answer (a status and content type gRPC does not speak) or no h2
-// in the handshake.
-func httpPortHint(msg string) string {
-	for _, s := range []string{
-		"looked like an HTTP/1.1 header",
-		"unexpected HTTP status code received from server",
-		"missing selected ALPN property",
-	} {
-		if strings.Contains(msg, s) {
-			return "that is a node's HTTP port (seatd --http); seatctl speaks gRPC: use the node's --grpc address in --endpoints or " + endpointsEnv + " (seatd dev: " + defaultEndpoint + ")"
-		}
-	}
-	return ""
-}
-
-// tokenHint says which flag or variable gives the admin token when a call
-// was refused for want of it, or where the refused one came from.
-func (a *app) tokenHint(msg string) string {
-	unauthenticated := strings.Contains(msg, "UNAUTHENTICATED") || strings.Contains(msg, "code = Unauthenticated")
-	switch {
-	case unauthenticated && a.token == "":
-		return "admin calls need the cluster's admin token: pass --admin-token-file FILE or --admin-token TOKEN, or set " + adminTokenEnv + " (seatd dev keeps it in DATA_DIR/admin.token)"
-	case strings.Contains(msg, "ADMIN_TOKEN_INVALID") && a.tokenFile != "":
-		return "the token in --admin-token-file " + a.tokenFile + " is not this cluster's: use the file its nodes were started with (seatd serve --admin-token-file)"
-	case strings.Contains(msg, "ADMIN_TOKEN_INVALID"):
-		return "the token of --admin-token or " + adminTokenEnv + " is not this cluster's: use the one its nodes were started with (seatd serve --admin-token-file)"
-	}
-	return ""
-}
-
-// tlsHint returns what to try when a call failed with msg because the TLS
-// flags do not match the node's, or "". gRPC reports a mismatch as a bare
-// transport error, and which one depends on the flags: plaintext to a TLS
-// port is "server preface" or a reset; with TLS 1.3 a refused client
-// certificate is often only a broken pipe.
-func (a *app) tlsHint(msg string) string {
-	has := func(s ...string) bool {
-		for _, x := range s {
-			if strings.Contains(msg, x) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case has("certificate signed by unknown authority"):
-		return "verify the nodes with the cluster's CA: --cacert ca.pem"
-	case has("certificate is valid for"):
-		return "the node's certificate does not name the address dialed: use the address in --peers"
-	case has("first record does not look like a TLS handshake"):
-		return "the node serves plaintext: drop --cacert, --cert and --key"
-	case a.tls == nil && has("server preface", "connection reset by peer", "broken pipe"):
-		return "if the node serves TLS, pass --cacert with the cluster's CA"
-	case a.tls != nil && len(a.tls.Certificates) == 0 && has("certificate required", "broken pipe", "connection reset by peer", "EOF"):
-		return "if the node requires client certificates (--client-ca), pass --cert and --key"
-	case a.tls != nil && has("bad certificate", "unknown certificate authority", "certificate required"):
-		return "the node refused the client certificate: use one signed by its --client-ca"
-	}
-	return ""
-}
-
-// codeName is a gRPC code in SCREAMING_SNAKE as in ErrorInfo reasons.
-func codeName(c codes.Code) string {
-	var b strings.Builder
-	for i, r := range c.String() {
-		if i > 0 && r >= 'A' && r <= 'Z' {
-			b.WriteByte('_')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// holdStateName drops the enum prefix: HOLD_STATE_HELD -> HELD.
-func holdStateName(s ledgerpb.HoldState) string {
-	return strings.TrimPrefix(s.String(), "HOLD_STATE_")
 }

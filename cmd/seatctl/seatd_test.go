@@ -5,12 +5,14 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/seatledger/seatledger/gateway"
 	"github.com/seatledger/seatledger/internal/proccluster"
 )
 
@@ -54,6 +56,13 @@ func startCluster(t *testing.T, ctx context.Context, dir string, cfg proccluster
 	if cfg.Groups == 0 {
 		cfg.Groups = e2eGroups
 	}
+	// One ticket key for every node, as a real cluster has: seatctl asks
+	// any node for the public key of a ticket another node signed.
+	key := filepath.Join(dir, "ticket.key")
+	if err := os.WriteFile(key, []byte(base64.RawURLEncoding.EncodeToString(gateway.NewTicketKey().Seed())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Args = append(cfg.Args, "--ticket-key", key)
 	c, err := proccluster.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

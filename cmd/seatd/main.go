@@ -15,11 +15,10 @@ import (
 	"github.com/seatledger/seatledger/internal/buildinfo"
 )
 
-// gcPercentDefault is seatd's GOGC unless the environment sets one. Go's 100
-// spent about a fifth of a loaded node's CPU in the garbage collector; 200
-// halves how often it runs for a heap twice as large (about 80 MiB more per
-// node under seatbench uniform): +16 % holds/s and -14 % node CPU per command
-// in back-to-back runs (docs/PERFORMANCE.md).
+// gcPercentDefault is seatd's GOGC unless the environment sets one. A loaded
+// node's heap is mostly long-lived ledger, so Go's default collects it often
+// for little garbage; a larger target trades some memory for fewer
+// collections (docs/PERFORMANCE.md, Settings and their measurements).
 const gcPercentDefault = 200
 
 const usage = `seatd: the seatledger server

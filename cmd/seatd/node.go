@@ -17,6 +17,7 @@ import (
 	"github.com/seatledger/seatledger/gateway"
 	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/registry"
 	"github.com/seatledger/seatledger/shard"
 )
 
@@ -96,6 +97,8 @@ type node struct {
 	// fatal receives at most one error that means the node must stop
 	// serving: the registry says it was removed (registry.go).
 	fatal chan error
+	// nodes is the node registry as this node knows it (registry.go).
+	nodes *registry.Registry
 	// stopBackground ends the registry goroutines; bg waits for them.
 	stopBackground context.CancelFunc
 	bg             sync.WaitGroup
@@ -175,12 +178,14 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		rn.Close()
 		return nil, err
 	}
-	if err := cfg.join(router); err != nil {
+	nodes := registry.New(router)
+	if err := cfg.join(rn, nodes); err != nil {
 		router.Close()
 		rn.Close()
 		return nil, err
 	}
 	srv := gateway.NewServer(router)
+	srv.SetRegistry(nodes)
 	auth := gateway.NewAuth(cfg.AdminToken)
 	grpcOpts := append(api.ServerOptions(), grpcTLS(cfg.TLS, router, auth)...)
 	auth.SetBackendKey(cfg.BackendKey)
@@ -199,7 +204,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	srv.SetWatchersMax(cfg.WatchersMax)
 	applyFaultsServing(cfg.Faults, router, srv)
 	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, grpcOpts...),
-		done: make(chan struct{}), fatal: make(chan error, 1)}
+		done: make(chan struct{}), fatal: make(chan error, 1), nodes: nodes}
 	n.gather = cfg.gatherer(reg)
 	if cfg.HTTPLn != nil {
 		h, err := gateway.NewHTTPHandler(context.Background(), srv, router, cfg.HTTP)

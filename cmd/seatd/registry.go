@@ -8,10 +8,11 @@ import (
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/registry"
 	"github.com/seatledger/seatledger/shard"
 )
 
-// How a node takes part in the node registry (shard/registry.go):
+// How a node takes part in the node registry (package registry):
 //
 //   - A node started with --peers registers them as it starts (a seed
 //     registration: only ids the registry has never seen), so a new
@@ -58,11 +59,11 @@ func (c *nodeConfig) self() raftnode.Peer {
 
 // join learns the registry through --join before the node serves, unless
 // the node knows peers already (a restart: the table it saved).
-func (c *nodeConfig) join(router *shard.Router) error {
-	if len(c.Join) == 0 || len(router.Node().Peers()) > 1 {
+func (c *nodeConfig) join(rn *raftnode.Node, reg *registry.Registry) error {
+	if len(c.Join) == 0 || len(rn.Peers()) > 1 {
 		return nil
 	}
-	if err := router.Join(context.Background(), c.Join, c.self()); err != nil {
+	if err := reg.Join(context.Background(), c.Join, c.self()); err != nil {
 		return fmt.Errorf("node %s cannot join: %w", c.ID, err)
 	}
 	return nil
@@ -78,7 +79,7 @@ func (n *node) startRegistry() {
 		n.bg.Add(1)
 		go func() {
 			defer n.bg.Done()
-			if err := n.router.RegisterSeeds(ctx, n.cfg.Peers); err != nil && ctx.Err() == nil {
+			if err := n.nodes.RegisterSeeds(ctx, n.cfg.Peers); err != nil && ctx.Err() == nil {
 				log.Warn("registering the seed list in the node registry failed", "err", err)
 			}
 		}()
@@ -86,9 +87,9 @@ func (n *node) startRegistry() {
 	self := n.cfg.self()
 	first, warned := true, false
 	check := func(list *ledgerpb.NodeList) {
-		err := shard.SelfState(list, self)
+		err := registry.SelfState(list, self)
 		switch {
-		case errors.Is(err, shard.ErrNodeRemoved) && first:
+		case errors.Is(err, registry.ErrNodeRemoved) && first:
 			n.fatal <- err
 		case err != nil && len(list.Nodes) > 0 && !warned:
 			log.Warn("this node's registry entry is not right: if it was removed, stop it", "err", err)
@@ -101,6 +102,6 @@ func (n *node) startRegistry() {
 	n.bg.Add(1)
 	go func() {
 		defer n.bg.Done()
-		n.router.RunRegistry(ctx, shard.RegistryRefreshInterval, log, check)
+		n.nodes.Run(ctx, registry.RefreshInterval, log, check)
 	}()
 }

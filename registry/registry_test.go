@@ -2,10 +2,8 @@
 // gets the ACTIVE and DRAINING nodes (draining marked), never REMOVED ones;
 // and SelfState tells a node that was removed, is not registered or is
 // registered at other addresses from one it may run as, while an empty
-// registry (a new cluster before its first registration) passes; a node
-// answers a registry read it cannot serve with the registry it learned,
-// and only that read, of only the catalog group.
-package shard
+// registry (a new cluster before its first registration) passes.
+package registry
 
 import (
 	"errors"
@@ -52,23 +50,5 @@ func TestSelfState(t *testing.T) {
 		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("SelfState(%s) = %v, want %v", tc.name, err, tc.want)
 		}
-	}
-}
-
-func TestKnownNodesAnswersRegistryReadsOnly(t *testing.T) {
-	r := &Router{smap: Map{Groups: 8}}
-	read := &ledgerpb.ReadRequest{GroupId: r.smap.CatalogGroup(), Kind: ledgerpb.ReadKind_READ_KIND_NODES}
-	if resp := r.knownNodes(read); resp != nil {
-		t.Fatalf("knownNodes before learning = %v, want nil", resp)
-	}
-	list := &ledgerpb.NodeList{Revision: 7, Nodes: []*ledgerpb.NodeRecord{{NodeId: "n1"}}}
-	r.mu.registry = list
-	if resp := r.knownNodes(read); resp == nil || resp.NodeList != list || resp.Status != ledgerpb.ForwardStatus_FORWARD_STATUS_OK {
-		t.Fatalf("knownNodes = %v, want the learned registry", resp)
-	}
-	other := &ledgerpb.ReadRequest{GroupId: (r.smap.CatalogGroup() + 1) % 8, Kind: ledgerpb.ReadKind_READ_KIND_NODES}
-	seats := &ledgerpb.ReadRequest{GroupId: r.smap.CatalogGroup(), Kind: ledgerpb.ReadKind_READ_KIND_SEAT_MAP}
-	if r.knownNodes(other) != nil || r.knownNodes(seats) != nil {
-		t.Fatalf("knownNodes answered a read of another group or kind")
 	}
 }

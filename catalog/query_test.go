@@ -1,12 +1,10 @@
-// This file proves the catalog's routing pieces that are pure: the catalog
-// group is fixed by the reserved key; a browse date is one calendar day in
-// the city's time zone (23 or 25 hours across a DST change, never a
-// shifted day); and catalog queries answer with the listing or the code of
-// the record they name that is missing, reading dates in the city's zone.
-package shard
+// This file proves that catalog queries answer with the listing or the
+// code of the record they name that is missing, reading dates in the
+// city's zone, and that each code reads back as its error.
+package catalog
 
 import (
-	"math"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -14,54 +12,6 @@ import (
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
-
-func TestCatalogGroup(t *testing.T) {
-	for _, groups := range []uint32{1, 8, 1024} {
-		m := Map{Groups: groups}
-		if got, want := m.CatalogGroup(), m.GroupFor(CatalogKey); got != want {
-			t.Errorf("Map{%d}.CatalogGroup() = %d, want GroupFor(%q) = %d", groups, got, CatalogKey, want)
-		}
-	}
-	// The catalog's group is part of the on-disk format.
-	if got := (Map{Groups: 8}).CatalogGroup(); got != 3 {
-		t.Errorf("Map{8}.CatalogGroup() = %d, want 3 (moving the catalog strands existing data)", got)
-	}
-}
-
-func TestDayWindow(t *testing.T) {
-	london, err := time.LoadLocation("Europe/London")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hour := int64(time.Hour / time.Millisecond)
-	now := time.Date(2026, 3, 29, 12, 0, 0, 0, london).UnixMilli()
-	tests := []struct {
-		date     string
-		loc      *time.Location
-		today    bool
-		from, to int64
-		ok       bool
-	}{
-		{"2026-01-10", time.UTC, false, time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC).UnixMilli(), time.Date(2026, 1, 11, 0, 0, 0, 0, time.UTC).UnixMilli(), true},
-		// London's clocks go forward on 2026-03-29: a day of 23 hours.
-		{"2026-03-29", london, false, time.Date(2026, 3, 29, 0, 0, 0, 0, time.UTC).UnixMilli(), time.Date(2026, 3, 29, 0, 0, 0, 0, time.UTC).UnixMilli() + 23*hour, true},
-		// ... and back on 2026-10-25: 25 hours, starting at 23:00 UTC.
-		{"2026-10-25", london, false, time.Date(2026, 10, 24, 23, 0, 0, 0, time.UTC).UnixMilli(), time.Date(2026, 10, 24, 23, 0, 0, 0, time.UTC).UnixMilli() + 25*hour, true},
-		{"", london, true, time.Date(2026, 3, 29, 0, 0, 0, 0, time.UTC).UnixMilli(), time.Date(2026, 3, 29, 0, 0, 0, 0, time.UTC).UnixMilli() + 23*hour, true},
-		{"", london, false, now, math.MaxInt64, true},
-		{"2026-02-30", time.UTC, false, 0, 0, false},
-		{"29/03/2026", time.UTC, false, 0, 0, false},
-	}
-	for _, tt := range tests {
-		from, to, ok := DayWindow(tt.date, tt.loc, now, tt.today)
-		if from != tt.from || to != tt.to || ok != tt.ok {
-			t.Errorf("DayWindow(%q, %v, today=%v) = %d, %d, %v, want %d, %d, %v", tt.date, tt.loc, tt.today, from, to, ok, tt.from, tt.to, tt.ok)
-		}
-	}
-	if Zone("") != time.UTC || Zone("Not/AZone") != time.UTC || Zone("Europe/London").String() != "Europe/London" {
-		t.Errorf(`Zone("") = %v, Zone("Not/AZone") = %v, Zone("Europe/London") = %v, want UTC, UTC, Europe/London`, Zone(""), Zone("Not/AZone"), Zone("Europe/London"))
-	}
-}
 
 func TestCatalogQuery(t *testing.T) {
 	db, err := fsm.OpenDB(t.TempDir())
@@ -116,9 +66,9 @@ func TestCatalogQuery(t *testing.T) {
 		{"a bad date", &ledgerpb.CatalogQuery{Kind: ledgerpb.CatalogQueryKind_CATALOG_QUERY_SHOWS_AT_CINEMA, CinemaId: "toho", Date: "May 2"}, ledgerpb.Code_CODE_INVALID_ARGUMENT, nil},
 	}
 	for _, tt := range tests {
-		ans, code, err := catalogQuery(v, tt.q)
+		ans, code, err := Query(v, tt.q)
 		if err != nil {
-			t.Fatalf("%s: catalogQuery = %v", tt.name, err)
+			t.Fatalf("%s: Query = %v", tt.name, err)
 		}
 		var got []string
 		if ans != nil {
@@ -127,7 +77,25 @@ func TestCatalogQuery(t *testing.T) {
 			}
 		}
 		if code != tt.code || !slices.Equal(got, tt.want) {
-			t.Errorf("%s: catalogQuery = %v %v, want %v %v", tt.name, code, got, tt.code, tt.want)
+			t.Errorf("%s: Query = %v %v, want %v %v", tt.name, code, got, tt.code, tt.want)
+		}
+	}
+}
+
+func TestErr(t *testing.T) {
+	for code, want := range map[ledgerpb.Code]error{
+		ledgerpb.Code_CODE_OK:               nil,
+		ledgerpb.Code_CODE_CITY_NOT_FOUND:   ErrCityNotFound,
+		ledgerpb.Code_CODE_CINEMA_NOT_FOUND: ErrCinemaNotFound,
+		ledgerpb.Code_CODE_MOVIE_NOT_FOUND:  ErrMovieNotFound,
+		ledgerpb.Code_CODE_SHOW_NOT_FOUND:   ErrNotListed,
+		ledgerpb.Code_CODE_INVALID_ARGUMENT: ErrInvalidQuery,
+	} {
+		if got := Err(code); got != want {
+			t.Errorf("Err(%v) = %v, want %v", code, got, want)
+		}
+		if want != nil && want != ErrInvalidQuery && !errors.Is(want, fsm.ErrNotFound) {
+			t.Errorf("%v does not wrap fsm.ErrNotFound", want)
 		}
 	}
 }
