@@ -116,9 +116,32 @@ func completeOperation(op map[string]any, defs map[string]any) {
 			"schema": ref("v1QueueEntry"),
 		}
 	}
+	if firstSentOps[id] {
+		addFirstSentParam(op)
+	}
 	if strings.HasPrefix(id, "Admin_") || id == "Booking_CreateShow" || strings.HasPrefix(id, "Catalog_Create") || id == "Catalog_ScheduleShow" {
 		op["security"] = []any{map[string]any{"adminToken": []any{}}}
 	}
+}
+
+// firstSentOps are the writes that take the first send time (Server.propose).
+var firstSentOps = map[string]bool{"Booking_CreateShow": true, "Booking_Hold": true, "Booking_Confirm": true,
+	"Booking_Release": true, "Booking_Extend": true, "Booking_Refund": true, "Booking_LeaveQueue": true}
+
+// addFirstSentParam describes the first send header, once.
+func addFirstSentParam(op map[string]any) {
+	params, _ := op["parameters"].([]any)
+	for _, p := range params {
+		if m, _ := p.(map[string]any); m["name"] == FirstSentHeader {
+			return
+		}
+	}
+	op["parameters"] = append(params, map[string]any{
+		"name": FirstSentHeader, "in": "header", "required": false, "type": "string", "pattern": "^[0-9]{1,16}$",
+		"description": "When the client first sent this request, in Unix milliseconds, the same on every retry of its request_id. " +
+			"A retry the ledger has no record of that was first sent more than 23 h ago is refused with REQUEST_EXPIRED (422), " +
+			"never executed: without this header such a late retry runs as a new request. A time more than a minute ahead of the node's clock is a 400.",
+	})
 }
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/definitions/" + name} }
