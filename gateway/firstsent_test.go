@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/seatledger/seatledger/client"
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -56,6 +57,9 @@ func TestParseFirstSent(t *testing.T) {
 }
 
 func TestIncomingHeaderForwardsFirstSent(t *testing.T) {
+	if client.FirstSentKey != FirstSentKey {
+		t.Errorf("client.FirstSentKey = %q, want the gateway's %q", client.FirstSentKey, FirstSentKey)
+	}
 	for _, h := range []string{"Seatledger-First-Sent-At", "seatledger-first-sent-at", "SEATLEDGER-FIRST-SENT-AT"} {
 		if key, ok := incomingHeader(h); !ok || key != FirstSentKey {
 			t.Errorf("incomingHeader(%q) = %q, %v, want %q, true", h, key, ok, FirstSentKey)
