@@ -28,6 +28,17 @@ func WithFirstSent(ctx context.Context, t time.Time) context.Context {
 	return metadata.NewOutgoingContext(ctx, md)
 }
 
+// FirstSentOf returns the first send time ctx states ("" for none), for a
+// caller that speaks HTTP too and sends it as the Seatledger-First-Sent-At
+// header.
+func FirstSentOf(ctx context.Context) string {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	if vs := md.Get(FirstSentKey); len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
 // stampFirstSent returns ctx with now as the first send time of a write
 // (a call with a request_id) that does not state one yet.
 func stampFirstSent(ctx context.Context, args any, now time.Time) context.Context {
@@ -35,7 +46,7 @@ func stampFirstSent(ctx context.Context, args any, now time.Time) context.Contex
 	if !ok || r.GetRequestId() == "" {
 		return ctx
 	}
-	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md.Get(FirstSentKey)) > 0 {
+	if FirstSentOf(ctx) != "" {
 		return ctx
 	}
 	return metadata.AppendToOutgoingContext(ctx, FirstSentKey, strconv.FormatInt(now.UnixMilli(), 10))
