@@ -9,8 +9,8 @@ import (
 )
 
 // Every write names when its request was first sent, so that a retry the
-// ledger can no longer match with its record (past the retry horizon,
-// 23 h) is refused, not run again (docs/API.md, Exactly-once). Invoke
+// ledger can no longer match with its record (past the retry horizon) is
+// refused, not run again (docs/API.md, Exactly-once). Invoke
 // stamps a write's first attempt and sends the same stamp to every node it
 // tries; a caller that retries a request_id over several calls fixes the
 // stamp with WithFirstSent, or each call would state a later first send.

@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
@@ -138,9 +140,10 @@ func addFirstSentParam(op map[string]any) {
 	}
 	op["parameters"] = append(params, map[string]any{
 		"name": FirstSentHeader, "in": "header", "required": false, "type": "string", "pattern": "^[0-9]{1,16}$",
-		"description": "When the client first sent this request, in Unix milliseconds, the same on every retry of its request_id. " +
-			"A retry the ledger has no record of that was first sent more than 23 h ago is refused with REQUEST_EXPIRED (422), " +
-			"never executed: without this header such a late retry runs as a new request. A time more than a minute ahead of the node's clock is a 400.",
+		"description": fmt.Sprintf("When the client first sent this request, in Unix milliseconds, the same on every retry of its request_id. "+
+			"A retry the ledger has no record of that was first sent more than %v ago is refused with REQUEST_EXPIRED (422), "+
+			"never executed: without this header such a late retry runs as a new request. A time more than %v ahead of the node's clock is a 400.",
+			retryHorizon, time.Duration(fsm.FirstSentAheadMaxMs)*time.Millisecond),
 	})
 }
 
