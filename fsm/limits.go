@@ -79,8 +79,11 @@ const (
 	RequestHorizonMs = RequestRetentionMs - 60*60*1000
 	// FirstSentAheadMaxMs bounds how far past the log clock (the gateway:
 	// its own clock) a first_sent_at_ms may lie: a first send dated in the
-	// future would stretch the horizon of its retries.
-	FirstSentAheadMaxMs = 60 * 1000
+	// future would stretch the horizon of its retries. Safety needs only
+	// that it stays below the retention's lead over the horizon; it is
+	// generous within that, because a client's clock that runs ahead by
+	// more gets every stamped write refused.
+	FirstSentAheadMaxMs = 10 * 60 * 1000
 
 	// EventRetentionMs is the change log horizon: a show's seat changes
 	// are kept for at least this long by the log clock, so a watcher that
