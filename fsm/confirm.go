@@ -36,6 +36,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	}
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now
+	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED)
 	tx.put(tx.m.holdKey(h.HoldId), h)
 	must(tx.b.Set(tx.m.bookingKey(h.ClientId, tx.index, h.HoldId), nil, nil), "write booking index")
 	return holdResult(h)

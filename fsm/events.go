@@ -102,7 +102,7 @@ func (tx *txn) flushEvents() {
 	for _, show := range slices.Sorted(maps.Keys(tx.events)) {
 		// An offer holds seats, so its show has changes too; the offers
 		// follow them, as proto.Marshal orders the fields.
-		changes := append(tx.events[show], tx.offers[show]...)
+		changes := append(append(tx.events[show], tx.offers[show]...), tx.holdChanges[show]...)
 		assertf(len(tx.events[show]) > 0, "empty change list of show %s at index %d", show, tx.index)
 		// The key is new: it holds the entry's index, which applyEntry
 		// asserts is above every index applied before.
@@ -116,8 +116,12 @@ func (tx *txn) flushEvents() {
 	for show := range tx.offers {
 		assertf(len(tx.events[show]) > 0, "offers without seat changes in show %s at index %d", show, tx.index)
 	}
+	for show := range tx.holdChanges {
+		assertf(len(tx.events[show]) > 0, "hold changes without seat changes in show %s at index %d", show, tx.index)
+	}
 	clear(tx.events)
 	clear(tx.offers)
+	clear(tx.holdChanges)
 }
 
 // pruneEvents forgets at most limit change records applied before the
@@ -277,6 +281,9 @@ type SeatEvent struct {
 	AppliedAtMs int64
 	Changes     []*ledgerpb.SeatChange
 	Offers      []*ledgerpb.QueueOffer
+	// HoldChanges are the holds the entry created, closed, confirmed or
+	// refunded in the show (webhook.go).
+	HoldChanges []*ledgerpb.WebhookHoldChange
 }
 
 // ErrEventsPruned is returned when changes after the asked revision may have
@@ -313,7 +320,7 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 		if err := proto.Unmarshal(it.Value(), rec); err != nil {
 			return nil, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
 		}
-		out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers})
+		out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges})
 	}
 	return out, it.Error()
 }

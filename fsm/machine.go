@@ -311,6 +311,8 @@ type txn struct {
 	freed   map[string]bool
 	events  map[string][]byte
 	offers  map[string][]byte // show -> encoded QueueOffers of the entry
+	// holdChanges: show -> encoded WebhookHoldChanges of the entry (webhook.go).
+	holdChanges map[string][]byte
 	touched map[string]uint64 // show -> last index its change log grew
 	// committed is set once b is committed (Machine.end).
 	committed bool
@@ -322,6 +324,9 @@ type txn struct {
 func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 	if _, leader := c.Op.(*ledgerpb.Command_Expire); leader {
 		return tx.stamp(tx.expire(c.GetExpire()))
+	}
+	if _, leader := c.Op.(*ledgerpb.Command_WebhookCursor); leader {
+		return tx.stamp(tx.webhookCursor(c.GetWebhookCursor()))
 	}
 	if c.Op == nil {
 		panic(fmt.Sprintf("fsm: command without op at index %d", tx.index))
@@ -364,6 +369,8 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.catalog(op.Catalog)
 	case *ledgerpb.Command_Node:
 		r = tx.node(op.Node)
+	case *ledgerpb.Command_Webhook:
+		r = tx.webhook(op.Webhook)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -396,6 +403,8 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateCatalog(op.Catalog)
 	case *ledgerpb.Command_Node:
 		return ValidateNodeCmd(op.Node)
+	case *ledgerpb.Command_Webhook:
+		return ValidateWebhookCmd(op.Webhook)
 	}
 	return nil
 }
