@@ -43,14 +43,16 @@ func (a *Admin) AddWebhook(ctx context.Context, req *ledgerpb.WebhookAddRequest)
 		Events: add.Events, CreatedAtMs: res.AppliedAtMs}), Revision: res.Revision}, nil
 }
 
-// ListWebhooks lists the registrations, without their secrets.
+// ListWebhooks lists the registrations, without their secrets: read at
+// the catalog group's leader, so that an operator sees the webhook just
+// added.
 func (a *Admin) ListWebhooks(ctx context.Context, _ *ledgerpb.WebhookListRequest) (*ledgerpb.WebhookList, error) {
 	if err := a.auth.admin(ctx); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeoutDefault)
 	defer cancel()
-	recs, rev, err := a.router.Webhooks(ctx, false)
+	recs, rev, err := a.router.Webhooks(ctx, true)
 	if err != nil {
 		return nil, routeError(err)
 	}
