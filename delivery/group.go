@@ -179,6 +179,7 @@ func (r *groupRunner) delivered(cur *ledgerpb.WebhookCursor) {
 func (r *groupRunner) deliver(ctx context.Context, s sink, cur *ledgerpb.WebhookCursor) {
 	cur = proto.Clone(cur).(*ledgerpb.WebhookCursor)
 	group := r.g.ID()
+	r.d.m.start(s.id())
 	for ctx.Err() == nil {
 		v, err := r.g.View(ctx, false)
 		if err != nil {

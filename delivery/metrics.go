@@ -40,6 +40,14 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	return nil
 }
 
+// start makes a sink's counters exist at 0, so that rates and alerts see
+// them before its first failure.
+func (m *metrics) start(sink string) {
+	m.deliveries.WithLabelValues(sink)
+	m.failures.WithLabelValues(sink)
+	m.gaps.WithLabelValues(sink)
+}
+
 // forget drops a group's gauges when this node stops leading it, so that
 // only the leader reports the group's backlog.
 func (m *metrics) forget(sink string, group uint32) {
