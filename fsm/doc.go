@@ -88,6 +88,7 @@
 //	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
 //	0x12 len(show) show hold_id           empty: the show's live holds and bookings
 //	0x13 len(show) show revision(u64) hold_id   empty: the show's refunded bookings (revocation feed)
+//	0x1C sink_id                          ledgerpb.WebhookCursor: how far the group's events reached a sink (webhook.go)
 //
 // The catalog (catalog.go), written only in the catalog group; its records
 // never change once written, and a browse page is one walk of an index:
@@ -106,6 +107,10 @@
 // The node registry (node.go), written only in the catalog group:
 //
 //	0x2F node_id                          ledgerpb.NodeRecord (REMOVED ones stay: the id is retired)
+//
+// Webhook registrations (webhook.go), written only in the catalog group:
+//
+//	0x2D webhook_id                       ledgerpb.WebhookRecord (with its secret)
 //
 // Registry rejections, after 1 and 2 above: AddNode CODE_NODE_REMOVED, then
 // CODE_NODE_ADDRESS_TAKEN, then CODE_INVALID_ARGUMENT past NodesMax (a seed
