@@ -13,7 +13,7 @@ import (
 
 // readGapMin spaces a caught-up sink's reads: it wakes on every apply of
 // its group, and a busy group applies hundreds of entries a second.
-const readGapMin = 20 * time.Millisecond
+const readGapMin = 100 * time.Millisecond
 
 // groupRunner delivers one led group's events to every sink: one worker
 // per sink, and the cursor proposals. It is owned by Deliverer.Run, which
