@@ -8,8 +8,12 @@
 //   - a receiver that fails every request for 30 s gets every event after
 //     it recovers, and meanwhile the failures and the backlog show in the
 //     node's metrics;
-//   - registrations are listed without their secrets, and a deleted one is
-//     gone.
+//   - the position delivered is kept in the cluster: once the group has
+//     recorded it, the new leader after the kill sends none of the events
+//     before it again;
+//   - registrations over HTTP/JSON: unknown event types are a 400 naming
+//     the field, the secret is never returned, a deleted webhook is gone
+//     (404 the second time).
 //
 // The backoff cap is lowered so that a recovered receiver is retried soon;
 // the failure window stays the 30 s the issue names.
@@ -102,6 +106,19 @@ func (r *receiver) setFailing(f bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.failing = f
+}
+
+// deliveries counts the deliveries of one event.
+func (r *receiver) deliveries(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.mu.got {
+		if e.ID == id {
+			n++
+		}
+	}
+	return n
 }
 
 // firsts returns each event's first delivery, in arrival order.
@@ -224,6 +241,8 @@ func TestWebhookLifecycleAcrossLeaderKill(t *testing.T) {
 	c.mustRelease(via, show, h2, "fan-2", "r4")
 	want := []string{"hold.created(" + h1 + ")", "booking.confirmed(" + h1 + ")", "hold.created(" + h2 + ")", "hold.released(" + h2 + ")"}
 	rcv.waitSteps(show, want, clusterWaitMax)
+	before := rcv.firsts()
+	c.waitCursor(leader, c.smap.GroupFor(show), wh.WebhookId, before[len(before)-1].Revision)
 
 	c.kill(leader)
 	c.leaderOf(show)
@@ -233,6 +252,58 @@ func TestWebhookLifecycleAcrossLeaderKill(t *testing.T) {
 	h4 := c.mustHold(via, show, "fan-4", "r7", 300, "D1").HoldId
 	want = append(want, "hold.created("+h3+")", "hold.expired("+h3+")", "booking.refunded("+h1+")", "hold.created("+h4+")")
 	rcv.waitSteps(show, want, clusterWaitMax)
+	for _, e := range before {
+		if n := rcv.deliveries(e.ID); n != 1 {
+			t.Errorf("event %s (%s), recorded as delivered before the kill, arrived %d times, want once", e.ID, step(e), n)
+		}
+	}
+}
+
+// waitCursor waits until node i's replica of group records that sink got
+// every event up to revision.
+func (c *testCluster) waitCursor(i int, group uint32, sink string, revision uint64) {
+	c.t.Helper()
+	deadline := time.Now().Add(clusterWaitMax)
+	for {
+		v := c.group(i, group).Machine().ReadView()
+		cursors, err := v.WebhookCursors()
+		v.Close()
+		if err != nil {
+			c.t.Fatalf("WebhookCursors: %v", err)
+		}
+		for _, cur := range cursors {
+			if cur.SinkId == sink && cur.Revision >= revision {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("group %d's cursor of %s = %v after %v, want at least revision %d", group, sink, cursors, clusterWaitMax, revision)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func TestWebhookHTTPAdmin(t *testing.T) {
+	c := startCluster(t, true)
+	base := "http://" + c.httpAddr[0] + "/v1/admin/webhooks"
+	r := httpCall(t, "POST", base, `{"url":"https://backend.example.com/h","secret":"`+webhookSecret+`","events":["hold.teleported"]}`).
+		wantStatus(t, "POST /v1/admin/webhooks with an unknown event", http.StatusBadRequest)
+	if !strings.Contains(r.raw, "events[0]") {
+		t.Errorf("POST with an unknown event = %s, want the field events[0] named", r.raw)
+	}
+	r = httpCall(t, "POST", base, `{"url":"https://backend.example.com/h","secret":"`+webhookSecret+`","events":["booking.confirmed"]}`).
+		wantStatus(t, "POST /v1/admin/webhooks", http.StatusOK)
+	wh, _ := r.body["webhook"].(map[string]any)
+	id, _ := wh["webhook_id"].(string)
+	if id == "" || strings.Contains(r.raw, webhookSecret) {
+		t.Fatalf("POST /v1/admin/webhooks = %s, want a webhook_id and no secret", r.raw)
+	}
+	r = httpCall(t, "GET", "http://"+c.httpAddr[1]+"/v1/admin/webhooks", "").wantStatus(t, "GET /v1/admin/webhooks", http.StatusOK)
+	if !strings.Contains(r.raw, id) || !strings.Contains(r.raw, "booking.confirmed") || strings.Contains(r.raw, webhookSecret) {
+		t.Fatalf("GET /v1/admin/webhooks = %s, want %s for booking.confirmed, without its secret", r.raw, id)
+	}
+	httpCall(t, "DELETE", base+"/"+id, "").wantStatus(t, "DELETE "+id, http.StatusOK)
+	httpCall(t, "DELETE", base+"/"+id, "").wantStatus(t, "DELETE "+id+" again", http.StatusNotFound)
 }
 
 func TestWebhookReceiverDownFor30s(t *testing.T) {
