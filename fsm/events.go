@@ -102,7 +102,7 @@ func (tx *txn) flushEvents() {
 	for _, show := range slices.Sorted(maps.Keys(tx.events)) {
 		// An offer holds seats, so its show has changes too; the offers
 		// follow them, as proto.Marshal orders the fields.
-		changes := append(append(tx.events[show], tx.offers[show]...), tx.holdChanges[show]...)
+		changes := append(tx.events[show], tx.offers[show]...)
 		assertf(len(tx.events[show]) > 0, "empty change list of show %s at index %d", show, tx.index)
 		// The key is new: it holds the entry's index, which applyEntry
 		// asserts is above every index applied before.
@@ -116,12 +116,8 @@ func (tx *txn) flushEvents() {
 	for show := range tx.offers {
 		assertf(len(tx.events[show]) > 0, "offers without seat changes in show %s at index %d", show, tx.index)
 	}
-	for show := range tx.holdChanges {
-		assertf(len(tx.events[show]) > 0, "hold changes without seat changes in show %s at index %d", show, tx.index)
-	}
 	clear(tx.events)
 	clear(tx.offers)
-	clear(tx.holdChanges)
 }
 
 // pruneEvents forgets at most limit change records applied before the

@@ -311,8 +311,6 @@ type txn struct {
 	freed   map[string]bool
 	events  map[string][]byte
 	offers  map[string][]byte // show -> encoded QueueOffers of the entry
-	// holdChanges: show -> encoded WebhookHoldChanges of the entry (webhook.go).
-	holdChanges map[string][]byte
 	touched map[string]uint64 // show -> last index its change log grew
 	// committed is set once b is committed (Machine.end).
 	committed bool

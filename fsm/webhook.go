@@ -291,14 +291,18 @@ const (
 	hcPaymentField        protowire.Number = 7
 )
 
-// holdChanged records that h took step t in the entry being applied; the
-// step goes out with its show's seat changes (flushEvents). Encoded by
-// hand, as proto.Marshal would, for the same reason as seatChanged.
+// holdChanged records that h took step t in the entry being applied. Every
+// step changes seats, and each caller reports the seats first, so the step
+// follows them in the show's change list (flushEvents writes it as the
+// record's fields 2 and 4, interleaved: a repeated field may be split, and
+// the order the entry took its steps is kept). Encoded by hand, for the
+// same reason as seatChanged: no buffer or map of its own on the hold path.
 func (tx *txn) holdChanged(h *ledgerpb.HoldRecord, t ledgerpb.WebhookEventType) {
-	if tx.holdChanges == nil {
-		tx.holdChanges = map[string][]byte{}
+	b := tx.events[h.ShowId]
+	if len(b) == 0 { // not assertf: its arguments would allocate on every hold
+		violated("hold %s took step %v without changing a seat of show %s at index %d", h.HoldId, t, h.ShowId, tx.index)
 	}
-	tx.holdChanges[h.ShowId] = appendHoldChange(tx.holdChanges[h.ShowId], h, t)
+	tx.events[h.ShowId] = appendHoldChange(b, h, t)
 }
 
 // closeEvent is the step of a hold closed in state.
