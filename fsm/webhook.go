@@ -305,6 +305,11 @@ func (tx *txn) holdChanged(h *ledgerpb.HoldRecord, t ledgerpb.WebhookEventType) 
 	tx.events[h.ShowId] = appendHoldChange(b, h, t)
 }
 
+// The waiting room's admission, when it exists, is a step that changes no
+// seat: give it a field of its own in SeatEventRecord (not hold_changes),
+// let flushEvents write a record for a show that has only such steps, and
+// name its type in delivery/event.go; WebhookEventType keeps 7 for it.
+
 // closeEvent is the step of a hold closed in state.
 func closeEvent(state ledgerpb.HoldState) ledgerpb.WebhookEventType {
 	if state == ledgerpb.HoldState_HOLD_STATE_EXPIRED {
