@@ -84,15 +84,18 @@ func (d *Deliverer) Run(ctx context.Context) {
 		}
 	}()
 	var sinks []sink
+	known := false // until the first read, no runner may take "none" for an answer
 	t := time.NewTicker(d.cfg.PollInterval)
 	defer t.Stop()
 	for {
 		if s, err := d.sinks(ctx); err == nil {
-			sinks = s
+			sinks, known = s, true
 		} else if ctx.Err() == nil {
 			d.log.Debug("webhook registrations not read", "err", err)
 		}
-		d.follow(ctx, runners, sinks)
+		if known {
+			d.follow(ctx, runners, sinks)
+		}
 		select {
 		case <-ctx.Done():
 			return

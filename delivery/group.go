@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
 )
@@ -25,6 +26,11 @@ type groupRunner struct {
 	// sinks (capacity 1) hands the runner the latest sink list.
 	sinks chan []sink
 
+	// seen names every sink a list given to this runner had: one missing
+	// from a later list was deleted, not merely unknown to a stale read.
+	// Only run's goroutine uses it.
+	seen map[string]bool
+
 	mu struct {
 		sync.Mutex
 		delivered map[string]*ledgerpb.WebhookCursor // sink -> last entry fully delivered
@@ -32,7 +38,7 @@ type groupRunner struct {
 }
 
 func (d *Deliverer) startRunner(ctx context.Context, g *raftnode.Group) *groupRunner {
-	r := &groupRunner{d: d, g: g, sinks: make(chan []sink, 1)}
+	r := &groupRunner{d: d, g: g, sinks: make(chan []sink, 1), seen: map[string]bool{}}
 	r.mu.delivered = map[string]*ledgerpb.WebhookCursor{}
 	r.self = start(ctx, new(sync.WaitGroup), r.run)
 	return r
@@ -76,13 +82,17 @@ func (r *groupRunner) run(ctx context.Context) {
 }
 
 // reconcile starts workers for new sinks, stops those of sinks gone, and
-// forgets the cursors this group keeps for sinks that no longer exist.
+// forgets the cursors this group keeps for sinks that no longer exist: one
+// this runner saw deleted, or one whose position is older than the change
+// log keeps (deleted while another node led; the registrations are read
+// bounded stale, so a sink a list lacks may just be too new for it).
 func (r *groupRunner) reconcile(ctx context.Context, wg *sync.WaitGroup, workers map[string]started, names map[string]string, sinks []sink) {
 	want := map[string]sink{}
 	ids := map[string]bool{}
 	for _, s := range sinks {
 		want[sinkKey(s)] = s
 		ids[s.id()] = true
+		r.seen[s.id()] = true
 	}
 	for k, w := range workers {
 		if want[k] == nil {
@@ -100,6 +110,7 @@ func (r *groupRunner) reconcile(ctx context.Context, wg *sync.WaitGroup, workers
 		return
 	}
 	cursors, err := v.WebhookCursors()
+	clock := v.Clock()
 	v.Close()
 	if err != nil {
 		r.d.log.Warn("webhook cursors not read", "group", r.g.ID(), "err", err)
@@ -109,7 +120,7 @@ func (r *groupRunner) reconcile(ctx context.Context, wg *sync.WaitGroup, workers
 	var forget []*ledgerpb.WebhookCursor
 	for _, c := range cursors {
 		at[c.SinkId] = c
-		if !ids[c.SinkId] {
+		if !ids[c.SinkId] && (r.seen[c.SinkId] || clock-c.AppliedAtMs > fsm.EventRetentionMs) {
 			forget = append(forget, &ledgerpb.WebhookCursor{SinkId: c.SinkId})
 		}
 	}
