@@ -176,18 +176,25 @@ func sinkKey(s sink) string {
 	return s.id()
 }
 
-// wg helper: a started goroutine's done channel.
+// started is a goroutine run by start: its owner ends it with stop, which
+// returns once it has returned.
 type started struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
+// start runs f in a goroutine under a child of ctx; wg, if not nil, counts
+// it too (an owner of many waits for all at once).
 func start(ctx context.Context, wg *sync.WaitGroup, f func(ctx context.Context)) started {
 	ctx, cancel := context.WithCancel(ctx)
 	s := started{cancel: cancel, done: make(chan struct{})}
-	wg.Add(1)
+	if wg != nil {
+		wg.Add(1)
+	}
 	go func() {
-		defer wg.Done()
+		if wg != nil {
+			defer wg.Done()
+		}
 		defer close(s.done)
 		f(ctx)
 	}()

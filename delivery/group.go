@@ -40,7 +40,7 @@ type groupRunner struct {
 func (d *Deliverer) startRunner(ctx context.Context, g *raftnode.Group) *groupRunner {
 	r := &groupRunner{d: d, g: g, sinks: make(chan []sink, 1), seen: map[string]bool{}}
 	r.mu.delivered = map[string]*ledgerpb.WebhookCursor{}
-	r.self = start(ctx, new(sync.WaitGroup), r.run)
+	r.self = start(ctx, nil, r.run)
 	return r
 }
 

@@ -291,18 +291,19 @@ const (
 	hcPaymentField        protowire.Number = 7
 )
 
-// holdChanged records that h took step t in the entry being applied. Every
-// step changes seats, and each caller reports the seats first, so the step
-// follows them in the show's change list (flushEvents writes it as the
-// record's fields 2 and 4, interleaved: a repeated field may be split, and
-// the order the entry took its steps is kept). Encoded by hand, for the
-// same reason as seatChanged: no buffer or map of its own on the hold path.
+// holdChanged records that h took step t in the entry being applied. Each
+// caller reports the step's seat changes first, so the step follows them
+// in the show's change list (flushEvents writes it as the record's fields 2
+// and 4, interleaved: a repeated field may be split, and the order the
+// entry took its steps is kept). Encoded by hand, for the same reason as
+// seatChanged: no buffer or map of its own on the hold path. (A fault
+// build that skips the seat check may close a hold whose seats another
+// took: then the step is the show's only change.)
 func (tx *txn) holdChanged(h *ledgerpb.HoldRecord, t ledgerpb.WebhookEventType) {
-	b := tx.events[h.ShowId]
-	if len(b) == 0 { // not assertf: its arguments would allocate on every hold
-		violated("hold %s took step %v without changing a seat of show %s at index %d", h.HoldId, t, h.ShowId, tx.index)
+	if tx.events == nil {
+		tx.events = map[string][]byte{}
 	}
-	tx.events[h.ShowId] = appendHoldChange(b, h, t)
+	tx.events[h.ShowId] = appendHoldChange(tx.events[h.ShowId], h, t)
 }
 
 // The waiting room's admission, when it exists, is a step that changes no
