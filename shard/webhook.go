@@ -25,17 +25,15 @@ func (r *Router) Webhooks(ctx context.Context, linearizable bool) ([]*ledgerpb.W
 	if resp.Code != ledgerpb.Code_CODE_OK {
 		return nil, 0, fmt.Errorf("%w: webhook read answered %v", raftnode.ErrUnavailable, resp.Code)
 	}
-	return resp.Webhooks, resp.GetNodeList().GetRevision(), nil
+	return resp.Webhooks, resp.WebhooksRevision, nil
 }
 
-// serveWebhooks is the browse read of the registrations on one view; the
-// revision travels in an empty node list, as the registry's does.
+// serveWebhooks is the browse read of the registrations on one view.
 func serveWebhooks(v *fsm.View, resp *ledgerpb.ReadResponse) error {
 	hooks, err := v.Webhooks()
 	if err != nil {
 		return err
 	}
-	resp.Webhooks = hooks
-	resp.NodeList = &ledgerpb.NodeList{Revision: v.Applied()}
+	resp.Webhooks, resp.WebhooksRevision = hooks, v.Applied()
 	return nil
 }

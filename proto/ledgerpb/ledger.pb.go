@@ -2671,13 +2671,16 @@ type ReadResponse struct {
 	// Hold with a token: its seats as the layout describes them.
 	Seats []*Seat `protobuf:"bytes,10,rep,name=seats,proto3" json:"seats,omitempty"`
 	// Revocations, oldest first (more says whether the limit cut them).
-	Revocations   []*Revocation    `protobuf:"bytes,11,rep,name=revocations,proto3" json:"revocations,omitempty"`
-	SeatCounts    []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
-	Catalog       *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
-	NodeList      *NodeList        `protobuf:"bytes,30,opt,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
-	Webhooks      []*WebhookRecord `protobuf:"bytes,60,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revocations []*Revocation    `protobuf:"bytes,11,rep,name=revocations,proto3" json:"revocations,omitempty"`
+	SeatCounts  []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
+	Catalog     *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	NodeList    *NodeList        `protobuf:"bytes,30,opt,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
+	// READ_KIND_WEBHOOKS: the registrations (secrets included: this is the
+	// nodes' own API) at this applied index of the catalog group.
+	Webhooks         []*WebhookRecord `protobuf:"bytes,60,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
+	WebhooksRevision uint64           `protobuf:"varint,61,opt,name=webhooks_revision,json=webhooksRevision,proto3" json:"webhooks_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ReadResponse) Reset() {
@@ -2813,6 +2816,13 @@ func (x *ReadResponse) GetWebhooks() []*WebhookRecord {
 		return x.Webhooks
 	}
 	return nil
+}
+
+func (x *ReadResponse) GetWebhooksRevision() uint64 {
+	if x != nil {
+		return x.WebhooksRevision
+	}
+	return 0
 }
 
 var File_ledger_proto protoreflect.FileDescriptor
@@ -3014,7 +3024,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\rcatalog_query\x18\x15 \x01(\v2\x1b.seatledger.v1.CatalogQueryR\fcatalogQuery\x12\"\n" +
 	"\flinearizable\x18\x16 \x01(\bR\flinearizable\x12\x1f\n" +
 	"\vstates_only\x18\x17 \x01(\bR\n" +
-	"statesOnly\"\xd8\x05\n" +
+	"statesOnly\"\x85\x06\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -3033,7 +3043,8 @@ const file_ledger_proto_rawDesc = "" +
 	"seatCounts\x126\n" +
 	"\acatalog\x18\x15 \x01(\v2\x1c.seatledger.v1.CatalogAnswerR\acatalog\x124\n" +
 	"\tnode_list\x18\x1e \x01(\v2\x17.seatledger.v1.NodeListR\bnodeList\x128\n" +
-	"\bwebhooks\x18< \x03(\v2\x1c.seatledger.v1.WebhookRecordR\bwebhooks*\xbc\x06\n" +
+	"\bwebhooks\x18< \x03(\v2\x1c.seatledger.v1.WebhookRecordR\bwebhooks\x12+\n" +
+	"\x11webhooks_revision\x18= \x01(\x04R\x10webhooksRevision*\xbc\x06\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
