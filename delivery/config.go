@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -19,6 +20,9 @@ type Config struct {
 	// PollInterval is how often the node rereads the registrations and
 	// which groups it leads.
 	PollInterval time.Duration
+	// Lanes is how many events of different shows one sink is sent at
+	// once per group (a show's events always go one after another).
+	Lanes int
 	// KafkaBrokers and KafkaTopic configure the Kafka sink (both or
 	// neither): seatd serve --kafka-brokers, --kafka-topic.
 	KafkaBrokers []string
@@ -32,6 +36,10 @@ const (
 	RequestTimeoutDefault = 10 * time.Second
 	CursorIntervalDefault = time.Second
 	PollIntervalDefault   = time.Second
+	LanesDefault          = 8
+	// lanesMax bounds Lanes: each lane is a request in flight to one
+	// endpoint, per group this node leads.
+	lanesMax = 64
 	// eventsPerReadMax bounds the change records one sink reads at once:
 	// all a sink holds in memory is one such read.
 	eventsPerReadMax = 256
@@ -49,6 +57,9 @@ func (c Config) withDefaults() Config {
 	def(&c.RequestTimeout, RequestTimeoutDefault)
 	def(&c.CursorInterval, CursorIntervalDefault)
 	def(&c.PollInterval, PollIntervalDefault)
+	if c.Lanes == 0 {
+		c.Lanes = LanesDefault
+	}
 	return c
 }
 
@@ -60,6 +71,8 @@ func (c Config) Validate() error {
 		return errors.New("delivery: the backoff must grow from its minimum to its maximum")
 	case c.RequestTimeout < 0 || c.CursorInterval < 0 || c.PollInterval < 0:
 		return errors.New("delivery: intervals must not be negative")
+	case c.Lanes < 1 || c.Lanes > lanesMax:
+		return fmt.Errorf("delivery: lanes must be 1..%d", lanesMax)
 	case (len(c.KafkaBrokers) == 0) != (c.KafkaTopic == ""):
 		return errors.New("--kafka-brokers and --kafka-topic go together")
 	case len(c.KafkaTopic) > 249:

@@ -3,9 +3,10 @@
 //
 // The source is each group's change log (fsm.View.GroupEvents): replicated,
 // in revision order, kept for fsm.EventRetentionMs. Each group's leader
-// delivers that group's events to every sink, one event at a time per sink
-// and group, retrying each with backoff until the sink takes it, so a
-// show's events arrive in revision order. How far each sink got is
+// delivers that group's events to every sink, retrying each with backoff
+// until the sink takes it: one show's events one after another, so they
+// arrive in revision order, and up to Config.Lanes shows at once, so that
+// an endpoint's round trip does not bound the group's event rate. How far each sink got is
 // recorded in the group's log (WebhookCursorCmd) every CursorInterval, so
 // a new leader, or this one after a restart, resumes there: at least once,
 // with at most a CursorInterval's events sent again.
@@ -49,8 +50,11 @@ func New(router *shard.Router, cfg Config, log *slog.Logger) (*Deliverer, error)
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	// Connections are kept for every lane of every group to one endpoint.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = lanesMax
 	d := &Deliverer{router: router, cfg: cfg, log: log, m: newMetrics(),
-		client: &http.Client{Timeout: cfg.RequestTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		client: &http.Client{Transport: tr, Timeout: cfg.RequestTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse // a redirect is not a 2xx: the registration names the URL
 		}}}
 	if cfg.KafkaTopic != "" {

@@ -62,3 +62,39 @@ func TestSign(t *testing.T) {
 		t.Fatalf("Sign = %s, want %s", got, want)
 	}
 }
+
+// A read's events split into lanes so that each show's events stay on one
+// lane, in revision order, and unwanted types are left out.
+func TestLanesKeepShowOrder(t *testing.T) {
+	var recs []fsm.ShowEvent
+	for rev := uint64(1); rev <= 30; rev++ {
+		for _, show := range []string{"s1", "s2", "s3"} {
+			recs = append(recs, fsm.ShowEvent{ShowID: show, SeatEvent: fsm.SeatEvent{Revision: rev, HoldChanges: []*ledgerpb.WebhookHoldChange{
+				{Type: ledgerpb.WebhookEventType_WEBHOOK_EVENT_HOLD_CREATED, HoldId: "h"},
+				{Type: ledgerpb.WebhookEventType_WEBHOOK_EVENT_HOLD_RELEASED, HoldId: "h"}}}})
+		}
+	}
+	w := newWebhook(&ledgerpb.WebhookRecord{WebhookId: "wh", Events: []ledgerpb.WebhookEventType{ledgerpb.WebhookEventType_WEBHOOK_EVENT_HOLD_CREATED}}, nil)
+	laneOf := map[string]int{}
+	last := map[string]uint64{}
+	n := 0
+	for i, lane := range lanesOf(1, w, recs, 4) {
+		for _, e := range lane {
+			n++
+			if e.Type != "hold.created" {
+				t.Fatalf("lane %d has a %s event, which the webhook does not take", i, e.Type)
+			}
+			if l, ok := laneOf[e.ShowID]; ok && l != i {
+				t.Fatalf("show %s on lanes %d and %d", e.ShowID, l, i)
+			}
+			laneOf[e.ShowID] = i
+			if e.Revision <= last[e.ShowID] {
+				t.Fatalf("show %s: revision %d after %d on lane %d", e.ShowID, e.Revision, last[e.ShowID], i)
+			}
+			last[e.ShowID] = e.Revision
+		}
+	}
+	if n != 90 {
+		t.Fatalf("lanes hold %d events, want 90", n)
+	}
+}

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -185,8 +186,9 @@ func (r *groupRunner) delivered(cur *ledgerpb.WebhookCursor) {
 	r.mu.delivered[cur.SinkId] = cur
 }
 
-// deliver sends the group's events after cur to s, in revision order,
-// until ctx ends.
+// deliver sends the group's events after cur to s until ctx ends, one read
+// of the change log at a time: a show's events in revision order, shows
+// side by side (sendRead).
 func (r *groupRunner) deliver(ctx context.Context, s sink, cur *ledgerpb.WebhookCursor) {
 	cur = proto.Clone(cur).(*ledgerpb.WebhookCursor)
 	group := r.g.ID()
@@ -220,37 +222,61 @@ func (r *groupRunner) deliver(ctx context.Context, s sink, cur *ledgerpb.Webhook
 			continue
 		}
 		r.d.m.setBacklog(s.id(), group, applied-cur.Revision, max(0, time.Since(time.UnixMilli(recs[0].AppliedAtMs)).Seconds()))
-		for len(recs) > 0 && ctx.Err() == nil {
-			n := 1
-			for n < len(recs) && recs[n].Revision == recs[0].Revision {
-				n++
-			}
-			if !r.sendEntry(ctx, s, eventsOf(group, recs[:n])) {
-				return
-			}
-			cur = &ledgerpb.WebhookCursor{SinkId: s.id(), Revision: recs[0].Revision, AppliedAtMs: recs[0].AppliedAtMs}
-			r.delivered(cur)
-			recs = recs[n:]
+		if !r.sendRead(ctx, s, lanesOf(group, s, recs, r.d.cfg.Lanes)) {
+			return
 		}
+		last := recs[len(recs)-1] // GroupEvents reads whole entries
+		cur = &ledgerpb.WebhookCursor{SinkId: s.id(), Revision: last.Revision, AppliedAtMs: last.AppliedAtMs}
+		r.delivered(cur)
 	}
 }
 
-// sendEntry sends one entry's events that s wants, each retried until s
-// takes it; false if ctx ended first.
-func (r *groupRunner) sendEntry(ctx context.Context, s sink, events []*Event) bool {
-	for _, e := range events {
-		if !s.wants(e.Type) {
+// lanesOf splits the events of one read that s wants into lanes by show:
+// one show's events all go to one lane, in revision order.
+func lanesOf(group uint32, s sink, recs []fsm.ShowEvent, n int) [][]*Event {
+	lanes := make([][]*Event, n)
+	for len(recs) > 0 {
+		k := 1
+		for k < len(recs) && recs[k].Revision == recs[0].Revision {
+			k++
+		}
+		for _, e := range eventsOf(group, recs[:k]) { // ids count an entry's events
+			if s.wants(e.Type) {
+				h := fnv.New32a()
+				h.Write([]byte(e.ShowID))
+				i := h.Sum32() % uint32(n)
+				lanes[i] = append(lanes[i], e)
+			}
+		}
+		recs = recs[k:]
+	}
+	return lanes
+}
+
+// sendRead sends each lane's events in order, the lanes at once, each
+// event retried until s takes it; it returns once every lane is done, false
+// if ctx ended first. A sink is as slow as its slowest show, per read: the
+// position it records is the read's end, which needs every lane done.
+func (r *groupRunner) sendRead(ctx context.Context, s sink, lanes [][]*Event) bool {
+	var wg sync.WaitGroup
+	for _, lane := range lanes {
+		if len(lane) == 0 {
 			continue
 		}
-		body, err := e.encode()
-		if err != nil {
-			panic(err) // plain strings and numbers always encode
-		}
-		if !r.sendOne(ctx, s, e, body) {
-			return false
-		}
+		wg.Go(func() {
+			for _, e := range lane {
+				body, err := e.encode()
+				if err != nil {
+					panic(err) // plain strings and numbers always encode
+				}
+				if !r.sendOne(ctx, s, e, body) {
+					return
+				}
+			}
+		})
 	}
-	return true
+	wg.Wait()
+	return ctx.Err() == nil
 }
 
 func (r *groupRunner) sendOne(ctx context.Context, s sink, e *Event, body []byte) bool {
