@@ -80,6 +80,7 @@
 //	0x08 show_id                          raw bytes: the show's hold-token key
 //	0x0A bucket(u64) len(show_id) show_id revision(u64)   ledgerpb.SeatEventRecord
 //	0x0B bucket(u64)                      u64: the bucket's first revision
+//	0x16 bucket(u64) revision(u64) len(show_id) show_id   empty: changes by revision
 //	0x0C                                  u64: change log floor
 //	0x0D entry_id                         ledgerpb.QueueEntryRecord
 //	0x0E len(show) show join_index(u64) join_pos(u32)   entry_id: the line (waiting only)
@@ -88,6 +89,7 @@
 //	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
 //	0x12 len(show) show hold_id           empty: the show's live holds and bookings
 //	0x13 len(show) show revision(u64) hold_id   empty: the show's refunded bookings (revocation feed)
+//	0x1C sink_id                          ledgerpb.WebhookCursor: how far the group's events reached a sink (webhook.go)
 //
 // The catalog (catalog.go), written only in the catalog group; its records
 // never change once written, and a browse page is one walk of an index:
@@ -106,6 +108,10 @@
 // The node registry (node.go), written only in the catalog group:
 //
 //	0x2F node_id                          ledgerpb.NodeRecord (REMOVED ones stay: the id is retired)
+//
+// Webhook registrations (webhook.go), written only in the catalog group:
+//
+//	0x2D webhook_id                       ledgerpb.WebhookRecord (with its secret)
 //
 // Registry rejections, after 1 and 2 above: AddNode CODE_NODE_REMOVED, then
 // CODE_NODE_ADDRESS_TAKEN, then CODE_INVALID_ARGUMENT past NodesMax (a seed

@@ -248,6 +248,9 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 	if _, leader := c.Op.(*ledgerpb.Command_Expire); leader {
 		return tx.stamp(tx.expire(c.GetExpire()))
 	}
+	if _, leader := c.Op.(*ledgerpb.Command_WebhookCursor); leader {
+		return tx.stamp(tx.webhookCursor(c.GetWebhookCursor()))
+	}
 	if c.Op == nil {
 		panic(fmt.Sprintf("fsm: command without op at index %d", tx.index))
 	}
@@ -289,6 +292,8 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.catalog(op.Catalog)
 	case *ledgerpb.Command_Node:
 		r = tx.node(op.Node)
+	case *ledgerpb.Command_Webhook:
+		r = tx.webhook(op.Webhook)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -324,6 +329,8 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateCatalog(op.Catalog)
 	case *ledgerpb.Command_Node:
 		return ValidateNodeCmd(op.Node)
+	case *ledgerpb.Command_Webhook:
+		return ValidateWebhookCmd(op.Webhook)
 	}
 	return nil
 }

@@ -102,6 +102,9 @@ var reasons = map[string]rule{
 	"NODE_NOT_FOUND":     {codes.NotFound, http.StatusNotFound, "no such node in the registry"},
 	"NODE_REMOVED":       {codes.FailedPrecondition, http.StatusConflict, "the node was removed from the cluster"},
 	"NODE_ADDRESS_TAKEN": {codes.AlreadyExists, http.StatusConflict, "another node is registered with this address"},
+	// Webhooks (webhooks.go).
+	"WEBHOOK_NOT_FOUND": {codes.NotFound, http.StatusNotFound, "no webhook with this id"},
+	"WEBHOOK_EXISTS":    {codes.AlreadyExists, http.StatusConflict, "a webhook with this id exists"},
 }
 
 // codeReasons names each FSM result code.
@@ -136,6 +139,8 @@ var codeReasons = map[ledgerpb.Code]string{
 	ledgerpb.Code_CODE_NODE_NOT_FOUND:      "NODE_NOT_FOUND",
 	ledgerpb.Code_CODE_NODE_REMOVED:        "NODE_REMOVED",
 	ledgerpb.Code_CODE_NODE_ADDRESS_TAKEN:  "NODE_ADDRESS_TAKEN",
+	ledgerpb.Code_CODE_WEBHOOK_NOT_FOUND:   "WEBHOOK_NOT_FOUND",
+	ledgerpb.Code_CODE_WEBHOOK_EXISTS:      "WEBHOOK_EXISTS",
 }
 
 // peerClusterError is the status of a Peer call refused for its cluster

@@ -80,6 +80,9 @@ const (
 	Code_CODE_NODE_NOT_FOUND     Code = 50
 	Code_CODE_NODE_REMOVED       Code = 51
 	Code_CODE_NODE_ADDRESS_TAKEN Code = 52
+	// Webhooks (WebhookCmd): no registration with that id; an id taken.
+	Code_CODE_WEBHOOK_NOT_FOUND Code = 60
+	Code_CODE_WEBHOOK_EXISTS    Code = 61
 )
 
 // Enum value maps for Code.
@@ -117,6 +120,8 @@ var (
 		50: "CODE_NODE_NOT_FOUND",
 		51: "CODE_NODE_REMOVED",
 		52: "CODE_NODE_ADDRESS_TAKEN",
+		60: "CODE_WEBHOOK_NOT_FOUND",
+		61: "CODE_WEBHOOK_EXISTS",
 	}
 	Code_value = map[string]int32{
 		"CODE_UNSPECIFIED":         0,
@@ -151,6 +156,8 @@ var (
 		"CODE_NODE_NOT_FOUND":      50,
 		"CODE_NODE_REMOVED":        51,
 		"CODE_NODE_ADDRESS_TAKEN":  52,
+		"CODE_WEBHOOK_NOT_FOUND":   60,
+		"CODE_WEBHOOK_EXISTS":      61,
 	}
 )
 
@@ -318,6 +325,8 @@ const (
 	// catalog reads). A node that does not host the group answers with the
 	// registry it last learned.
 	ReadKind_READ_KIND_NODES ReadKind = 30
+	// The webhook registrations, from the catalog group (a browse read).
+	ReadKind_READ_KIND_WEBHOOKS ReadKind = 60
 )
 
 // Enum value maps for ReadKind.
@@ -332,6 +341,7 @@ var (
 		10: "READ_KIND_CATALOG",
 		11: "READ_KIND_SEAT_COUNTS",
 		30: "READ_KIND_NODES",
+		60: "READ_KIND_WEBHOOKS",
 	}
 	ReadKind_value = map[string]int32{
 		"READ_KIND_UNSPECIFIED":     0,
@@ -343,6 +353,7 @@ var (
 		"READ_KIND_CATALOG":         10,
 		"READ_KIND_SEAT_COUNTS":     11,
 		"READ_KIND_NODES":           30,
+		"READ_KIND_WEBHOOKS":        60,
 	}
 )
 
@@ -397,6 +408,8 @@ type Command struct {
 	//	*Command_LeaveQueue
 	//	*Command_Catalog
 	//	*Command_Node
+	//	*Command_Webhook
+	//	*Command_WebhookCursor
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -559,6 +572,24 @@ func (x *Command) GetNode() *NodeCmd {
 	return nil
 }
 
+func (x *Command) GetWebhook() *WebhookCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Webhook); ok {
+			return x.Webhook
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetWebhookCursor() *WebhookCursorCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_WebhookCursor); ok {
+			return x.WebhookCursor
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -610,6 +641,16 @@ type Command_Node struct {
 	Node *NodeCmd `protobuf:"bytes,40,opt,name=node,proto3,oneof"`
 }
 
+type Command_Webhook struct {
+	// Webhook registrations (webhook.proto), kept in the catalog group.
+	Webhook *WebhookCmd `protobuf:"bytes,60,opt,name=webhook,proto3,oneof"`
+}
+
+type Command_WebhookCursor struct {
+	// A group leader's record of how far each sink was delivered.
+	WebhookCursor *WebhookCursorCmd `protobuf:"bytes,61,opt,name=webhook_cursor,json=webhookCursor,proto3,oneof"`
+}
+
 func (*Command_CreateShow) isCommand_Op() {}
 
 func (*Command_Hold) isCommand_Op() {}
@@ -631,6 +672,10 @@ func (*Command_LeaveQueue) isCommand_Op() {}
 func (*Command_Catalog) isCommand_Op() {}
 
 func (*Command_Node) isCommand_Op() {}
+
+func (*Command_Webhook) isCommand_Op() {}
+
+func (*Command_WebhookCursor) isCommand_Op() {}
 
 // Batch is group commit: many client commands in one log entry. Batches do
 // not nest.
@@ -2077,7 +2122,10 @@ type SeatEventRecord struct {
 	Changes     []*SeatChange          `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
 	// Seats the waiting queue offered in this entry: which entry got which
 	// hold (never a token: the waiter reads it with its queue token).
-	Offers        []*QueueOffer `protobuf:"bytes,3,rep,name=offers,proto3" json:"offers,omitempty"`
+	Offers []*QueueOffer `protobuf:"bytes,3,rep,name=offers,proto3" json:"offers,omitempty"`
+	// The holds and bookings this entry created, closed, confirmed or
+	// refunded in the show: what webhooks deliver.
+	HoldChanges   []*WebhookHoldChange `protobuf:"bytes,4,rep,name=hold_changes,json=holdChanges,proto3" json:"hold_changes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2129,6 +2177,13 @@ func (x *SeatEventRecord) GetChanges() []*SeatChange {
 func (x *SeatEventRecord) GetOffers() []*QueueOffer {
 	if x != nil {
 		return x.Offers
+	}
+	return nil
+}
+
+func (x *SeatEventRecord) GetHoldChanges() []*WebhookHoldChange {
+	if x != nil {
+		return x.HoldChanges
 	}
 	return nil
 }
@@ -2616,12 +2671,16 @@ type ReadResponse struct {
 	// Hold with a token: its seats as the layout describes them.
 	Seats []*Seat `protobuf:"bytes,10,rep,name=seats,proto3" json:"seats,omitempty"`
 	// Revocations, oldest first (more says whether the limit cut them).
-	Revocations   []*Revocation    `protobuf:"bytes,11,rep,name=revocations,proto3" json:"revocations,omitempty"`
-	SeatCounts    []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
-	Catalog       *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
-	NodeList      *NodeList        `protobuf:"bytes,30,opt,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revocations []*Revocation    `protobuf:"bytes,11,rep,name=revocations,proto3" json:"revocations,omitempty"`
+	SeatCounts  []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
+	Catalog     *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	NodeList    *NodeList        `protobuf:"bytes,30,opt,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
+	// READ_KIND_WEBHOOKS: the registrations (secrets included: this is the
+	// nodes' own API) at this applied index of the catalog group.
+	Webhooks         []*WebhookRecord `protobuf:"bytes,60,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
+	WebhooksRevision uint64           `protobuf:"varint,61,opt,name=webhooks_revision,json=webhooksRevision,proto3" json:"webhooks_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ReadResponse) Reset() {
@@ -2752,11 +2811,25 @@ func (x *ReadResponse) GetNodeList() *NodeList {
 	return nil
 }
 
+func (x *ReadResponse) GetWebhooks() []*WebhookRecord {
+	if x != nil {
+		return x.Webhooks
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetWebhooksRevision() uint64 {
+	if x != nil {
+		return x.WebhooksRevision
+	}
+	return 0
+}
+
 var File_ledger_proto protoreflect.FileDescriptor
 
 const file_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\fledger.proto\x12\rseatledger.v1\x1a\vadmin.proto\x1a\rbooking.proto\x1a\rcatalog.proto\"\xbe\x05\n" +
+	"\fledger.proto\x12\rseatledger.v1\x1a\vadmin.proto\x1a\rbooking.proto\x1a\rcatalog.proto\x1a\rwebhook.proto\"\xbf\x06\n" +
 	"\aCommand\x12$\n" +
 	"\x0eproposed_at_ms\x18\x01 \x01(\x03R\fproposedAtMs\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
@@ -2775,7 +2848,9 @@ const file_ledger_proto_rawDesc = "" +
 	"\vleave_queue\x18\x12 \x01(\v2\x1c.seatledger.v1.LeaveQueueCmdH\x00R\n" +
 	"leaveQueue\x125\n" +
 	"\acatalog\x18\x1e \x01(\v2\x19.seatledger.v1.CatalogCmdH\x00R\acatalog\x12,\n" +
-	"\x04node\x18( \x01(\v2\x16.seatledger.v1.NodeCmdH\x00R\x04nodeB\x04\n" +
+	"\x04node\x18( \x01(\v2\x16.seatledger.v1.NodeCmdH\x00R\x04node\x125\n" +
+	"\awebhook\x18< \x01(\v2\x19.seatledger.v1.WebhookCmdH\x00R\awebhook\x12H\n" +
+	"\x0ewebhook_cursor\x18= \x01(\v2\x1f.seatledger.v1.WebhookCursorCmdH\x00R\rwebhookCursorB\x04\n" +
 	"\x02op\";\n" +
 	"\x05Batch\x122\n" +
 	"\bcommands\x18\x01 \x03(\v2\x16.seatledger.v1.CommandR\bcommands\"U\n" +
@@ -2905,11 +2980,12 @@ const file_ledger_proto_rawDesc = "" +
 	"\n" +
 	"ClientHold\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x9d\x01\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\xe2\x01\n" +
 	"\x0fSeatEventRecord\x12\"\n" +
 	"\rapplied_at_ms\x18\x01 \x01(\x03R\vappliedAtMs\x123\n" +
 	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x121\n" +
-	"\x06offers\x18\x03 \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\"\x85\x01\n" +
+	"\x06offers\x18\x03 \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\x12C\n" +
+	"\fhold_changes\x18\x04 \x03(\v2 .seatledger.v1.WebhookHoldChangeR\vholdChanges\"\x85\x01\n" +
 	"\rRequestRecord\x12!\n" +
 	"\fpayload_hash\x18\x01 \x01(\fR\vpayloadHash\x12-\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.seatledger.v1.ResultR\x06result\x12\"\n" +
@@ -2948,7 +3024,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\rcatalog_query\x18\x15 \x01(\v2\x1b.seatledger.v1.CatalogQueryR\fcatalogQuery\x12\"\n" +
 	"\flinearizable\x18\x16 \x01(\bR\flinearizable\x12\x1f\n" +
 	"\vstates_only\x18\x17 \x01(\bR\n" +
-	"statesOnly\"\x9e\x05\n" +
+	"statesOnly\"\x85\x06\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -2966,7 +3042,9 @@ const file_ledger_proto_rawDesc = "" +
 	"\vseat_counts\x18\x14 \x03(\v2\x1c.seatledger.v1.ShowSeatCountR\n" +
 	"seatCounts\x126\n" +
 	"\acatalog\x18\x15 \x01(\v2\x1c.seatledger.v1.CatalogAnswerR\acatalog\x124\n" +
-	"\tnode_list\x18\x1e \x01(\v2\x17.seatledger.v1.NodeListR\bnodeList*\x87\x06\n" +
+	"\tnode_list\x18\x1e \x01(\v2\x17.seatledger.v1.NodeListR\bnodeList\x128\n" +
+	"\bwebhooks\x18< \x03(\v2\x1c.seatledger.v1.WebhookRecordR\bwebhooks\x12+\n" +
+	"\x11webhooks_revision\x18= \x01(\x04R\x10webhooksRevision*\xbc\x06\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -3000,7 +3078,9 @@ const file_ledger_proto_rawDesc = "" +
 	"\x10CODE_SHOW_LISTED\x10%\x12\x17\n" +
 	"\x13CODE_NODE_NOT_FOUND\x102\x12\x15\n" +
 	"\x11CODE_NODE_REMOVED\x103\x12\x1b\n" +
-	"\x17CODE_NODE_ADDRESS_TAKEN\x104*q\n" +
+	"\x17CODE_NODE_ADDRESS_TAKEN\x104\x12\x1a\n" +
+	"\x16CODE_WEBHOOK_NOT_FOUND\x10<\x12\x17\n" +
+	"\x13CODE_WEBHOOK_EXISTS\x10=*q\n" +
 	"\n" +
 	"QueueState\x12\x1b\n" +
 	"\x17QUEUE_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -3013,7 +3093,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x19FORWARD_STATUS_NOT_LEADER\x10\x02\x12\"\n" +
 	"\x1eFORWARD_STATUS_OUTCOME_UNKNOWN\x10\x03\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNAVAILABLE\x10\x04\x12\x1a\n" +
-	"\x16FORWARD_STATUS_INVALID\x10\x05*\xed\x01\n" +
+	"\x16FORWARD_STATUS_INVALID\x10\x05*\x85\x02\n" +
 	"\bReadKind\x12\x19\n" +
 	"\x15READ_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12READ_KIND_SEAT_MAP\x10\x01\x12\x12\n" +
@@ -3024,7 +3104,8 @@ const file_ledger_proto_rawDesc = "" +
 	"\x11READ_KIND_CATALOG\x10\n" +
 	"\x12\x19\n" +
 	"\x15READ_KIND_SEAT_COUNTS\x10\v\x12\x13\n" +
-	"\x0fREAD_KIND_NODES\x10\x1e2\xea\x01\n" +
+	"\x0fREAD_KIND_NODES\x10\x1e\x12\x16\n" +
+	"\x12READ_KIND_WEBHOOKS\x10<2\xea\x01\n" +
 	"\x04Peer\x12H\n" +
 	"\aPropose\x12\x1d.seatledger.v1.ProposeRequest\x1a\x1e.seatledger.v1.ProposeResponse\x12?\n" +
 	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponse\x12W\n" +
@@ -3077,22 +3158,26 @@ var file_ledger_proto_goTypes = []any{
 	(*ReadRequest)(nil),          // 29: seatledger.v1.ReadRequest
 	(*ReadResponse)(nil),         // 30: seatledger.v1.ReadResponse
 	(*CatalogCmd)(nil),           // 31: seatledger.v1.CatalogCmd
-	(*Show)(nil),                 // 32: seatledger.v1.Show
-	(*NodeRecord)(nil),           // 33: seatledger.v1.NodeRecord
-	(NodeState)(0),               // 34: seatledger.v1.NodeState
-	(HoldState)(0),               // 35: seatledger.v1.HoldState
-	(SeatState)(0),               // 36: seatledger.v1.SeatState
-	(*SeatChange)(nil),           // 37: seatledger.v1.SeatChange
-	(*QueueOffer)(nil),           // 38: seatledger.v1.QueueOffer
-	(*CatalogQuery)(nil),         // 39: seatledger.v1.CatalogQuery
-	(*SeatMap)(nil),              // 40: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),             // 41: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),           // 42: seatledger.v1.QueueEntry
-	(*Seat)(nil),                 // 43: seatledger.v1.Seat
-	(*Revocation)(nil),           // 44: seatledger.v1.Revocation
-	(*ShowSeatCount)(nil),        // 45: seatledger.v1.ShowSeatCount
-	(*CatalogAnswer)(nil),        // 46: seatledger.v1.CatalogAnswer
-	(*NodeList)(nil),             // 47: seatledger.v1.NodeList
+	(*WebhookCmd)(nil),           // 32: seatledger.v1.WebhookCmd
+	(*WebhookCursorCmd)(nil),     // 33: seatledger.v1.WebhookCursorCmd
+	(*Show)(nil),                 // 34: seatledger.v1.Show
+	(*NodeRecord)(nil),           // 35: seatledger.v1.NodeRecord
+	(NodeState)(0),               // 36: seatledger.v1.NodeState
+	(HoldState)(0),               // 37: seatledger.v1.HoldState
+	(SeatState)(0),               // 38: seatledger.v1.SeatState
+	(*SeatChange)(nil),           // 39: seatledger.v1.SeatChange
+	(*QueueOffer)(nil),           // 40: seatledger.v1.QueueOffer
+	(*WebhookHoldChange)(nil),    // 41: seatledger.v1.WebhookHoldChange
+	(*CatalogQuery)(nil),         // 42: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),              // 43: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),             // 44: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),           // 45: seatledger.v1.QueueEntry
+	(*Seat)(nil),                 // 46: seatledger.v1.Seat
+	(*Revocation)(nil),           // 47: seatledger.v1.Revocation
+	(*ShowSeatCount)(nil),        // 48: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),        // 49: seatledger.v1.CatalogAnswer
+	(*NodeList)(nil),             // 50: seatledger.v1.NodeList
+	(*WebhookRecord)(nil),        // 51: seatledger.v1.WebhookRecord
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -3106,51 +3191,55 @@ var file_ledger_proto_depIdxs = []int32{
 	11, // 8: seatledger.v1.Command.leave_queue:type_name -> seatledger.v1.LeaveQueueCmd
 	31, // 9: seatledger.v1.Command.catalog:type_name -> seatledger.v1.CatalogCmd
 	14, // 10: seatledger.v1.Command.node:type_name -> seatledger.v1.NodeCmd
-	4,  // 11: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	32, // 12: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
-	15, // 13: seatledger.v1.NodeCmd.add_node:type_name -> seatledger.v1.AddNodeCmd
-	16, // 14: seatledger.v1.NodeCmd.set_state:type_name -> seatledger.v1.SetNodeStateCmd
-	33, // 15: seatledger.v1.AddNodeCmd.nodes:type_name -> seatledger.v1.NodeRecord
-	34, // 16: seatledger.v1.SetNodeStateCmd.state:type_name -> seatledger.v1.NodeState
-	0,  // 17: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	35, // 18: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	36, // 19: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	35, // 20: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
-	1,  // 21: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
-	22, // 22: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
-	37, // 23: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	38, // 24: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
-	17, // 25: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	4,  // 26: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	2,  // 27: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	17, // 28: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	25, // 29: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
-	2,  // 30: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
-	26, // 31: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
-	3,  // 32: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	39, // 33: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
-	2,  // 34: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	40, // 35: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	41, // 36: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 37: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	42, // 38: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	41, // 39: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	43, // 40: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	44, // 41: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
-	45, // 42: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
-	46, // 43: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
-	47, // 44: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
-	25, // 45: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	29, // 46: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	27, // 47: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
-	26, // 48: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	30, // 49: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	28, // 50: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
-	48, // [48:51] is the sub-list for method output_type
-	45, // [45:48] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	32, // 11: seatledger.v1.Command.webhook:type_name -> seatledger.v1.WebhookCmd
+	33, // 12: seatledger.v1.Command.webhook_cursor:type_name -> seatledger.v1.WebhookCursorCmd
+	4,  // 13: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
+	34, // 14: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	15, // 15: seatledger.v1.NodeCmd.add_node:type_name -> seatledger.v1.AddNodeCmd
+	16, // 16: seatledger.v1.NodeCmd.set_state:type_name -> seatledger.v1.SetNodeStateCmd
+	35, // 17: seatledger.v1.AddNodeCmd.nodes:type_name -> seatledger.v1.NodeRecord
+	36, // 18: seatledger.v1.SetNodeStateCmd.state:type_name -> seatledger.v1.NodeState
+	0,  // 19: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
+	37, // 20: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	38, // 21: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	37, // 22: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	1,  // 23: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
+	22, // 24: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
+	39, // 25: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	40, // 26: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
+	41, // 27: seatledger.v1.SeatEventRecord.hold_changes:type_name -> seatledger.v1.WebhookHoldChange
+	17, // 28: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 29: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 30: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	17, // 31: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	25, // 32: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
+	2,  // 33: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
+	26, // 34: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
+	3,  // 35: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	42, // 36: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	2,  // 37: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	43, // 38: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	44, // 39: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 40: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	45, // 41: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	44, // 42: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	46, // 43: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	47, // 44: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
+	48, // 45: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	49, // 46: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	50, // 47: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
+	51, // 48: seatledger.v1.ReadResponse.webhooks:type_name -> seatledger.v1.WebhookRecord
+	25, // 49: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	29, // 50: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	27, // 51: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
+	26, // 52: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	30, // 53: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	28, // 54: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
+	52, // [52:55] is the sub-list for method output_type
+	49, // [49:52] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -3161,6 +3250,7 @@ func file_ledger_proto_init() {
 	file_admin_proto_init()
 	file_booking_proto_init()
 	file_catalog_proto_init()
+	file_webhook_proto_init()
 	file_ledger_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_CreateShow)(nil),
 		(*Command_Hold)(nil),
@@ -3173,6 +3263,8 @@ func file_ledger_proto_init() {
 		(*Command_LeaveQueue)(nil),
 		(*Command_Catalog)(nil),
 		(*Command_Node)(nil),
+		(*Command_Webhook)(nil),
+		(*Command_WebhookCursor)(nil),
 	}
 	file_ledger_proto_msgTypes[10].OneofWrappers = []any{
 		(*NodeCmd_AddNode)(nil),
