@@ -15,12 +15,12 @@ import (
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
-	"github.com/seatledger/seatledger/shard"
+	"github.com/seatledger/seatledger/watch"
 )
 
 // Live seat maps: Watch over gRPC (a server stream) and over HTTP as
 // Server-Sent Events. Both admit the watch here (validation, the node's
-// watcher limit), let the shard router serve it from a replica of the
+// watcher limit), let the watch hub serve it from a replica of the
 // show's group, and end it when the client leaves or the node shuts down.
 
 const (
@@ -135,9 +135,12 @@ func (s *Server) SetWatchersMax(n int) {
 // that a graceful shutdown does not wait for streams that never end on their
 // own. Clients resume at another node from their last revision. Call it
 // before stopping the gRPC and HTTP servers.
-func (s *Server) DrainWatches() { s.watches.drain() }
+func (s *Server) DrainWatches() {
+	s.watches.drain()
+	s.hub.Close()
+}
 
-// Watch streams a show's seat changes (see shard.Router.Watch for the order
+// Watch streams a show's seat changes (see watch.Hub.Watch for the order
 // of events and resume semantics).
 func (s *Server) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]) error {
 	if !fsm.ValidID(req.ShowId, fsm.ShowIDLenMax) {
@@ -148,7 +151,7 @@ func (s *Server) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingSe
 		return watchError(stream.Context(), err)
 	}
 	defer release()
-	err = s.router.Watch(ctx, req.ShowId, req.FromRevision, shard.Forwarded(stream.Context()), grpcSink{stream})
+	err = s.hub.Watch(ctx, req.ShowId, req.FromRevision, watch.Forwarded(stream.Context()), grpcSink{stream})
 	return watchError(ctx, err)
 }
 
@@ -159,14 +162,14 @@ type grpcSink struct {
 	stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]
 }
 
-func (g grpcSink) Open(servedBy string) error        { return g.stream.SendHeader(shard.OpenHeader(servedBy)) }
+func (g grpcSink) Open(servedBy string) error        { return g.stream.SendHeader(watch.OpenHeader(servedBy)) }
 func (g grpcSink) OpenShared(servedBy string) error  { return g.Open(servedBy) }
 func (g grpcSink) Send(e *ledgerpb.WatchEvent) error { return g.stream.Send(e) }
-func (g grpcSink) Format() shard.WatchFormat         { return grpcFormat{} }
+func (g grpcSink) Format() watch.Format              { return grpcFormat{} }
 func (g grpcSink) IdleInterval() time.Duration       { return 0 } // gRPC pings idle connections itself
 func (g grpcSink) Idle() error                       { return nil }
 
-func (g grpcSink) SendFrames(frames []*shard.Frame) error {
+func (g grpcSink) SendFrames(frames []*watch.Frame) error {
 	for _, f := range frames {
 		b, err := f.Encoded(grpcFormat{})
 		if err != nil {
@@ -228,7 +231,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: time.Duration(s.watchKeepalive.Load()),
 		writeMax: time.Duration(s.watchWriteMax.Load())}
-	err = s.router.Watch(ctx, show, from, false, sink)
+	err = s.hub.Watch(ctx, show, from, false, sink)
 	sink.close()
 	if !sink.opened {
 		writeHTTPError(w, r, watchError(ctx, err))
@@ -287,7 +290,7 @@ var sseKeepalive = []byte(": keepalive\n\n")
 
 // sseSink writes a watch as Server-Sent Events. A watch served from this
 // node's replica writes everything, keepalives included, from its one
-// goroutine (shard.SharedSink); a relayed one gets keepalives from a
+// goroutine (watch.SharedSink); a relayed one gets keepalives from a
 // goroutine of the sink's own, and mu orders their writes.
 type sseSink struct {
 	w         http.ResponseWriter
@@ -327,7 +330,7 @@ func (s *sseSink) OpenShared(servedBy string) error {
 	return s.write([]byte("retry: " + strconv.FormatInt(sseRetry.Milliseconds(), 10) + "\n\n"))
 }
 
-func (s *sseSink) Format() shard.WatchFormat   { return sseFormat{} }
+func (s *sseSink) Format() watch.Format        { return sseFormat{} }
 func (s *sseSink) IdleInterval() time.Duration { return s.keepalive }
 func (s *sseSink) Idle() error                 { return s.write(sseKeepalive) }
 
@@ -341,7 +344,7 @@ func (s *sseSink) Send(e *ledgerpb.WatchEvent) error {
 }
 
 // SendFrames writes frames in one flush: the bytes the show's feed encoded.
-func (s *sseSink) SendFrames(frames []*shard.Frame) error {
+func (s *sseSink) SendFrames(frames []*watch.Frame) error {
 	blocks := make([][]byte, len(frames))
 	for i, f := range frames {
 		b, err := f.Encoded(sseFormat{})

@@ -1,4 +1,4 @@
-package shard
+package watch
 
 import (
 	"cmp"
@@ -28,10 +28,10 @@ import (
 // twice as many between trims.
 const feedFramesMax = 1024
 
-// WatchFormat encodes watch events into one wire format. A feed encodes each
+// Format encodes watch events into one wire format. A feed encodes each
 // change once per format its watchers use; formats are told apart by
 // identity, so each wire format is one value.
-type WatchFormat interface {
+type Format interface {
 	EncodeWatchEvent(*ledgerpb.WatchEvent) ([]byte, error)
 }
 
@@ -43,14 +43,14 @@ type Frame struct {
 }
 
 type frameEncoding struct {
-	format WatchFormat
+	format Format
 	b      []byte
 }
 
 // Encoded returns the frame in format: the shared bytes when the feed
 // encoded it, otherwise encoded now (a frame read for one watcher alone, or
 // published before the first watcher of that format joined).
-func (f *Frame) Encoded(format WatchFormat) ([]byte, error) {
+func (f *Frame) Encoded(format Format) ([]byte, error) {
 	for _, e := range f.enc {
 		if e.format == format {
 			return e.b, nil
@@ -59,13 +59,13 @@ func (f *Frame) Encoded(format WatchFormat) ([]byte, error) {
 	return format.EncodeWatchEvent(f.Event)
 }
 
-// SharedSink is a WatchSink that takes the shared frames of a watch served
+// SharedSink is a Sink that takes the shared frames of a watch served
 // from this node's replica. Its watch runs on one goroutine, the caller's:
 // frames, keepalives (Idle) and the end all happen there.
 type SharedSink interface {
-	WatchSink
+	Sink
 	// Format is the wire format of the sink's frames.
-	Format() WatchFormat
+	Format() Format
 	// OpenShared is Open for a watch served from this node's replica: the
 	// sink's keepalives come from Idle, so it starts nothing of its own.
 	OpenShared(servedBy string) error
@@ -78,15 +78,15 @@ type SharedSink interface {
 	Idle() error
 }
 
-// eventSink serves a plain WatchSink from a feed, one event at a time.
-type eventSink struct{ WatchSink }
+// eventSink serves a plain Sink from a feed, one event at a time.
+type eventSink struct{ Sink }
 
-func (s eventSink) Format() WatchFormat              { return nil }
+func (s eventSink) Format() Format                   { return nil }
 func (s eventSink) OpenShared(servedBy string) error { return s.Open(servedBy) }
 func (s eventSink) IdleInterval() time.Duration      { return 0 }
 func (s eventSink) Idle() error                      { return nil }
 func (s eventSink) SendFrames(frames []*Frame) error { return sendEach(s, frames) }
-func sendEach(s WatchSink, frames []*Frame) (err error) {
+func sendEach(s Sink, frames []*Frame) (err error) {
 	for _, f := range frames {
 		if err = s.Send(f.Event); err != nil {
 			return err
@@ -110,7 +110,7 @@ type feed struct {
 		// are never overwritten, so a watcher may keep a sub-slice.
 		lo, pos uint64
 		frames  []*Frame
-		formats []WatchFormat // the formats to encode new frames in
+		formats []Format // the formats to encode new frames in
 		// wake is closed when frames are added, the ring is cleared or
 		// the feed fails, then replaced: a watcher takes it with the
 		// frames it read, so no wakeup falls between the two.
@@ -126,7 +126,7 @@ type feedKey struct {
 	show string
 }
 
-// feedSet owns a router's feeds: one per show with local watchers.
+// feedSet owns a hub's feeds: one per show with local watchers.
 type feedSet struct {
 	// framesMax is the ring's size (0: feedFramesMax); set before the
 	// first watch.
@@ -142,11 +142,11 @@ type feedSet struct {
 }
 
 // join returns the feed of show on g, started if needed, with format added.
-func (s *feedSet) join(r *Router, g *raftnode.Group, show string, format WatchFormat) (*feed, error) {
+func (s *feedSet) join(h *Hub, g *raftnode.Group, show string, format Format) (*feed, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
-		return nil, fmt.Errorf("%w: the router is closed", raftnode.ErrUnavailable)
+		return nil, fmt.Errorf("%w: the watch hub is closed", raftnode.ErrUnavailable)
 	}
 	if s.mu.feeds == nil {
 		s.mu.feeds, s.mu.watchers = map[feedKey]*feed{}, map[*feed]int{}
@@ -162,7 +162,7 @@ func (s *feedSet) join(r *Router, g *raftnode.Group, show string, format WatchFo
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			f.run(ctx, r)
+			f.run(ctx, h)
 			s.forget(k, f)
 		}()
 	}
@@ -208,7 +208,7 @@ func (s *feedSet) close() {
 	s.wg.Wait()
 }
 
-func (f *feed) addFormat(format WatchFormat) {
+func (f *feed) addFormat(format Format) {
 	if format == nil {
 		return
 	}
@@ -225,8 +225,8 @@ func (f *feed) addFormat(format WatchFormat) {
 // run reads the show's changes until ctx ends or a read fails, then fails
 // the feed so that its watchers end (and resume, at another node if need
 // be).
-func (f *feed) run(ctx context.Context, r *Router) {
-	err := f.follow(ctx, r)
+func (f *feed) run(ctx context.Context, h *Hub) {
+	err := f.follow(ctx, h)
 	if ctx.Err() != nil {
 		err = fmt.Errorf("%w: the watch feed of show %s stopped", raftnode.ErrUnavailable, f.show)
 	}
@@ -237,7 +237,7 @@ func (f *feed) run(ctx context.Context, r *Router) {
 }
 
 // follow is the feed's loop: as watchLocal's was, but once for all watchers.
-func (f *feed) follow(ctx context.Context, r *Router) error {
+func (f *feed) follow(ctx context.Context, h *Hub) error {
 	m := f.g.Machine()
 	f.mu.Lock()
 	pos := f.mu.pos
@@ -260,7 +260,7 @@ func (f *feed) follow(ctx context.Context, r *Router) error {
 		if err != nil {
 			return err
 		}
-		events, next, err := r.changeEvents(v, f.show, pos)
+		events, next, err := h.changeEvents(v, f.show, pos)
 		v.Close()
 		switch {
 		case errors.Is(err, fsm.ErrEventsPruned):
@@ -348,7 +348,7 @@ func (f *feed) after(pos uint64) (frames []*Frame, next uint64, wake <-chan stru
 
 // serve sends a watcher at pos everything the feed reads after it, on the
 // caller's goroutine, until ctx ends or a send or the feed fails.
-func (f *feed) serve(ctx context.Context, r *Router, sink SharedSink, pos uint64) error {
+func (f *feed) serve(ctx context.Context, h *Hub, sink SharedSink, pos uint64) error {
 	var tick <-chan time.Time
 	idle := sink.IdleInterval()
 	var timer *time.Timer
@@ -364,7 +364,7 @@ func (f *feed) serve(ctx context.Context, r *Router, sink SharedSink, pos uint64
 		}
 		if behind {
 			// Fell out of the ring: read from the log as a resume does.
-			events, next, err := r.readChanges(f.g, f.show, pos)
+			events, next, err := h.readChanges(f.g, f.show, pos)
 			if err != nil {
 				return err
 			}
