@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"net"
@@ -49,9 +50,10 @@ const (
 	// httpIdleTimeout closes a keep-alive connection with no request for
 	// this long (net/http keeps one for ever by default).
 	httpIdleTimeout = 2 * time.Minute
-	// httpConnsMax caps the HTTP port's open connections, event streams
-	// included; beyond it the listener stops accepting (connections wait
-	// in the kernel's backlog) until one closes.
+	// httpConnsMax caps the HTTP port's open connections besides its event
+	// streams (which the watcher limit bounds); beyond it and that limit
+	// the listener stops accepting (connections wait in the kernel's
+	// backlog) until one closes.
 	httpConnsMax = 4096
 )
 
@@ -78,8 +80,13 @@ func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: httpHeaderTimeout, IdleTimeout: httpIdleTimeout}
 }
 
-// LimitHTTPListener caps ln's open connections at httpConnsMax.
-func LimitHTTPListener(ln net.Listener) net.Listener { return netutil.LimitListener(ln, httpConnsMax) }
+// LimitHTTPListener caps ln's open connections at httpConnsMax plus the
+// node's watcher limit (WatchersMaxDefault if watchersMax is 0): an event
+// stream holds its connection, and a cap below the watcher limit would
+// leave admitted watchers waiting in the backlog.
+func LimitHTTPListener(ln net.Listener, watchersMax int) net.Listener {
+	return netutil.LimitListener(ln, httpConnsMax+cmp.Or(watchersMax, WatchersMaxDefault))
+}
 
 // withBodyDeadline gives a request with a body httpBodyTimeout to send it:
 // a body trickled a byte at a time no longer holds a connection and its
