@@ -1,11 +1,16 @@
 package gateway
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -288,10 +293,14 @@ func (sseFormat) EncodeWatchEvent(e *ledgerpb.WatchEvent) ([]byte, error) {
 
 var sseKeepalive = []byte(": keepalive\n\n")
 
-// sseSink writes a watch as Server-Sent Events. A watch served from this
-// node's replica writes everything, keepalives included, from its one
-// goroutine (watch.SharedSink); a relayed one gets keepalives from a
-// goroutine of the sink's own, and mu orders their writes.
+// sseSink writes a watch as Server-Sent Events. It takes the connection
+// over from net/http where it can (HTTP/1.x): the stream is then the
+// connection's own bytes, written without chunking, and the show's feed
+// writes each change straight to the socket (watch.DirectSink) while the
+// client keeps up. A watch served from this node's replica writes
+// everything else from its one goroutine (watch.SharedSink); a relayed one
+// gets keepalives from a goroutine of the sink's own, and mu orders their
+// writes.
 type sseSink struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
@@ -299,12 +308,17 @@ type sseSink struct {
 	keepalive time.Duration
 	writeMax  time.Duration // watchWriteTimeout
 
-	mu     sync.Mutex // guards writes to w and closed
+	mu     sync.Mutex // guards writes to w and conn, and closed
 	closed bool
 
 	opened bool // set by Open, read after the watch returned
-	stop   chan struct{}
-	done   chan struct{}
+	// conn is the connection taken over from net/http (nil: the stream
+	// goes through w); raw is its socket, for TryWrite (nil: not a
+	// plain TCP socket, so the feed does not write to it itself).
+	conn net.Conn
+	raw  syscall.RawConn
+	stop chan struct{}
+	done chan struct{}
 }
 
 // Open sends the stream's headers and starts the keepalives.
@@ -325,14 +339,62 @@ func (s *sseSink) OpenShared(servedBy string) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	h.Set("X-Served-By", servedBy)
-	s.w.WriteHeader(http.StatusOK)
+	retry := []byte("retry: " + strconv.FormatInt(sseRetry.Milliseconds(), 10) + "\n\n")
+	conn, brw, err := s.rc.Hijack()
+	if err != nil {
+		// HTTP/2, or a writer that cannot hand its connection over.
+		s.w.WriteHeader(http.StatusOK)
+		s.opened = true
+		return s.write(retry)
+	}
 	s.opened = true
-	return s.write([]byte("retry: " + strconv.FormatInt(sseRetry.Milliseconds(), 10) + "\n\n"))
+	s.conn = conn
+	// The stream is written to conn, and its client sends nothing: drop
+	// net/http's buffers of the connection, which would live as long as
+	// the watch (they are the caller's once taken over).
+	*brw.Reader, *brw.Writer = bufio.Reader{}, bufio.Writer{}
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			s.raw = raw
+		}
+	}
+	// Without a length or chunks, the body ends when the connection does.
+	h.Set("Connection", "close")
+	var head bytes.Buffer
+	head.WriteString("HTTP/1.1 200 OK\r\n")
+	h.Write(&head)
+	head.WriteString("\r\n")
+	head.Write(retry)
+	return s.write(head.Bytes())
 }
 
 func (s *sseSink) Format() watch.Format        { return sseFormat{} }
 func (s *sseSink) IdleInterval() time.Duration { return s.keepalive }
 func (s *sseSink) Idle() error                 { return s.write(sseKeepalive) }
+func (s *sseSink) Direct() bool                { return directWrites && s.raw != nil }
+func (s *sseSink) Keepalive() []byte           { return sseKeepalive }
+func (s *sseSink) Write(b []byte) error        { return s.write(b) }
+
+// Wait reads the connection until Wake or the client leaves: an event
+// stream's client sends nothing, so a read returns only when it goes.
+func (s *sseSink) Wait() error {
+	var b [64]byte
+	_, err := s.conn.Read(b[:])
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Woken: clear the deadline for the next Wait. A Wake between
+		// the two is not lost: the watch looks for the feed's signal,
+		// sent before Wake, before it waits again.
+		return s.conn.SetReadDeadline(time.Time{})
+	}
+	return err
+}
+
+// Wake ends a Wait.
+func (s *sseSink) Wake() { s.conn.SetReadDeadline(time.Unix(1, 0)) }
+
+// TryWrite writes what fits of b in the socket's buffer now (the feed's
+// goroutine calls it; watch.DirectSink).
+func (s *sseSink) TryWrite(b []byte) (int, error) { return tryWrite(s.raw, b) }
 
 // Send writes one event.
 func (s *sseSink) Send(e *ledgerpb.WatchEvent) error {
@@ -343,7 +405,8 @@ func (s *sseSink) Send(e *ledgerpb.WatchEvent) error {
 	return s.write(b)
 }
 
-// SendFrames writes frames in one flush: the bytes the show's feed encoded.
+// SendFrames writes frames in one write: the bytes the show's feed
+// encoded.
 func (s *sseSink) SendFrames(frames []*watch.Frame) error {
 	blocks := make([][]byte, len(frames))
 	for i, f := range frames {
@@ -374,15 +437,30 @@ func (s *sseSink) keepAlive() {
 	}
 }
 
-// write writes blocks and flushes them within writeMax. A client that stops
-// reading fills its socket's buffers (the bound on what it may fall
-// behind), then this write times out and the watch ends: the client resumes
-// from its last revision. The show's feed never waits for it.
+// write writes blocks within writeMax. A client that stops reading fills
+// its socket's buffers (the bound on what it may fall behind), then this
+// write times out and the watch ends: the client resumes from its last
+// revision. The show's feed never waits for it.
 func (s *sseSink) write(blocks ...[]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errSinkClosed
+	}
+	if s.conn != nil {
+		if err := s.conn.SetWriteDeadline(time.Now().Add(s.writeMax)); err != nil {
+			return err
+		}
+		b := blocks[0]
+		if len(blocks) > 1 {
+			b = bytes.Join(blocks, nil) // one write
+		}
+		if _, err := s.conn.Write(b); err != nil {
+			return err
+		}
+		// The feed's writes (TryWrite) never wait, and an expired
+		// deadline would fail them.
+		return s.conn.SetWriteDeadline(time.Time{})
 	}
 	// Not every ResponseWriter supports deadlines (tests' recorders).
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeMax))
@@ -394,7 +472,8 @@ func (s *sseSink) write(blocks ...[]byte) error {
 	return s.rc.Flush()
 }
 
-// close stops the keepalives; no write happens after it returns.
+// close stops the keepalives and closes a connection taken over; no write
+// happens after it returns.
 func (s *sseSink) close() {
 	if s.stop != nil {
 		close(s.stop)
@@ -402,5 +481,8 @@ func (s *sseSink) close() {
 	}
 	s.mu.Lock()
 	s.closed = true
+	if s.conn != nil {
+		s.conn.Close()
+	}
 	s.mu.Unlock()
 }

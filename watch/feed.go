@@ -28,6 +28,10 @@ import (
 // twice as many between trims.
 const feedFramesMax = 1024
 
+// feedIdleCheckMax bounds how long a feed waits for a change before it
+// looks whether its direct watchers are due a keepalive.
+const feedIdleCheckMax = time.Second
+
 // Format encodes watch events into one wire format. A feed encodes each
 // change once per format its watchers use; formats are told apart by
 // identity, so each wire format is one value.
@@ -102,6 +106,11 @@ type feed struct {
 	stop context.CancelFunc // ends run; called by feedSet once no watcher is left
 	// framesMax bounds the ring (feedFramesMax).
 	framesMax int
+	// scratch holds the direct watchers of one fan-out, and lastWrite is
+	// when the feed last wrote to them (direct.go); both the feed
+	// goroutine's own.
+	scratch   []*directWatcher
+	lastWrite time.Time
 
 	mu struct {
 		sync.Mutex
@@ -116,6 +125,11 @@ type feed struct {
 		// frames it read, so no wakeup falls between the two.
 		wake chan struct{}
 		err  error // the feed stopped: its watchers end with err
+		// direct: the watchers the feed writes to itself (direct.go),
+		// each at pos; idle is the shortest keepalive interval any of
+		// them asked for (0: none).
+		direct []*directWatcher
+		idle   time.Duration
 	}
 }
 
@@ -233,6 +247,7 @@ func (f *feed) run(ctx context.Context, h *Hub) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mu.err = err
+	f.detachAllLocked(f.mu.pos, err)
 	close(f.mu.wake)
 }
 
@@ -245,7 +260,7 @@ func (f *feed) follow(ctx context.Context, h *Hub) error {
 	for {
 		// pos is the index up to which the log has been read: wait for
 		// the next entry, whether or not it touches the show.
-		if err := f.g.WaitApplied(ctx, pos+1); err != nil {
+		if err := f.waitApplied(ctx, pos+1); err != nil {
 			return err
 		}
 		// Most entries are other shows': skip them without a snapshot.
@@ -270,9 +285,36 @@ func (f *feed) follow(ctx context.Context, h *Hub) error {
 		case err != nil:
 			return err
 		default:
-			f.publish(f.encode(events), next)
+			frames := f.encode(events)
+			f.fanOut(f.publish(frames, next), frames, pos, next)
 		}
 		pos = next
+	}
+}
+
+// waitApplied waits until the group applied index, writing keepalives to
+// the direct watchers while it waits.
+func (f *feed) waitApplied(ctx context.Context, index uint64) error {
+	for {
+		f.mu.Lock()
+		idle := f.mu.idle
+		f.mu.Unlock()
+		if idle == 0 {
+			// No direct watcher asked for keepalives yet: look again soon.
+			idle = feedIdleCheckMax
+		}
+		wctx, cancel := context.WithTimeout(ctx, idle)
+		err := f.g.WaitApplied(wctx, index)
+		cancel()
+		if err == nil || ctx.Err() != nil || wctx.Err() == nil {
+			return err
+		}
+		f.mu.Lock()
+		ds, pos, idle := append(f.scratch[:0], f.mu.direct...), f.mu.pos, f.mu.idle
+		f.mu.Unlock()
+		f.scratch = ds
+		f.keepalive(ds, idle, pos)
+		clear(ds)
 	}
 }
 
@@ -303,8 +345,9 @@ func (f *feed) advance(pos uint64) {
 	f.mu.pos = pos
 }
 
-// publish adds frames (after the ring's) up to pos and wakes the watchers.
-func (f *feed) publish(frames []*Frame, pos uint64) {
+// publish adds frames (after the ring's) up to pos and wakes the watchers;
+// it returns the direct watchers to write the frames to (in f.scratch).
+func (f *feed) publish(frames []*Frame, pos uint64) []*directWatcher {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mu.frames = append(f.mu.frames, frames...)
@@ -315,12 +358,17 @@ func (f *feed) publish(frames []*Frame, pos uint64) {
 	}
 	f.mu.pos = pos
 	f.wakeLocked()
+	clear(f.scratch)
+	f.scratch = append(f.scratch[:0], f.mu.direct...)
+	return f.scratch
 }
 
-// clear empties the ring: the log between lo and pos may have gaps.
+// clear empties the ring: the log between lo and pos may have gaps. The
+// direct watchers read what they missed from the log, as the others do.
 func (f *feed) clear(pos uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.detachAllLocked(f.mu.pos, nil)
 	f.mu.frames, f.mu.lo, f.mu.pos = nil, pos, pos
 	f.wakeLocked()
 }
@@ -349,6 +397,9 @@ func (f *feed) after(pos uint64) (frames []*Frame, next uint64, wake <-chan stru
 // serve sends a watcher at pos everything the feed reads after it, on the
 // caller's goroutine, until ctx ends or a send or the feed fails.
 func (f *feed) serve(ctx context.Context, h *Hub, sink SharedSink, pos uint64) error {
+	if d, ok := sink.(DirectSink); ok && d.Direct() {
+		return f.serveDirect(ctx, h, d, pos)
+	}
 	var tick <-chan time.Time
 	idle := sink.IdleInterval()
 	var timer *time.Timer
