@@ -213,11 +213,11 @@ func (f *feed) serveDirect(ctx context.Context, h *Hub, sink DirectSink, pos uin
 		}
 		if behind {
 			// Fell out of the ring: read from the log as a resume does.
-			events, next, err := h.readChanges(f.g, f.show, pos)
+			frames, next, err := f.readBehind(h, pos, sink.Format())
 			if err != nil {
 				return err
 			}
-			if err := sink.SendFrames(framesOf(events)); err != nil {
+			if err := sink.SendFrames(frames); err != nil {
 				return err
 			}
 			pos = next

@@ -415,11 +415,11 @@ func (f *feed) serve(ctx context.Context, h *Hub, sink SharedSink, pos uint64) e
 		}
 		if behind {
 			// Fell out of the ring: read from the log as a resume does.
-			events, next, err := h.readChanges(f.g, f.show, pos)
+			frames, next, err := f.readBehind(h, pos, sink.Format())
 			if err != nil {
 				return err
 			}
-			if err := sink.SendFrames(framesOf(events)); err != nil {
+			if err := sink.SendFrames(frames); err != nil {
 				return err
 			}
 			pos = next
@@ -447,11 +447,31 @@ func (f *feed) serve(ctx context.Context, h *Hub, sink SharedSink, pos uint64) e
 	}
 }
 
-// framesOf wraps events read for one watcher (not shared, not encoded).
-func framesOf(events []*ledgerpb.WatchEvent) []*Frame {
+// readBehind reads the changes after pos from the log for a watcher that
+// fell out of the ring, as frames in format (deep: off its stack).
+func (f *feed) readBehind(h *Hub, pos uint64, format Format) (frames []*Frame, next uint64, err error) {
+	deep(func() {
+		var events []*ledgerpb.WatchEvent
+		if events, next, err = h.readChanges(f.g, f.show, pos); err == nil {
+			frames = framesOf(events, format)
+		}
+	})
+	return frames, next, err
+}
+
+// framesOf wraps events read for one watcher (not shared), encoded in
+// format if it is not nil. A failed encoding is left for the watcher's
+// sink to fail on.
+func framesOf(events []*ledgerpb.WatchEvent, format Format) []*Frame {
 	frames := make([]*Frame, len(events))
 	for i, e := range events {
 		frames[i] = &Frame{Event: e}
+		if format == nil {
+			continue
+		}
+		if b, err := format.EncodeWatchEvent(e); err == nil {
+			frames[i].enc = []frameEncoding{{format, b}}
+		}
 	}
 	return frames
 }

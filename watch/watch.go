@@ -125,17 +125,36 @@ func (h *Hub) watchLocal(ctx context.Context, g *raftnode.Group, show string, fr
 		return err
 	}
 	defer h.feeds.leave(f)
-	events, pos, err := h.openLocal(ctx, g, show, from)
+	var frames []*Frame
+	var pos uint64
+	deep(func() {
+		var events []*ledgerpb.WatchEvent
+		if events, pos, err = h.openLocal(ctx, g, show, from); err == nil {
+			frames = framesOf(events, shared.Format())
+		}
+	})
 	if err != nil {
 		return err
 	}
 	if err := shared.OpenShared(h.node.ID()); err != nil {
 		return err
 	}
-	if err := shared.SendFrames(framesOf(events)); err != nil {
+	if err := shared.SendFrames(frames); err != nil {
 		return err
 	}
 	return f.serve(ctx, h, shared, pos)
+}
+
+// deep runs f on a goroutine of its own and waits for it. f goes deep
+// (store reads, encoding a seat map): a watcher's goroutine, which lives
+// as long as its watch, would keep the stack f grows for good.
+func deep(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
 }
 
 // openLocal waits until the replica may serve the watch and returns its
