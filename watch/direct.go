@@ -124,6 +124,7 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 	if len(ds) == 0 {
 		return
 	}
+	start := time.Now()
 	var formats []Format
 	var batches [][]byte
 	for _, d := range ds {
@@ -141,7 +142,28 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 		}
 		f.tryWrite(d, batches[i], pos)
 	}
-	f.lastWrite = time.Now()
+	now := time.Now()
+	f.lastWrite, f.nextRound = now, now.Add(now.Sub(start))
+}
+
+// pace waits, before a fan-out, until the last one's rest is over: as
+// long as it took. A feed of many watchers whose show changes without
+// pause then spends at most half a core on them, and the changes that
+// arrive meanwhile go out together, in one write to each watcher; a change
+// after a quiet spell goes out at once.
+func (f *feed) pace(ctx context.Context) error {
+	wait := time.Until(f.nextRound)
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // keepalive writes each direct watcher its keepalive, if the feed wrote

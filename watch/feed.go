@@ -106,11 +106,12 @@ type feed struct {
 	stop context.CancelFunc // ends run; called by feedSet once no watcher is left
 	// framesMax bounds the ring (feedFramesMax).
 	framesMax int
-	// scratch holds the direct watchers of one fan-out, and lastWrite is
-	// when the feed last wrote to them (direct.go); both the feed
-	// goroutine's own.
+	// scratch holds the direct watchers of one fan-out, lastWrite is
+	// when the feed last wrote to them, and nextRound is the earliest
+	// time of its next fan-out (direct.go); all the feed goroutine's own.
 	scratch   []*directWatcher
 	lastWrite time.Time
+	nextRound time.Time
 
 	mu struct {
 		sync.Mutex
@@ -270,6 +271,9 @@ func (f *feed) follow(ctx context.Context, h *Hub) error {
 			pos = applied
 			f.advance(pos) // no watcher needs waking for it
 			continue
+		}
+		if err := f.pace(ctx); err != nil {
+			return err
 		}
 		v, err := m.View()
 		if err != nil {
