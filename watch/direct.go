@@ -143,14 +143,19 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 		f.tryWrite(d, batches[i], pos)
 	}
 	now := time.Now()
-	f.lastWrite, f.nextRound = now, now.Add(now.Sub(start))
+	f.lastWrite, f.nextRound = now, now.Add(min(now.Sub(start), feedRestMax))
 }
 
+// feedRestMax bounds a feed's rest between fan-outs (pace): on a machine
+// short of CPU a fan-out takes longer than its work, and an unbounded rest
+// would add that to every delivery.
+const feedRestMax = 100 * time.Millisecond
+
 // pace waits, before a fan-out, until the last one's rest is over: as
-// long as it took. A feed of many watchers whose show changes without
-// pause then spends at most half a core on them, and the changes that
-// arrive meanwhile go out together, in one write to each watcher; a change
-// after a quiet spell goes out at once.
+// long as it took, at most feedRestMax. A feed of many watchers whose show
+// changes without pause then spends about half a core on them, and the
+// changes that arrive meanwhile go out together, in one write to each
+// watcher; a change after a quiet spell goes out at once.
 func (f *feed) pace(ctx context.Context) error {
 	wait := time.Until(f.nextRound)
 	if wait <= 0 {
