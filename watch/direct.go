@@ -171,16 +171,29 @@ func (f *feed) pace(ctx context.Context) error {
 	}
 }
 
-// keepalive writes each direct watcher its keepalive, if the feed wrote
-// nothing to them for their idle interval.
-func (f *feed) keepalive(ds []*directWatcher, idle time.Duration, pos uint64) {
-	if idle == 0 || time.Since(f.lastWrite) < idle {
-		return
+// keepalive writes each direct watcher its keepalive if the feed wrote
+// nothing to them for their idle interval, and returns how long until the
+// next is due (at most feedIdleCheckMax: a watcher may join that wants
+// them sooner).
+func (f *feed) keepalive() time.Duration {
+	f.mu.Lock()
+	idle, since := f.mu.idle, time.Since(f.lastWrite)
+	if idle == 0 || since < idle {
+		f.mu.Unlock()
+		if idle == 0 {
+			return feedIdleCheckMax
+		}
+		return min(idle-since, feedIdleCheckMax)
 	}
+	ds, pos := append(f.scratch[:0], f.mu.direct...), f.mu.pos
+	f.mu.Unlock()
+	f.scratch = ds
 	for _, d := range ds {
 		f.tryWrite(d, d.sink.Keepalive(), pos)
 	}
+	clear(ds)
 	f.lastWrite = time.Now()
+	return min(idle, feedIdleCheckMax)
 }
 
 // tryWrite writes b to d without waiting; a short write detaches d with

@@ -30,6 +30,7 @@ func (lineFormat) EncodeWatchEvent(e *ledgerpb.WatchEvent) ([]byte, error) {
 // waits until it is cleared (a client that stopped reading).
 type directSink struct {
 	wake chan struct{}
+	idle time.Duration // IdleInterval
 
 	mu struct {
 		sync.Mutex
@@ -41,7 +42,7 @@ type directSink struct {
 }
 
 func newDirectSink() *directSink {
-	s := &directSink{wake: make(chan struct{}, 1)}
+	s := &directSink{wake: make(chan struct{}, 1), idle: time.Hour}
 	s.mu.open = sync.NewCond(&s.mu)
 	return s
 }
@@ -49,7 +50,7 @@ func newDirectSink() *directSink {
 func (s *directSink) Open(string) error           { return nil }
 func (s *directSink) OpenShared(string) error     { return nil }
 func (s *directSink) Format() Format              { return lineFormat{} }
-func (s *directSink) IdleInterval() time.Duration { return time.Hour }
+func (s *directSink) IdleInterval() time.Duration { return s.idle }
 func (s *directSink) Idle() error                 { return nil }
 func (s *directSink) Direct() bool                { return true }
 func (s *directSink) Keepalive() []byte           { return []byte("k\n") }
@@ -111,6 +112,13 @@ func (s *directSink) setFull(full bool) {
 	s.mu.open.Broadcast()
 }
 
+// keepalives counts the keepalives the sink got.
+func (s *directSink) keepalives() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Count(s.mu.buf.String(), "k\n")
+}
+
 // revs is the revisions the sink got, keepalives left out.
 func (s *directSink) revs() []uint64 {
 	s.mu.Lock()
@@ -170,5 +178,22 @@ func TestDirectWatchersGetEveryChangeOnceFullOrNot(t *testing.T) {
 	live.mu.Unlock()
 	if tries == 0 {
 		t.Errorf("live watcher: no write from the feed, want the feed to write to it")
+	}
+}
+
+func TestDirectWatcherKeepalivesWhileOtherShowsChange(t *testing.T) {
+	n := startTestNode(t)
+	feedShow(t, n, "d2")
+	other := feedShow(t, n, "d3") // the same group: its entries wake d2's feed
+	s := newDirectSink()
+	s.idle = 100 * time.Millisecond
+	watchInto(t, n.hub, "d2", s)
+	s.waitRevs(t, "seat map", 1)
+	start := time.Now()
+	for i := 0; s.keepalives() < 2; i++ {
+		if i == 190 { // the show's seats
+			t.Fatalf("%d keepalives in %v of changes to another show, want 2 or more", s.keepalives(), time.Since(start))
+		}
+		other(i + 1) // back to back: the feed never waits as long as idle
 	}
 }

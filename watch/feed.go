@@ -258,6 +258,7 @@ func (f *feed) follow(ctx context.Context, h *Hub) error {
 	f.mu.Lock()
 	pos := f.mu.pos
 	f.mu.Unlock()
+	f.lastWrite = time.Now()
 	for {
 		// pos is the index up to which the log has been read: wait for
 		// the next entry, whether or not it touches the show.
@@ -297,28 +298,17 @@ func (f *feed) follow(ctx context.Context, h *Hub) error {
 }
 
 // waitApplied waits until the group applied index, writing keepalives to
-// the direct watchers while it waits.
+// the direct watchers when they are due, also while the group applies
+// entries of other shows only.
 func (f *feed) waitApplied(ctx context.Context, index uint64) error {
 	for {
-		f.mu.Lock()
-		idle := f.mu.idle
-		f.mu.Unlock()
-		if idle == 0 {
-			// No direct watcher asked for keepalives yet: look again soon.
-			idle = feedIdleCheckMax
-		}
-		wctx, cancel := context.WithTimeout(ctx, idle)
+		wait := f.keepalive()
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		err := f.g.WaitApplied(wctx, index)
 		cancel()
 		if err == nil || ctx.Err() != nil || wctx.Err() == nil {
 			return err
 		}
-		f.mu.Lock()
-		ds, pos, idle := append(f.scratch[:0], f.mu.direct...), f.mu.pos, f.mu.idle
-		f.mu.Unlock()
-		f.scratch = ds
-		f.keepalive(ds, idle, pos)
-		clear(ds)
 	}
 }
 
