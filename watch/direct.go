@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"runtime"
 	"time"
 )
 
@@ -124,7 +125,11 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 	if len(ds) == 0 {
 		return
 	}
-	start := time.Now()
+	// The round's own CPU time sets the rest after it: its wall time
+	// also counts waiting for a core on a busy machine.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := threadCPU()
 	var formats []Format
 	var batches [][]byte
 	for _, d := range ds {
@@ -143,16 +148,15 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 		f.tryWrite(d, batches[i], pos)
 	}
 	now := time.Now()
-	f.lastWrite, f.nextRound = now, now.Add(min(now.Sub(start), feedRestMax))
+	f.lastWrite, f.nextRound = now, now.Add(min(threadCPU()-start, feedRestMax))
 }
 
-// feedRestMax bounds a feed's rest between fan-outs (pace): on a machine
-// short of CPU a fan-out takes longer than its work, and an unbounded rest
-// would add that to every delivery.
+// feedRestMax bounds a feed's rest between fan-outs (pace), and so what it
+// adds to a delivery.
 const feedRestMax = 100 * time.Millisecond
 
 // pace waits, before a fan-out, until the last one's rest is over: as
-// long as it took, at most feedRestMax. A feed of many watchers whose show
+// long as its CPU time, at most feedRestMax. A feed of many watchers whose show
 // changes without pause then spends about half a core on them, and the
 // changes that arrive meanwhile go out together, in one write to each
 // watcher; a change after a quiet spell goes out at once.
