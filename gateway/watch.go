@@ -234,7 +234,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: time.Duration(s.watchKeepalive.Load()),
+	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, tls: r.TLS != nil, keepalive: time.Duration(s.watchKeepalive.Load()),
 		writeMax: time.Duration(s.watchWriteMax.Load())}
 	err = s.hub.Watch(ctx, show, from, false, sink)
 	sink.close()
@@ -293,11 +293,11 @@ func (sseFormat) EncodeWatchEvent(e *ledgerpb.WatchEvent) ([]byte, error) {
 
 var sseKeepalive = []byte(": keepalive\n\n")
 
-// sseSink writes a watch as Server-Sent Events. It takes the connection
-// over from net/http where it can (HTTP/1.x): the stream is then the
-// connection's own bytes, written without chunking, and the show's feed
-// writes each change straight to the socket (watch.DirectSink) while the
-// client keeps up. A watch served from this node's replica writes
+// sseSink writes a watch as Server-Sent Events. A watch served from this
+// node's replica over plain HTTP/1.x takes the connection over from
+// net/http: the stream is then the connection's own bytes, written without
+// chunking, and the show's feed writes each change straight to the socket
+// (watch.DirectSink) while the client keeps up. A watch served from this node's replica writes
 // everything else from its one goroutine (watch.SharedSink); a relayed one
 // gets keepalives from a goroutine of the sink's own, and mu orders their
 // writes.
@@ -307,6 +307,7 @@ type sseSink struct {
 	cancel    context.CancelFunc // ends the watch when a keepalive fails
 	keepalive time.Duration
 	writeMax  time.Duration // watchWriteTimeout
+	tls       bool          // the request came over TLS
 
 	mu     sync.Mutex // guards writes to w and conn, and closed
 	closed bool
@@ -322,8 +323,10 @@ type sseSink struct {
 }
 
 // Open sends the stream's headers and starts the keepalives.
+// A relayed watch keeps net/http's connection, whose background read ends
+// the watch as soon as the client leaves.
 func (s *sseSink) Open(servedBy string) error {
-	if err := s.OpenShared(servedBy); err != nil {
+	if err := s.open(servedBy, false); err != nil {
 		return err
 	}
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
@@ -332,17 +335,29 @@ func (s *sseSink) Open(servedBy string) error {
 }
 
 // OpenShared sends the stream's headers; the watch calls Idle for the
-// keepalives.
-func (s *sseSink) OpenShared(servedBy string) error {
+// keepalives. A plain TCP connection is taken over, so that the show's
+// feed can write to it (Direct); a TLS one could not be written to from
+// the feed, and keeps net/http's.
+func (s *sseSink) OpenShared(servedBy string) error { return s.open(servedBy, !s.tls) }
+
+// open sends the stream's headers, on the connection taken over from
+// net/http if takeOver and it can.
+func (s *sseSink) open(servedBy string, takeOver bool) error {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	h.Set("X-Served-By", servedBy)
 	retry := []byte("retry: " + strconv.FormatInt(sseRetry.Milliseconds(), 10) + "\n\n")
-	conn, brw, err := s.rc.Hijack()
+	var conn net.Conn
+	var brw *bufio.ReadWriter
+	err := errors.ErrUnsupported
+	if takeOver {
+		conn, brw, err = s.rc.Hijack()
+	}
 	if err != nil {
-		// HTTP/2, or a writer that cannot hand its connection over.
+		// Not taken over: a relayed or TLS stream, HTTP/2, or a writer
+		// that cannot hand its connection over.
 		s.w.WriteHeader(http.StatusOK)
 		s.opened = true
 		return s.write(retry)
