@@ -78,6 +78,10 @@ type config struct {
 	cpuProfile   string
 	prefix       string
 	seatdArgs    []string
+	// watchers: SSE watchers of the stampeded show (stampede); watchNodes:
+	// how many nodes the watchers connect to, round robin (watchers).
+	watchers   int
+	watchNodes int
 	// tls starts the local cluster with TLS and peer mTLS; clientTLS is
 	// what --cacert/--cert/--key give for --endpoints (nil: plaintext).
 	tls       bool
@@ -118,6 +122,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long to measure (at most 10m)")
 	fs.IntVar(&c.clients, "clients", 0, "concurrent clients (default: uniform 256, stampede 1000, browse 64, lifecycle 128)")
 	fs.IntVar(&c.shows, "shows", 0, "shows (default: uniform 20000, browse 100, lifecycle 1000, recovery 10000)")
+	fs.IntVar(&c.watchers, "watchers", 0, "stampede: SSE watchers following the stampeded show, connected before it starts")
+	fs.IntVar(&c.watchNodes, "watch-nodes", 1, "watchers (and stampede --watchers): spread the watchers over the first N nodes, round robin")
 	fs.IntVar(&c.seats, "seats", 0, "seats per show, in rows of 20 (default 200; recovery 300)")
 	fs.IntVar(&c.conns, "conns", 2, "gRPC connections per endpoint")
 	tokenFile := fs.String("admin-token-file", "", "with --endpoints: the cluster's admin token (creating shows is an admin call); default $SEATCTL_ADMIN_TOKEN")
@@ -205,6 +211,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("--duration must be in (0, %v]", durationMax)
 	case c.workload != "idle" && (c.clients < 1 || c.clients > 100000):
 		return errors.New("--clients must be in 1..100000")
+	case c.watchers < 0 || c.watchers > 100000 || (c.watchers > 0 && c.workload != "stampede"):
+		return errors.New("--watchers must be in 0..100000, with --workload stampede")
+	case c.watchNodes < 1 || c.watchNodes > 5:
+		return errors.New("--watch-nodes must be in 1..5")
 	case c.workload == "stampede" && c.shows != 1:
 		return errors.New("--shows: the stampede is one show")
 	case c.seats < 0 || c.seats > 10000:
@@ -260,6 +270,9 @@ func checkEndpoints(eps []string, allowRemote bool) error {
 }
 
 func main() {
+	if os.Getenv(watchChildEnv) != "" {
+		os.Exit(runWatchChild(os.Stdin, os.Stdout))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -233,7 +233,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		}
 		n.http = gateway.NewHTTPServer(api.HTTP(mux))
 		// A public port: its connections are capped (gateway/limits.go).
-		n.cfg.HTTPLn = gateway.LimitHTTPListener(cfg.HTTPLn)
+		n.cfg.HTTPLn = gateway.LimitHTTPListener(cfg.HTTPLn, cfg.WatchersMax)
 	}
 	if cfg.AdminLn != nil {
 		n.admin = gateway.NewHTTPServer(adminHandler(n.gather))
