@@ -88,6 +88,8 @@
 //	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
 //	0x12 len(show) show hold_id           empty: the show's live holds and bookings
 //	0x13 len(show) show revision(u64) hold_id   empty: the show's refunded bookings (revocation feed)
+//	0x14 show_id                          ledgerpb.RoomRecord: the show's open waiting room (waitroom.go)
+//	0x15 len(show) show entry_id          ledgerpb.RoomEntryRecord: an entry of that room
 //
 // The catalog (catalog.go), written only in the catalog group; its records
 // never change once written, and a browse page is one walk of an index:

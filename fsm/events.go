@@ -277,6 +277,9 @@ type SeatEvent struct {
 	AppliedAtMs int64
 	Changes     []*ledgerpb.SeatChange
 	Offers      []*ledgerpb.QueueOffer
+	// Room is the show's waiting room after the entry, when it changed
+	// (waitroom_events.go).
+	Room *ledgerpb.RoomEvent
 }
 
 // ErrEventsPruned is returned when changes after the asked revision may have
@@ -313,7 +316,7 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 		if err := proto.Unmarshal(it.Value(), rec); err != nil {
 			return nil, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
 		}
-		out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers})
+		out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, Room: rec.Room})
 	}
 	return out, it.Error()
 }

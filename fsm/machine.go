@@ -323,6 +323,9 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 	if _, leader := c.Op.(*ledgerpb.Command_Expire); leader {
 		return tx.stamp(tx.expire(c.GetExpire()))
 	}
+	if a, leader := c.Op.(*ledgerpb.Command_Admit); leader {
+		return tx.stamp(tx.admit(a.Admit))
+	}
 	if c.Op == nil {
 		panic(fmt.Sprintf("fsm: command without op at index %d", tx.index))
 	}
@@ -364,6 +367,10 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.catalog(op.Catalog)
 	case *ledgerpb.Command_Node:
 		r = tx.node(op.Node)
+	case *ledgerpb.Command_SetRoom:
+		r = tx.setRoom(op.SetRoom)
+	case *ledgerpb.Command_JoinRoom:
+		r = tx.joinRoom(c.ClientId, op.JoinRoom, pos)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -396,6 +403,10 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateCatalog(op.Catalog)
 	case *ledgerpb.Command_Node:
 		return ValidateNodeCmd(op.Node)
+	case *ledgerpb.Command_SetRoom:
+		return ValidateSetRoom(op.SetRoom)
+	case *ledgerpb.Command_JoinRoom:
+		return ValidateJoinRoom(op.JoinRoom)
 	}
 	return nil
 }
@@ -418,15 +429,18 @@ func reject(code ledgerpb.Code, format string, args ...any) *ledgerpb.Result {
 // with another payload is told apart from a retry. proposed_at is not part of
 // it: a retry is proposed at a later time.
 //
-// Nor is a show's token_key: the gateway draws it at random, so a retry of
-// the same CreateShow through another gateway carries other bytes.
+// Nor is a show's token_key or a join's seed: the gateway draws them at
+// random, so a retry through another gateway carries other bytes.
 func payloadHash(c *ledgerpb.Command) []byte {
-	if cs := c.GetCreateShow(); c.ProposedAtMs != 0 || (cs != nil && len(cs.TokenKey) > 0) {
+	if cs := c.GetCreateShow(); c.ProposedAtMs != 0 || (cs != nil && len(cs.TokenKey) > 0) || c.GetJoinRoom() != nil {
 		// Commands inside a batch carry no stamp: copy only when needed.
 		c = proto.Clone(c).(*ledgerpb.Command)
 		c.ProposedAtMs = 0
 		if cs := c.GetCreateShow(); cs != nil {
 			cs.TokenKey = nil
+		}
+		if j := c.GetJoinRoom(); j != nil {
+			j.Seed = nil
 		}
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
