@@ -153,6 +153,7 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 		newReleaseCmd(a),
 		newTicketCmd(a),
 		newSnapshotCmd(a),
+		newWaitingRoomCmd(a),
 		newVersionCmd(),
 	)
 	return root
