@@ -19,8 +19,8 @@ type RoomView struct {
 type RoomEntryView struct {
 	Entry *ledgerpb.RoomEntryRecord
 	State ledgerpb.RoomEntryState
-	// Position (1 = next) among the waiting and its place once its window
-	// closed (0 before), while WAITING or SOLD_OUT.
+	// Position (1 = next) among the waiting, while WAITING or SOLD_OUT,
+	// and its place once its window closed (0 before).
 	Position, Place uint64
 	// AdmitPerSecond is the room's rate, for the estimated wait.
 	AdmitPerSecond uint32
@@ -91,9 +91,10 @@ func (v *View) RoomEntry(show, entryID, token string) (*RoomEntryView, error) {
 			return
 		}
 		out, err = &RoomEntryView{Entry: cloneOf(e.RoomEntryRecord), State: r.entryState(e, v.clock), AdmitPerSecond: r.rec.AdmitPerSecond}, nil
+		out.Place = e.place
 		switch e.State {
 		case ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_WAITING:
-			out.Position, out.Place = r.position(e), e.place
+			out.Position = r.position(e)
 		case ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_ADMITTED:
 			if out.State == ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_ADMITTED {
 				out.AdmissionToken = admissionToken(s.l.tokenKey, entryID)
