@@ -98,6 +98,9 @@ func RoomEntryOf(show string, e *fsm.RoomEntryView, now int64) *ledgerpb.Waiting
 	if e.State == ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_ADMITTED {
 		out.AdmissionExpiresAt = timestamppb.New(time.UnixMilli(e.Entry.AdmissionExpiresAtMs))
 	}
+	if e.Entry.AdmittedAtMs != 0 {
+		out.AdmittedAt = timestamppb.New(time.UnixMilli(e.Entry.AdmittedAtMs))
+	}
 	return out
 }
 

@@ -955,8 +955,10 @@ type WaitingRoomEntry struct {
 	Replayed           bool                   `protobuf:"varint,12,opt,name=replayed,proto3" json:"replayed,omitempty"`
 	Revision           uint64                 `protobuf:"varint,13,opt,name=revision,proto3" json:"revision,omitempty"`
 	AsOf               *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Once ADMITTED (or EXPIRED): when the ledger admitted it.
+	AdmittedAt    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=admitted_at,json=admittedAt,proto3" json:"admitted_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WaitingRoomEntry) Reset() {
@@ -1087,6 +1089,13 @@ func (x *WaitingRoomEntry) GetAsOf() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *WaitingRoomEntry) GetAdmittedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AdmittedAt
+	}
+	return nil
+}
+
 var File_waitroom_proto protoreflect.FileDescriptor
 
 const file_waitroom_proto_rawDesc = "" +
@@ -1164,7 +1173,7 @@ const file_waitroom_proto_rawDesc = "" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bentry_id\x18\x02 \x01(\tR\aentryId\x12\x1f\n" +
 	"\ventry_token\x18\x03 \x01(\tR\n" +
-	"entryToken\"\xa1\x04\n" +
+	"entryToken\"\xde\x04\n" +
 	"\x10WaitingRoomEntry\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x17\n" +
 	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x14\n" +
@@ -1181,7 +1190,9 @@ const file_waitroom_proto_rawDesc = "" +
 	"\tjoined_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bjoinedAt\x12\x1a\n" +
 	"\breplayed\x18\f \x01(\bR\breplayed\x12\x1a\n" +
 	"\brevision\x18\r \x01(\x04R\brevision\x12/\n" +
-	"\x05as_of\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf*\xc9\x01\n" +
+	"\x05as_of\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12;\n" +
+	"\vadmitted_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"admittedAt*\xc9\x01\n" +
 	"\x0eRoomEntryState\x12 \n" +
 	"\x1cROOM_ENTRY_STATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18ROOM_ENTRY_STATE_WAITING\x10\x01\x12\x1d\n" +
@@ -1231,19 +1242,20 @@ var file_waitroom_proto_depIdxs = []int32{
 	13, // 2: seatledger.v1.WaitingRoomEntry.admission_expires_at:type_name -> google.protobuf.Timestamp
 	13, // 3: seatledger.v1.WaitingRoomEntry.joined_at:type_name -> google.protobuf.Timestamp
 	13, // 4: seatledger.v1.WaitingRoomEntry.as_of:type_name -> google.protobuf.Timestamp
-	7,  // 5: seatledger.v1.WaitingRoom.SetWaitingRoom:input_type -> seatledger.v1.SetWaitingRoomRequest
-	8,  // 6: seatledger.v1.WaitingRoom.GetWaitingRoom:input_type -> seatledger.v1.GetWaitingRoomRequest
-	10, // 7: seatledger.v1.WaitingRoom.JoinWaitingRoom:input_type -> seatledger.v1.JoinWaitingRoomRequest
-	11, // 8: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:input_type -> seatledger.v1.GetWaitingRoomEntryRequest
-	9,  // 9: seatledger.v1.WaitingRoom.SetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
-	9,  // 10: seatledger.v1.WaitingRoom.GetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
-	12, // 11: seatledger.v1.WaitingRoom.JoinWaitingRoom:output_type -> seatledger.v1.WaitingRoomEntry
-	12, // 12: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:output_type -> seatledger.v1.WaitingRoomEntry
-	9,  // [9:13] is the sub-list for method output_type
-	5,  // [5:9] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	13, // 5: seatledger.v1.WaitingRoomEntry.admitted_at:type_name -> google.protobuf.Timestamp
+	7,  // 6: seatledger.v1.WaitingRoom.SetWaitingRoom:input_type -> seatledger.v1.SetWaitingRoomRequest
+	8,  // 7: seatledger.v1.WaitingRoom.GetWaitingRoom:input_type -> seatledger.v1.GetWaitingRoomRequest
+	10, // 8: seatledger.v1.WaitingRoom.JoinWaitingRoom:input_type -> seatledger.v1.JoinWaitingRoomRequest
+	11, // 9: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:input_type -> seatledger.v1.GetWaitingRoomEntryRequest
+	9,  // 10: seatledger.v1.WaitingRoom.SetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
+	9,  // 11: seatledger.v1.WaitingRoom.GetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
+	12, // 12: seatledger.v1.WaitingRoom.JoinWaitingRoom:output_type -> seatledger.v1.WaitingRoomEntry
+	12, // 13: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:output_type -> seatledger.v1.WaitingRoomEntry
+	10, // [10:14] is the sub-list for method output_type
+	6,  // [6:10] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_waitroom_proto_init() }
