@@ -61,6 +61,16 @@
 // (unknown entry, or already offered), CODE_NOT_HOLD_OWNER,
 // CODE_QUEUE_TOKEN_INVALID; leaving again succeeds.
 //
+// While a show's waiting room is open (waitroom.go), a hold in it that
+// passed the seat checks of 4 above is CODE_ADMISSION_REQUIRED unless its
+// client's latest room entry is admitted, not expired by the log clock, and
+// admission_token is that entry's; a best-available hold with wait that
+// finds the show sold out joins the queue without one. SetRoom:
+// CODE_SHOW_NOT_FOUND. JoinRoom: CODE_SHOW_NOT_FOUND, CODE_ROOM_CLOSED (no
+// open room), CODE_ROOM_FULL (RoomEntriesMax); a client with an entry that
+// is not expired gets that entry again. Admit, like Expire, is a leader
+// command without an identity.
+//
 // Hold tokens are HMAC-SHA256(show's token key, hold id) (token.go): the key
 // is random bytes the proposing gateway put in CreateShow, so replicas issue
 // and check the same tokens deterministically.
