@@ -61,8 +61,9 @@
 // (unknown entry, or already offered), CODE_NOT_HOLD_OWNER,
 // CODE_QUEUE_TOKEN_INVALID; leaving again succeeds.
 //
-// While a show's waiting room is open (waitroom.go), a hold in it that
-// passed the seat checks of 4 above is CODE_ADMISSION_REQUIRED unless its
+// While a show's waiting room is open (waitroom.go), a hold in it is
+// CODE_ADMISSION_REQUIRED (after CODE_UNKNOWN_SEAT, a category the show
+// lacks and CODE_SOLD_OUT of 4 above, before CODE_TOO_MANY_HOLDS) unless its
 // client's latest room entry is admitted, not expired by the log clock, and
 // admission_token is that entry's; a best-available hold with wait that
 // finds the show sold out joins the queue without one. SetRoom:
