@@ -357,6 +357,9 @@ type SeatEvent struct {
 	// HoldChanges are the holds the entry created, closed, confirmed or
 	// refunded in the show (webhook.go).
 	HoldChanges []*ledgerpb.WebhookHoldChange
+	// Room is the show's waiting room after the entry, when it changed
+	// (waitroom_events.go).
+	Room *ledgerpb.RoomEvent
 }
 
 // ErrEventsPruned is returned when changes after the asked revision may have
@@ -402,7 +405,7 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 			if err := proto.Unmarshal(it.Value(), rec); err != nil {
 				return nil, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
 			}
-			out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges})
+			out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges, Room: rec.Room})
 		}
 		if !ok {
 			break // past the last record of every bucket

@@ -19,6 +19,9 @@ func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Resul
 	if rej != nil && rej.Code == ledgerpb.Code_CODE_SOLD_OUT && c.Wait {
 		return tx.joinQueue(client, c, pos)
 	}
+	if rej == nil {
+		rej = tx.admissionCheck(client, c) // waitroom.go
+	}
 	if rej != nil {
 		return rej
 	}

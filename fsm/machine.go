@@ -251,6 +251,9 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 	if _, leader := c.Op.(*ledgerpb.Command_WebhookCursor); leader {
 		return tx.stamp(tx.webhookCursor(c.GetWebhookCursor()))
 	}
+	if a, leader := c.Op.(*ledgerpb.Command_Admit); leader {
+		return tx.stamp(tx.admit(a.Admit))
+	}
 	if c.Op == nil {
 		panic(fmt.Sprintf("fsm: command without op at index %d", tx.index))
 	}
@@ -294,6 +297,10 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.node(op.Node)
 	case *ledgerpb.Command_Webhook:
 		r = tx.webhook(op.Webhook)
+	case *ledgerpb.Command_SetRoom:
+		r = tx.setRoom(op.SetRoom)
+	case *ledgerpb.Command_JoinRoom:
+		r = tx.joinRoom(c.ClientId, op.JoinRoom, pos)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -331,6 +338,10 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateNodeCmd(op.Node)
 	case *ledgerpb.Command_Webhook:
 		return ValidateWebhookCmd(op.Webhook)
+	case *ledgerpb.Command_SetRoom:
+		return ValidateSetRoom(op.SetRoom)
+	case *ledgerpb.Command_JoinRoom:
+		return ValidateJoinRoom(op.JoinRoom)
 	}
 	return nil
 }

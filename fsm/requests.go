@@ -208,15 +208,18 @@ func (m *Machine) loadRequests(r pebble.Reader) (requestFilter, error) {
 // with another payload is told apart from a retry. proposed_at is not part of
 // it: a retry is proposed at a later time.
 //
-// Nor is a show's token_key: the gateway draws it at random, so a retry of
-// the same CreateShow through another gateway carries other bytes.
+// Nor is a show's token_key or a join's seed: the gateway draws them at
+// random, so a retry through another gateway carries other bytes.
 func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
-	if cs := c.GetCreateShow(); c.ProposedAtMs != 0 || (cs != nil && len(cs.TokenKey) > 0) {
+	if cs := c.GetCreateShow(); c.ProposedAtMs != 0 || (cs != nil && len(cs.TokenKey) > 0) || c.GetJoinRoom() != nil {
 		// Commands inside a batch carry no stamp: copy only when needed.
 		c = proto.Clone(c).(*ledgerpb.Command)
 		c.ProposedAtMs = 0
 		if cs := c.GetCreateShow(); cs != nil {
 			cs.TokenKey = nil
+		}
+		if j := c.GetJoinRoom(); j != nil {
+			j.Seed = nil
 		}
 	}
 	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], c)

@@ -158,7 +158,7 @@ func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb
 		return nil, fieldError(fe)
 	}
 	hc := &ledgerpb.HoldCmd{ShowId: req.ShowId, SeatIds: req.SeatIds, TtlMs: int64(req.TtlSeconds) * 1000,
-		Count: req.Count, Category: req.Category, Wait: req.Wait}
+		Count: req.Count, Category: req.Category, Wait: req.Wait, AdmissionToken: req.AdmissionToken}
 	if fe := fsm.ValidateHold(hc); fe != nil {
 		return nil, fieldError(fe)
 	}

@@ -245,7 +245,7 @@ func (h *Hub) changeEvents(v *fsm.View, show string, pos uint64) ([]*ledgerpb.Wa
 	events := make([]*ledgerpb.WatchEvent, len(recs))
 	for i, rec := range recs {
 		events[i] = &ledgerpb.WatchEvent{ShowId: show, Revision: rec.Revision,
-			AppliedAt: timestamppb.New(time.UnixMilli(rec.AppliedAtMs)), Changes: rec.Changes, Offers: rec.Offers}
+			AppliedAt: timestamppb.New(time.UnixMilli(rec.AppliedAtMs)), Changes: rec.Changes, Offers: rec.Offers, Room: rec.Room}
 	}
 	if len(recs) == watchReadMax {
 		// More may follow before the view's index: read on from here.

@@ -8,7 +8,7 @@
 // down in status without failing it. A ticket verifies valid online until
 // its booking is refunded, then not; offline it says it checks the
 // signature only. A webhook added with seatctl receives a hold
-// (webhook_e2e_test.go).
+// (webhook_e2e_test.go). A waiting room opens, gates holds and closes.
 package main
 
 import (
@@ -108,7 +108,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	sc.verifyRefunded(holdID, token)
-	sc.webhooks(dir) // webhook_e2e_test.go
+	sc.webhooks(dir)           // webhook_e2e_test.go
+	sc.waitingRoom("e2e-show") // waitingroom_e2e_test.go
 
 	group := shard.Map{Groups: e2eGroups}.GroupFor("e2e-show")
 	sc.transferAndMove(group)

@@ -154,6 +154,7 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 		newTicketCmd(a),
 		newSnapshotCmd(a),
 		newWebhookCmd(a),
+		newWaitingRoomCmd(a),
 		newVersionCmd(),
 	)
 	return root

@@ -83,6 +83,16 @@ const (
 	// Webhooks (WebhookCmd): no registration with that id; an id taken.
 	Code_CODE_WEBHOOK_NOT_FOUND Code = 60
 	Code_CODE_WEBHOOK_EXISTS    Code = 61
+	// Waiting room (waitroom.proto). ADMISSION_REQUIRED: the show's room is
+	// open and the hold brings no valid admission token of its client.
+	Code_CODE_ADMISSION_REQUIRED Code = 55
+	// Join: the show has no open room.
+	Code_CODE_ROOM_CLOSED Code = 56
+	// Join: the room holds RoomEntriesMax entries.
+	Code_CODE_ROOM_FULL Code = 57
+	// Read: no such entry, or the entry token is not the entry's.
+	Code_CODE_ROOM_ENTRY_NOT_FOUND Code = 58
+	Code_CODE_ROOM_TOKEN_INVALID   Code = 59
 )
 
 // Enum value maps for Code.
@@ -122,42 +132,52 @@ var (
 		52: "CODE_NODE_ADDRESS_TAKEN",
 		60: "CODE_WEBHOOK_NOT_FOUND",
 		61: "CODE_WEBHOOK_EXISTS",
+		55: "CODE_ADMISSION_REQUIRED",
+		56: "CODE_ROOM_CLOSED",
+		57: "CODE_ROOM_FULL",
+		58: "CODE_ROOM_ENTRY_NOT_FOUND",
+		59: "CODE_ROOM_TOKEN_INVALID",
 	}
 	Code_value = map[string]int32{
-		"CODE_UNSPECIFIED":         0,
-		"CODE_OK":                  1,
-		"CODE_INVALID_ARGUMENT":    2,
-		"CODE_SHOW_NOT_FOUND":      3,
-		"CODE_SHOW_EXISTS":         4,
-		"CODE_UNKNOWN_SEAT":        5,
-		"CODE_SEATS_TAKEN":         6,
-		"CODE_HOLD_NOT_FOUND":      7,
-		"CODE_HOLD_EXPIRED":        8,
-		"CODE_HOLD_CONFIRMED":      9,
-		"CODE_HOLD_CANCELLED":      10,
-		"CODE_NOT_HOLD_OWNER":      11,
-		"CODE_REQUEST_ID_REUSED":   12,
-		"CODE_SOLD_OUT":            13,
-		"CODE_TOO_MANY_HOLDS":      14,
-		"CODE_HOLD_TOKEN_INVALID":  15,
-		"CODE_HOLD_NOT_CONFIRMED":  16,
-		"CODE_QUEUED":              17,
-		"CODE_NOT_QUEUED":          18,
-		"CODE_QUEUE_TOKEN_INVALID": 19,
-		"CODE_QUEUE_FULL":          20,
-		"CODE_CITY_NOT_FOUND":      30,
-		"CODE_CINEMA_NOT_FOUND":    31,
-		"CODE_SCREEN_NOT_FOUND":    32,
-		"CODE_MOVIE_NOT_FOUND":     33,
-		"CODE_CITY_EXISTS":         34,
-		"CODE_CINEMA_EXISTS":       35,
-		"CODE_MOVIE_EXISTS":        36,
-		"CODE_SHOW_LISTED":         37,
-		"CODE_NODE_NOT_FOUND":      50,
-		"CODE_NODE_REMOVED":        51,
-		"CODE_NODE_ADDRESS_TAKEN":  52,
-		"CODE_WEBHOOK_NOT_FOUND":   60,
-		"CODE_WEBHOOK_EXISTS":      61,
+		"CODE_UNSPECIFIED":          0,
+		"CODE_OK":                   1,
+		"CODE_INVALID_ARGUMENT":     2,
+		"CODE_SHOW_NOT_FOUND":       3,
+		"CODE_SHOW_EXISTS":          4,
+		"CODE_UNKNOWN_SEAT":         5,
+		"CODE_SEATS_TAKEN":          6,
+		"CODE_HOLD_NOT_FOUND":       7,
+		"CODE_HOLD_EXPIRED":         8,
+		"CODE_HOLD_CONFIRMED":       9,
+		"CODE_HOLD_CANCELLED":       10,
+		"CODE_NOT_HOLD_OWNER":       11,
+		"CODE_REQUEST_ID_REUSED":    12,
+		"CODE_SOLD_OUT":             13,
+		"CODE_TOO_MANY_HOLDS":       14,
+		"CODE_HOLD_TOKEN_INVALID":   15,
+		"CODE_HOLD_NOT_CONFIRMED":   16,
+		"CODE_QUEUED":               17,
+		"CODE_NOT_QUEUED":           18,
+		"CODE_QUEUE_TOKEN_INVALID":  19,
+		"CODE_QUEUE_FULL":           20,
+		"CODE_CITY_NOT_FOUND":       30,
+		"CODE_CINEMA_NOT_FOUND":     31,
+		"CODE_SCREEN_NOT_FOUND":     32,
+		"CODE_MOVIE_NOT_FOUND":      33,
+		"CODE_CITY_EXISTS":          34,
+		"CODE_CINEMA_EXISTS":        35,
+		"CODE_MOVIE_EXISTS":         36,
+		"CODE_SHOW_LISTED":          37,
+		"CODE_NODE_NOT_FOUND":       50,
+		"CODE_NODE_REMOVED":         51,
+		"CODE_NODE_ADDRESS_TAKEN":   52,
+		"CODE_WEBHOOK_NOT_FOUND":    60,
+		"CODE_WEBHOOK_EXISTS":       61,
+		"CODE_ADMISSION_REQUIRED":   55,
+		"CODE_ROOM_CLOSED":          56,
+		"CODE_ROOM_FULL":            57,
+		"CODE_ROOM_ENTRY_NOT_FOUND": 58,
+		"CODE_ROOM_TOKEN_INVALID":   59,
 	}
 )
 
@@ -327,6 +347,9 @@ const (
 	ReadKind_READ_KIND_NODES ReadKind = 30
 	// The webhook registrations, from the catalog group (a browse read).
 	ReadKind_READ_KIND_WEBHOOKS ReadKind = 60
+	// Waiting room: an entry (show_id, entry_id, entry_token); the room.
+	ReadKind_READ_KIND_ROOM_ENTRY ReadKind = 50
+	ReadKind_READ_KIND_ROOM       ReadKind = 51
 )
 
 // Enum value maps for ReadKind.
@@ -342,6 +365,8 @@ var (
 		11: "READ_KIND_SEAT_COUNTS",
 		30: "READ_KIND_NODES",
 		60: "READ_KIND_WEBHOOKS",
+		50: "READ_KIND_ROOM_ENTRY",
+		51: "READ_KIND_ROOM",
 	}
 	ReadKind_value = map[string]int32{
 		"READ_KIND_UNSPECIFIED":     0,
@@ -354,6 +379,8 @@ var (
 		"READ_KIND_SEAT_COUNTS":     11,
 		"READ_KIND_NODES":           30,
 		"READ_KIND_WEBHOOKS":        60,
+		"READ_KIND_ROOM_ENTRY":      50,
+		"READ_KIND_ROOM":            51,
 	}
 )
 
@@ -410,6 +437,9 @@ type Command struct {
 	//	*Command_Node
 	//	*Command_Webhook
 	//	*Command_WebhookCursor
+	//	*Command_SetRoom
+	//	*Command_JoinRoom
+	//	*Command_Admit
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -590,6 +620,33 @@ func (x *Command) GetWebhookCursor() *WebhookCursorCmd {
 	return nil
 }
 
+func (x *Command) GetSetRoom() *SetRoomCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_SetRoom); ok {
+			return x.SetRoom
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetJoinRoom() *JoinRoomCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_JoinRoom); ok {
+			return x.JoinRoom
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetAdmit() *AdmitCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Admit); ok {
+			return x.Admit
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -651,6 +708,19 @@ type Command_WebhookCursor struct {
 	WebhookCursor *WebhookCursorCmd `protobuf:"bytes,61,opt,name=webhook_cursor,json=webhookCursor,proto3,oneof"`
 }
 
+type Command_SetRoom struct {
+	// The waiting room (waitroom.proto): numbers 50..59.
+	SetRoom *SetRoomCmd `protobuf:"bytes,50,opt,name=set_room,json=setRoom,proto3,oneof"`
+}
+
+type Command_JoinRoom struct {
+	JoinRoom *JoinRoomCmd `protobuf:"bytes,51,opt,name=join_room,json=joinRoom,proto3,oneof"`
+}
+
+type Command_Admit struct {
+	Admit *AdmitCmd `protobuf:"bytes,52,opt,name=admit,proto3,oneof"`
+}
+
 func (*Command_CreateShow) isCommand_Op() {}
 
 func (*Command_Hold) isCommand_Op() {}
@@ -676,6 +746,12 @@ func (*Command_Node) isCommand_Op() {}
 func (*Command_Webhook) isCommand_Op() {}
 
 func (*Command_WebhookCursor) isCommand_Op() {}
+
+func (*Command_SetRoom) isCommand_Op() {}
+
+func (*Command_JoinRoom) isCommand_Op() {}
+
+func (*Command_Admit) isCommand_Op() {}
 
 // Batch is group commit: many client commands in one log entry. Batches do
 // not nest.
@@ -793,9 +869,12 @@ type HoldCmd struct {
 	Category string `protobuf:"bytes,5,opt,name=category,proto3" json:"category,omitempty"`
 	// With count: when too few seats are free, join the show's waiting queue
 	// (CODE_QUEUED) instead of CODE_SOLD_OUT.
-	Wait          bool `protobuf:"varint,6,opt,name=wait,proto3" json:"wait,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Wait bool `protobuf:"varint,6,opt,name=wait,proto3" json:"wait,omitempty"`
+	// While the show's waiting room is open: the client's admission token
+	// (CODE_ADMISSION_REQUIRED without a valid one).
+	AdmissionToken string `protobuf:"bytes,50,opt,name=admission_token,json=admissionToken,proto3" json:"admission_token,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *HoldCmd) Reset() {
@@ -868,6 +947,13 @@ func (x *HoldCmd) GetWait() bool {
 		return x.Wait
 	}
 	return false
+}
+
+func (x *HoldCmd) GetAdmissionToken() string {
+	if x != nil {
+		return x.AdmissionToken
+	}
+	return ""
 }
 
 type ConfirmCmd struct {
@@ -1494,8 +1580,17 @@ type Result struct {
 	QueuePosition uint32 `protobuf:"varint,19,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
 	QueueToken    string `protobuf:"bytes,20,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
 	SeatsAhead    uint32 `protobuf:"varint,21,opt,name=seats_ahead,json=seatsAhead,proto3" json:"seats_ahead,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Waiting room: the join's entry, its secret, its 1-based position among
+	// the waiting and how many wait ahead; the room after SetRoom; the
+	// entries an Admit admitted.
+	RoomEntry       *RoomEntryRecord `protobuf:"bytes,50,opt,name=room_entry,json=roomEntry,proto3" json:"room_entry,omitempty"`
+	RoomEntryToken  string           `protobuf:"bytes,51,opt,name=room_entry_token,json=roomEntryToken,proto3" json:"room_entry_token,omitempty"`
+	RoomPosition    uint64           `protobuf:"varint,52,opt,name=room_position,json=roomPosition,proto3" json:"room_position,omitempty"`
+	RoomPeopleAhead uint64           `protobuf:"varint,53,opt,name=room_people_ahead,json=roomPeopleAhead,proto3" json:"room_people_ahead,omitempty"`
+	Room            *RoomRecord      `protobuf:"bytes,54,opt,name=room,proto3" json:"room,omitempty"`
+	Admitted        uint32           `protobuf:"varint,55,opt,name=admitted,proto3" json:"admitted,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
@@ -1671,6 +1766,48 @@ func (x *Result) GetQueueToken() string {
 func (x *Result) GetSeatsAhead() uint32 {
 	if x != nil {
 		return x.SeatsAhead
+	}
+	return 0
+}
+
+func (x *Result) GetRoomEntry() *RoomEntryRecord {
+	if x != nil {
+		return x.RoomEntry
+	}
+	return nil
+}
+
+func (x *Result) GetRoomEntryToken() string {
+	if x != nil {
+		return x.RoomEntryToken
+	}
+	return ""
+}
+
+func (x *Result) GetRoomPosition() uint64 {
+	if x != nil {
+		return x.RoomPosition
+	}
+	return 0
+}
+
+func (x *Result) GetRoomPeopleAhead() uint64 {
+	if x != nil {
+		return x.RoomPeopleAhead
+	}
+	return 0
+}
+
+func (x *Result) GetRoom() *RoomRecord {
+	if x != nil {
+		return x.Room
+	}
+	return nil
+}
+
+func (x *Result) GetAdmitted() uint32 {
+	if x != nil {
+		return x.Admitted
 	}
 	return 0
 }
@@ -2125,7 +2262,9 @@ type SeatEventRecord struct {
 	Offers []*QueueOffer `protobuf:"bytes,3,rep,name=offers,proto3" json:"offers,omitempty"`
 	// The holds and bookings this entry created, closed, confirmed or
 	// refunded in the show: what webhooks deliver.
-	HoldChanges   []*WebhookHoldChange `protobuf:"bytes,4,rep,name=hold_changes,json=holdChanges,proto3" json:"hold_changes,omitempty"`
+	HoldChanges []*WebhookHoldChange `protobuf:"bytes,4,rep,name=hold_changes,json=holdChanges,proto3" json:"hold_changes,omitempty"`
+	// The show's waiting room changed at this revision (waitroom.proto).
+	Room          *RoomEvent `protobuf:"bytes,50,opt,name=room,proto3" json:"room,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2184,6 +2323,13 @@ func (x *SeatEventRecord) GetOffers() []*QueueOffer {
 func (x *SeatEventRecord) GetHoldChanges() []*WebhookHoldChange {
 	if x != nil {
 		return x.HoldChanges
+	}
+	return nil
+}
+
+func (x *SeatEventRecord) GetRoom() *RoomEvent {
+	if x != nil {
+		return x.Room
 	}
 	return nil
 }
@@ -2514,7 +2660,9 @@ type ReadRequest struct {
 	// linearizable view (the admin's schedule path does).
 	Linearizable bool `protobuf:"varint,22,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
 	// READ_KIND_SEAT_MAP: only the seats' states (SeatMap.seat_states).
-	StatesOnly    bool `protobuf:"varint,23,opt,name=states_only,json=statesOnly,proto3" json:"states_only,omitempty"`
+	StatesOnly bool `protobuf:"varint,23,opt,name=states_only,json=statesOnly,proto3" json:"states_only,omitempty"`
+	// READ_KIND_ROOM_ENTRY: the entry's secret.
+	EntryToken    string `protobuf:"bytes,50,opt,name=entry_token,json=entryToken,proto3" json:"entry_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2654,6 +2802,13 @@ func (x *ReadRequest) GetStatesOnly() bool {
 	return false
 }
 
+func (x *ReadRequest) GetEntryToken() string {
+	if x != nil {
+		return x.EntryToken
+	}
+	return ""
+}
+
 type ReadResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Status   ForwardStatus          `protobuf:"varint,1,opt,name=status,proto3,enum=seatledger.v1.ForwardStatus" json:"status,omitempty"`
@@ -2677,8 +2832,10 @@ type ReadResponse struct {
 	NodeList    *NodeList        `protobuf:"bytes,30,opt,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
 	// READ_KIND_WEBHOOKS: the registrations (secrets included: this is the
 	// nodes' own API) at this applied index of the catalog group.
-	Webhooks         []*WebhookRecord `protobuf:"bytes,60,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
-	WebhooksRevision uint64           `protobuf:"varint,61,opt,name=webhooks_revision,json=webhooksRevision,proto3" json:"webhooks_revision,omitempty"`
+	Webhooks         []*WebhookRecord   `protobuf:"bytes,60,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
+	WebhooksRevision uint64             `protobuf:"varint,61,opt,name=webhooks_revision,json=webhooksRevision,proto3" json:"webhooks_revision,omitempty"`
+	RoomEntry        *WaitingRoomEntry  `protobuf:"bytes,50,opt,name=room_entry,json=roomEntry,proto3" json:"room_entry,omitempty"`
+	Room             *WaitingRoomStatus `protobuf:"bytes,51,opt,name=room,proto3" json:"room,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -2825,11 +2982,25 @@ func (x *ReadResponse) GetWebhooksRevision() uint64 {
 	return 0
 }
 
+func (x *ReadResponse) GetRoomEntry() *WaitingRoomEntry {
+	if x != nil {
+		return x.RoomEntry
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetRoom() *WaitingRoomStatus {
+	if x != nil {
+		return x.Room
+	}
+	return nil
+}
+
 var File_ledger_proto protoreflect.FileDescriptor
 
 const file_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\fledger.proto\x12\rseatledger.v1\x1a\vadmin.proto\x1a\rbooking.proto\x1a\rcatalog.proto\x1a\rwebhook.proto\"\xbf\x06\n" +
+	"\fledger.proto\x12\rseatledger.v1\x1a\vadmin.proto\x1a\rbooking.proto\x1a\rcatalog.proto\x1a\rwebhook.proto\x1a\x0ewaitroom.proto\"\xe3\a\n" +
 	"\aCommand\x12$\n" +
 	"\x0eproposed_at_ms\x18\x01 \x01(\x03R\fproposedAtMs\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
@@ -2850,20 +3021,24 @@ const file_ledger_proto_rawDesc = "" +
 	"\acatalog\x18\x1e \x01(\v2\x19.seatledger.v1.CatalogCmdH\x00R\acatalog\x12,\n" +
 	"\x04node\x18( \x01(\v2\x16.seatledger.v1.NodeCmdH\x00R\x04node\x125\n" +
 	"\awebhook\x18< \x01(\v2\x19.seatledger.v1.WebhookCmdH\x00R\awebhook\x12H\n" +
-	"\x0ewebhook_cursor\x18= \x01(\v2\x1f.seatledger.v1.WebhookCursorCmdH\x00R\rwebhookCursorB\x04\n" +
+	"\x0ewebhook_cursor\x18= \x01(\v2\x1f.seatledger.v1.WebhookCursorCmdH\x00R\rwebhookCursor\x126\n" +
+	"\bset_room\x182 \x01(\v2\x19.seatledger.v1.SetRoomCmdH\x00R\asetRoom\x129\n" +
+	"\tjoin_room\x183 \x01(\v2\x1a.seatledger.v1.JoinRoomCmdH\x00R\bjoinRoom\x12/\n" +
+	"\x05admit\x184 \x01(\v2\x17.seatledger.v1.AdmitCmdH\x00R\x05admitB\x04\n" +
 	"\x02op\";\n" +
 	"\x05Batch\x122\n" +
 	"\bcommands\x18\x01 \x03(\v2\x16.seatledger.v1.CommandR\bcommands\"U\n" +
 	"\rCreateShowCmd\x12'\n" +
 	"\x04show\x18\x01 \x01(\v2\x13.seatledger.v1.ShowR\x04show\x12\x1b\n" +
-	"\ttoken_key\x18\x02 \x01(\fR\btokenKey\"\x9a\x01\n" +
+	"\ttoken_key\x18\x02 \x01(\fR\btokenKey\"\xc3\x01\n" +
 	"\aHoldCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\rR\x05count\x12\x1a\n" +
 	"\bcategory\x18\x05 \x01(\tR\bcategory\x12\x12\n" +
-	"\x04wait\x18\x06 \x01(\bR\x04wait\"~\n" +
+	"\x04wait\x18\x06 \x01(\bR\x04wait\x12'\n" +
+	"\x0fadmission_token\x182 \x01(\tR\x0eadmissionToken\"~\n" +
 	"\n" +
 	"ConfirmCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
@@ -2908,7 +3083,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x04seed\x18\x02 \x01(\bR\x04seed\"Z\n" +
 	"\x0fSetNodeStateCmd\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.NodeStateR\x05state\"\xc8\x05\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.NodeStateR\x05state\"\xcd\a\n" +
 	"\x06Result\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
@@ -2935,7 +3110,14 @@ const file_ledger_proto_rawDesc = "" +
 	"\vqueue_token\x18\x14 \x01(\tR\n" +
 	"queueToken\x12\x1f\n" +
 	"\vseats_ahead\x18\x15 \x01(\rR\n" +
-	"seatsAhead\"y\n" +
+	"seatsAhead\x12=\n" +
+	"\n" +
+	"room_entry\x182 \x01(\v2\x1e.seatledger.v1.RoomEntryRecordR\troomEntry\x12(\n" +
+	"\x10room_entry_token\x183 \x01(\tR\x0eroomEntryToken\x12#\n" +
+	"\rroom_position\x184 \x01(\x04R\froomPosition\x12*\n" +
+	"\x11room_people_ahead\x185 \x01(\x04R\x0froomPeopleAhead\x12-\n" +
+	"\x04room\x186 \x01(\v2\x19.seatledger.v1.RoomRecordR\x04room\x12\x1a\n" +
+	"\badmitted\x187 \x01(\rR\badmitted\"y\n" +
 	"\n" +
 	"SeatRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12.\n" +
@@ -2980,12 +3162,13 @@ const file_ledger_proto_rawDesc = "" +
 	"\n" +
 	"ClientHold\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\xe2\x01\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x90\x02\n" +
 	"\x0fSeatEventRecord\x12\"\n" +
 	"\rapplied_at_ms\x18\x01 \x01(\x03R\vappliedAtMs\x123\n" +
 	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x121\n" +
 	"\x06offers\x18\x03 \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\x12C\n" +
-	"\fhold_changes\x18\x04 \x03(\v2 .seatledger.v1.WebhookHoldChangeR\vholdChanges\"\x85\x01\n" +
+	"\fhold_changes\x18\x04 \x03(\v2 .seatledger.v1.WebhookHoldChangeR\vholdChanges\x12,\n" +
+	"\x04room\x182 \x01(\v2\x18.seatledger.v1.RoomEventR\x04room\"\x85\x01\n" +
 	"\rRequestRecord\x12!\n" +
 	"\fpayload_hash\x18\x01 \x01(\fR\vpayloadHash\x12-\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.seatledger.v1.ResultR\x06result\x12\"\n" +
@@ -3004,7 +3187,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x14ProposeBatchResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12<\n" +
-	"\tresponses\x18\x03 \x03(\v2\x1e.seatledger.v1.ProposeResponseR\tresponses\"\xf2\x03\n" +
+	"\tresponses\x18\x03 \x03(\v2\x1e.seatledger.v1.ProposeResponseR\tresponses\"\x93\x04\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.seatledger.v1.ReadKindR\x04kind\x12\x17\n" +
@@ -3024,7 +3207,9 @@ const file_ledger_proto_rawDesc = "" +
 	"\rcatalog_query\x18\x15 \x01(\v2\x1b.seatledger.v1.CatalogQueryR\fcatalogQuery\x12\"\n" +
 	"\flinearizable\x18\x16 \x01(\bR\flinearizable\x12\x1f\n" +
 	"\vstates_only\x18\x17 \x01(\bR\n" +
-	"statesOnly\"\x85\x06\n" +
+	"statesOnly\x12\x1f\n" +
+	"\ventry_token\x182 \x01(\tR\n" +
+	"entryToken\"\xfb\x06\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -3044,7 +3229,10 @@ const file_ledger_proto_rawDesc = "" +
 	"\acatalog\x18\x15 \x01(\v2\x1c.seatledger.v1.CatalogAnswerR\acatalog\x124\n" +
 	"\tnode_list\x18\x1e \x01(\v2\x17.seatledger.v1.NodeListR\bnodeList\x128\n" +
 	"\bwebhooks\x18< \x03(\v2\x1c.seatledger.v1.WebhookRecordR\bwebhooks\x12+\n" +
-	"\x11webhooks_revision\x18= \x01(\x04R\x10webhooksRevision*\xbc\x06\n" +
+	"\x11webhooks_revision\x18= \x01(\x04R\x10webhooksRevision\x12>\n" +
+	"\n" +
+	"room_entry\x182 \x01(\v2\x1f.seatledger.v1.WaitingRoomEntryR\troomEntry\x124\n" +
+	"\x04room\x183 \x01(\v2 .seatledger.v1.WaitingRoomStatusR\x04room*\xbf\a\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -3080,7 +3268,12 @@ const file_ledger_proto_rawDesc = "" +
 	"\x11CODE_NODE_REMOVED\x103\x12\x1b\n" +
 	"\x17CODE_NODE_ADDRESS_TAKEN\x104\x12\x1a\n" +
 	"\x16CODE_WEBHOOK_NOT_FOUND\x10<\x12\x17\n" +
-	"\x13CODE_WEBHOOK_EXISTS\x10=*q\n" +
+	"\x13CODE_WEBHOOK_EXISTS\x10=\x12\x1b\n" +
+	"\x17CODE_ADMISSION_REQUIRED\x107\x12\x14\n" +
+	"\x10CODE_ROOM_CLOSED\x108\x12\x12\n" +
+	"\x0eCODE_ROOM_FULL\x109\x12\x1d\n" +
+	"\x19CODE_ROOM_ENTRY_NOT_FOUND\x10:\x12\x1b\n" +
+	"\x17CODE_ROOM_TOKEN_INVALID\x10;*q\n" +
 	"\n" +
 	"QueueState\x12\x1b\n" +
 	"\x17QUEUE_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -3093,7 +3286,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x19FORWARD_STATUS_NOT_LEADER\x10\x02\x12\"\n" +
 	"\x1eFORWARD_STATUS_OUTCOME_UNKNOWN\x10\x03\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNAVAILABLE\x10\x04\x12\x1a\n" +
-	"\x16FORWARD_STATUS_INVALID\x10\x05*\x85\x02\n" +
+	"\x16FORWARD_STATUS_INVALID\x10\x05*\xb3\x02\n" +
 	"\bReadKind\x12\x19\n" +
 	"\x15READ_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12READ_KIND_SEAT_MAP\x10\x01\x12\x12\n" +
@@ -3105,7 +3298,9 @@ const file_ledger_proto_rawDesc = "" +
 	"\x12\x19\n" +
 	"\x15READ_KIND_SEAT_COUNTS\x10\v\x12\x13\n" +
 	"\x0fREAD_KIND_NODES\x10\x1e\x12\x16\n" +
-	"\x12READ_KIND_WEBHOOKS\x10<2\xea\x01\n" +
+	"\x12READ_KIND_WEBHOOKS\x10<\x12\x18\n" +
+	"\x14READ_KIND_ROOM_ENTRY\x102\x12\x12\n" +
+	"\x0eREAD_KIND_ROOM\x1032\xea\x01\n" +
 	"\x04Peer\x12H\n" +
 	"\aPropose\x12\x1d.seatledger.v1.ProposeRequest\x1a\x1e.seatledger.v1.ProposeResponse\x12?\n" +
 	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponse\x12W\n" +
@@ -3160,24 +3355,32 @@ var file_ledger_proto_goTypes = []any{
 	(*CatalogCmd)(nil),           // 31: seatledger.v1.CatalogCmd
 	(*WebhookCmd)(nil),           // 32: seatledger.v1.WebhookCmd
 	(*WebhookCursorCmd)(nil),     // 33: seatledger.v1.WebhookCursorCmd
-	(*Show)(nil),                 // 34: seatledger.v1.Show
-	(*NodeRecord)(nil),           // 35: seatledger.v1.NodeRecord
-	(NodeState)(0),               // 36: seatledger.v1.NodeState
-	(HoldState)(0),               // 37: seatledger.v1.HoldState
-	(SeatState)(0),               // 38: seatledger.v1.SeatState
-	(*SeatChange)(nil),           // 39: seatledger.v1.SeatChange
-	(*QueueOffer)(nil),           // 40: seatledger.v1.QueueOffer
-	(*WebhookHoldChange)(nil),    // 41: seatledger.v1.WebhookHoldChange
-	(*CatalogQuery)(nil),         // 42: seatledger.v1.CatalogQuery
-	(*SeatMap)(nil),              // 43: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),             // 44: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),           // 45: seatledger.v1.QueueEntry
-	(*Seat)(nil),                 // 46: seatledger.v1.Seat
-	(*Revocation)(nil),           // 47: seatledger.v1.Revocation
-	(*ShowSeatCount)(nil),        // 48: seatledger.v1.ShowSeatCount
-	(*CatalogAnswer)(nil),        // 49: seatledger.v1.CatalogAnswer
-	(*NodeList)(nil),             // 50: seatledger.v1.NodeList
-	(*WebhookRecord)(nil),        // 51: seatledger.v1.WebhookRecord
+	(*SetRoomCmd)(nil),           // 34: seatledger.v1.SetRoomCmd
+	(*JoinRoomCmd)(nil),          // 35: seatledger.v1.JoinRoomCmd
+	(*AdmitCmd)(nil),             // 36: seatledger.v1.AdmitCmd
+	(*Show)(nil),                 // 37: seatledger.v1.Show
+	(*NodeRecord)(nil),           // 38: seatledger.v1.NodeRecord
+	(NodeState)(0),               // 39: seatledger.v1.NodeState
+	(HoldState)(0),               // 40: seatledger.v1.HoldState
+	(*RoomEntryRecord)(nil),      // 41: seatledger.v1.RoomEntryRecord
+	(*RoomRecord)(nil),           // 42: seatledger.v1.RoomRecord
+	(SeatState)(0),               // 43: seatledger.v1.SeatState
+	(*SeatChange)(nil),           // 44: seatledger.v1.SeatChange
+	(*QueueOffer)(nil),           // 45: seatledger.v1.QueueOffer
+	(*WebhookHoldChange)(nil),    // 46: seatledger.v1.WebhookHoldChange
+	(*RoomEvent)(nil),            // 47: seatledger.v1.RoomEvent
+	(*CatalogQuery)(nil),         // 48: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),              // 49: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),             // 50: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),           // 51: seatledger.v1.QueueEntry
+	(*Seat)(nil),                 // 52: seatledger.v1.Seat
+	(*Revocation)(nil),           // 53: seatledger.v1.Revocation
+	(*ShowSeatCount)(nil),        // 54: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),        // 55: seatledger.v1.CatalogAnswer
+	(*NodeList)(nil),             // 56: seatledger.v1.NodeList
+	(*WebhookRecord)(nil),        // 57: seatledger.v1.WebhookRecord
+	(*WaitingRoomEntry)(nil),     // 58: seatledger.v1.WaitingRoomEntry
+	(*WaitingRoomStatus)(nil),    // 59: seatledger.v1.WaitingRoomStatus
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -3193,53 +3396,61 @@ var file_ledger_proto_depIdxs = []int32{
 	14, // 10: seatledger.v1.Command.node:type_name -> seatledger.v1.NodeCmd
 	32, // 11: seatledger.v1.Command.webhook:type_name -> seatledger.v1.WebhookCmd
 	33, // 12: seatledger.v1.Command.webhook_cursor:type_name -> seatledger.v1.WebhookCursorCmd
-	4,  // 13: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	34, // 14: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
-	15, // 15: seatledger.v1.NodeCmd.add_node:type_name -> seatledger.v1.AddNodeCmd
-	16, // 16: seatledger.v1.NodeCmd.set_state:type_name -> seatledger.v1.SetNodeStateCmd
-	35, // 17: seatledger.v1.AddNodeCmd.nodes:type_name -> seatledger.v1.NodeRecord
-	36, // 18: seatledger.v1.SetNodeStateCmd.state:type_name -> seatledger.v1.NodeState
-	0,  // 19: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	37, // 20: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	38, // 21: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	37, // 22: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
-	1,  // 23: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
-	22, // 24: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
-	39, // 25: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	40, // 26: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
-	41, // 27: seatledger.v1.SeatEventRecord.hold_changes:type_name -> seatledger.v1.WebhookHoldChange
-	17, // 28: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	4,  // 29: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	2,  // 30: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	17, // 31: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	25, // 32: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
-	2,  // 33: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
-	26, // 34: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
-	3,  // 35: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	42, // 36: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
-	2,  // 37: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	43, // 38: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	44, // 39: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 40: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	45, // 41: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	44, // 42: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	46, // 43: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	47, // 44: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
-	48, // 45: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
-	49, // 46: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
-	50, // 47: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
-	51, // 48: seatledger.v1.ReadResponse.webhooks:type_name -> seatledger.v1.WebhookRecord
-	25, // 49: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	29, // 50: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	27, // 51: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
-	26, // 52: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	30, // 53: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	28, // 54: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
-	52, // [52:55] is the sub-list for method output_type
-	49, // [49:52] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	34, // 13: seatledger.v1.Command.set_room:type_name -> seatledger.v1.SetRoomCmd
+	35, // 14: seatledger.v1.Command.join_room:type_name -> seatledger.v1.JoinRoomCmd
+	36, // 15: seatledger.v1.Command.admit:type_name -> seatledger.v1.AdmitCmd
+	4,  // 16: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
+	37, // 17: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	15, // 18: seatledger.v1.NodeCmd.add_node:type_name -> seatledger.v1.AddNodeCmd
+	16, // 19: seatledger.v1.NodeCmd.set_state:type_name -> seatledger.v1.SetNodeStateCmd
+	38, // 20: seatledger.v1.AddNodeCmd.nodes:type_name -> seatledger.v1.NodeRecord
+	39, // 21: seatledger.v1.SetNodeStateCmd.state:type_name -> seatledger.v1.NodeState
+	0,  // 22: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
+	40, // 23: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	41, // 24: seatledger.v1.Result.room_entry:type_name -> seatledger.v1.RoomEntryRecord
+	42, // 25: seatledger.v1.Result.room:type_name -> seatledger.v1.RoomRecord
+	43, // 26: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	40, // 27: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	1,  // 28: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
+	22, // 29: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
+	44, // 30: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	45, // 31: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
+	46, // 32: seatledger.v1.SeatEventRecord.hold_changes:type_name -> seatledger.v1.WebhookHoldChange
+	47, // 33: seatledger.v1.SeatEventRecord.room:type_name -> seatledger.v1.RoomEvent
+	17, // 34: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 35: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 36: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	17, // 37: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	25, // 38: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
+	2,  // 39: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
+	26, // 40: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
+	3,  // 41: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	48, // 42: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	2,  // 43: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	49, // 44: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	50, // 45: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 46: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	51, // 47: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	50, // 48: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	52, // 49: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	53, // 50: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
+	54, // 51: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	55, // 52: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	56, // 53: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
+	57, // 54: seatledger.v1.ReadResponse.webhooks:type_name -> seatledger.v1.WebhookRecord
+	58, // 55: seatledger.v1.ReadResponse.room_entry:type_name -> seatledger.v1.WaitingRoomEntry
+	59, // 56: seatledger.v1.ReadResponse.room:type_name -> seatledger.v1.WaitingRoomStatus
+	25, // 57: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	29, // 58: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	27, // 59: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
+	26, // 60: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	30, // 61: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	28, // 62: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
+	60, // [60:63] is the sub-list for method output_type
+	57, // [57:60] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -3251,6 +3462,7 @@ func file_ledger_proto_init() {
 	file_booking_proto_init()
 	file_catalog_proto_init()
 	file_webhook_proto_init()
+	file_waitroom_proto_init()
 	file_ledger_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_CreateShow)(nil),
 		(*Command_Hold)(nil),
@@ -3265,6 +3477,9 @@ func file_ledger_proto_init() {
 		(*Command_Node)(nil),
 		(*Command_Webhook)(nil),
 		(*Command_WebhookCursor)(nil),
+		(*Command_SetRoom)(nil),
+		(*Command_JoinRoom)(nil),
+		(*Command_Admit)(nil),
 	}
 	file_ledger_proto_msgTypes[10].OneofWrappers = []any{
 		(*NodeCmd_AddNode)(nil),
