@@ -16,12 +16,14 @@ import (
 
 // Live changes fan out once per node and show (DESIGN.md §5): a feed reads
 // each change of its show from this node's replica once, encodes it once per
-// wire format its watchers use, and keeps the latest frames in a ring. Each
-// watcher takes from the ring on its own goroutine everything it has not
-// sent yet, in one write. The feed never waits for a watcher, so one that
-// stops reading delays nobody; one that fell out of the ring reads what it
-// missed from the change log, exactly as a client resuming from that
-// revision would (the changes, or a reset seat map once they are pruned).
+// wire format its watchers use, and keeps the latest frames in a ring. The
+// feed writes each batch to the watchers that keep up itself (direct.go);
+// any other watcher takes from the ring on its own goroutine everything it
+// has not sent yet, in one write. The feed never waits for a watcher, so
+// one that stops reading delays nobody; one that fell out of the ring
+// reads what it missed from the change log, exactly as a client resuming
+// from that revision would (the changes, or a reset seat map once they are
+// pruned).
 
 // feedFramesMax bounds a feed's ring: how many changes of a show a watcher
 // may lag behind and still be served from memory. The ring holds up to
@@ -65,7 +67,8 @@ func (f *Frame) Encoded(format Format) ([]byte, error) {
 
 // SharedSink is a Sink that takes the shared frames of a watch served
 // from this node's replica. Its watch runs on one goroutine, the caller's:
-// frames, keepalives (Idle) and the end all happen there.
+// frames, keepalives (Idle) and the end all happen there (a DirectSink's
+// also come from the feed's goroutine, never at the same time).
 type SharedSink interface {
 	Sink
 	// Format is the wire format of the sink's frames.

@@ -1,3 +1,12 @@
+// Package watch serves live seat maps: a watch streams one show's seat
+// changes from the group's change log (fsm/doc.go, "Change log"). The log
+// is replicated state, so any replica serves it: a follower's stream may
+// run a little behind the leader's, but it holds the same records at the
+// same revisions and never skips one. A node without a replica of the
+// group relays the stream of a node that has one. The shard router says
+// where a show lives; this package only reads and fans out, once per node
+// and show (feed.go), straight to the sockets of watchers that keep up
+// (direct.go).
 package watch
 
 import (
@@ -16,14 +25,6 @@ import (
 	"github.com/seatledger/seatledger/raftnode"
 	"github.com/seatledger/seatledger/shard"
 )
-
-// Package watch serves live seat maps: a watch streams one show's seat
-// changes from the group's change log (fsm/doc.go, "Change log"). The log
-// is replicated state, so any replica serves it: a follower's stream may
-// run a little behind the leader's, but it holds the same records at the
-// same revisions and never skips one. A node without a replica of the
-// group relays the stream of a node that has one. The shard router says
-// where a show lives; this package only reads and fans out.
 
 const (
 	// watchReadMax bounds the change records one read of the log takes, so
