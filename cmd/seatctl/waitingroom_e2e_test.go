@@ -56,5 +56,5 @@ func (sc *seatctl) waitingRoom(show string) {
 	if out := sc.ok("waitingroom", "close", show); tableValue(out, "open") != "false" {
 		t.Fatalf("waitingroom close:\n%s", out)
 	}
-	sc.ok("hold", show, "B12", "--client-id", "fan")
+	sc.ok("hold", show, "B10", "--client-id", "fan") // B12 is the webhook test's
 }
