@@ -45,9 +45,11 @@ func (g *Group) runAdmit() {
 }
 
 // admitQuietMax bounds the admission driver's sleep on a replica with
-// nothing to admit: a leadership change that applies nothing is noticed
-// within it.
-const admitQuietMax = time.Second
+// nothing to admit. A new leader's first entry wakes the driver, but
+// possibly before the leader is ready (its barrier's future returns after
+// the apply); the bound is how late the driver then notices, so it is
+// kept short: a few wake-ups a second of an idle group cost little.
+const admitQuietMax = 250 * time.Millisecond
 
 // sleepUntilApplied waits until the next apply, d, or stop; false on stop.
 func (g *Group) sleepUntilApplied(d time.Duration) bool {

@@ -16,6 +16,8 @@ import (
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
+// The room's holds take A11 and A12, seats no other step of the scenario
+// holds (the webhook step holds B12).
 func (sc *seatctl) waitingRoom(show string) {
 	t := sc.t
 	if out := sc.ok("waitingroom", "status", show); tableValue(out, "open") != "false" {
@@ -27,7 +29,7 @@ func (sc *seatctl) waitingRoom(show string) {
 	if out := sc.ok("waitingroom", "open", show, "--rate", "50"); tableValue(out, "open") != "true" || tableValue(out, "admit_per_second") != "50" {
 		t.Fatalf("waitingroom open --rate 50:\n%s", out)
 	}
-	if _, errOut, code := sc.run("hold", show, "B11", "--client-id", "fan"); code != exitFailure || !strings.Contains(errOut, "ADMISSION_REQUIRED") {
+	if _, errOut, code := sc.run("hold", show, "A11", "--client-id", "fan"); code != exitFailure || !strings.Contains(errOut, "ADMISSION_REQUIRED") {
 		t.Fatalf("hold in an open room without admission: exit %d, %s", code, errOut)
 	}
 	conn, err := grpc.NewClient(strings.Split(sc.endpoints, ",")[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -49,12 +51,12 @@ func (sc *seatctl) waitingRoom(show string) {
 			t.Fatalf("GetWaitingRoomEntry: %v", err)
 		}
 	}
-	sc.ok("hold", show, "B11", "--client-id", "fan", "--admission-token", e.AdmissionToken)
+	sc.ok("hold", show, "A11", "--client-id", "fan", "--admission-token", e.AdmissionToken)
 	if out := sc.ok("waitingroom", "status", show); tableValue(out, "admitted") != "1" {
 		t.Fatalf("waitingroom status after one admission:\n%s", out)
 	}
 	if out := sc.ok("waitingroom", "close", show); tableValue(out, "open") != "false" {
 		t.Fatalf("waitingroom close:\n%s", out)
 	}
-	sc.ok("hold", show, "B10", "--client-id", "fan") // B12 is the webhook test's
+	sc.ok("hold", show, "A12", "--client-id", "fan")
 }
