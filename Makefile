@@ -70,7 +70,7 @@ proto:
 	  --openapiv2_out=$(OPENAPI_TMP) \
 	  --openapiv2_opt=grpc_api_configuration=booking.yaml,generate_unbound_methods=false \
 	  --openapiv2_opt=allow_merge=true,merge_file_name=seatledger,json_names_for_fields=false \
-	  booking.proto ledger.proto admin.proto catalog.proto
+	  booking.proto ledger.proto admin.proto catalog.proto webhook.proto waitroom.proto
 	$(GO) run ./gateway/openapigen $(OPENAPI_TMP)/seatledger.swagger.json gateway/openapi.json
 
 dev:

@@ -33,6 +33,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	tx.m.led.shows[h.ShowId].states.Store(nil)
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now
+	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED)
 	tx.put(tx.holdKey(h.HoldId), h)
 	must(tx.b.Set(tx.bookingKey(h.ClientId, tx.index, h.HoldId), nil, nil), "write booking index")
 	return holdResult(h)

@@ -69,6 +69,17 @@
 // (unknown entry, or already offered), CODE_NOT_HOLD_OWNER,
 // CODE_QUEUE_TOKEN_INVALID; leaving again succeeds.
 //
+// While a show's waiting room is open (waitroom.go), a hold in it is
+// CODE_ADMISSION_REQUIRED (after CODE_UNKNOWN_SEAT, a category the show
+// lacks and CODE_SOLD_OUT of 4 above, before CODE_TOO_MANY_HOLDS) unless its
+// client's latest room entry is admitted, not expired by the log clock, and
+// admission_token is that entry's; a best-available hold with wait that
+// finds the show sold out joins the queue without one. SetRoom:
+// CODE_SHOW_NOT_FOUND. JoinRoom: CODE_SHOW_NOT_FOUND, CODE_ROOM_CLOSED (no
+// open room), CODE_ROOM_FULL (RoomEntriesMax); a client with an entry that
+// is not expired gets that entry again. Admit, like Expire, is a leader
+// command without an identity.
+//
 // Hold tokens are HMAC-SHA256(show's token key, hold id) (token.go): the key
 // is random bytes the proposing gateway put in CreateShow, so replicas issue
 // and check the same tokens deterministically.
@@ -88,6 +99,7 @@
 //	0x08 show_id                          raw bytes: the show's hold-token key
 //	0x0A bucket(u64) len(show_id) show_id revision(u64)   ledgerpb.SeatEventRecord
 //	0x0B bucket(u64)                      u64: the bucket's first revision
+//	0x16 bucket(u64) revision(u64) len(show_id) show_id   empty: changes by revision
 //	0x0C                                  u64: change log floor
 //	0x0D entry_id                         ledgerpb.QueueEntryRecord
 //	0x0E len(show) show join_index(u64) join_pos(u32)   entry_id: the line (waiting only)
@@ -96,6 +108,9 @@
 //	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
 //	0x12 len(show) show hold_id           empty: the show's live holds and bookings
 //	0x13 len(show) show revision(u64) hold_id   empty: the show's refunded bookings (revocation feed)
+//	0x1C sink_id                          ledgerpb.WebhookCursor: how far the group's events reached a sink (webhook.go)
+//	0x14 show_id                          ledgerpb.RoomRecord: the show's open waiting room (waitroom.go)
+//	0x15 len(show) show entry_id          ledgerpb.RoomEntryRecord: an entry of that room
 //
 // The catalog (catalog.go), written only in the catalog group; its records
 // never change once written, and a browse page is one walk of an index:
@@ -114,6 +129,10 @@
 // The node registry (node.go), written only in the catalog group:
 //
 //	0x2F node_id                          ledgerpb.NodeRecord (REMOVED ones stay: the id is retired)
+//
+// Webhook registrations (webhook.go), written only in the catalog group:
+//
+//	0x2D webhook_id                       ledgerpb.WebhookRecord (with its secret)
 //
 // Registry rejections, after 1 to 3 above: AddNode CODE_NODE_REMOVED, then
 // CODE_NODE_ADDRESS_TAKEN, then CODE_INVALID_ARGUMENT past NodesMax (a seed

@@ -144,6 +144,8 @@ func (tx *txn) flushEvents() {
 		tx.scratch = appendEventRecord(tx.scratch[:0], tx.now, sc.changes, sc.offers)
 		tx.keyBuf = tx.m.appendEventKey(tx.keyBuf[:0], bucket, sc.show, tx.index)
 		must(tx.b.Set(tx.keyBuf, tx.scratch, nil), "write change record")
+		tx.keyBuf = tx.m.appendEventRevKey(tx.keyBuf[:0], bucket, tx.index, sc.show)
+		must(tx.b.Set(tx.keyBuf, nil, nil), "write change record revision")
 		if tx.touched == nil {
 			tx.touched = map[string]uint64{}
 		}
@@ -170,6 +172,7 @@ func (tx *txn) pruneEvents() {
 		return
 	}
 	must(tx.b.DeleteRange(tx.m.appendKind(nil, kindEvent), binary.BigEndian.AppendUint64(tx.m.appendKind(nil, kindEvent), below), nil), "prune change records")
+	must(tx.b.DeleteRange(tx.m.appendKind(nil, kindEventRev), binary.BigEndian.AppendUint64(tx.m.appendKind(nil, kindEventRev), below), nil), "prune change record revisions")
 	must(tx.b.DeleteRange(tx.m.eventBucketKey(0), tx.m.eventBucketKey(below), nil), "prune change buckets")
 	floor := tx.index - 1
 	tx.scan(tx.m.eventBucketKey(below), prefixEnd(tx.m.key(kindEventBucket)), 1, func(k []byte) {
@@ -283,6 +286,33 @@ func (m *Machine) appendEventKey(dst []byte, bucket uint64, show string, rev uin
 	return binary.BigEndian.AppendUint64(appendLenPrefixed(k, show), rev)
 }
 
+// eventRevKey indexes a change record by revision within its bucket, for
+// reads of the whole group's changes in revision order (GroupEvents): a
+// show's records are keyed for reads of one show.
+func (m *Machine) eventRevKey(bucket, rev uint64, show string) []byte {
+	return m.appendEventRevKey(nil, bucket, rev, show)
+}
+
+func (m *Machine) appendEventRevKey(dst []byte, bucket, rev uint64, show string) []byte {
+	k := binary.BigEndian.AppendUint64(m.appendKind(dst, kindEventRev), bucket)
+	return appendLenPrefixed(binary.BigEndian.AppendUint64(k, rev), show)
+}
+
+// decodeEventRevKey returns the bucket, revision and show of a revision
+// index key.
+func decodeEventRevKey(k []byte) (uint64, uint64, string, error) {
+	if len(k) < groupPrefixLen+1+8+8+1 || k[groupPrefixLen] != kindEventRev {
+		return 0, 0, "", errBadKey
+	}
+	body := k[groupPrefixLen+1:]
+	bucket, rev := binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:])
+	body = body[16:]
+	if n := int(body[0]); len(body) != 1+n {
+		return 0, 0, "", errBadKey
+	}
+	return bucket, rev, string(body[1:]), nil
+}
+
 // eventBucketKey holds the first revision written to bucket: a reader
 // after a revision starts at the last bucket that begins at or before it.
 func (m *Machine) eventBucketKey(bucket uint64) []byte {
@@ -324,6 +354,12 @@ type SeatEvent struct {
 	AppliedAtMs int64
 	Changes     []*ledgerpb.SeatChange
 	Offers      []*ledgerpb.QueueOffer
+	// HoldChanges are the holds the entry created, closed, confirmed or
+	// refunded in the show (webhook.go).
+	HoldChanges []*ledgerpb.WebhookHoldChange
+	// Room is the show's waiting room after the entry, when it changed
+	// (waitroom_events.go).
+	Room *ledgerpb.RoomEvent
 }
 
 // ErrEventsPruned is returned when changes after the asked revision may have
@@ -369,7 +405,7 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 			if err := proto.Unmarshal(it.Value(), rec); err != nil {
 				return nil, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
 			}
-			out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers})
+			out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges, Room: rec.Room})
 		}
 		if !ok {
 			break // past the last record of every bucket

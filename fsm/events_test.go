@@ -310,6 +310,9 @@ func TestEventKeysSortByRevision(t *testing.T) {
 	if bytes.HasPrefix(m.eventKey(4, "s10", 1), m.eventShowPrefix(4, "s1")) {
 		t.Errorf("change records of show s10 fall under the prefix of show s1")
 	}
+	if bytes.Compare(m.eventRevKey(1, 99, "zz"), m.eventRevKey(1, 100, "a")) >= 0 {
+		t.Errorf("eventRevKey(1, 99) >= eventRevKey(1, 100)")
+	}
 	if bytes.Compare(m.eventKey(1, "zz", 99), m.eventKey(2, "a", 1)) >= 0 {
 		t.Errorf("eventKey(bucket 1) >= eventKey(bucket 2)")
 	}
@@ -331,6 +334,7 @@ func FuzzDecodeEventKeys(f *testing.F) {
 	f.Add(m.eventKey(0, "", 0))
 	f.Add(m.eventBucketKey(1000))
 	f.Add(m.eventBucketKey(1 << 63))
+	f.Add(m.eventRevKey(3, 12, "s1"))
 	f.Add([]byte("G\x00\x00\x00\x07\x0a\x05s1"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, k []byte) {
@@ -341,6 +345,11 @@ func FuzzDecodeEventKeys(f *testing.F) {
 		if bucket, show, rev, err := decodeEventKey(k); err == nil {
 			if got := mk.eventKey(bucket, show, rev); !bytes.Equal(got, k) {
 				t.Fatalf("eventKey(decodeEventKey(%x)) = %x", k, got)
+			}
+		}
+		if bucket, rev, show, err := decodeEventRevKey(k); err == nil {
+			if got := mk.eventRevKey(bucket, rev, show); !bytes.Equal(got, k) {
+				t.Fatalf("eventRevKey(decodeEventRevKey(%x)) = %x", k, got)
 			}
 		}
 		if bucket, err := decodeEventBucketKey(k); err == nil {

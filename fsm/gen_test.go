@@ -76,6 +76,10 @@ type gen struct {
 	// wild lets a fuzzer reach the edges: arbitrary bytes in seat ids,
 	// negative Expire bounds and clocks near the end of int64.
 	wild bool
+	// rooms mixes in waiting-room commands (waitroom_gen_test.go); off,
+	// the sequences are what they were before rooms existed.
+	rooms     bool
+	roomEntry []genHold // room entries seen (id, show, client)
 }
 
 func newGen(ch chooser) *gen { return &gen{ch: ch, at: 1_000_000, next: 1} }
@@ -143,6 +147,9 @@ func (g *gen) request() string {
 // command returns one client command or an Expire, and whether it may be
 // sent again as a retry.
 func (g *gen) command() (*ledgerpb.Command, bool) {
+	if g.rooms && g.ch.intn(4) == 0 {
+		return g.roomCommand(), true
+	}
 	p := g.ch.intn(100)
 	switch {
 	case p < 30:
@@ -357,6 +364,9 @@ func (g *gen) observe(cmd *ledgerpb.Command, res []*ledgerpb.Result) {
 	for i, r := range res {
 		if i < len(inner) && inner[i].GetHold() != nil && r.Code == ledgerpb.Code_CODE_QUEUED && !r.Replayed {
 			g.entries = append(g.entries, genHold{id: r.QueueEntryId, show: inner[i].GetHold().ShowId, client: inner[i].ClientId})
+		}
+		if i < len(inner) && inner[i].GetJoinRoom() != nil && r.RoomEntry != nil && !r.Replayed {
+			g.roomEntry = append(g.roomEntry, genHold{id: r.RoomEntry.EntryId, show: inner[i].GetJoinRoom().ShowId, client: inner[i].ClientId})
 		}
 		if i < len(inner) && inner[i].GetHold() != nil && r.Code == ledgerpb.Code_CODE_OK && !r.Replayed && r.HoldId != "" {
 			g.holds = append(g.holds, genHold{id: r.HoldId, show: inner[i].GetHold().ShowId, client: inner[i].ClientId})

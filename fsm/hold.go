@@ -19,6 +19,9 @@ func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Resul
 	if rej != nil && rej.Code == ledgerpb.Code_CODE_SOLD_OUT && c.Wait {
 		return tx.joinQueue(client, c, pos)
 	}
+	if rej == nil {
+		rej = tx.admissionCheck(client, c) // waitroom.go
+	}
 	if rej != nil {
 		return rej
 	}
@@ -156,6 +159,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	must(tx.b.Set(tx.liveKey(h.ShowId, h.HoldId), nil, nil), "write live index")
 	tx.m.led.due(h)
 	tx.trackHold(h)
+	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_HOLD_CREATED)
 	r := holdResult(h)
 	r.HoldToken = tx.holdToken(h.ShowId, h.HoldId)
 	return r
@@ -273,6 +277,7 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	tx.seatsFreed(h.ShowId)
 	h.State = state
 	h.ClosedAtMs = tx.now
+	tx.holdChanged(h, closeEvent(state))
 	tx.put(tx.holdKey(h.HoldId), h)
 	delete(tx.m.led.holds, h.HoldId)
 	tx.m.led.live--

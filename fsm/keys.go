@@ -22,6 +22,9 @@ const (
 	kindBooking     byte = 0x11 // a client's bookings by confirm index
 	kindLive        byte = 0x12 // a show's live holds and bookings
 	kindRevoked     byte = 0x13 // a show's refunded bookings by revision
+	kindRoom        byte = 0x14 // a show's open waiting room
+	kindRoomEntry   byte = 0x15 // a waiting room's entries
+	kindEventRev    byte = 0x16 // the change records of a bucket by revision
 	// kindEnd bounds the kinds a snapshot may hold: past the catalog's
 	// (0x20..0x29), leaving room for the seat ledger's below 0x20.
 	kindEnd byte = 0x30

@@ -230,6 +230,9 @@ func ValidateHold(c *ledgerpb.HoldCmd) *FieldError {
 	if c.TtlMs != 0 && (c.TtlMs < HoldTTLMinMs || c.TtlMs > HoldTTLMaxMs) {
 		return fieldErr("ttl_seconds", "must be in %d..%d seconds", HoldTTLMinMs/1000, HoldTTLMaxMs/1000)
 	}
+	if len(c.AdmissionToken) > AdmissionTokenLenMax {
+		return fieldErr("admission_token", "is not an admission token")
+	}
 	return nil
 }
 

@@ -46,6 +46,8 @@ type ledger struct {
 	expiry expiryQueue
 	// live counts the live holds among holds.
 	live int
+	// rooms are the shows' open waiting rooms (waitroom.go).
+	rooms map[string]*room
 }
 
 // showState is one show in the ledger.
@@ -97,6 +99,9 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 	}
 	if err == nil {
 		err = m.loadQueues(r, &led)
+	}
+	if err == nil {
+		err = m.loadRooms(r, &led)
 	}
 	if err != nil {
 		return ledger{}, fmt.Errorf("fsm: load group %d: %w", m.group, err)
@@ -306,6 +311,9 @@ func (led *ledger) diff(o *ledger) string {
 	}
 	if led.live != countLive(o) || o.live != led.live {
 		return fmt.Sprintf("%d live holds counted, against %d", led.live, countLive(o))
+	}
+	if d := led.diffRooms(o); d != "" {
+		return d
 	}
 	if led.nextExpiry() != o.nextExpiry() {
 		return fmt.Sprintf("next expiry %d, against %d", led.nextExpiry(), o.nextExpiry())

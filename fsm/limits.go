@@ -143,3 +143,30 @@ const (
 	// it comes back short, with a token to continue.
 	BrowseScanMax = 5000
 )
+
+// Waiting room limits (waitroom.go).
+const (
+	// RoomWindowMs is an arrival window: arrivals within one get random
+	// places among themselves, after every earlier window's.
+	RoomWindowMs = 1000
+	// RoomAdmitPerSecondMax bounds a room's admission rate.
+	RoomAdmitPerSecondMax = 10_000
+	// RoomAdmissionTTLDefaultMs is how long an admission token lasts when
+	// the room's operator sets no TTL; RoomAdmissionTTLMinMs and
+	// RoomAdmissionTTLMaxMs bound one that is set.
+	RoomAdmissionTTLDefaultMs = 2 * 60 * 1000
+	RoomAdmissionTTLMinMs     = 10 * 1000
+	RoomAdmissionTTLMaxMs     = 30 * 60 * 1000
+	// RoomEntriesMax bounds the entries of one room (rejoins included);
+	// past it a join is CODE_ROOM_FULL.
+	RoomEntriesMax = 500_000
+	// RoomSeedBytesMax bounds a join's seed (the gateway draws 16 bytes).
+	RoomSeedBytesMax = 32
+	// AdmitPerEntryDefault and AdmitPerEntryMax bound how many entries one
+	// Admit entry admits, so one entry never stalls the apply loop.
+	AdmitPerEntryDefault = 1024
+	AdmitPerEntryMax     = 8192
+	// AdmissionTokenLenMax bounds an admission token in requests (issued
+	// ones are 22 characters).
+	AdmissionTokenLenMax = 64
+)

@@ -248,6 +248,12 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 	if _, leader := c.Op.(*ledgerpb.Command_Expire); leader {
 		return tx.stamp(tx.expire(c.GetExpire()))
 	}
+	if _, leader := c.Op.(*ledgerpb.Command_WebhookCursor); leader {
+		return tx.stamp(tx.webhookCursor(c.GetWebhookCursor()))
+	}
+	if a, leader := c.Op.(*ledgerpb.Command_Admit); leader {
+		return tx.stamp(tx.admit(a.Admit))
+	}
 	if c.Op == nil {
 		panic(fmt.Sprintf("fsm: command without op at index %d", tx.index))
 	}
@@ -292,6 +298,12 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r = tx.catalog(op.Catalog)
 	case *ledgerpb.Command_Node:
 		r = tx.node(op.Node)
+	case *ledgerpb.Command_Webhook:
+		r = tx.webhook(op.Webhook)
+	case *ledgerpb.Command_SetRoom:
+		r = tx.setRoom(op.SetRoom)
+	case *ledgerpb.Command_JoinRoom:
+		r = tx.joinRoom(c.ClientId, op.JoinRoom, pos)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
@@ -327,6 +339,12 @@ func validateOp(c *ledgerpb.Command) *FieldError {
 		return ValidateCatalog(op.Catalog)
 	case *ledgerpb.Command_Node:
 		return ValidateNodeCmd(op.Node)
+	case *ledgerpb.Command_Webhook:
+		return ValidateWebhookCmd(op.Webhook)
+	case *ledgerpb.Command_SetRoom:
+		return ValidateSetRoom(op.SetRoom)
+	case *ledgerpb.Command_JoinRoom:
+		return ValidateJoinRoom(op.JoinRoom)
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 	h.State = ledgerpb.HoldState_HOLD_STATE_REFUNDED
 	h.RefundedAtMs = tx.now
 	h.RefundReason = c.Reason
+	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_REFUNDED)
 	tx.put(tx.holdKey(h.HoldId), h)
 	// Door scanners that check tickets offline follow the show's refunds.
 	must(tx.b.Set(tx.m.revokedKey(h.ShowId, tx.index, h.HoldId), nil, nil), "write revocation")

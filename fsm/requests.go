@@ -259,12 +259,18 @@ func (m *Machine) loadRequests(r pebble.Reader) (requestFilter, error) {
 // it: a retry is proposed at a later time. Nor is first_sent_at: a retry
 // through another path (a client that did not stamp, a browser) must match.
 //
-// Nor is a show's token_key: the gateway draws it at random, so a retry of
-// the same CreateShow through another gateway carries other bytes.
+// Nor is a show's token_key or a join's seed: the gateway draws them at
+// random, so a retry through another gateway carries other bytes.
 func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
-	if cs := c.GetCreateShow(); cs != nil && len(cs.TokenKey) > 0 {
+	if cs := c.GetCreateShow(); (cs != nil && len(cs.TokenKey) > 0) || c.GetJoinRoom() != nil {
+		// Rare commands: copy to clear their random bytes.
 		c = proto.Clone(c).(*ledgerpb.Command)
-		c.GetCreateShow().TokenKey = nil
+		if cs := c.GetCreateShow(); cs != nil {
+			cs.TokenKey = nil
+		}
+		if j := c.GetJoinRoom(); j != nil {
+			j.Seed = nil
+		}
 	}
 	// The stamps are cleared for the encoding and put back, rather than
 	// cloning the command: clients stamp first_sent_at on every write, and

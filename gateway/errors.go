@@ -108,41 +108,57 @@ var reasons = map[string]rule{
 	"NODE_NOT_FOUND":     {codes.NotFound, http.StatusNotFound, "no such node in the registry"},
 	"NODE_REMOVED":       {codes.FailedPrecondition, http.StatusConflict, "the node was removed from the cluster"},
 	"NODE_ADDRESS_TAKEN": {codes.AlreadyExists, http.StatusConflict, "another node is registered with this address"},
+	// Webhooks (webhooks.go).
+	"WEBHOOK_NOT_FOUND": {codes.NotFound, http.StatusNotFound, "no webhook with this id"},
+	"WEBHOOK_EXISTS":    {codes.AlreadyExists, http.StatusConflict, "a webhook with this id exists"},
+	// Waiting room (waitroom.go).
+	"ADMISSION_REQUIRED":   {codes.PermissionDenied, http.StatusForbidden, "the show's waiting room is open: join it (google.rpc.Help links the join call), and hold with the admission_token of the client's admitted entry"},
+	"ROOM_CLOSED":          {codes.FailedPrecondition, http.StatusConflict, "the show has no open waiting room: hold seats directly"},
+	"ROOM_FULL":            {codes.ResourceExhausted, http.StatusTooManyRequests, "the waiting room holds as many entries as it may; try again later"},
+	"ROOM_ENTRY_NOT_FOUND": {codes.NotFound, http.StatusNotFound, "no such waiting room entry"},
+	"ROOM_TOKEN_INVALID":   {codes.PermissionDenied, http.StatusForbidden, "entry_token is not the entry's token"},
 }
 
 // codeReasons names each FSM result code.
 var codeReasons = map[ledgerpb.Code]string{
-	ledgerpb.Code_CODE_INVALID_ARGUMENT:    "INVALID_ARGUMENT",
-	ledgerpb.Code_CODE_SHOW_NOT_FOUND:      "SHOW_NOT_FOUND",
-	ledgerpb.Code_CODE_SHOW_EXISTS:         "SHOW_EXISTS",
-	ledgerpb.Code_CODE_UNKNOWN_SEAT:        "UNKNOWN_SEAT",
-	ledgerpb.Code_CODE_SEATS_TAKEN:         "SEATS_TAKEN",
-	ledgerpb.Code_CODE_HOLD_NOT_FOUND:      "HOLD_NOT_FOUND",
-	ledgerpb.Code_CODE_HOLD_EXPIRED:        "HOLD_EXPIRED",
-	ledgerpb.Code_CODE_HOLD_CONFIRMED:      "HOLD_CONFIRMED",
-	ledgerpb.Code_CODE_HOLD_CANCELLED:      "HOLD_CANCELLED",
-	ledgerpb.Code_CODE_NOT_HOLD_OWNER:      "NOT_HOLD_OWNER",
-	ledgerpb.Code_CODE_REQUEST_ID_REUSED:   "REQUEST_ID_REUSED",
-	ledgerpb.Code_CODE_REQUEST_EXPIRED:     "REQUEST_EXPIRED",
-	ledgerpb.Code_CODE_SOLD_OUT:            "SOLD_OUT",
-	ledgerpb.Code_CODE_TOO_MANY_HOLDS:      "TOO_MANY_HOLDS",
-	ledgerpb.Code_CODE_HOLD_TOKEN_INVALID:  "HOLD_TOKEN_INVALID",
-	ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED:  "HOLD_NOT_CONFIRMED",
-	ledgerpb.Code_CODE_QUEUED:              "QUEUED",
-	ledgerpb.Code_CODE_QUEUE_FULL:          "QUEUE_FULL",
-	ledgerpb.Code_CODE_NOT_QUEUED:          "NOT_QUEUED",
-	ledgerpb.Code_CODE_QUEUE_TOKEN_INVALID: "QUEUE_TOKEN_INVALID",
-	ledgerpb.Code_CODE_CITY_NOT_FOUND:      "CITY_NOT_FOUND",
-	ledgerpb.Code_CODE_CINEMA_NOT_FOUND:    "CINEMA_NOT_FOUND",
-	ledgerpb.Code_CODE_SCREEN_NOT_FOUND:    "SCREEN_NOT_FOUND",
-	ledgerpb.Code_CODE_MOVIE_NOT_FOUND:     "MOVIE_NOT_FOUND",
-	ledgerpb.Code_CODE_CITY_EXISTS:         "CITY_EXISTS",
-	ledgerpb.Code_CODE_CINEMA_EXISTS:       "CINEMA_EXISTS",
-	ledgerpb.Code_CODE_MOVIE_EXISTS:        "MOVIE_EXISTS",
-	ledgerpb.Code_CODE_SHOW_LISTED:         "SHOW_LISTED",
-	ledgerpb.Code_CODE_NODE_NOT_FOUND:      "NODE_NOT_FOUND",
-	ledgerpb.Code_CODE_NODE_REMOVED:        "NODE_REMOVED",
-	ledgerpb.Code_CODE_NODE_ADDRESS_TAKEN:  "NODE_ADDRESS_TAKEN",
+	ledgerpb.Code_CODE_INVALID_ARGUMENT:     "INVALID_ARGUMENT",
+	ledgerpb.Code_CODE_SHOW_NOT_FOUND:       "SHOW_NOT_FOUND",
+	ledgerpb.Code_CODE_SHOW_EXISTS:          "SHOW_EXISTS",
+	ledgerpb.Code_CODE_UNKNOWN_SEAT:         "UNKNOWN_SEAT",
+	ledgerpb.Code_CODE_SEATS_TAKEN:          "SEATS_TAKEN",
+	ledgerpb.Code_CODE_HOLD_NOT_FOUND:       "HOLD_NOT_FOUND",
+	ledgerpb.Code_CODE_HOLD_EXPIRED:         "HOLD_EXPIRED",
+	ledgerpb.Code_CODE_HOLD_CONFIRMED:       "HOLD_CONFIRMED",
+	ledgerpb.Code_CODE_HOLD_CANCELLED:       "HOLD_CANCELLED",
+	ledgerpb.Code_CODE_NOT_HOLD_OWNER:       "NOT_HOLD_OWNER",
+	ledgerpb.Code_CODE_REQUEST_ID_REUSED:    "REQUEST_ID_REUSED",
+	ledgerpb.Code_CODE_REQUEST_EXPIRED:      "REQUEST_EXPIRED",
+	ledgerpb.Code_CODE_SOLD_OUT:             "SOLD_OUT",
+	ledgerpb.Code_CODE_TOO_MANY_HOLDS:       "TOO_MANY_HOLDS",
+	ledgerpb.Code_CODE_HOLD_TOKEN_INVALID:   "HOLD_TOKEN_INVALID",
+	ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED:   "HOLD_NOT_CONFIRMED",
+	ledgerpb.Code_CODE_QUEUED:               "QUEUED",
+	ledgerpb.Code_CODE_QUEUE_FULL:           "QUEUE_FULL",
+	ledgerpb.Code_CODE_NOT_QUEUED:           "NOT_QUEUED",
+	ledgerpb.Code_CODE_QUEUE_TOKEN_INVALID:  "QUEUE_TOKEN_INVALID",
+	ledgerpb.Code_CODE_CITY_NOT_FOUND:       "CITY_NOT_FOUND",
+	ledgerpb.Code_CODE_CINEMA_NOT_FOUND:     "CINEMA_NOT_FOUND",
+	ledgerpb.Code_CODE_SCREEN_NOT_FOUND:     "SCREEN_NOT_FOUND",
+	ledgerpb.Code_CODE_MOVIE_NOT_FOUND:      "MOVIE_NOT_FOUND",
+	ledgerpb.Code_CODE_CITY_EXISTS:          "CITY_EXISTS",
+	ledgerpb.Code_CODE_CINEMA_EXISTS:        "CINEMA_EXISTS",
+	ledgerpb.Code_CODE_MOVIE_EXISTS:         "MOVIE_EXISTS",
+	ledgerpb.Code_CODE_SHOW_LISTED:          "SHOW_LISTED",
+	ledgerpb.Code_CODE_ADMISSION_REQUIRED:   "ADMISSION_REQUIRED",
+	ledgerpb.Code_CODE_ROOM_CLOSED:          "ROOM_CLOSED",
+	ledgerpb.Code_CODE_ROOM_FULL:            "ROOM_FULL",
+	ledgerpb.Code_CODE_ROOM_ENTRY_NOT_FOUND: "ROOM_ENTRY_NOT_FOUND",
+	ledgerpb.Code_CODE_ROOM_TOKEN_INVALID:   "ROOM_TOKEN_INVALID",
+	ledgerpb.Code_CODE_NODE_NOT_FOUND:       "NODE_NOT_FOUND",
+	ledgerpb.Code_CODE_NODE_REMOVED:         "NODE_REMOVED",
+	ledgerpb.Code_CODE_NODE_ADDRESS_TAKEN:   "NODE_ADDRESS_TAKEN",
+	ledgerpb.Code_CODE_WEBHOOK_NOT_FOUND:    "WEBHOOK_NOT_FOUND",
+	ledgerpb.Code_CODE_WEBHOOK_EXISTS:       "WEBHOOK_EXISTS",
 }
 
 // peerClusterError is the status of a Peer call refused for its cluster
@@ -245,6 +261,11 @@ func resultError(res *ledgerpb.Result, o op) error {
 			SuggestedSeatIds: res.AlternativeSeatIds, Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
 	case ledgerpb.Code_CODE_QUEUED:
 		return queuedError(res, &ledgerpb.QueueEntry{})
+	case ledgerpb.Code_CODE_ADMISSION_REQUIRED:
+		return newStatus("ADMISSION_REQUIRED", res.Message, &errdetails.Help{Links: []*errdetails.Help_Link{{
+			Description: "join the show's waiting room: POST, then follow the entry until ADMITTED",
+			Url:         "/v1/shows/{show_id}/waiting_room:join"}}},
+			&ledgerpb.ErrorDetail{Revision: res.Revision, AppliedAt: ms(res.AppliedAtMs)})
 	case ledgerpb.Code_CODE_REQUEST_ID_REUSED:
 		// The FSM's message says what differs; the caller also needs to
 		// hear what to do, as a retry with this id can never succeed.
@@ -296,6 +317,10 @@ func routeError(err error) error {
 		return newStatus("HOLD_TOKEN_INVALID", "hold_token is not the token of the hold")
 	case errors.Is(err, shard.ErrQueueToken):
 		return newStatus("QUEUE_TOKEN_INVALID", "queue_token is not the token of the entry")
+	case errors.Is(err, shard.ErrRoomEntryNotFound):
+		return newStatus("ROOM_ENTRY_NOT_FOUND", "no such waiting room entry")
+	case errors.Is(err, shard.ErrRoomToken):
+		return newStatus("ROOM_TOKEN_INVALID", "entry_token is not the token of the entry")
 	case errors.Is(err, catalog.ErrCityNotFound):
 		return newStatus("CITY_NOT_FOUND", "city not found")
 	case errors.Is(err, catalog.ErrCinemaNotFound):

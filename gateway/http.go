@@ -59,6 +59,7 @@ func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption)
 	reg.registerChecked(&ledgerpb.Peer_ServiceDesc, srv.auth.peerCheck(router), router.PeerServer())
 	ledgerpb.RegisterAdminServer(reg, srv.admin(router))
 	ledgerpb.RegisterCatalogServer(reg, srv.catalog(router))
+	ledgerpb.RegisterWaitingRoomServer(reg, srv.waitingRoom())
 	// Health answers readiness (health.go), as /readyz does.
 	healthpb.RegisterHealthServer(reg, readyHealth{router: router})
 	reflection.Register(reg)
@@ -110,6 +111,9 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router, cfg 
 		return nil, err
 	}
 	if err := ledgerpb.RegisterCatalogHandlerServer(ctx, gw, srv.catalog(router)); err != nil {
+		return nil, err
+	}
+	if err := ledgerpb.RegisterWaitingRoomHandlerServer(ctx, gw, srv.waitingRoom()); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()

@@ -1,13 +1,15 @@
 package gateway
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"sync"
+	"syscall"
 	"time"
 
-	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 )
@@ -50,9 +52,10 @@ const (
 	// httpIdleTimeout closes a keep-alive connection with no request for
 	// this long (net/http keeps one for ever by default).
 	httpIdleTimeout = 2 * time.Minute
-	// httpConnsMax caps the HTTP port's open connections, event streams
-	// included; beyond it the listener stops accepting (connections wait
-	// in the kernel's backlog) until one closes.
+	// httpConnsMax caps the HTTP port's open connections besides its event
+	// streams (which the watcher limit bounds); beyond it and that limit
+	// the listener stops accepting (connections wait in the kernel's
+	// backlog) until one closes.
 	httpConnsMax = 4096
 )
 
@@ -79,8 +82,65 @@ func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: httpHeaderTimeout, IdleTimeout: httpIdleTimeout}
 }
 
-// LimitHTTPListener caps ln's open connections at httpConnsMax.
-func LimitHTTPListener(ln net.Listener) net.Listener { return netutil.LimitListener(ln, httpConnsMax) }
+// LimitHTTPListener caps ln's open connections at httpConnsMax plus the
+// node's watcher limit (WatchersMaxDefault if watchersMax is 0): an event
+// stream holds its connection, and a cap below the watcher limit would
+// leave admitted watchers waiting in the backlog.
+func LimitHTTPListener(ln net.Listener, watchersMax int) net.Listener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, httpConnsMax+cmp.Or(watchersMax, WatchersMaxDefault)), done: make(chan struct{})}
+}
+
+// limitListener is netutil.LimitListener whose connections also offer their
+// socket (syscall.Conn), so that an event stream's feed can write to it
+// without waiting (watch.DirectSink).
+type limitListener struct {
+	net.Listener
+	sem       chan struct{} // a token per open connection
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, l: l}, nil
+}
+
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
+// limitConn gives its token back when closed.
+type limitConn struct {
+	net.Conn
+	l           *limitListener
+	releaseOnce sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.releaseOnce.Do(func() { <-c.l.sem })
+	return err
+}
+
+// SyscallConn is the socket's, if the connection has one.
+func (c *limitConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
+}
 
 // withBodyDeadline gives a request with a body httpBodyTimeout to send it:
 // a body trickled a byte at a time no longer holds a connection and its

@@ -128,7 +128,8 @@ func completeOperation(op map[string]any, defs map[string]any) {
 
 // firstSentOps are the writes that take the first send time (Server.propose).
 var firstSentOps = map[string]bool{"Booking_CreateShow": true, "Booking_Hold": true, "Booking_Confirm": true,
-	"Booking_Release": true, "Booking_Extend": true, "Booking_Refund": true, "Booking_LeaveQueue": true}
+	"Booking_Release": true, "Booking_Extend": true, "Booking_Refund": true, "Booking_LeaveQueue": true,
+	"WaitingRoom_JoinWaitingRoom": true, "WaitingRoom_SetWaitingRoom": true}
 
 // addFirstSentParam describes the first send header, once.
 func addFirstSentParam(op map[string]any) {

@@ -19,6 +19,7 @@ import (
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/registry"
 	"github.com/seatledger/seatledger/shard"
+	"github.com/seatledger/seatledger/watch"
 )
 
 // requestTimeoutDefault bounds one API call, retries at the router included.
@@ -44,8 +45,10 @@ type Server struct {
 	// (faults.go; none in a default build).
 	faults faults
 
-	// watches admits and drains Watch streams (watch.go). Its limits are
-	// atomic so that tests may lower them while serving.
+	// watches admits and drains Watch streams (watch.go), which hub
+	// serves. Its limits are atomic so that tests may lower them while
+	// serving.
+	hub            *watch.Hub
 	watches        watchers
 	watchersMax    atomic.Int64
 	watchKeepalive atomic.Int64 // nanoseconds
@@ -55,7 +58,7 @@ type Server struct {
 // NewServer serves the Booking API through router, with the default
 // per-client admission limit.
 func NewServer(router *shard.Router) *Server {
-	s := &Server{router: router, timeout: requestTimeoutDefault,
+	s := &Server{router: router, hub: watch.New(router), timeout: requestTimeoutDefault,
 		admit:     newLimiter(Admission{Rate: ClientRateDefault, Burst: ClientBurstDefault}),
 		ticketKey: NewTicketKey()}
 	s.watchersMax.Store(WatchersMaxDefault)
@@ -160,7 +163,7 @@ func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb
 		return nil, fieldError(fe)
 	}
 	hc := &ledgerpb.HoldCmd{ShowId: req.ShowId, SeatIds: req.SeatIds, TtlMs: int64(req.TtlSeconds) * 1000,
-		Count: req.Count, Category: req.Category, Wait: req.Wait}
+		Count: req.Count, Category: req.Category, Wait: req.Wait, AdmissionToken: req.AdmissionToken}
 	if fe := fsm.ValidateHold(hc); fe != nil {
 		return nil, fieldError(fe)
 	}

@@ -1,11 +1,16 @@
 package gateway
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -15,12 +20,12 @@ import (
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
-	"github.com/seatledger/seatledger/shard"
+	"github.com/seatledger/seatledger/watch"
 )
 
 // Live seat maps: Watch over gRPC (a server stream) and over HTTP as
 // Server-Sent Events. Both admit the watch here (validation, the node's
-// watcher limit), let the shard router serve it from a replica of the
+// watcher limit), let the watch hub serve it from a replica of the
 // show's group, and end it when the client leaves or the node shuts down.
 
 const (
@@ -135,9 +140,12 @@ func (s *Server) SetWatchersMax(n int) {
 // that a graceful shutdown does not wait for streams that never end on their
 // own. Clients resume at another node from their last revision. Call it
 // before stopping the gRPC and HTTP servers.
-func (s *Server) DrainWatches() { s.watches.drain() }
+func (s *Server) DrainWatches() {
+	s.watches.drain()
+	s.hub.Close()
+}
 
-// Watch streams a show's seat changes (see shard.Router.Watch for the order
+// Watch streams a show's seat changes (see watch.Hub.Watch for the order
 // of events and resume semantics).
 func (s *Server) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]) error {
 	if !fsm.ValidID(req.ShowId, fsm.ShowIDLenMax) {
@@ -148,7 +156,7 @@ func (s *Server) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingSe
 		return watchError(stream.Context(), err)
 	}
 	defer release()
-	err = s.router.Watch(ctx, req.ShowId, req.FromRevision, shard.Forwarded(stream.Context()), grpcSink{stream})
+	err = s.hub.Watch(ctx, req.ShowId, req.FromRevision, watch.Forwarded(stream.Context()), grpcSink{stream})
 	return watchError(ctx, err)
 }
 
@@ -159,14 +167,14 @@ type grpcSink struct {
 	stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]
 }
 
-func (g grpcSink) Open(servedBy string) error        { return g.stream.SendHeader(shard.OpenHeader(servedBy)) }
+func (g grpcSink) Open(servedBy string) error        { return g.stream.SendHeader(watch.OpenHeader(servedBy)) }
 func (g grpcSink) OpenShared(servedBy string) error  { return g.Open(servedBy) }
 func (g grpcSink) Send(e *ledgerpb.WatchEvent) error { return g.stream.Send(e) }
-func (g grpcSink) Format() shard.WatchFormat         { return grpcFormat{} }
+func (g grpcSink) Format() watch.Format              { return grpcFormat{} }
 func (g grpcSink) IdleInterval() time.Duration       { return 0 } // gRPC pings idle connections itself
 func (g grpcSink) Idle() error                       { return nil }
 
-func (g grpcSink) SendFrames(frames []*shard.Frame) error {
+func (g grpcSink) SendFrames(frames []*watch.Frame) error {
 	for _, f := range frames {
 		b, err := f.Encoded(grpcFormat{})
 		if err != nil {
@@ -226,9 +234,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, keepalive: time.Duration(s.watchKeepalive.Load()),
+	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, tls: r.TLS != nil, keepalive: time.Duration(s.watchKeepalive.Load()),
 		writeMax: time.Duration(s.watchWriteMax.Load())}
-	err = s.router.Watch(ctx, show, from, false, sink)
+	err = s.hub.Watch(ctx, show, from, false, sink)
 	sink.close()
 	if !sink.opened {
 		writeHTTPError(w, r, watchError(ctx, err))
@@ -286,27 +294,39 @@ func (sseFormat) EncodeWatchEvent(e *ledgerpb.WatchEvent) ([]byte, error) {
 var sseKeepalive = []byte(": keepalive\n\n")
 
 // sseSink writes a watch as Server-Sent Events. A watch served from this
-// node's replica writes everything, keepalives included, from its one
-// goroutine (shard.SharedSink); a relayed one gets keepalives from a
-// goroutine of the sink's own, and mu orders their writes.
+// node's replica over plain HTTP/1.x takes the connection over from
+// net/http: the stream is then the connection's own bytes, written without
+// chunking, and the show's feed writes each change straight to the socket
+// (watch.DirectSink) while the client keeps up. A watch served from this node's replica writes
+// everything else from its one goroutine (watch.SharedSink); a relayed one
+// gets keepalives from a goroutine of the sink's own, and mu orders their
+// writes.
 type sseSink struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
 	cancel    context.CancelFunc // ends the watch when a keepalive fails
 	keepalive time.Duration
 	writeMax  time.Duration // watchWriteTimeout
+	tls       bool          // the request came over TLS
 
-	mu     sync.Mutex // guards writes to w and closed
+	mu     sync.Mutex // guards writes to w and conn, and closed
 	closed bool
 
 	opened bool // set by Open, read after the watch returned
-	stop   chan struct{}
-	done   chan struct{}
+	// conn is the connection taken over from net/http (nil: the stream
+	// goes through w); raw is its socket, for TryWrite (nil: not a
+	// plain TCP socket, so the feed does not write to it itself).
+	conn net.Conn
+	raw  syscall.RawConn
+	stop chan struct{}
+	done chan struct{}
 }
 
 // Open sends the stream's headers and starts the keepalives.
+// A relayed watch keeps net/http's connection, whose background read ends
+// the watch as soon as the client leaves.
 func (s *sseSink) Open(servedBy string) error {
-	if err := s.OpenShared(servedBy); err != nil {
+	if err := s.open(servedBy, false); err != nil {
 		return err
 	}
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
@@ -315,21 +335,81 @@ func (s *sseSink) Open(servedBy string) error {
 }
 
 // OpenShared sends the stream's headers; the watch calls Idle for the
-// keepalives.
-func (s *sseSink) OpenShared(servedBy string) error {
+// keepalives. A plain TCP connection is taken over, so that the show's
+// feed can write to it (Direct); a TLS one could not be written to from
+// the feed, and keeps net/http's.
+func (s *sseSink) OpenShared(servedBy string) error { return s.open(servedBy, !s.tls) }
+
+// open sends the stream's headers, on the connection taken over from
+// net/http if takeOver and it can.
+func (s *sseSink) open(servedBy string, takeOver bool) error {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	h.Set("X-Served-By", servedBy)
-	s.w.WriteHeader(http.StatusOK)
+	retry := []byte("retry: " + strconv.FormatInt(sseRetry.Milliseconds(), 10) + "\n\n")
+	var conn net.Conn
+	var brw *bufio.ReadWriter
+	err := errors.ErrUnsupported
+	if takeOver {
+		conn, brw, err = s.rc.Hijack()
+	}
+	if err != nil {
+		// Not taken over: a relayed or TLS stream, HTTP/2, or a writer
+		// that cannot hand its connection over.
+		s.w.WriteHeader(http.StatusOK)
+		s.opened = true
+		return s.write(retry)
+	}
 	s.opened = true
-	return s.write([]byte("retry: " + strconv.FormatInt(sseRetry.Milliseconds(), 10) + "\n\n"))
+	s.conn = conn
+	// The stream is written to conn, and its client sends nothing: drop
+	// net/http's buffers of the connection, which would live as long as
+	// the watch (they are the caller's once taken over).
+	*brw.Reader, *brw.Writer = bufio.Reader{}, bufio.Writer{}
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			s.raw = raw
+		}
+	}
+	// Without a length or chunks, the body ends when the connection does.
+	h.Set("Connection", "close")
+	var head bytes.Buffer
+	head.WriteString("HTTP/1.1 200 OK\r\n")
+	h.Write(&head)
+	head.WriteString("\r\n")
+	head.Write(retry)
+	return s.write(head.Bytes())
 }
 
-func (s *sseSink) Format() shard.WatchFormat   { return sseFormat{} }
+func (s *sseSink) Format() watch.Format        { return sseFormat{} }
 func (s *sseSink) IdleInterval() time.Duration { return s.keepalive }
 func (s *sseSink) Idle() error                 { return s.write(sseKeepalive) }
+func (s *sseSink) Direct() bool                { return directWrites && s.raw != nil }
+func (s *sseSink) Keepalive() []byte           { return sseKeepalive }
+func (s *sseSink) Write(b []byte) error        { return s.write(b) }
+
+// Wait reads the connection until Wake or the client leaves: an event
+// stream's client sends nothing, so a read returns only when it goes.
+func (s *sseSink) Wait() error {
+	var b [64]byte
+	_, err := s.conn.Read(b[:])
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Woken: clear the deadline for the next Wait. A Wake between
+		// the two is not lost: the watch looks for the feed's signal,
+		// sent before Wake, before it waits again.
+		return s.conn.SetReadDeadline(time.Time{})
+	}
+	return err
+}
+
+// Wake ends a Wait.
+func (s *sseSink) Wake() { s.conn.SetReadDeadline(time.Unix(1, 0)) }
+
+// TryWrite writes what fits of b in the socket's buffer now (the feed's
+// goroutine calls it; watch.DirectSink).
+func (s *sseSink) TryWrite(b []byte) (int, error) { return tryWrite(s.raw, b) }
 
 // Send writes one event.
 func (s *sseSink) Send(e *ledgerpb.WatchEvent) error {
@@ -340,8 +420,9 @@ func (s *sseSink) Send(e *ledgerpb.WatchEvent) error {
 	return s.write(b)
 }
 
-// SendFrames writes frames in one flush: the bytes the show's feed encoded.
-func (s *sseSink) SendFrames(frames []*shard.Frame) error {
+// SendFrames writes frames in one write: the bytes the show's feed
+// encoded.
+func (s *sseSink) SendFrames(frames []*watch.Frame) error {
 	blocks := make([][]byte, len(frames))
 	for i, f := range frames {
 		b, err := f.Encoded(sseFormat{})
@@ -371,15 +452,30 @@ func (s *sseSink) keepAlive() {
 	}
 }
 
-// write writes blocks and flushes them within writeMax. A client that stops
-// reading fills its socket's buffers (the bound on what it may fall
-// behind), then this write times out and the watch ends: the client resumes
-// from its last revision. The show's feed never waits for it.
+// write writes blocks within writeMax. A client that stops reading fills
+// its socket's buffers (the bound on what it may fall behind), then this
+// write times out and the watch ends: the client resumes from its last
+// revision. The show's feed never waits for it.
 func (s *sseSink) write(blocks ...[]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errSinkClosed
+	}
+	if s.conn != nil {
+		if err := s.conn.SetWriteDeadline(time.Now().Add(s.writeMax)); err != nil {
+			return err
+		}
+		b := blocks[0]
+		if len(blocks) > 1 {
+			b = bytes.Join(blocks, nil) // one write
+		}
+		if _, err := s.conn.Write(b); err != nil {
+			return err
+		}
+		// The feed's writes (TryWrite) never wait, and an expired
+		// deadline would fail them.
+		return s.conn.SetWriteDeadline(time.Time{})
 	}
 	// Not every ResponseWriter supports deadlines (tests' recorders).
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.writeMax))
@@ -391,7 +487,8 @@ func (s *sseSink) write(blocks ...[]byte) error {
 	return s.rc.Flush()
 }
 
-// close stops the keepalives; no write happens after it returns.
+// close stops the keepalives and closes a connection taken over; no write
+// happens after it returns.
 func (s *sseSink) close() {
 	if s.stop != nil {
 		close(s.stop)
@@ -399,5 +496,8 @@ func (s *sseSink) close() {
 	}
 	s.mu.Lock()
 	s.closed = true
+	if s.conn != nil {
+		s.conn.Close()
+	}
 	s.mu.Unlock()
 }

@@ -107,10 +107,11 @@ func startGroup(n *Node, id uint32, bootstrap []string, machine *fsm.Machine) (*
 	if err := g.openRaft(dir, bootstrap); err != nil {
 		return nil, err
 	}
-	g.wg.Add(3)
+	g.wg.Add(4)
 	go g.watchLeadership()
 	go g.runProposer()
 	go g.runExpiry()
+	go g.runAdmit() // admit.go
 	return g, nil
 }
 

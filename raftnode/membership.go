@@ -32,7 +32,8 @@ import (
 // every replica HostGroup starts has a new id, the node id with a fresh
 // incarnation (incarnation.go), and the Mux refuses RPCs addressed to an
 // earlier one: an empty replica can never stand in for the voter its
-// node's earlier replica was. docs/ARCHITECTURE.md says why the id, not
+// node's earlier replica was. Until it is promoted no candidate asks for
+// its vote (raftseam.go, 9). docs/ARCHITECTURE.md says why the id, not
 // only the address, carries the incarnation.
 
 // tombstoneFile marks a group this node no longer hosts.

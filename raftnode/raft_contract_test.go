@@ -78,7 +78,7 @@ func TestRaftSeamNamesItsTests(t *testing.T) {
 }
 
 // contractHeartbeatTimeout is raft's HeartbeatTimeout in these tests.
-const contractHeartbeatTimeout = 200 * time.Millisecond
+const contractHeartbeatTimeout = 500 * time.Millisecond
 
 // contractTransport is raft's in-memory transport, recording the
 // AppendEntries raft sends and the heartbeat handler raft sets; with
@@ -92,6 +92,9 @@ type contractTransport struct {
 		sync.Mutex
 		// appends are the AppendEntries sent, in order; guarded by mu.
 		appends []sentAppend
+		// asked are the servers asked for a vote or pre-vote; guarded by
+		// mu.
+		asked []raft.ServerID
 	}
 }
 
@@ -124,6 +127,22 @@ func (c *contractTransport) AppendEntries(id raft.ServerID, target raft.ServerAd
 	c.mu.appends = append(c.mu.appends, sentAppend{req: *args, start: start, end: time.Now()})
 	c.mu.Unlock()
 	return err
+}
+
+func (c *contractTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	c.noteAsked(id)
+	return c.InmemTransport.RequestVote(id, target, args, resp)
+}
+
+func (c *contractTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	c.noteAsked(id)
+	return c.InmemTransport.RequestPreVote(id, target, args, resp)
+}
+
+func (c *contractTransport) noteAsked(id raft.ServerID) {
+	c.mu.Lock()
+	c.mu.asked = append(c.mu.asked, id)
+	c.mu.Unlock()
 }
 
 // sent returns the AppendEntries sent so far and forgets them.
@@ -209,10 +228,11 @@ func TestRaftContractHeartbeatShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	lt.sent()
-	time.Sleep(15 * heartbeatGapMin(contractHeartbeatTimeout))
+	quiet := 20 * heartbeatGapMin(contractHeartbeatTimeout)
+	time.Sleep(quiet)
 	beats := lt.sent()
 	if len(beats) < 3 {
-		t.Fatalf("the leader sent %d AppendEntries in %v of quiet, want heartbeats every %v or so", len(beats), 15*heartbeatGapMin(contractHeartbeatTimeout), heartbeatGapMin(contractHeartbeatTimeout))
+		t.Fatalf("the leader sent %d AppendEntries in %v of quiet, want heartbeats every %v or so", len(beats), quiet, heartbeatGapMin(contractHeartbeatTimeout))
 	}
 	for i, b := range beats {
 		if !isHeartbeat(&b.req) {
@@ -228,14 +248,64 @@ func TestRaftContractHeartbeatShape(t *testing.T) {
 			}
 		}
 	}
-	// The appends that carry entries or a commit index are not heartbeats.
-	if err := leader.Apply([]byte("y"), 5*time.Second).Error(); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range lt.sent() {
-		if len(b.req.Entries) > 0 && isHeartbeat(&b.req) {
-			t.Fatalf("an append with entries %+v counts as a heartbeat", b.req)
+}
+
+// Behaviour 9: a candidate asks voters only, so a learner's vote never
+// counts, in an election or a leadership transfer's.
+func TestRaftContractCandidatesAskVotersOnly(t *testing.T) {
+	ids := []raft.ServerID{"a", "b", "c", "learner"}
+	var trans []*contractTransport
+	var servers []raft.Server
+	for _, id := range ids {
+		tr := newContractTransport()
+		trans = append(trans, tr)
+		s := raft.Server{Suffrage: raft.Voter, ID: id, Address: tr.LocalAddr()}
+		if id == "learner" {
+			s.Suffrage = raft.Nonvoter
 		}
+		servers = append(servers, s)
+	}
+	for _, a := range trans {
+		for _, b := range trans {
+			if a != b {
+				a.Connect(b.LocalAddr(), b.InmemTransport)
+			}
+		}
+	}
+	var rafts []*raft.Raft
+	for i, id := range ids {
+		rafts = append(rafts, startContractRaft(t, id, trans[i], &countFSM{}, servers))
+	}
+	leader := func() *raft.Raft {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for _, r := range rafts {
+				if r.State() == raft.Leader {
+					return r
+				}
+			}
+		}
+		t.Fatal("no leader elected")
+		return nil
+	}
+	first := leader()
+	if err := first.LeadershipTransfer().Error(); err != nil {
+		t.Fatalf("LeadershipTransfer = %v", err)
+	}
+	leader()
+	asked := 0
+	for _, tr := range trans {
+		tr.mu.Lock()
+		for _, id := range tr.mu.asked {
+			asked++
+			if id == "learner" {
+				t.Errorf("a candidate asked the non-voter for its vote: a learner could help elect a leader that lacks committed entries")
+			}
+		}
+		tr.mu.Unlock()
+	}
+	if asked == 0 {
+		t.Fatal("no vote was asked for: the test saw no election")
 	}
 }
 

@@ -45,6 +45,10 @@ import (
 //  8. The term's key. Raft keeps its current term in its stable store
 //     under "CurrentTerm" (keyCurrentTerm), which seeding a group from a
 //     backup writes (backup.go). TestRaftContractTermKey.
+//  9. Learners do not vote. A candidate asks voters only, so a replica
+//     that joined as a non-voter counts in no election until AddVoter
+//     promotes it; membership.go's safety argument rests on it.
+//     TestRaftContractCandidatesAskVotersOnly.
 //
 // Raft learns a transport's optional features (pre-vote, close) and a log
 // store's by type assertion; the wrappers keep them, checked below.

@@ -134,7 +134,7 @@ func (r *Router) browseOnce(ctx context.Context, req *ledgerpb.ReadRequest) (*le
 // isBrowse reports whether a read is a browse read (served by serveBrowse).
 func isBrowse(k ledgerpb.ReadKind) bool {
 	return k == ledgerpb.ReadKind_READ_KIND_CATALOG || k == ledgerpb.ReadKind_READ_KIND_SEAT_COUNTS ||
-		k == ledgerpb.ReadKind_READ_KIND_NODES
+		k == ledgerpb.ReadKind_READ_KIND_NODES || k == ledgerpb.ReadKind_READ_KIND_WEBHOOKS
 }
 
 // serveBrowse serves a browse read from this node's replica: ErrStale or
@@ -183,6 +183,10 @@ func (r *Router) serveBrowse(ctx context.Context, g *raftnode.Group, req *ledger
 			return nil, err
 		}
 		resp.NodeList = &ledgerpb.NodeList{Nodes: nodes, Revision: v.Applied(), AsOfMs: asOf.UnixMilli(), ServedBy: r.node.ID()}
+	case ledgerpb.ReadKind_READ_KIND_WEBHOOKS:
+		if err := serveWebhooks(v, resp); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("shard: %v is not a browse read", req.Kind)
 	}

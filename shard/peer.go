@@ -55,7 +55,7 @@ func (p peerServer) propose(ctx context.Context, req *ledgerpb.ProposeRequest) *
 		return &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER, Message: err.Error()}
 	}
 	cmd := req.GetCommand()
-	if cmd == nil || cmd.ClientId == "" || cmd.GetBatch() != nil || cmd.GetExpire() != nil {
+	if cmd == nil || cmd.ClientId == "" || cmd.GetBatch() != nil || cmd.GetExpire() != nil || cmd.GetWebhookCursor() != nil {
 		// Only client commands travel between nodes: leader-issued entries
 		// are made by the leader itself.
 		return &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_INVALID, Message: "only client commands may be forwarded"}

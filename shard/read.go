@@ -150,7 +150,7 @@ func readErr(resp *ledgerpb.ReadResponse) error {
 	case ledgerpb.Code_CODE_HOLD_TOKEN_INVALID:
 		return ErrHoldToken
 	}
-	return nil
+	return roomErr(resp.Code)
 }
 
 func (r *Router) readOnce(ctx context.Context, req *ledgerpb.ReadRequest, stale bool) (*ledgerpb.ReadResponse, error) {
@@ -267,6 +267,8 @@ func (r *Router) readLocal(ctx context.Context, g *raftnode.Group, req *ledgerpb
 		resp.More = more
 	case ledgerpb.ReadKind_READ_KIND_REVOCATIONS:
 		return revocations(v, req, resp)
+	case ledgerpb.ReadKind_READ_KIND_ROOM, ledgerpb.ReadKind_READ_KIND_ROOM_ENTRY:
+		return readRoom(v, req, resp) // waitroom.go
 	default:
 		return nil, fmt.Errorf("shard: unknown read kind %v", req.Kind)
 	}

@@ -60,8 +60,6 @@ type Router struct {
 	// senders counts the forwarders' sender goroutines (forward.go), which
 	// Close waits for.
 	senders sync.WaitGroup
-	// feeds are the shows' shared watch feeds (feed.go).
-	feeds feedSet
 
 	mu struct {
 		sync.Mutex
@@ -100,12 +98,10 @@ func (r *Router) RaftAddr(id string) string {
 // Node returns the local node.
 func (r *Router) Node() *raftnode.Node { return r.node }
 
-// Close stops the watch feeds (their watchers end with ErrUnavailable) and
-// forwarding: commands still queued fail (never sent), calls in
+// Close stops forwarding: commands still queued fail (never sent), calls in
 // flight fail as their connections close, and Close returns once the
 // forwarders' senders have stopped.
 func (r *Router) Close() error {
-	r.feeds.close()
 	r.mu.Lock()
 	r.mu.closed = true
 	fws := make([]*forwarder, 0, len(r.mu.forwarders))
@@ -289,6 +285,18 @@ func (r *Router) conn(id string) (*grpc.ClientConn, error) {
 	// the address dialled is a proxy (the fault harness).
 	host, _, _ := net.SplitHostPort(p.GRPCAddr)
 	return r.connAddr(p.GRPCTarget(), host)
+}
+
+// PeerConn returns the shared gRPC connection to node id (for streams
+// this router does not make itself, such as a relayed watch).
+func (r *Router) PeerConn(id string) (*grpc.ClientConn, error) { return r.conn(id) }
+
+// LeaderHint returns the node last named as the leader of a group this
+// node does not host, or "".
+func (r *Router) LeaderHint(group uint32) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.hints[group]
 }
 
 // connAddr returns the shared connection to a gRPC address; host is the

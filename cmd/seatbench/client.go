@@ -38,6 +38,11 @@ type api interface {
 	Confirm(ctx context.Context, req *ledgerpb.ConfirmRequest) (*ledgerpb.ConfirmResponse, error)
 	Release(ctx context.Context, req *ledgerpb.ReleaseRequest) (*ledgerpb.ReleaseResponse, error)
 	GetHold(ctx context.Context, show, hold string, c ledgerpb.Consistency) (*ledgerpb.HoldInfo, error)
+	// The waiting room (waitingroom.go).
+	SetWaitingRoom(ctx context.Context, req *ledgerpb.SetWaitingRoomRequest) (*ledgerpb.WaitingRoomStatus, error)
+	GetWaitingRoom(ctx context.Context, show string) (*ledgerpb.WaitingRoomStatus, error)
+	JoinWaitingRoom(ctx context.Context, req *ledgerpb.JoinWaitingRoomRequest) (*ledgerpb.WaitingRoomEntry, error)
+	GetWaitingRoomEntry(ctx context.Context, req *ledgerpb.GetWaitingRoomEntryRequest) (*ledgerpb.WaitingRoomEntry, error)
 }
 
 // apiError is a failed call: the server's reason (google.rpc.ErrorInfo), or
@@ -84,6 +89,7 @@ func takenOf(err error) []string {
 // grpcAPI calls one node's gRPC endpoint.
 type grpcAPI struct {
 	c ledgerpb.BookingClient
+	w ledgerpb.WaitingRoomClient
 }
 
 // dialGRPC opens conns connections to each endpoint, with TLS when
@@ -113,7 +119,7 @@ func dialGRPC(endpoints []string, conns int, route bool, adminToken string, tlsC
 				return nil, nil, err
 			}
 			closers = append(closers, cl.Close)
-			out = append(out, &grpcAPI{c: cl.Booking()})
+			out = append(out, &grpcAPI{c: cl.Booking(), w: ledgerpb.NewWaitingRoomClient(cl)})
 			continue
 		}
 		for _, ep := range endpoints {
@@ -123,7 +129,7 @@ func dialGRPC(endpoints []string, conns int, route bool, adminToken string, tlsC
 				return nil, nil, fmt.Errorf("dial %s: %w", ep, err)
 			}
 			closers = append(closers, cc.Close)
-			out = append(out, &grpcAPI{c: ledgerpb.NewBookingClient(cc)})
+			out = append(out, &grpcAPI{c: ledgerpb.NewBookingClient(cc), w: ledgerpb.NewWaitingRoomClient(cc)})
 		}
 	}
 	return out, closeAll, nil

@@ -63,6 +63,16 @@ func (h *histogram) record(d time.Duration) {
 	}
 }
 
+// recordMax raises the histogram's max to us (merging another's).
+func (h *histogram) recordMax(us int64) {
+	for {
+		m := h.max.Load()
+		if us <= m || h.max.CompareAndSwap(m, us) {
+			return
+		}
+	}
+}
+
 // histSnapshot is a point-in-time copy of a histogram.
 type histSnapshot struct {
 	counts [histBuckets]uint64

@@ -13,6 +13,8 @@
 //	recovery   load shows, measure node RSS, kill a node and time its restart
 //	idle       CPU used by an idle cluster
 //	watchers   SSE clients follow one show while one writer holds and releases
+//	waitingroom --joins fans join one show's waiting room in a burst; then the room
+//	           admits at --admit-rate for --duration (waitingroom.go)
 //
 // Every mutating call carries client_id + request_id and is retried on
 // 503/UNAVAILABLE with the same ids (exactly once). It prints a progress line
@@ -78,34 +80,43 @@ type config struct {
 	cpuProfile   string
 	prefix       string
 	seatdArgs    []string
+	// watchers: SSE watchers of the stampeded show (stampede); watchNodes:
+	// how many nodes the watchers connect to, round robin (watchers).
+	watchers   int
+	watchNodes int
 	// tls starts the local cluster with TLS and peer mTLS; clientTLS is
 	// what --cacert/--cert/--key give for --endpoints (nil: plaintext).
 	tls       bool
 	clientTLS *tls.Config
+	// joins and admitRate shape the waitingroom workload.
+	joins     int
+	admitRate int
 }
 
 // workloads makes each workload fresh for every run: a workload keeps the
 // state of its run (the stampede's winners), and --compare-batch and --fans
 // both run twice in one process.
 var workloads = map[string]func() workload{
-	"uniform":   func() workload { return &uniform{} },
-	"stampede":  func() workload { return &stampede{} },
-	"browse":    func() workload { return &browse{} },
-	"lifecycle": func() workload { return &lifecycle{} },
-	"recovery":  func() workload { return &recovery{} },
-	"idle":      func() workload { return &idle{} },
-	"watchers":  func() workload { return &watchers{} },
+	"uniform":     func() workload { return &uniform{} },
+	"stampede":    func() workload { return &stampede{} },
+	"browse":      func() workload { return &browse{} },
+	"lifecycle":   func() workload { return &lifecycle{} },
+	"recovery":    func() workload { return &recovery{} },
+	"idle":        func() workload { return &idle{} },
+	"watchers":    func() workload { return &watchers{} },
+	"waitingroom": func() workload { return &waitingroom{} },
 }
 
 // defaults per workload for flags left unset.
 var workloadDefaults = map[string]struct{ clients, shows, seats int }{
-	"uniform":   {256, 20000, 200},
-	"stampede":  {1000, 1, 200},
-	"browse":    {64, 100, 200},
-	"lifecycle": {128, 1000, 200},
-	"recovery":  {64, 10000, 300},
-	"idle":      {0, 0, 0},
-	"watchers":  {1000, 1, 20},
+	"uniform":     {256, 20000, 200},
+	"stampede":    {1000, 1, 200},
+	"browse":      {64, 100, 200},
+	"lifecycle":   {128, 1000, 200},
+	"recovery":    {64, 10000, 300},
+	"idle":        {0, 0, 0},
+	"watchers":    {1000, 1, 20},
+	"waitingroom": {256, 1, 200},
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -113,11 +124,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	c := &config{}
 	endpoints := fs.String("endpoints", "", "comma-separated gRPC (or, with --http, HTTP) addresses of a running cluster; empty starts a local 3-node cluster")
-	fs.StringVar(&c.workload, "workload", "uniform", "uniform, stampede, browse, lifecycle, recovery, idle or watchers")
+	fs.StringVar(&c.workload, "workload", "uniform", "uniform, stampede, browse, lifecycle, recovery, idle, watchers or waitingroom")
 	fs.BoolVar(&c.http, "http", false, "call the HTTP/JSON API instead of gRPC")
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "how long to measure (at most 10m)")
 	fs.IntVar(&c.clients, "clients", 0, "concurrent clients (default: uniform 256, stampede 1000, browse 64, lifecycle 128)")
 	fs.IntVar(&c.shows, "shows", 0, "shows (default: uniform 20000, browse 100, lifecycle 1000, recovery 10000)")
+	fs.IntVar(&c.watchers, "watchers", 0, "stampede: SSE watchers following the stampeded show, connected before it starts")
+	fs.IntVar(&c.watchNodes, "watch-nodes", 1, "watchers (and stampede --watchers): spread the watchers over the first N nodes, round robin")
 	fs.IntVar(&c.seats, "seats", 0, "seats per show, in rows of 20 (default 200; recovery 300)")
 	fs.IntVar(&c.conns, "conns", 2, "gRPC connections per endpoint")
 	tokenFile := fs.String("admin-token-file", "", "with --endpoints: the cluster's admin token (creating shows is an admin call); default $SEATCTL_ADMIN_TOKEN")
@@ -127,6 +140,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.route, "route", "leader", "gRPC: leader sends each call to its show's group leader with the Go client (client/), as a Go backend would; any pins each worker to one node, which forwards what it does not lead")
 	fs.BoolVar(&c.fixedClients, "fixed-clients", false, "uniform: each worker sends every hold under its one client id, instead of a new client id per hold (fan); hides the ledger's per-client cost")
 	fs.StringVar(&c.fans, "fans", "", "stampede: after a conflict each fan reads the map again, at most every 50 ms (map, the default), or holds the next best seats at once, skipping those the conflict named (skip); both runs map then skip, on fresh shows")
+	fs.IntVar(&c.joins, "joins", 100000, "waitingroom: fans that join the room in the burst")
+	fs.IntVar(&c.admitRate, "admit-rate", 200, "waitingroom: the room's admissions a second (1..10000)")
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
 	fs.BoolVar(&c.noBatch, "no-batch", false, "start the cluster with seatd serve --max-batch 1 (one command per raft entry)")
 	fs.BoolVar(&c.compareBatch, "compare-batch", false, "run the workload on a batched cluster, then on a --no-batch one, and print the ratio")
@@ -205,6 +220,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("--duration must be in (0, %v]", durationMax)
 	case c.workload != "idle" && (c.clients < 1 || c.clients > 100000):
 		return errors.New("--clients must be in 1..100000")
+	case c.watchers < 0 || c.watchers > 100000 || (c.watchers > 0 && c.workload != "stampede"):
+		return errors.New("--watchers must be in 0..100000, with --workload stampede")
+	case c.watchNodes < 1 || c.watchNodes > 5:
+		return errors.New("--watch-nodes must be in 1..5")
 	case c.workload == "stampede" && c.shows != 1:
 		return errors.New("--shows: the stampede is one show")
 	case c.seats < 0 || c.seats > 10000:
@@ -227,6 +246,10 @@ func (c *config) validate() error {
 		return errors.New("--fans is for --workload stampede")
 	case c.workload == "stampede" && c.fans != fansMap && c.fans != fansSkip && c.fans != fansBoth:
 		return errors.New("--fans must be map, skip or both")
+	case c.joins < 1 || c.joins > 500000:
+		return errors.New("--joins must be in 1..500000 (a room's entries are bounded)")
+	case c.admitRate < 1 || c.admitRate > 10000:
+		return errors.New("--admit-rate must be in 1..10000")
 	case c.fans == fansBoth && c.compareBatch:
 		return errors.New("--fans both and --compare-batch each run twice: pick one")
 	}
@@ -260,6 +283,9 @@ func checkEndpoints(eps []string, allowRemote bool) error {
 }
 
 func main() {
+	if os.Getenv(watchChildEnv) != "" {
+		os.Exit(runWatchChild(os.Stdin, os.Stdout))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -27,6 +27,10 @@ import (
 // when the 50 ms allow.
 type stampede struct {
 	show string
+	// wl: --watchers SSE watchers of the show (nil: none), which watch
+	// the stampede and cost the nodes what a full house of live seat
+	// maps costs.
+	wl *watchers
 
 	mu struct {
 		sync.Mutex
@@ -53,7 +57,17 @@ func (s *stampede) mainCall() string { return "hold" }
 
 func (s *stampede) setup(ctx context.Context, e *env) error {
 	s.show = e.showID("stampede", 0)
-	return e.createShows(ctx, []string{s.show}, e.cfg.seats)
+	if err := e.createShows(ctx, []string{s.show}, e.cfg.seats); err != nil {
+		return err
+	}
+	if e.cfg.watchers == 0 {
+		return nil
+	}
+	if e.tls != nil || e.cluster == nil {
+		return fmt.Errorf("--watchers speaks plain HTTP to a local cluster: drop --tls and --endpoints")
+	}
+	s.wl = &watchers{show: s.show}
+	return s.wl.connect(ctx, e, e.cfg.watchers)
 }
 
 func (s *stampede) run(ctx context.Context, e *env) time.Duration {
@@ -257,6 +271,12 @@ func (h *hall) pickCentre(sm *ledgerpb.SeatMap, taken []bool, rng *rand.Rand) []
 }
 
 func (s *stampede) check(ctx context.Context, e *env) {
+	if s.wl != nil {
+		r := s.wl.results()
+		e.extra["watchers_connected"], e.extra["watcher_events_delivered"] = r.Connected, r.Delivered
+		e.extra["watcher_resets"], e.extra["watcher_reconnects"] = r.Resets, r.Redials
+		e.addCheck("watchers connected", r.Connected == uint64(e.cfg.watchers), "%d of %d", r.Connected, e.cfg.watchers)
+	}
 	total := e.cfg.seats
 	s.mu.Lock()
 	winners, unknown := s.mu.winners, s.mu.unknown

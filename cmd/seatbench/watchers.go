@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,19 +18,23 @@ import (
 )
 
 // watchers is issue 21's live seat map load: --clients SSE clients follow
-// one show at the first node (as EventSource does, resuming with
-// Last-Event-ID), while one writer holds a seat, then releases it, with
-// watchWriterPause between calls. It reports watchers connected, changes
-// per second, delivery (the writer's answer to the change's arrival at a
-// watcher) p50/p99/max, missed changes, the watchers' node's CPU per
-// delivered event, its RSS per watcher, and the writer's hold latency.
+// one show at the first --watch-nodes nodes, round robin (as EventSource
+// does, resuming with Last-Event-ID), while one writer holds a seat, then
+// releases it, with watchWriterPause between calls. It reports watchers
+// connected, changes per second, delivery (the writer's answer to the
+// change's arrival at a watcher) p50/p99/max, missed changes, the watchers'
+// nodes' CPU per delivered event, their RSS per watcher, and the writer's
+// hold latency. Past watchProcessMax watchers the rest are read by child
+// seatbench processes (a process's descriptor limit may be below the
+// watchers' count), which report their figures at the end.
 type watchers struct {
-	show string
-	addr string // the watchers' node, host:port of its HTTP API
-	pid  int    // its process (own cluster only)
+	show  string
+	addrs []string // the watchers' nodes, host:port of their HTTP API
+	pids  []int    // their processes (own cluster only)
 
 	rssBefore float64 // MiB, before the watchers connected
 	conns     []*sseConn
+	children  []*watchChild
 	// stop ends the watchers (check calls it), done when all returned.
 	stop context.CancelFunc
 	done sync.WaitGroup
@@ -40,6 +45,11 @@ type watchers struct {
 	delivered atomic.Uint64
 	cpu       float64 // node CPU seconds during run
 	rssAfter  float64
+	// pending: arrivals before the answer reached a child (child only).
+	pending struct {
+		sync.Mutex
+		at map[uint64][]int64
+	}
 }
 
 const (
@@ -50,10 +60,14 @@ const (
 	watchDrain = 2 * time.Second
 	// watchDialers bounds concurrent connects in setup.
 	watchDialers = 64
+	// watchProcessMax bounds the watchers one seatbench process reads, to
+	// stay below a descriptor limit of 20,000 (a container's hard limit).
+	watchProcessMax = 12000
 )
 
 // sseConn is one watcher: one connection, read on one goroutine.
 type sseConn struct {
+	addr    string        // its node's HTTP address
 	first   atomic.Uint64 // revision of its seat map
 	last    atomic.Uint64 // last revision it saw
 	changes atomic.Uint64 // change events after first, in order
@@ -71,18 +85,51 @@ func (wl *watchers) setup(ctx context.Context, e *env) error {
 	if err := e.createShows(ctx, []string{wl.show}, e.cfg.seats); err != nil {
 		return err
 	}
-	wl.addr = e.cfg.endpoints0HTTP(e)
+	return wl.connect(ctx, e, e.cfg.clients)
+}
+
+// connect connects n watchers of wl.show to the first --watch-nodes nodes,
+// the first watchProcessMax in this process and the rest in children.
+func (wl *watchers) connect(ctx context.Context, e *env, n int) error {
+	wl.addrs = e.cfg.watchAddrs(e)
 	if e.cluster != nil {
-		wl.pid = e.cluster.Nodes()[0].PID()
-		wl.rssBefore = procRSSMiB(wl.pid)
+		for _, node := range e.cluster.Nodes()[:len(wl.addrs)] {
+			wl.pids = append(wl.pids, node.PID())
+			wl.rssBefore += procRSSMiB(node.PID())
+		}
 	}
-	// The watchers outlive setup's context: check stops them.
+	own := min(n, watchProcessMax)
+	for off := own; off < n; off += watchProcessMax {
+		c, err := startWatchChild(watchChildConfig{Show: wl.show, Addrs: wl.addrs, Count: min(watchProcessMax, n-off), Offset: off})
+		if err != nil {
+			wl.close()
+			return err
+		}
+		wl.children = append(wl.children, c)
+	}
+	if err := wl.dialAll(ctx, own, 0); err != nil {
+		wl.close()
+		return err
+	}
+	for _, c := range wl.children {
+		if err := c.connected(); err != nil {
+			wl.close()
+			return err
+		}
+	}
+	fmt.Fprintf(e.out, "%d watchers connected to %s\n", n, strings.Join(wl.addrs, ", "))
+	return nil
+}
+
+// dialAll connects n watchers, watcher i to addrs[(offset+i) % len].
+func (wl *watchers) dialAll(ctx context.Context, n, offset int) error {
+	// The watchers outlive setup's context: close stops them.
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	wl.stop = stop
-	wl.conns = make([]*sseConn, e.cfg.clients)
+	wl.conns = make([]*sseConn, n)
 	sem := make(chan struct{}, watchDialers)
 	for i := range wl.conns {
-		c := &sseConn{}
+		c := &sseConn{addr: wl.addrs[(offset+i)%len(wl.addrs)]}
 		wl.conns[i] = c
 		opened := make(chan error, 1)
 		sem <- struct{}{}
@@ -95,30 +142,33 @@ func (wl *watchers) setup(ctx context.Context, e *env) error {
 		case err := <-opened:
 			<-sem
 			if err != nil {
-				wl.close()
-				return fmt.Errorf("watcher %d: %w", i, err)
+				return fmt.Errorf("watcher %d: %w", offset+i, err)
 			}
 		case <-ctx.Done():
-			wl.close()
 			return ctx.Err()
 		}
 	}
-	fmt.Fprintf(e.out, "%d watchers connected to %s\n", len(wl.conns), wl.addr)
 	return nil
 }
 
 // close stops the watchers and waits for them.
 func (wl *watchers) close() {
-	wl.stop()
+	if wl.stop != nil {
+		wl.stop()
+	}
 	wl.done.Wait()
 }
 
-// endpoints0HTTP is the first node's HTTP address.
-func (c *config) endpoints0HTTP(e *env) string {
+// watchAddrs is the HTTP addresses of the first --watch-nodes nodes.
+func (c *config) watchAddrs(e *env) []string {
 	if e.cluster != nil {
-		return e.cluster.Nodes()[0].HTTPAddr
+		var out []string
+		for _, n := range e.cluster.Nodes()[:min(c.watchNodes, len(e.cluster.Nodes()))] {
+			out = append(out, n.HTTPAddr)
+		}
+		return out
 	}
-	return c.endpoints[0] // validate requires --http with --endpoints
+	return c.endpoints[:min(c.watchNodes, len(c.endpoints))] // validate requires --http with --endpoints
 }
 
 // follow keeps c connected until ctx ends; opened gets the first
@@ -145,14 +195,14 @@ func (wl *watchers) follow(ctx context.Context, c *sseConn, opened chan<- error)
 // load tool spends little of the machine it shares with the node.
 func (wl *watchers) stream(ctx context.Context, c *sseConn, opened chan<- error) error {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", wl.addr)
+	conn, err := d.DialContext(ctx, "tcp", c.addr)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	req := "GET /v1/shows/" + wl.show + "/events HTTP/1.1\r\nHost: " + wl.addr + "\r\nAccept: text/event-stream\r\n"
+	req := "GET /v1/shows/" + wl.show + "/events HTTP/1.1\r\nHost: " + c.addr + "\r\nAccept: text/event-stream\r\n"
 	if last := c.last.Load(); last > 0 {
 		req += "Last-Event-ID: " + strconv.FormatUint(last, 10) + "\r\n"
 	}
@@ -208,7 +258,7 @@ func (wl *watchers) event(c *sseConn, kind string, rev uint64, opened chan<- err
 		now := time.Now().UnixNano()
 		if at, ok := wl.answered.Load(rev); ok {
 			wl.delivery.record(time.Duration(max(0, now-at.(int64))))
-		} else {
+		} else if !wl.hold(rev, now) {
 			wl.delivery.record(0) // it arrived before the writer's answer
 		}
 		wl.delivered.Add(1)
@@ -219,7 +269,7 @@ func (wl *watchers) event(c *sseConn, kind string, rev uint64, opened chan<- err
 }
 
 func (wl *watchers) run(ctx context.Context, e *env) time.Duration {
-	cpu0 := procCPU(wl.pid)
+	cpu0 := wl.nodesCPU()
 	elapsed := e.runWorkers(ctx, 1, e.cfg.duration, func(ctx context.Context, w *worker) {
 		for !w.stopped() && ctx.Err() == nil {
 			if !wl.holdRelease(ctx, e, w) {
@@ -228,9 +278,19 @@ func (wl *watchers) run(ctx context.Context, e *env) time.Duration {
 		}
 	})
 	time.Sleep(watchDrain)
-	wl.cpu = procCPU(wl.pid) - cpu0
-	wl.rssAfter = procRSSMiB(wl.pid)
+	wl.cpu = wl.nodesCPU() - cpu0
+	for _, pid := range wl.pids {
+		wl.rssAfter += procRSSMiB(pid)
+	}
 	return elapsed
+}
+
+// nodesCPU is the watchers' nodes' CPU seconds so far.
+func (wl *watchers) nodesCPU() (cpu float64) {
+	for _, pid := range wl.pids {
+		cpu += procCPU(pid)
+	}
+	return cpu
 }
 
 // holdRelease holds seat A1, pauses, releases it, pauses; it records the
@@ -254,42 +314,88 @@ func (wl *watchers) holdRelease(ctx context.Context, e *env, w *worker) bool {
 }
 
 func (wl *watchers) answer(rev uint64) {
-	wl.answered.Store(rev, time.Now().UnixNano())
+	at := time.Now().UnixNano()
+	wl.answered.Store(rev, at)
 	wl.revs = append(wl.revs, rev)
+	for _, c := range wl.children {
+		c.answer(rev, at)
+	}
 }
 
 func (wl *watchers) check(ctx context.Context, e *env) {
+	r := wl.results()
+	snap := wl.delivery.snapshot()
+	elapsed := e.cfg.duration.Seconds()
+	e.extra["watchers_connected"] = r.Connected
+	e.extra["changes_per_s"] = fmt.Sprintf("%.1f", float64(len(wl.revs))/elapsed)
+	e.extra["delivered_events"] = r.Delivered
+	e.extra["delivery_ms"] = map[string]string{"p50": ms(snap.quantile(0.5)), "p99": ms(snap.quantile(0.99)), "max": ms(time.Duration(snap.max) * time.Microsecond)}
+	e.extra["missed_changes"] = r.Missed
+	e.extra["resets"], e.extra["reconnects"] = r.Resets, r.Redials
+	if r.Delivered > 0 && len(wl.pids) > 0 {
+		e.extra["node_cpu_us_per_delivered_event"] = fmt.Sprintf("%.2f", wl.cpu/float64(r.Delivered)*1e6)
+	}
+	if len(wl.pids) > 0 && r.Connected > 0 {
+		e.extra["node_rss_mib_before_after"] = fmt.Sprintf("%.0f / %.0f", wl.rssBefore, wl.rssAfter)
+		e.extra["node_rss_kib_per_watcher"] = fmt.Sprintf("%.1f", (wl.rssAfter-wl.rssBefore)*1024/float64(r.Connected))
+	}
+	want := uint64(len(wl.conns))
+	for _, c := range wl.children {
+		want += uint64(c.cfg.Count)
+	}
+	e.addCheck("watchers connected", r.Connected == want, "%d of %d", r.Connected, want)
+	e.addCheck("no missed changes", r.Missed == 0, "%d missed, %d resets, %d reconnects", r.Missed, r.Resets, r.Redials)
+}
+
+// watchResult is what a process's watchers saw.
+type watchResult struct {
+	Connected, Missed, Resets, Redials, Delivered uint64
+	// Delivery is the histogram's non-empty buckets (child to parent).
+	Delivery map[int]uint64 `json:",omitempty"`
+	MaxUs    int64          `json:",omitempty"`
+}
+
+// results stops this process's watchers and the children's, and sums
+// their figures; the children's delivery joins wl.delivery.
+func (wl *watchers) results() watchResult {
 	wl.close()
-	var connected, missed, resets, redials uint64
+	r := wl.ownResults()
+	for _, c := range wl.children {
+		cr, err := c.finish()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "seatbench: watcher process: %v\n", err)
+			continue
+		}
+		r.Connected += cr.Connected
+		r.Missed += cr.Missed
+		r.Resets += cr.Resets
+		r.Redials += cr.Redials
+		r.Delivered += cr.Delivered
+		for i, n := range cr.Delivery {
+			wl.delivery.counts[i].Add(n)
+		}
+		wl.delivery.recordMax(cr.MaxUs)
+	}
+	return r
+}
+
+// ownResults sums this process's watchers.
+func (wl *watchers) ownResults() watchResult {
+	var r watchResult
 	for _, c := range wl.conns {
 		first := c.first.Load()
 		if first > 0 {
-			connected++
+			r.Connected++
 		}
 		// Every writer revision after the watcher's seat map is a change
 		// it must have seen once.
 		i, _ := slices.BinarySearch(wl.revs, first+1)
 		if want := uint64(len(wl.revs) - i); c.changes.Load() < want {
-			missed += want - c.changes.Load()
+			r.Missed += want - c.changes.Load()
 		}
-		resets += c.resets.Load()
-		redials += c.redials.Load()
+		r.Resets += c.resets.Load()
+		r.Redials += c.redials.Load()
 	}
-	snap := wl.delivery.snapshot()
-	elapsed := e.cfg.duration.Seconds()
-	e.extra["watchers_connected"] = connected
-	e.extra["changes_per_s"] = fmt.Sprintf("%.1f", float64(len(wl.revs))/elapsed)
-	e.extra["delivered_events"] = wl.delivered.Load()
-	e.extra["delivery_ms"] = map[string]string{"p50": ms(snap.quantile(0.5)), "p99": ms(snap.quantile(0.99)), "max": ms(time.Duration(snap.max) * time.Microsecond)}
-	e.extra["missed_changes"] = missed
-	e.extra["resets"], e.extra["reconnects"] = resets, redials
-	if n := wl.delivered.Load(); n > 0 && wl.pid != 0 {
-		e.extra["node_cpu_us_per_delivered_event"] = fmt.Sprintf("%.2f", wl.cpu/float64(n)*1e6)
-	}
-	if wl.pid != 0 && connected > 0 {
-		e.extra["node_rss_mib_before_after"] = fmt.Sprintf("%.0f / %.0f", wl.rssBefore, wl.rssAfter)
-		e.extra["node_rss_kib_per_watcher"] = fmt.Sprintf("%.1f", (wl.rssAfter-wl.rssBefore)*1024/float64(connected))
-	}
-	e.addCheck("watchers connected", connected == uint64(len(wl.conns)), "%d of %d", connected, len(wl.conns))
-	e.addCheck("no missed changes", missed == 0, "%d missed, %d resets, %d reconnects", missed, resets, redials)
+	r.Delivered = wl.delivered.Load()
+	return r
 }

@@ -179,10 +179,10 @@ func parseShow(b []byte) (*ledgerpb.Show, error) {
 }
 
 func newHoldCmd(a *app) *cobra.Command {
-	var clientID, requestID string
+	var clientID, requestID, admission string
 	var ttl time.Duration
 	c := &cobra.Command{
-		Use:                   "hold SHOW SEAT... [--client-id ID] [--request-id ID] [--ttl DURATION]",
+		Use:                   "hold SHOW SEAT... [--client-id ID] [--request-id ID] [--ttl DURATION] [--admission-token TOKEN]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Hold 1..10 seats of a show, all or nothing",
 		Example:               "  seatctl hold demo A1 A2 --ttl 10m\n  seatctl hold demo A1 A2 --request-id seatctl-3f2a... # retry the same hold",
@@ -193,7 +193,7 @@ func newHoldCmd(a *app) *cobra.Command {
 				return err
 			}
 			rid := a.requestID(requestID)
-			req := &ledgerpb.HoldRequest{ShowId: args[0], SeatIds: args[1:], ClientId: clientID, RequestId: rid, TtlSeconds: secs}
+			req := &ledgerpb.HoldRequest{ShowId: args[0], SeatIds: args[1:], ClientId: clientID, RequestId: rid, TtlSeconds: secs, AdmissionToken: admission}
 			var resp *ledgerpb.HoldResponse
 			err = a.onAnyEndpoint(c.Context(), func(ctx context.Context, b ledgerpb.BookingClient) error {
 				var err error
@@ -223,6 +223,7 @@ func newHoldCmd(a *app) *cobra.Command {
 	f.StringVar(&clientID, "client-id", clientIDDefault, "client that owns the hold")
 	f.StringVar(&requestID, "request-id", "", "request id (default: a new one, printed on stderr)")
 	f.DurationVar(&ttl, "ttl", 0, "how long the hold lives, 1s..30m (default: the server's, 5m)")
+	f.StringVar(&admission, "admission-token", "", "while the show's waiting room is open: the client's admission token")
 	return c
 }
 

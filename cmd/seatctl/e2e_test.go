@@ -7,7 +7,8 @@
 // to another node, with the group serving writes after; the digest check passes; and a stopped node shows
 // down in status without failing it. A ticket verifies valid online until
 // its booking is refunded, then not; offline it says it checks the
-// signature only.
+// signature only. A webhook added with seatctl receives a hold
+// (webhook_e2e_test.go). A waiting room opens, gates holds and closes.
 package main
 
 import (
@@ -107,6 +108,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	sc.verifyRefunded(holdID, token)
+	sc.webhooks(dir)           // webhook_e2e_test.go
+	sc.waitingRoom("e2e-show") // waitingroom_e2e_test.go
 
 	group := shard.Map{Groups: e2eGroups}.GroupFor("e2e-show")
 	sc.transferAndMove(group)

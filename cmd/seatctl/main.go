@@ -153,6 +153,8 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 		newReleaseCmd(a),
 		newTicketCmd(a),
 		newSnapshotCmd(a),
+		newWebhookCmd(a),
+		newWaitingRoomCmd(a),
 		newVersionCmd(),
 	)
 	return root

@@ -3,8 +3,9 @@
 // dashboard (deploy/grafana) or an expression of the alerting rules
 // (deploy/prometheus) appears in the /metrics text of a real node of a
 // 3-node cluster, read over HTTP, after holds, a confirm, a release, a
-// conflict, an expiry and an HTTP call (a histogram's _bucket, _sum and
-// _count name its family). Each dashboard query names at least one.
+// conflict, an expiry, an HTTP call and a webhook delivery (a histogram's
+// _bucket, _sum and _count name its family). Each dashboard query names
+// at least one.
 package main
 
 import (
@@ -151,7 +152,8 @@ func TestDashboardAndRulesMetricsExported(t *testing.T) {
 		}
 	}
 
-	c := startCluster(t, true)
+	c := startCluster(t, true, fastDelivery)
+	c.addWebhook(0, newReceiver(t).srv.URL) // webhook_test.go
 	const show = "dash-show"
 	c.createShow(0, show)
 	held := c.mustHold(0, show, "fan1", "r1", 0, "A1")

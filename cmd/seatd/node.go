@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"github.com/seatledger/seatledger/delivery"
 	"github.com/seatledger/seatledger/gateway"
 	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/raftnode"
@@ -78,6 +79,8 @@ type nodeConfig struct {
 	// the private reads (owners, payments, a client's bookings) and signs
 	// client proofs, but no admin call (gateway/auth.go).
 	BackendKey string
+	// Delivery configures the webhook and Kafka deliverer (zero: defaults).
+	Delivery delivery.Config
 	// TLS, if set, encrypts every port and every dial to a peer (tls.go);
 	// nil is plaintext (seatd dev, which listens on loopback only).
 	TLS *certs.Node
@@ -202,6 +205,15 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		srv.SetTicketKey(cfg.TicketKey)
 	}
 	srv.SetWatchersMax(cfg.WatchersMax)
+	deliverer, err := delivery.New(router, cfg.Delivery, cfg.Logger.With("node", cfg.ID))
+	if err == nil {
+		err = deliverer.RegisterMetrics(labelled)
+	}
+	if err != nil {
+		router.Close()
+		rn.Close()
+		return nil, err
+	}
 	applyFaultsServing(cfg.Faults, router, srv)
 	n = &node{cfg: cfg, raft: rn, router: router, srv: srv, grpc: gateway.NewGRPCServer(srv, router, grpcOpts...),
 		done: make(chan struct{}), fatal: make(chan error, 1), nodes: nodes}
@@ -221,7 +233,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 		}
 		n.http = gateway.NewHTTPServer(api.HTTP(mux))
 		// A public port: its connections are capped (gateway/limits.go).
-		n.cfg.HTTPLn = gateway.LimitHTTPListener(cfg.HTTPLn)
+		n.cfg.HTTPLn = gateway.LimitHTTPListener(cfg.HTTPLn, cfg.WatchersMax)
 	}
 	if cfg.AdminLn != nil {
 		n.admin = gateway.NewHTTPServer(adminHandler(n.gather))
@@ -237,6 +249,7 @@ func startNode(cfg nodeConfig) (n *node, err error) {
 	}
 	go n.serve()
 	n.startRegistry()
+	n.startDelivery(deliverer)
 	return n, nil
 }
 

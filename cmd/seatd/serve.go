@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seatledger/seatledger/delivery"
 	"github.com/seatledger/seatledger/gateway"
 	"github.com/seatledger/seatledger/internal/certs"
 	"github.com/seatledger/seatledger/raftnode"
@@ -48,6 +49,9 @@ func runServe(args []string) error {
 	clientBurst := fs.Float64("client-burst", gateway.ClientBurstDefault, "writes a client may send at once before --client-rate applies")
 	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
 	faults := registerFaultFlags(fs)
+	kafkaBrokers := fs.String("kafka-brokers", "", "Kafka brokers (host:port, comma-separated) to produce every booking event to, keyed by show id; with --kafka-topic, the same on every node (docs/WEBHOOKS.md)")
+	kafkaTopic := fs.String("kafka-topic", "", "the Kafka topic of --kafka-brokers")
+	webhookBackoff := fs.Duration("webhook-backoff-max", delivery.BackoffMaxDefault, "longest wait between attempts to deliver an event to a failing webhook or Kafka")
 	var corsOrigins []string
 	fs.Func("cors-origin", "an origin whose browser pages may call the HTTP API, such as https://tickets.example.com or http://localhost:* (any port); repeat for more", func(o string) error {
 		corsOrigins = append(corsOrigins, o)
@@ -102,7 +106,11 @@ func runServe(args []string) error {
 	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Join: join, Groups: uint32(*groups), Replicas: *replicas,
 		Logger: base, RaftLogLevel: raftLevel, Faults: *faults, TLS: tlsNode,
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}, WatchersMax: *watchersMax,
-		HTTP: gateway.HTTPConfig{CORS: gateway.CORSConfig{Origins: corsOrigins}}}
+		HTTP:     gateway.HTTPConfig{CORS: gateway.CORSConfig{Origins: corsOrigins}},
+		Delivery: delivery.Config{KafkaBrokers: splitList(*kafkaBrokers), KafkaTopic: *kafkaTopic, BackoffMax: *webhookBackoff}}
+	if err := cfg.Delivery.Validate(); err != nil {
+		return err
+	}
 	cfg.Raft.BatchCommandsMax, cfg.Raft.HeartbeatTimeout, cfg.Raft.ElectionTimeout = *maxBatch, *heartbeat, *election
 	cfg.Raft.InflightEntriesMax = *maxInflight
 	cfg.Raft.SnapshotThreshold = *snapThreshold

@@ -29,6 +29,8 @@ func Check(h *history.History, opt Options) *Report {
 		opt.Timeout = TimeoutDefault
 	}
 	rep := newReporter()
+	checkRooms(h, rep) // room.go
+	h = withoutRooms(h)
 	lops := logicalOps(h, rep)
 	lops = append(lops, queueOps(lops, rep)...)
 	sort.SliceStable(lops, func(a, b int) bool { return lops[a].Call < lops[b].Call })

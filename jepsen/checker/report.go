@@ -20,7 +20,7 @@ const (
 	CheckS6           = "S6"
 )
 
-var checkOrder = []string{CheckLinearizable, CheckOrdering, CheckS1, CheckS2, CheckS3, CheckS4, CheckS6}
+var checkOrder = []string{CheckLinearizable, CheckOrdering, CheckS1, CheckS2, CheckS3, CheckS4, CheckS6, CheckRoom}
 
 // Statuses of a check.
 const (

@@ -29,13 +29,23 @@ const (
 	// reads its place in the show's queue or the hold offered to it.
 	KindQueueEntry Kind = "queueentry"
 	KindLeave      Kind = "leave" // LeaveQueue(show, entry, queue_token)
+	// The waiting room (its own show; jepsen/checker/room.go): a fan joins
+	// (JoinWaitingRoom), reads its entry (GetWaitingRoomEntry), and holds
+	// with its admission token, or without one to prove it is refused.
+	KindJoin      Kind = "join"
+	KindRoomEntry Kind = "roomentry"
+	KindRoomHold  Kind = "roomhold"
 )
+
+// Room reports whether ops of kind k belong to the waiting room's checks,
+// which the booking model does not see.
+func (k Kind) Room() bool { return k == KindJoin || k == KindRoomEntry || k == KindRoomHold }
 
 // Mutating reports whether ops of kind k change state (and carry a
 // client_id and request_id).
 func (k Kind) Mutating() bool {
 	switch k {
-	case KindHold, KindConfirm, KindRelease, KindExtend, KindRefund, KindLeave:
+	case KindHold, KindConfirm, KindRelease, KindExtend, KindRefund, KindLeave, KindJoin, KindRoomHold:
 		return true
 	}
 	return false
@@ -125,6 +135,37 @@ type Op struct {
 	// SeatStates is a read's result: seat id -> FREE, HELD or BOOKED, for
 	// every seat of the show.
 	SeatStates map[string]string `json:"seat_states,omitempty"`
+
+	// Waiting room ops. RoomEntryID and RoomToken: the entry a join made
+	// (outputs) or a roomentry op reads (inputs); AdmissionToken: what a
+	// roomhold presented (empty: none); RoomHoldID: the hold a roomhold
+	// got. A roomentry's answer: RoomState, RoomPlace, AdmittedAtMs and
+	// AdmissionExpiresAtMs (ledger time).
+	RoomEntryID          string `json:"room_entry_id,omitempty"`
+	RoomToken            string `json:"room_token,omitempty"`
+	AdmissionToken       string `json:"admission_token,omitempty"`
+	RoomHoldID           string `json:"room_hold_id,omitempty"`
+	RoomState            string `json:"room_state,omitempty"`
+	RoomPlace            uint64 `json:"room_place,omitempty"`
+	AdmittedAtMs         int64  `json:"admitted_at_ms,omitempty"`
+	AdmissionExpiresAtMs int64  `json:"admission_expires_at_ms,omitempty"`
+}
+
+// FinalRoom is a waiting room at the end of the run: its rate and every
+// entry any join learned of, read after healing.
+type FinalRoom struct {
+	AdmitPerSecond uint32                    `json:"admit_per_second"`
+	Entries        map[string]FinalRoomEntry `json:"entries"`
+}
+
+// FinalRoomEntry is an entry's final read; Found is false when the ledger
+// has no such entry.
+type FinalRoomEntry struct {
+	Client       string `json:"client"`
+	Found        bool   `json:"found"`
+	State        string `json:"state"`
+	Place        uint64 `json:"place"`
+	AdmittedAtMs int64  `json:"admitted_at_ms,omitempty"`
 }
 
 // GrantedSeats is the seats an acknowledged hold took: the ones it named,
@@ -157,6 +198,8 @@ type Final struct {
 	Applied map[uint32]uint64            `json:"applied"`
 	// ReadAtMs is the log clock of the final seat reads.
 	ReadAtMs int64 `json:"read_at_ms"`
+	// Rooms: show -> its waiting room (jepsen/checker/room.go).
+	Rooms map[string]FinalRoom `json:"rooms,omitempty"`
 }
 
 // FinalHold is a hold's state at the end of the run.

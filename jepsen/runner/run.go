@@ -75,6 +75,9 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	if err := createShows(ctx, setup, cfg.Seed, showCount(cfg.Duration)); err != nil {
 		return nil, err
 	}
+	if err := openRoom(ctx, tc, cfg.Seed); err != nil { // room.go
+		return nil, err
+	}
 
 	rec := &recorder{start: time.Now()}
 	rec.processes.Store(int64(cfg.Clients))
@@ -85,6 +88,12 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 		c := newClient(i, &cfg, tc, rec)
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run(runCtx) }()
+	}
+	rec.processes.Add(1 + roomClients) // cfg.Clients is the cleanup's process
+	for i := 0; i < roomClients; i++ {
+		c := newClient(cfg.Clients+1+i, &cfg, tc, rec)
+		wg.Add(1)
+		go func() { defer wg.Done(); c.runRoom(runCtx) }()
 	}
 	nem := newNemesis(tc, rec, cfg.Seed)
 	steps := schedule(&cfg)
@@ -155,6 +164,7 @@ func newClient(i int, cfg *Config, tc *testCluster, rec *recorder) *client {
 		rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(i)))}
 	for _, conn := range tc.conns {
 		c.booking = append(c.booking, ledgerpb.NewBookingClient(conn))
+		c.rooms = append(c.rooms, ledgerpb.NewWaitingRoomClient(conn))
 	}
 	return c
 }
@@ -172,7 +182,9 @@ func finalRead(ctx context.Context, tc *testCluster, b ledgerpb.BookingClient, h
 	}
 	shows := map[string]bool{}
 	for _, op := range h.Ops {
-		shows[op.Show] = true
+		if !op.Kind.Room() { // the room's show is read back by finalRooms
+			shows[op.Show] = true
+		}
 	}
 	for _, show := range sortedKeys(shows) {
 		sm, err := retryRead(ctx, func(ctx context.Context) (*ledgerpb.SeatMap, error) {
@@ -202,7 +214,9 @@ func finalRead(ctx context.Context, tc *testCluster, b ledgerpb.BookingClient, h
 		final.Holds[id] = history.FinalHold{Show: hi.ShowId, Seats: hi.SeatIds, State: hi.State.String(),
 			ExpiresAtMs: hi.ExpiresAt.AsTime().UnixMilli(), PaymentRef: hi.PaymentRef}
 	}
-	return final, nil
+	var err error
+	final.Rooms, err = finalRooms(ctx, tc, h) // room.go
+	return final, err
 }
 
 func retryRead[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {

@@ -147,7 +147,8 @@ type client struct {
 	rng     *rand.Rand
 	seed    int64
 	rec     *recorder
-	booking []ledgerpb.BookingClient // one per node, through the client proxies
+	booking []ledgerpb.BookingClient     // one per node, through the client proxies
+	rooms   []ledgerpb.WaitingRoomClient // the same, for the waiting room (room.go)
 	nodeIDs []string
 	reqSeq  int
 	// holds this client may confirm, release or extend
@@ -318,7 +319,7 @@ func (c *client) busyOnly(hs []ownHold) []ownHold {
 // do runs one operation with retries and records it.
 func (c *client) do(ctx context.Context, op history.Op) {
 	switch op.Kind {
-	case history.KindRead, history.KindHold:
+	case history.KindRead, history.KindHold, history.KindJoin, history.KindRoomEntry, history.KindRoomHold:
 	case history.KindQueueEntry, history.KindLeave:
 		if op.QueueEntryID == "" {
 			return // no entry to act on
@@ -550,6 +551,9 @@ func resolveInfoHolds(ctx context.Context, rec *recorder, c *client) int {
 // error is what the node answered (or the transport's failure).
 func (c *client) attempt(ctx context.Context, b ledgerpb.BookingClient, op *history.Op) error {
 	op.Error, op.Reason = "", ""
+	if op.Kind.Room() {
+		return c.roomAttempt(ctx, b, op) // room.go
+	}
 	var err error
 	switch op.Kind {
 	case history.KindHold:

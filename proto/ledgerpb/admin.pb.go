@@ -1132,7 +1132,7 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\rseatledger.v1\"\xcf\x01\n" +
+	"\vadmin.proto\x12\rseatledger.v1\x1a\rwebhook.proto\"\xcf\x01\n" +
 	"\n" +
 	"NodeRecord\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1b\n" +
@@ -1210,7 +1210,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11NODE_STATE_ACTIVE\x10\x01\x12\x17\n" +
 	"\x13NODE_STATE_DRAINING\x10\x02\x12\x16\n" +
-	"\x12NODE_STATE_REMOVED\x10\x032\xd3\x06\n" +
+	"\x12NODE_STATE_REMOVED\x10\x032\xc8\b\n" +
 	"\x05Admin\x12E\n" +
 	"\x06Status\x12\x1c.seatledger.v1.StatusRequest\x1a\x1d.seatledger.v1.StatusResponse\x12]\n" +
 	"\x0eTransferLeader\x12$.seatledger.v1.TransferLeaderRequest\x1a%.seatledger.v1.TransferLeaderResponse\x12K\n" +
@@ -1223,7 +1223,11 @@ const file_admin_proto_rawDesc = "" +
 	"\aAddNode\x12\x1d.seatledger.v1.AddNodeRequest\x1a\x1b.seatledger.v1.NodeResponse\x12D\n" +
 	"\tDrainNode\x12\x1a.seatledger.v1.NodeRequest\x1a\x1b.seatledger.v1.NodeResponse\x12E\n" +
 	"\n" +
-	"RemoveNode\x12\x1a.seatledger.v1.NodeRequest\x1a\x1b.seatledger.v1.NodeResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"RemoveNode\x12\x1a.seatledger.v1.NodeRequest\x1a\x1b.seatledger.v1.NodeResponse\x12N\n" +
+	"\n" +
+	"AddWebhook\x12 .seatledger.v1.WebhookAddRequest\x1a\x1e.seatledger.v1.WebhookResponse\x12M\n" +
+	"\fListWebhooks\x12!.seatledger.v1.WebhookListRequest\x1a\x1a.seatledger.v1.WebhookList\x12T\n" +
+	"\rDeleteWebhook\x12#.seatledger.v1.WebhookDeleteRequest\x1a\x1e.seatledger.v1.WebhookResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -1258,6 +1262,11 @@ var file_admin_proto_goTypes = []any{
 	(*StatusResponse)(nil),         // 15: seatledger.v1.StatusResponse
 	(*TransferLeaderRequest)(nil),  // 16: seatledger.v1.TransferLeaderRequest
 	(*TransferLeaderResponse)(nil), // 17: seatledger.v1.TransferLeaderResponse
+	(*WebhookAddRequest)(nil),      // 18: seatledger.v1.WebhookAddRequest
+	(*WebhookListRequest)(nil),     // 19: seatledger.v1.WebhookListRequest
+	(*WebhookDeleteRequest)(nil),   // 20: seatledger.v1.WebhookDeleteRequest
+	(*WebhookResponse)(nil),        // 21: seatledger.v1.WebhookResponse
+	(*WebhookList)(nil),            // 22: seatledger.v1.WebhookList
 }
 var file_admin_proto_depIdxs = []int32{
 	0,  // 0: seatledger.v1.NodeRecord.state:type_name -> seatledger.v1.NodeState
@@ -1277,19 +1286,25 @@ var file_admin_proto_depIdxs = []int32{
 	4,  // 14: seatledger.v1.Admin.AddNode:input_type -> seatledger.v1.AddNodeRequest
 	5,  // 15: seatledger.v1.Admin.DrainNode:input_type -> seatledger.v1.NodeRequest
 	5,  // 16: seatledger.v1.Admin.RemoveNode:input_type -> seatledger.v1.NodeRequest
-	15, // 17: seatledger.v1.Admin.Status:output_type -> seatledger.v1.StatusResponse
-	17, // 18: seatledger.v1.Admin.TransferLeader:output_type -> seatledger.v1.TransferLeaderResponse
-	11, // 19: seatledger.v1.Admin.HostGroup:output_type -> seatledger.v1.MembershipResponse
-	11, // 20: seatledger.v1.Admin.DropGroup:output_type -> seatledger.v1.MembershipResponse
-	11, // 21: seatledger.v1.Admin.AddVoter:output_type -> seatledger.v1.MembershipResponse
-	11, // 22: seatledger.v1.Admin.RemoveVoter:output_type -> seatledger.v1.MembershipResponse
-	8,  // 23: seatledger.v1.Admin.SnapshotGroup:output_type -> seatledger.v1.SnapshotChunk
-	2,  // 24: seatledger.v1.Admin.ListNodes:output_type -> seatledger.v1.NodeList
-	6,  // 25: seatledger.v1.Admin.AddNode:output_type -> seatledger.v1.NodeResponse
-	6,  // 26: seatledger.v1.Admin.DrainNode:output_type -> seatledger.v1.NodeResponse
-	6,  // 27: seatledger.v1.Admin.RemoveNode:output_type -> seatledger.v1.NodeResponse
-	17, // [17:28] is the sub-list for method output_type
-	6,  // [6:17] is the sub-list for method input_type
+	18, // 17: seatledger.v1.Admin.AddWebhook:input_type -> seatledger.v1.WebhookAddRequest
+	19, // 18: seatledger.v1.Admin.ListWebhooks:input_type -> seatledger.v1.WebhookListRequest
+	20, // 19: seatledger.v1.Admin.DeleteWebhook:input_type -> seatledger.v1.WebhookDeleteRequest
+	15, // 20: seatledger.v1.Admin.Status:output_type -> seatledger.v1.StatusResponse
+	17, // 21: seatledger.v1.Admin.TransferLeader:output_type -> seatledger.v1.TransferLeaderResponse
+	11, // 22: seatledger.v1.Admin.HostGroup:output_type -> seatledger.v1.MembershipResponse
+	11, // 23: seatledger.v1.Admin.DropGroup:output_type -> seatledger.v1.MembershipResponse
+	11, // 24: seatledger.v1.Admin.AddVoter:output_type -> seatledger.v1.MembershipResponse
+	11, // 25: seatledger.v1.Admin.RemoveVoter:output_type -> seatledger.v1.MembershipResponse
+	8,  // 26: seatledger.v1.Admin.SnapshotGroup:output_type -> seatledger.v1.SnapshotChunk
+	2,  // 27: seatledger.v1.Admin.ListNodes:output_type -> seatledger.v1.NodeList
+	6,  // 28: seatledger.v1.Admin.AddNode:output_type -> seatledger.v1.NodeResponse
+	6,  // 29: seatledger.v1.Admin.DrainNode:output_type -> seatledger.v1.NodeResponse
+	6,  // 30: seatledger.v1.Admin.RemoveNode:output_type -> seatledger.v1.NodeResponse
+	21, // 31: seatledger.v1.Admin.AddWebhook:output_type -> seatledger.v1.WebhookResponse
+	22, // 32: seatledger.v1.Admin.ListWebhooks:output_type -> seatledger.v1.WebhookList
+	21, // 33: seatledger.v1.Admin.DeleteWebhook:output_type -> seatledger.v1.WebhookResponse
+	20, // [20:34] is the sub-list for method output_type
+	6,  // [6:20] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
@@ -1300,6 +1315,7 @@ func file_admin_proto_init() {
 	if File_admin_proto != nil {
 		return
 	}
+	file_webhook_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

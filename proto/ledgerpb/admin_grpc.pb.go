@@ -30,6 +30,9 @@ const (
 	Admin_AddNode_FullMethodName        = "/seatledger.v1.Admin/AddNode"
 	Admin_DrainNode_FullMethodName      = "/seatledger.v1.Admin/DrainNode"
 	Admin_RemoveNode_FullMethodName     = "/seatledger.v1.Admin/RemoveNode"
+	Admin_AddWebhook_FullMethodName     = "/seatledger.v1.Admin/AddWebhook"
+	Admin_ListWebhooks_FullMethodName   = "/seatledger.v1.Admin/ListWebhooks"
+	Admin_DeleteWebhook_FullMethodName  = "/seatledger.v1.Admin/DeleteWebhook"
 )
 
 // AdminClient is the client API for Admin service.
@@ -77,6 +80,12 @@ type AdminClient interface {
 	// RemoveNode marks a node REMOVED. It does not check that the node hosts
 	// nothing: seatctl node remove does, over every node's Status.
 	RemoveNode(ctx context.Context, in *NodeRequest, opts ...grpc.CallOption) (*NodeResponse, error)
+	// Webhooks (docs/WEBHOOKS.md): registrations replicated in the catalog
+	// group; every group's leader delivers its shows' events to each.
+	// Secrets are never read back.
+	AddWebhook(ctx context.Context, in *WebhookAddRequest, opts ...grpc.CallOption) (*WebhookResponse, error)
+	ListWebhooks(ctx context.Context, in *WebhookListRequest, opts ...grpc.CallOption) (*WebhookList, error)
+	DeleteWebhook(ctx context.Context, in *WebhookDeleteRequest, opts ...grpc.CallOption) (*WebhookResponse, error)
 }
 
 type adminClient struct {
@@ -206,6 +215,36 @@ func (c *adminClient) RemoveNode(ctx context.Context, in *NodeRequest, opts ...g
 	return out, nil
 }
 
+func (c *adminClient) AddWebhook(ctx context.Context, in *WebhookAddRequest, opts ...grpc.CallOption) (*WebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookResponse)
+	err := c.cc.Invoke(ctx, Admin_AddWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListWebhooks(ctx context.Context, in *WebhookListRequest, opts ...grpc.CallOption) (*WebhookList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookList)
+	err := c.cc.Invoke(ctx, Admin_ListWebhooks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DeleteWebhook(ctx context.Context, in *WebhookDeleteRequest, opts ...grpc.CallOption) (*WebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookResponse)
+	err := c.cc.Invoke(ctx, Admin_DeleteWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -251,6 +290,12 @@ type AdminServer interface {
 	// RemoveNode marks a node REMOVED. It does not check that the node hosts
 	// nothing: seatctl node remove does, over every node's Status.
 	RemoveNode(context.Context, *NodeRequest) (*NodeResponse, error)
+	// Webhooks (docs/WEBHOOKS.md): registrations replicated in the catalog
+	// group; every group's leader delivers its shows' events to each.
+	// Secrets are never read back.
+	AddWebhook(context.Context, *WebhookAddRequest) (*WebhookResponse, error)
+	ListWebhooks(context.Context, *WebhookListRequest) (*WebhookList, error)
+	DeleteWebhook(context.Context, *WebhookDeleteRequest) (*WebhookResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -293,6 +338,15 @@ func (UnimplementedAdminServer) DrainNode(context.Context, *NodeRequest) (*NodeR
 }
 func (UnimplementedAdminServer) RemoveNode(context.Context, *NodeRequest) (*NodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveNode not implemented")
+}
+func (UnimplementedAdminServer) AddWebhook(context.Context, *WebhookAddRequest) (*WebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddWebhook not implemented")
+}
+func (UnimplementedAdminServer) ListWebhooks(context.Context, *WebhookListRequest) (*WebhookList, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebhooks not implemented")
+}
+func (UnimplementedAdminServer) DeleteWebhook(context.Context, *WebhookDeleteRequest) (*WebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteWebhook not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -506,6 +560,60 @@ func _Admin_RemoveNode_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_AddWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookAddRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).AddWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_AddWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).AddWebhook(ctx, req.(*WebhookAddRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListWebhooks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListWebhooks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListWebhooks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListWebhooks(ctx, req.(*WebhookListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DeleteWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WebhookDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DeleteWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DeleteWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DeleteWebhook(ctx, req.(*WebhookDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -552,6 +660,18 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveNode",
 			Handler:    _Admin_RemoveNode_Handler,
+		},
+		{
+			MethodName: "AddWebhook",
+			Handler:    _Admin_AddWebhook_Handler,
+		},
+		{
+			MethodName: "ListWebhooks",
+			Handler:    _Admin_ListWebhooks_Handler,
+		},
+		{
+			MethodName: "DeleteWebhook",
+			Handler:    _Admin_DeleteWebhook_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

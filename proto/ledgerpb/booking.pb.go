@@ -816,9 +816,12 @@ type HoldRequest struct {
 	// With count: when too few seats are free, wait in the show's queue:
 	// the answer is QUEUED (over HTTP 202 Accepted with the QueueEntry), and
 	// freed seats are offered in queue order as a hold in this client's name.
-	Wait          bool `protobuf:"varint,8,opt,name=wait,proto3" json:"wait,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Wait bool `protobuf:"varint,8,opt,name=wait,proto3" json:"wait,omitempty"`
+	// While the show's waiting room is open: the admission token the
+	// client's room entry got (403 ADMISSION_REQUIRED without one).
+	AdmissionToken string `protobuf:"bytes,50,opt,name=admission_token,json=admissionToken,proto3" json:"admission_token,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *HoldRequest) Reset() {
@@ -905,6 +908,13 @@ func (x *HoldRequest) GetWait() bool {
 		return x.Wait
 	}
 	return false
+}
+
+func (x *HoldRequest) GetAdmissionToken() string {
+	if x != nil {
+		return x.AdmissionToken
+	}
+	return ""
 }
 
 type HoldResponse struct {
@@ -2100,7 +2110,10 @@ type WatchEvent struct {
 	// Holds the waiting queue made for waiters at this revision: a waiter
 	// that sees its entry id reads its entry (GetQueueEntry, with its queue
 	// token) for the hold's token.
-	Offers        []*QueueOffer `protobuf:"bytes,7,rep,name=offers,proto3" json:"offers,omitempty"`
+	Offers []*QueueOffer `protobuf:"bytes,7,rep,name=offers,proto3" json:"offers,omitempty"`
+	// The show's waiting room changed (open, rate, sold out, admitted
+	// through which place).
+	Room          *RoomEvent `protobuf:"bytes,50,opt,name=room,proto3" json:"room,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2180,6 +2193,13 @@ func (x *WatchEvent) GetReset_() bool {
 func (x *WatchEvent) GetOffers() []*QueueOffer {
 	if x != nil {
 		return x.Offers
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetRoom() *RoomEvent {
+	if x != nil {
+		return x.Room
 	}
 	return nil
 }
@@ -3563,7 +3583,7 @@ var File_booking_proto protoreflect.FileDescriptor
 
 const file_booking_proto_rawDesc = "" +
 	"\n" +
-	"\rbooking.proto\x12\rseatledger.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb8\x01\n" +
+	"\rbooking.proto\x12\rseatledger.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0ewaitroom.proto\"\xb8\x01\n" +
 	"\x04Show\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -3623,7 +3643,7 @@ const file_booking_proto_rawDesc = "" +
 	" \x01(\x0e2\x1a.seatledger.v1.ConsistencyR\vconsistency\x12\x1b\n" +
 	"\tserved_by\x18\v \x01(\tR\bservedBy\x12\x1f\n" +
 	"\vseat_states\x18\f \x01(\tR\n" +
-	"seatStates\"\xe4\x01\n" +
+	"seatStates\"\x8d\x02\n" +
 	"\vHoldRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x1b\n" +
@@ -3634,7 +3654,8 @@ const file_booking_proto_rawDesc = "" +
 	"ttlSeconds\x12\x14\n" +
 	"\x05count\x18\x06 \x01(\rR\x05count\x12\x1a\n" +
 	"\bcategory\x18\a \x01(\tR\bcategory\x12\x12\n" +
-	"\x04wait\x18\b \x01(\bR\x04wait\"\xa9\x03\n" +
+	"\x04wait\x18\b \x01(\bR\x04wait\x12'\n" +
+	"\x0fadmission_token\x182 \x01(\tR\x0eadmissionToken\"\xa9\x03\n" +
 	"\fHoldResponse\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\x17\n" +
 	"\ashow_id\x18\x02 \x01(\tR\x06showId\x12\x19\n" +
@@ -3762,7 +3783,7 @@ const file_booking_proto_rawDesc = "" +
 	"\n" +
 	"SeatChange\x12\x17\n" +
 	"\aseat_id\x18\x01 \x01(\tR\x06seatId\x12.\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xae\x02\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xdc\x02\n" +
 	"\n" +
 	"WatchEvent\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x1a\n" +
@@ -3772,7 +3793,8 @@ const file_booking_proto_rawDesc = "" +
 	"\bsnapshot\x18\x04 \x01(\v2\x16.seatledger.v1.SeatMapR\bsnapshot\x123\n" +
 	"\achanges\x18\x05 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x12\x14\n" +
 	"\x05reset\x18\x06 \x01(\bR\x05reset\x121\n" +
-	"\x06offers\x18\a \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\"@\n" +
+	"\x06offers\x18\a \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\x12,\n" +
+	"\x04room\x182 \x01(\v2\x18.seatledger.v1.RoomEventR\x04room\"@\n" +
 	"\n" +
 	"QueueOffer\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x17\n" +
@@ -3997,6 +4019,7 @@ var file_booking_proto_goTypes = []any{
 	(*Revocations)(nil),            // 43: seatledger.v1.Revocations
 	(*Revocation)(nil),             // 44: seatledger.v1.Revocation
 	(*timestamppb.Timestamp)(nil),  // 45: google.protobuf.Timestamp
+	(*RoomEvent)(nil),              // 46: seatledger.v1.RoomEvent
 }
 var file_booking_proto_depIdxs = []int32{
 	4,  // 0: seatledger.v1.Show.rows:type_name -> seatledger.v1.Row
@@ -4034,56 +4057,57 @@ var file_booking_proto_depIdxs = []int32{
 	10, // 32: seatledger.v1.WatchEvent.snapshot:type_name -> seatledger.v1.SeatMap
 	24, // 33: seatledger.v1.WatchEvent.changes:type_name -> seatledger.v1.SeatChange
 	26, // 34: seatledger.v1.WatchEvent.offers:type_name -> seatledger.v1.QueueOffer
-	1,  // 35: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
-	45, // 36: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
-	45, // 37: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
-	1,  // 38: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
-	45, // 39: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
-	45, // 40: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
-	45, // 41: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
-	18, // 42: seatledger.v1.BookingDetail.booking:type_name -> seatledger.v1.HoldInfo
-	33, // 43: seatledger.v1.BookingDetail.tickets:type_name -> seatledger.v1.Ticket
-	18, // 44: seatledger.v1.ListBookingsResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	41, // 45: seatledger.v1.Routing.routes:type_name -> seatledger.v1.GroupRoute
-	44, // 46: seatledger.v1.Revocations.revocations:type_name -> seatledger.v1.Revocation
-	45, // 47: seatledger.v1.Revocation.refunded_at:type_name -> google.protobuf.Timestamp
-	6,  // 48: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
-	8,  // 49: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
-	11, // 50: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
-	13, // 51: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
-	15, // 52: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
-	17, // 53: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
-	19, // 54: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
-	21, // 55: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
-	23, // 56: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
-	28, // 57: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
-	30, // 58: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
-	32, // 59: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
-	35, // 60: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
-	37, // 61: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
-	39, // 62: seatledger.v1.Booking.GetRouting:input_type -> seatledger.v1.GetRoutingRequest
-	42, // 63: seatledger.v1.Booking.ListRevocations:input_type -> seatledger.v1.ListRevocationsRequest
-	7,  // 64: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
-	10, // 65: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
-	12, // 66: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
-	14, // 67: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
-	16, // 68: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
-	18, // 69: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
-	20, // 70: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
-	22, // 71: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
-	25, // 72: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
-	29, // 73: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
-	31, // 74: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
-	34, // 75: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
-	36, // 76: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
-	38, // 77: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
-	40, // 78: seatledger.v1.Booking.GetRouting:output_type -> seatledger.v1.Routing
-	43, // 79: seatledger.v1.Booking.ListRevocations:output_type -> seatledger.v1.Revocations
-	64, // [64:80] is the sub-list for method output_type
-	48, // [48:64] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	46, // 35: seatledger.v1.WatchEvent.room:type_name -> seatledger.v1.RoomEvent
+	1,  // 36: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
+	45, // 37: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
+	45, // 38: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
+	1,  // 39: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
+	45, // 40: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
+	45, // 41: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
+	45, // 42: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
+	18, // 43: seatledger.v1.BookingDetail.booking:type_name -> seatledger.v1.HoldInfo
+	33, // 44: seatledger.v1.BookingDetail.tickets:type_name -> seatledger.v1.Ticket
+	18, // 45: seatledger.v1.ListBookingsResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	41, // 46: seatledger.v1.Routing.routes:type_name -> seatledger.v1.GroupRoute
+	44, // 47: seatledger.v1.Revocations.revocations:type_name -> seatledger.v1.Revocation
+	45, // 48: seatledger.v1.Revocation.refunded_at:type_name -> google.protobuf.Timestamp
+	6,  // 49: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
+	8,  // 50: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
+	11, // 51: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
+	13, // 52: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
+	15, // 53: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
+	17, // 54: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
+	19, // 55: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
+	21, // 56: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
+	23, // 57: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
+	28, // 58: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
+	30, // 59: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
+	32, // 60: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
+	35, // 61: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
+	37, // 62: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
+	39, // 63: seatledger.v1.Booking.GetRouting:input_type -> seatledger.v1.GetRoutingRequest
+	42, // 64: seatledger.v1.Booking.ListRevocations:input_type -> seatledger.v1.ListRevocationsRequest
+	7,  // 65: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
+	10, // 66: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
+	12, // 67: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
+	14, // 68: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
+	16, // 69: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
+	18, // 70: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
+	20, // 71: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
+	22, // 72: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
+	25, // 73: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
+	29, // 74: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
+	31, // 75: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
+	34, // 76: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
+	36, // 77: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
+	38, // 78: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
+	40, // 79: seatledger.v1.Booking.GetRouting:output_type -> seatledger.v1.Routing
+	43, // 80: seatledger.v1.Booking.ListRevocations:output_type -> seatledger.v1.Revocations
+	65, // [65:81] is the sub-list for method output_type
+	49, // [49:65] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_booking_proto_init() }
@@ -4091,6 +4115,7 @@ func file_booking_proto_init() {
 	if File_booking_proto != nil {
 		return
 	}
+	file_waitroom_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -84,6 +84,19 @@ const (
 	Code_CODE_NODE_NOT_FOUND     Code = 50
 	Code_CODE_NODE_REMOVED       Code = 51
 	Code_CODE_NODE_ADDRESS_TAKEN Code = 52
+	// Webhooks (WebhookCmd): no registration with that id; an id taken.
+	Code_CODE_WEBHOOK_NOT_FOUND Code = 60
+	Code_CODE_WEBHOOK_EXISTS    Code = 61
+	// Waiting room (waitroom.proto). ADMISSION_REQUIRED: the show's room is
+	// open and the hold brings no valid admission token of its client.
+	Code_CODE_ADMISSION_REQUIRED Code = 55
+	// Join: the show has no open room.
+	Code_CODE_ROOM_CLOSED Code = 56
+	// Join: the room holds RoomEntriesMax entries.
+	Code_CODE_ROOM_FULL Code = 57
+	// Read: no such entry, or the entry token is not the entry's.
+	Code_CODE_ROOM_ENTRY_NOT_FOUND Code = 58
+	Code_CODE_ROOM_TOKEN_INVALID   Code = 59
 )
 
 // Enum value maps for Code.
@@ -122,41 +135,55 @@ var (
 		50: "CODE_NODE_NOT_FOUND",
 		51: "CODE_NODE_REMOVED",
 		52: "CODE_NODE_ADDRESS_TAKEN",
+		60: "CODE_WEBHOOK_NOT_FOUND",
+		61: "CODE_WEBHOOK_EXISTS",
+		55: "CODE_ADMISSION_REQUIRED",
+		56: "CODE_ROOM_CLOSED",
+		57: "CODE_ROOM_FULL",
+		58: "CODE_ROOM_ENTRY_NOT_FOUND",
+		59: "CODE_ROOM_TOKEN_INVALID",
 	}
 	Code_value = map[string]int32{
-		"CODE_UNSPECIFIED":         0,
-		"CODE_OK":                  1,
-		"CODE_INVALID_ARGUMENT":    2,
-		"CODE_SHOW_NOT_FOUND":      3,
-		"CODE_SHOW_EXISTS":         4,
-		"CODE_UNKNOWN_SEAT":        5,
-		"CODE_SEATS_TAKEN":         6,
-		"CODE_HOLD_NOT_FOUND":      7,
-		"CODE_HOLD_EXPIRED":        8,
-		"CODE_HOLD_CONFIRMED":      9,
-		"CODE_HOLD_CANCELLED":      10,
-		"CODE_NOT_HOLD_OWNER":      11,
-		"CODE_REQUEST_ID_REUSED":   12,
-		"CODE_SOLD_OUT":            13,
-		"CODE_TOO_MANY_HOLDS":      14,
-		"CODE_HOLD_TOKEN_INVALID":  15,
-		"CODE_HOLD_NOT_CONFIRMED":  16,
-		"CODE_QUEUED":              17,
-		"CODE_NOT_QUEUED":          18,
-		"CODE_QUEUE_TOKEN_INVALID": 19,
-		"CODE_QUEUE_FULL":          20,
-		"CODE_REQUEST_EXPIRED":     21,
-		"CODE_CITY_NOT_FOUND":      30,
-		"CODE_CINEMA_NOT_FOUND":    31,
-		"CODE_SCREEN_NOT_FOUND":    32,
-		"CODE_MOVIE_NOT_FOUND":     33,
-		"CODE_CITY_EXISTS":         34,
-		"CODE_CINEMA_EXISTS":       35,
-		"CODE_MOVIE_EXISTS":        36,
-		"CODE_SHOW_LISTED":         37,
-		"CODE_NODE_NOT_FOUND":      50,
-		"CODE_NODE_REMOVED":        51,
-		"CODE_NODE_ADDRESS_TAKEN":  52,
+		"CODE_UNSPECIFIED":          0,
+		"CODE_OK":                   1,
+		"CODE_INVALID_ARGUMENT":     2,
+		"CODE_SHOW_NOT_FOUND":       3,
+		"CODE_SHOW_EXISTS":          4,
+		"CODE_UNKNOWN_SEAT":         5,
+		"CODE_SEATS_TAKEN":          6,
+		"CODE_HOLD_NOT_FOUND":       7,
+		"CODE_HOLD_EXPIRED":         8,
+		"CODE_HOLD_CONFIRMED":       9,
+		"CODE_HOLD_CANCELLED":       10,
+		"CODE_NOT_HOLD_OWNER":       11,
+		"CODE_REQUEST_ID_REUSED":    12,
+		"CODE_SOLD_OUT":             13,
+		"CODE_TOO_MANY_HOLDS":       14,
+		"CODE_HOLD_TOKEN_INVALID":   15,
+		"CODE_HOLD_NOT_CONFIRMED":   16,
+		"CODE_QUEUED":               17,
+		"CODE_NOT_QUEUED":           18,
+		"CODE_QUEUE_TOKEN_INVALID":  19,
+		"CODE_QUEUE_FULL":           20,
+		"CODE_REQUEST_EXPIRED":      21,
+		"CODE_CITY_NOT_FOUND":       30,
+		"CODE_CINEMA_NOT_FOUND":     31,
+		"CODE_SCREEN_NOT_FOUND":     32,
+		"CODE_MOVIE_NOT_FOUND":      33,
+		"CODE_CITY_EXISTS":          34,
+		"CODE_CINEMA_EXISTS":        35,
+		"CODE_MOVIE_EXISTS":         36,
+		"CODE_SHOW_LISTED":          37,
+		"CODE_NODE_NOT_FOUND":       50,
+		"CODE_NODE_REMOVED":         51,
+		"CODE_NODE_ADDRESS_TAKEN":   52,
+		"CODE_WEBHOOK_NOT_FOUND":    60,
+		"CODE_WEBHOOK_EXISTS":       61,
+		"CODE_ADMISSION_REQUIRED":   55,
+		"CODE_ROOM_CLOSED":          56,
+		"CODE_ROOM_FULL":            57,
+		"CODE_ROOM_ENTRY_NOT_FOUND": 58,
+		"CODE_ROOM_TOKEN_INVALID":   59,
 	}
 )
 
@@ -324,6 +351,11 @@ const (
 	// catalog reads). A node that does not host the group answers with the
 	// registry it last learned.
 	ReadKind_READ_KIND_NODES ReadKind = 30
+	// The webhook registrations, from the catalog group (a browse read).
+	ReadKind_READ_KIND_WEBHOOKS ReadKind = 60
+	// Waiting room: an entry (show_id, entry_id, entry_token); the room.
+	ReadKind_READ_KIND_ROOM_ENTRY ReadKind = 50
+	ReadKind_READ_KIND_ROOM       ReadKind = 51
 )
 
 // Enum value maps for ReadKind.
@@ -338,6 +370,9 @@ var (
 		10: "READ_KIND_CATALOG",
 		11: "READ_KIND_SEAT_COUNTS",
 		30: "READ_KIND_NODES",
+		60: "READ_KIND_WEBHOOKS",
+		50: "READ_KIND_ROOM_ENTRY",
+		51: "READ_KIND_ROOM",
 	}
 	ReadKind_value = map[string]int32{
 		"READ_KIND_UNSPECIFIED":     0,
@@ -349,6 +384,9 @@ var (
 		"READ_KIND_CATALOG":         10,
 		"READ_KIND_SEAT_COUNTS":     11,
 		"READ_KIND_NODES":           30,
+		"READ_KIND_WEBHOOKS":        60,
+		"READ_KIND_ROOM_ENTRY":      50,
+		"READ_KIND_ROOM":            51,
 	}
 )
 
@@ -410,6 +448,11 @@ type Command struct {
 	//	*Command_LeaveQueue
 	//	*Command_Catalog
 	//	*Command_Node
+	//	*Command_Webhook
+	//	*Command_WebhookCursor
+	//	*Command_SetRoom
+	//	*Command_JoinRoom
+	//	*Command_Admit
 	Op            isCommand_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -579,6 +622,51 @@ func (x *Command) GetNode() *NodeCmd {
 	return nil
 }
 
+func (x *Command) GetWebhook() *WebhookCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Webhook); ok {
+			return x.Webhook
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetWebhookCursor() *WebhookCursorCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_WebhookCursor); ok {
+			return x.WebhookCursor
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSetRoom() *SetRoomCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_SetRoom); ok {
+			return x.SetRoom
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetJoinRoom() *JoinRoomCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_JoinRoom); ok {
+			return x.JoinRoom
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetAdmit() *AdmitCmd {
+	if x != nil {
+		if x, ok := x.Op.(*Command_Admit); ok {
+			return x.Admit
+		}
+	}
+	return nil
+}
+
 type isCommand_Op interface {
 	isCommand_Op()
 }
@@ -630,6 +718,29 @@ type Command_Node struct {
 	Node *NodeCmd `protobuf:"bytes,40,opt,name=node,proto3,oneof"`
 }
 
+type Command_Webhook struct {
+	// Webhook registrations (webhook.proto), kept in the catalog group.
+	Webhook *WebhookCmd `protobuf:"bytes,60,opt,name=webhook,proto3,oneof"`
+}
+
+type Command_WebhookCursor struct {
+	// A group leader's record of how far each sink was delivered.
+	WebhookCursor *WebhookCursorCmd `protobuf:"bytes,61,opt,name=webhook_cursor,json=webhookCursor,proto3,oneof"`
+}
+
+type Command_SetRoom struct {
+	// The waiting room (waitroom.proto): numbers 50..59.
+	SetRoom *SetRoomCmd `protobuf:"bytes,50,opt,name=set_room,json=setRoom,proto3,oneof"`
+}
+
+type Command_JoinRoom struct {
+	JoinRoom *JoinRoomCmd `protobuf:"bytes,51,opt,name=join_room,json=joinRoom,proto3,oneof"`
+}
+
+type Command_Admit struct {
+	Admit *AdmitCmd `protobuf:"bytes,52,opt,name=admit,proto3,oneof"`
+}
+
 func (*Command_CreateShow) isCommand_Op() {}
 
 func (*Command_Hold) isCommand_Op() {}
@@ -651,6 +762,16 @@ func (*Command_LeaveQueue) isCommand_Op() {}
 func (*Command_Catalog) isCommand_Op() {}
 
 func (*Command_Node) isCommand_Op() {}
+
+func (*Command_Webhook) isCommand_Op() {}
+
+func (*Command_WebhookCursor) isCommand_Op() {}
+
+func (*Command_SetRoom) isCommand_Op() {}
+
+func (*Command_JoinRoom) isCommand_Op() {}
+
+func (*Command_Admit) isCommand_Op() {}
 
 // Batch is group commit: many client commands in one log entry. Batches do
 // not nest.
@@ -768,9 +889,12 @@ type HoldCmd struct {
 	Category string `protobuf:"bytes,5,opt,name=category,proto3" json:"category,omitempty"`
 	// With count: when too few seats are free, join the show's waiting queue
 	// (CODE_QUEUED) instead of CODE_SOLD_OUT.
-	Wait          bool `protobuf:"varint,6,opt,name=wait,proto3" json:"wait,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Wait bool `protobuf:"varint,6,opt,name=wait,proto3" json:"wait,omitempty"`
+	// While the show's waiting room is open: the client's admission token
+	// (CODE_ADMISSION_REQUIRED without a valid one).
+	AdmissionToken string `protobuf:"bytes,50,opt,name=admission_token,json=admissionToken,proto3" json:"admission_token,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *HoldCmd) Reset() {
@@ -843,6 +967,13 @@ func (x *HoldCmd) GetWait() bool {
 		return x.Wait
 	}
 	return false
+}
+
+func (x *HoldCmd) GetAdmissionToken() string {
+	if x != nil {
+		return x.AdmissionToken
+	}
+	return ""
 }
 
 type ConfirmCmd struct {
@@ -1469,8 +1600,17 @@ type Result struct {
 	QueuePosition uint32 `protobuf:"varint,19,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
 	QueueToken    string `protobuf:"bytes,20,opt,name=queue_token,json=queueToken,proto3" json:"queue_token,omitempty"`
 	SeatsAhead    uint32 `protobuf:"varint,21,opt,name=seats_ahead,json=seatsAhead,proto3" json:"seats_ahead,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Waiting room: the join's entry, its secret, its 1-based position among
+	// the waiting and how many wait ahead; the room after SetRoom; the
+	// entries an Admit admitted.
+	RoomEntry       *RoomEntryRecord `protobuf:"bytes,50,opt,name=room_entry,json=roomEntry,proto3" json:"room_entry,omitempty"`
+	RoomEntryToken  string           `protobuf:"bytes,51,opt,name=room_entry_token,json=roomEntryToken,proto3" json:"room_entry_token,omitempty"`
+	RoomPosition    uint64           `protobuf:"varint,52,opt,name=room_position,json=roomPosition,proto3" json:"room_position,omitempty"`
+	RoomPeopleAhead uint64           `protobuf:"varint,53,opt,name=room_people_ahead,json=roomPeopleAhead,proto3" json:"room_people_ahead,omitempty"`
+	Room            *RoomRecord      `protobuf:"bytes,54,opt,name=room,proto3" json:"room,omitempty"`
+	Admitted        uint32           `protobuf:"varint,55,opt,name=admitted,proto3" json:"admitted,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
@@ -1646,6 +1786,48 @@ func (x *Result) GetQueueToken() string {
 func (x *Result) GetSeatsAhead() uint32 {
 	if x != nil {
 		return x.SeatsAhead
+	}
+	return 0
+}
+
+func (x *Result) GetRoomEntry() *RoomEntryRecord {
+	if x != nil {
+		return x.RoomEntry
+	}
+	return nil
+}
+
+func (x *Result) GetRoomEntryToken() string {
+	if x != nil {
+		return x.RoomEntryToken
+	}
+	return ""
+}
+
+func (x *Result) GetRoomPosition() uint64 {
+	if x != nil {
+		return x.RoomPosition
+	}
+	return 0
+}
+
+func (x *Result) GetRoomPeopleAhead() uint64 {
+	if x != nil {
+		return x.RoomPeopleAhead
+	}
+	return 0
+}
+
+func (x *Result) GetRoom() *RoomRecord {
+	if x != nil {
+		return x.Room
+	}
+	return nil
+}
+
+func (x *Result) GetAdmitted() uint32 {
+	if x != nil {
+		return x.Admitted
 	}
 	return 0
 }
@@ -2097,7 +2279,12 @@ type SeatEventRecord struct {
 	Changes     []*SeatChange          `protobuf:"bytes,2,rep,name=changes,proto3" json:"changes,omitempty"`
 	// Seats the waiting queue offered in this entry: which entry got which
 	// hold (never a token: the waiter reads it with its queue token).
-	Offers        []*QueueOffer `protobuf:"bytes,3,rep,name=offers,proto3" json:"offers,omitempty"`
+	Offers []*QueueOffer `protobuf:"bytes,3,rep,name=offers,proto3" json:"offers,omitempty"`
+	// The holds and bookings this entry created, closed, confirmed or
+	// refunded in the show: what webhooks deliver.
+	HoldChanges []*WebhookHoldChange `protobuf:"bytes,4,rep,name=hold_changes,json=holdChanges,proto3" json:"hold_changes,omitempty"`
+	// The show's waiting room changed at this revision (waitroom.proto).
+	Room          *RoomEvent `protobuf:"bytes,50,opt,name=room,proto3" json:"room,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2149,6 +2336,20 @@ func (x *SeatEventRecord) GetChanges() []*SeatChange {
 func (x *SeatEventRecord) GetOffers() []*QueueOffer {
 	if x != nil {
 		return x.Offers
+	}
+	return nil
+}
+
+func (x *SeatEventRecord) GetHoldChanges() []*WebhookHoldChange {
+	if x != nil {
+		return x.HoldChanges
+	}
+	return nil
+}
+
+func (x *SeatEventRecord) GetRoom() *RoomEvent {
+	if x != nil {
+		return x.Room
 	}
 	return nil
 }
@@ -2479,7 +2680,9 @@ type ReadRequest struct {
 	// linearizable view (the admin's schedule path does).
 	Linearizable bool `protobuf:"varint,22,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
 	// READ_KIND_SEAT_MAP: only the seats' states (SeatMap.seat_states).
-	StatesOnly    bool `protobuf:"varint,23,opt,name=states_only,json=statesOnly,proto3" json:"states_only,omitempty"`
+	StatesOnly bool `protobuf:"varint,23,opt,name=states_only,json=statesOnly,proto3" json:"states_only,omitempty"`
+	// READ_KIND_ROOM_ENTRY: the entry's secret.
+	EntryToken    string `protobuf:"bytes,50,opt,name=entry_token,json=entryToken,proto3" json:"entry_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2619,6 +2822,13 @@ func (x *ReadRequest) GetStatesOnly() bool {
 	return false
 }
 
+func (x *ReadRequest) GetEntryToken() string {
+	if x != nil {
+		return x.EntryToken
+	}
+	return ""
+}
+
 type ReadResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Status   ForwardStatus          `protobuf:"varint,1,opt,name=status,proto3,enum=seatledger.v1.ForwardStatus" json:"status,omitempty"`
@@ -2636,12 +2846,18 @@ type ReadResponse struct {
 	// Hold with a token: its seats as the layout describes them.
 	Seats []*Seat `protobuf:"bytes,10,rep,name=seats,proto3" json:"seats,omitempty"`
 	// Revocations, oldest first (more says whether the limit cut them).
-	Revocations   []*Revocation    `protobuf:"bytes,11,rep,name=revocations,proto3" json:"revocations,omitempty"`
-	SeatCounts    []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
-	Catalog       *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
-	NodeList      *NodeList        `protobuf:"bytes,30,opt,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revocations []*Revocation    `protobuf:"bytes,11,rep,name=revocations,proto3" json:"revocations,omitempty"`
+	SeatCounts  []*ShowSeatCount `protobuf:"bytes,20,rep,name=seat_counts,json=seatCounts,proto3" json:"seat_counts,omitempty"`
+	Catalog     *CatalogAnswer   `protobuf:"bytes,21,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	NodeList    *NodeList        `protobuf:"bytes,30,opt,name=node_list,json=nodeList,proto3" json:"node_list,omitempty"`
+	// READ_KIND_WEBHOOKS: the registrations (secrets included: this is the
+	// nodes' own API) at this applied index of the catalog group.
+	Webhooks         []*WebhookRecord   `protobuf:"bytes,60,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
+	WebhooksRevision uint64             `protobuf:"varint,61,opt,name=webhooks_revision,json=webhooksRevision,proto3" json:"webhooks_revision,omitempty"`
+	RoomEntry        *WaitingRoomEntry  `protobuf:"bytes,50,opt,name=room_entry,json=roomEntry,proto3" json:"room_entry,omitempty"`
+	Room             *WaitingRoomStatus `protobuf:"bytes,51,opt,name=room,proto3" json:"room,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ReadResponse) Reset() {
@@ -2772,11 +2988,39 @@ func (x *ReadResponse) GetNodeList() *NodeList {
 	return nil
 }
 
+func (x *ReadResponse) GetWebhooks() []*WebhookRecord {
+	if x != nil {
+		return x.Webhooks
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetWebhooksRevision() uint64 {
+	if x != nil {
+		return x.WebhooksRevision
+	}
+	return 0
+}
+
+func (x *ReadResponse) GetRoomEntry() *WaitingRoomEntry {
+	if x != nil {
+		return x.RoomEntry
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetRoom() *WaitingRoomStatus {
+	if x != nil {
+		return x.Room
+	}
+	return nil
+}
+
 var File_ledger_proto protoreflect.FileDescriptor
 
 const file_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\fledger.proto\x12\rseatledger.v1\x1a\vadmin.proto\x1a\rbooking.proto\x1a\rcatalog.proto\"\xe7\x05\n" +
+	"\fledger.proto\x12\rseatledger.v1\x1a\vadmin.proto\x1a\rbooking.proto\x1a\rcatalog.proto\x1a\rwebhook.proto\x1a\x0ewaitroom.proto\"\x8c\b\n" +
 	"\aCommand\x12$\n" +
 	"\x0eproposed_at_ms\x18\x01 \x01(\x03R\fproposedAtMs\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
@@ -2796,20 +3040,26 @@ const file_ledger_proto_rawDesc = "" +
 	"\vleave_queue\x18\x12 \x01(\v2\x1c.seatledger.v1.LeaveQueueCmdH\x00R\n" +
 	"leaveQueue\x125\n" +
 	"\acatalog\x18\x1e \x01(\v2\x19.seatledger.v1.CatalogCmdH\x00R\acatalog\x12,\n" +
-	"\x04node\x18( \x01(\v2\x16.seatledger.v1.NodeCmdH\x00R\x04nodeB\x04\n" +
+	"\x04node\x18( \x01(\v2\x16.seatledger.v1.NodeCmdH\x00R\x04node\x125\n" +
+	"\awebhook\x18< \x01(\v2\x19.seatledger.v1.WebhookCmdH\x00R\awebhook\x12H\n" +
+	"\x0ewebhook_cursor\x18= \x01(\v2\x1f.seatledger.v1.WebhookCursorCmdH\x00R\rwebhookCursor\x126\n" +
+	"\bset_room\x182 \x01(\v2\x19.seatledger.v1.SetRoomCmdH\x00R\asetRoom\x129\n" +
+	"\tjoin_room\x183 \x01(\v2\x1a.seatledger.v1.JoinRoomCmdH\x00R\bjoinRoom\x12/\n" +
+	"\x05admit\x184 \x01(\v2\x17.seatledger.v1.AdmitCmdH\x00R\x05admitB\x04\n" +
 	"\x02op\";\n" +
 	"\x05Batch\x122\n" +
 	"\bcommands\x18\x01 \x03(\v2\x16.seatledger.v1.CommandR\bcommands\"U\n" +
 	"\rCreateShowCmd\x12'\n" +
 	"\x04show\x18\x01 \x01(\v2\x13.seatledger.v1.ShowR\x04show\x12\x1b\n" +
-	"\ttoken_key\x18\x02 \x01(\fR\btokenKey\"\x9a\x01\n" +
+	"\ttoken_key\x18\x02 \x01(\fR\btokenKey\"\xc3\x01\n" +
 	"\aHoldCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x19\n" +
 	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\rR\x05count\x12\x1a\n" +
 	"\bcategory\x18\x05 \x01(\tR\bcategory\x12\x12\n" +
-	"\x04wait\x18\x06 \x01(\bR\x04wait\"~\n" +
+	"\x04wait\x18\x06 \x01(\bR\x04wait\x12'\n" +
+	"\x0fadmission_token\x182 \x01(\tR\x0eadmissionToken\"~\n" +
 	"\n" +
 	"ConfirmCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x17\n" +
@@ -2854,7 +3104,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x04seed\x18\x02 \x01(\bR\x04seed\"Z\n" +
 	"\x0fSetNodeStateCmd\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.NodeStateR\x05state\"\xc8\x05\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.NodeStateR\x05state\"\xcd\a\n" +
 	"\x06Result\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
@@ -2881,7 +3131,14 @@ const file_ledger_proto_rawDesc = "" +
 	"\vqueue_token\x18\x14 \x01(\tR\n" +
 	"queueToken\x12\x1f\n" +
 	"\vseats_ahead\x18\x15 \x01(\rR\n" +
-	"seatsAhead\"y\n" +
+	"seatsAhead\x12=\n" +
+	"\n" +
+	"room_entry\x182 \x01(\v2\x1e.seatledger.v1.RoomEntryRecordR\troomEntry\x12(\n" +
+	"\x10room_entry_token\x183 \x01(\tR\x0eroomEntryToken\x12#\n" +
+	"\rroom_position\x184 \x01(\x04R\froomPosition\x12*\n" +
+	"\x11room_people_ahead\x185 \x01(\x04R\x0froomPeopleAhead\x12-\n" +
+	"\x04room\x186 \x01(\v2\x19.seatledger.v1.RoomRecordR\x04room\x12\x1a\n" +
+	"\badmitted\x187 \x01(\rR\badmitted\"y\n" +
 	"\n" +
 	"SeatRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12.\n" +
@@ -2926,11 +3183,13 @@ const file_ledger_proto_rawDesc = "" +
 	"\n" +
 	"ClientHold\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x9d\x01\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x90\x02\n" +
 	"\x0fSeatEventRecord\x12\"\n" +
 	"\rapplied_at_ms\x18\x01 \x01(\x03R\vappliedAtMs\x123\n" +
 	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x121\n" +
-	"\x06offers\x18\x03 \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\"\x85\x01\n" +
+	"\x06offers\x18\x03 \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\x12C\n" +
+	"\fhold_changes\x18\x04 \x03(\v2 .seatledger.v1.WebhookHoldChangeR\vholdChanges\x12,\n" +
+	"\x04room\x182 \x01(\v2\x18.seatledger.v1.RoomEventR\x04room\"\x85\x01\n" +
 	"\rRequestRecord\x12!\n" +
 	"\fpayload_hash\x18\x01 \x01(\fR\vpayloadHash\x12-\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.seatledger.v1.ResultR\x06result\x12\"\n" +
@@ -2949,7 +3208,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x14ProposeBatchResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12<\n" +
-	"\tresponses\x18\x03 \x03(\v2\x1e.seatledger.v1.ProposeResponseR\tresponses\"\xf2\x03\n" +
+	"\tresponses\x18\x03 \x03(\v2\x1e.seatledger.v1.ProposeResponseR\tresponses\"\x93\x04\n" +
 	"\vReadRequest\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\rR\agroupId\x12+\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x17.seatledger.v1.ReadKindR\x04kind\x12\x17\n" +
@@ -2969,7 +3228,9 @@ const file_ledger_proto_rawDesc = "" +
 	"\rcatalog_query\x18\x15 \x01(\v2\x1b.seatledger.v1.CatalogQueryR\fcatalogQuery\x12\"\n" +
 	"\flinearizable\x18\x16 \x01(\bR\flinearizable\x12\x1f\n" +
 	"\vstates_only\x18\x17 \x01(\bR\n" +
-	"statesOnly\"\x9e\x05\n" +
+	"statesOnly\x12\x1f\n" +
+	"\ventry_token\x182 \x01(\tR\n" +
+	"entryToken\"\xfb\x06\n" +
 	"\fReadResponse\x124\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1c.seatledger.v1.ForwardStatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1b\n" +
@@ -2987,7 +3248,12 @@ const file_ledger_proto_rawDesc = "" +
 	"\vseat_counts\x18\x14 \x03(\v2\x1c.seatledger.v1.ShowSeatCountR\n" +
 	"seatCounts\x126\n" +
 	"\acatalog\x18\x15 \x01(\v2\x1c.seatledger.v1.CatalogAnswerR\acatalog\x124\n" +
-	"\tnode_list\x18\x1e \x01(\v2\x17.seatledger.v1.NodeListR\bnodeList*\xa1\x06\n" +
+	"\tnode_list\x18\x1e \x01(\v2\x17.seatledger.v1.NodeListR\bnodeList\x128\n" +
+	"\bwebhooks\x18< \x03(\v2\x1c.seatledger.v1.WebhookRecordR\bwebhooks\x12+\n" +
+	"\x11webhooks_revision\x18= \x01(\x04R\x10webhooksRevision\x12>\n" +
+	"\n" +
+	"room_entry\x182 \x01(\v2\x1f.seatledger.v1.WaitingRoomEntryR\troomEntry\x124\n" +
+	"\x04room\x183 \x01(\v2 .seatledger.v1.WaitingRoomStatusR\x04room*\xd9\a\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -3022,7 +3288,14 @@ const file_ledger_proto_rawDesc = "" +
 	"\x10CODE_SHOW_LISTED\x10%\x12\x17\n" +
 	"\x13CODE_NODE_NOT_FOUND\x102\x12\x15\n" +
 	"\x11CODE_NODE_REMOVED\x103\x12\x1b\n" +
-	"\x17CODE_NODE_ADDRESS_TAKEN\x104*q\n" +
+	"\x17CODE_NODE_ADDRESS_TAKEN\x104\x12\x1a\n" +
+	"\x16CODE_WEBHOOK_NOT_FOUND\x10<\x12\x17\n" +
+	"\x13CODE_WEBHOOK_EXISTS\x10=\x12\x1b\n" +
+	"\x17CODE_ADMISSION_REQUIRED\x107\x12\x14\n" +
+	"\x10CODE_ROOM_CLOSED\x108\x12\x12\n" +
+	"\x0eCODE_ROOM_FULL\x109\x12\x1d\n" +
+	"\x19CODE_ROOM_ENTRY_NOT_FOUND\x10:\x12\x1b\n" +
+	"\x17CODE_ROOM_TOKEN_INVALID\x10;*q\n" +
 	"\n" +
 	"QueueState\x12\x1b\n" +
 	"\x17QUEUE_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -3035,7 +3308,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x19FORWARD_STATUS_NOT_LEADER\x10\x02\x12\"\n" +
 	"\x1eFORWARD_STATUS_OUTCOME_UNKNOWN\x10\x03\x12\x1e\n" +
 	"\x1aFORWARD_STATUS_UNAVAILABLE\x10\x04\x12\x1a\n" +
-	"\x16FORWARD_STATUS_INVALID\x10\x05*\xed\x01\n" +
+	"\x16FORWARD_STATUS_INVALID\x10\x05*\xb3\x02\n" +
 	"\bReadKind\x12\x19\n" +
 	"\x15READ_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12READ_KIND_SEAT_MAP\x10\x01\x12\x12\n" +
@@ -3046,7 +3319,10 @@ const file_ledger_proto_rawDesc = "" +
 	"\x11READ_KIND_CATALOG\x10\n" +
 	"\x12\x19\n" +
 	"\x15READ_KIND_SEAT_COUNTS\x10\v\x12\x13\n" +
-	"\x0fREAD_KIND_NODES\x10\x1e2\xea\x01\n" +
+	"\x0fREAD_KIND_NODES\x10\x1e\x12\x16\n" +
+	"\x12READ_KIND_WEBHOOKS\x10<\x12\x18\n" +
+	"\x14READ_KIND_ROOM_ENTRY\x102\x12\x12\n" +
+	"\x0eREAD_KIND_ROOM\x1032\xea\x01\n" +
 	"\x04Peer\x12H\n" +
 	"\aPropose\x12\x1d.seatledger.v1.ProposeRequest\x1a\x1e.seatledger.v1.ProposeResponse\x12?\n" +
 	"\x04Read\x12\x1a.seatledger.v1.ReadRequest\x1a\x1b.seatledger.v1.ReadResponse\x12W\n" +
@@ -3099,22 +3375,34 @@ var file_ledger_proto_goTypes = []any{
 	(*ReadRequest)(nil),          // 29: seatledger.v1.ReadRequest
 	(*ReadResponse)(nil),         // 30: seatledger.v1.ReadResponse
 	(*CatalogCmd)(nil),           // 31: seatledger.v1.CatalogCmd
-	(*Show)(nil),                 // 32: seatledger.v1.Show
-	(*NodeRecord)(nil),           // 33: seatledger.v1.NodeRecord
-	(NodeState)(0),               // 34: seatledger.v1.NodeState
-	(HoldState)(0),               // 35: seatledger.v1.HoldState
-	(SeatState)(0),               // 36: seatledger.v1.SeatState
-	(*SeatChange)(nil),           // 37: seatledger.v1.SeatChange
-	(*QueueOffer)(nil),           // 38: seatledger.v1.QueueOffer
-	(*CatalogQuery)(nil),         // 39: seatledger.v1.CatalogQuery
-	(*SeatMap)(nil),              // 40: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),             // 41: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),           // 42: seatledger.v1.QueueEntry
-	(*Seat)(nil),                 // 43: seatledger.v1.Seat
-	(*Revocation)(nil),           // 44: seatledger.v1.Revocation
-	(*ShowSeatCount)(nil),        // 45: seatledger.v1.ShowSeatCount
-	(*CatalogAnswer)(nil),        // 46: seatledger.v1.CatalogAnswer
-	(*NodeList)(nil),             // 47: seatledger.v1.NodeList
+	(*WebhookCmd)(nil),           // 32: seatledger.v1.WebhookCmd
+	(*WebhookCursorCmd)(nil),     // 33: seatledger.v1.WebhookCursorCmd
+	(*SetRoomCmd)(nil),           // 34: seatledger.v1.SetRoomCmd
+	(*JoinRoomCmd)(nil),          // 35: seatledger.v1.JoinRoomCmd
+	(*AdmitCmd)(nil),             // 36: seatledger.v1.AdmitCmd
+	(*Show)(nil),                 // 37: seatledger.v1.Show
+	(*NodeRecord)(nil),           // 38: seatledger.v1.NodeRecord
+	(NodeState)(0),               // 39: seatledger.v1.NodeState
+	(HoldState)(0),               // 40: seatledger.v1.HoldState
+	(*RoomEntryRecord)(nil),      // 41: seatledger.v1.RoomEntryRecord
+	(*RoomRecord)(nil),           // 42: seatledger.v1.RoomRecord
+	(SeatState)(0),               // 43: seatledger.v1.SeatState
+	(*SeatChange)(nil),           // 44: seatledger.v1.SeatChange
+	(*QueueOffer)(nil),           // 45: seatledger.v1.QueueOffer
+	(*WebhookHoldChange)(nil),    // 46: seatledger.v1.WebhookHoldChange
+	(*RoomEvent)(nil),            // 47: seatledger.v1.RoomEvent
+	(*CatalogQuery)(nil),         // 48: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),              // 49: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),             // 50: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),           // 51: seatledger.v1.QueueEntry
+	(*Seat)(nil),                 // 52: seatledger.v1.Seat
+	(*Revocation)(nil),           // 53: seatledger.v1.Revocation
+	(*ShowSeatCount)(nil),        // 54: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),        // 55: seatledger.v1.CatalogAnswer
+	(*NodeList)(nil),             // 56: seatledger.v1.NodeList
+	(*WebhookRecord)(nil),        // 57: seatledger.v1.WebhookRecord
+	(*WaitingRoomEntry)(nil),     // 58: seatledger.v1.WaitingRoomEntry
+	(*WaitingRoomStatus)(nil),    // 59: seatledger.v1.WaitingRoomStatus
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -3128,51 +3416,63 @@ var file_ledger_proto_depIdxs = []int32{
 	11, // 8: seatledger.v1.Command.leave_queue:type_name -> seatledger.v1.LeaveQueueCmd
 	31, // 9: seatledger.v1.Command.catalog:type_name -> seatledger.v1.CatalogCmd
 	14, // 10: seatledger.v1.Command.node:type_name -> seatledger.v1.NodeCmd
-	4,  // 11: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
-	32, // 12: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
-	15, // 13: seatledger.v1.NodeCmd.add_node:type_name -> seatledger.v1.AddNodeCmd
-	16, // 14: seatledger.v1.NodeCmd.set_state:type_name -> seatledger.v1.SetNodeStateCmd
-	33, // 15: seatledger.v1.AddNodeCmd.nodes:type_name -> seatledger.v1.NodeRecord
-	34, // 16: seatledger.v1.SetNodeStateCmd.state:type_name -> seatledger.v1.NodeState
-	0,  // 17: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
-	35, // 18: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
-	36, // 19: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	35, // 20: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
-	1,  // 21: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
-	22, // 22: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
-	37, // 23: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	38, // 24: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
-	17, // 25: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	4,  // 26: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	2,  // 27: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	17, // 28: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	25, // 29: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
-	2,  // 30: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
-	26, // 31: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
-	3,  // 32: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	39, // 33: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
-	2,  // 34: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	40, // 35: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	41, // 36: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 37: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	42, // 38: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	41, // 39: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	43, // 40: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	44, // 41: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
-	45, // 42: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
-	46, // 43: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
-	47, // 44: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
-	25, // 45: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	29, // 46: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	27, // 47: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
-	26, // 48: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	30, // 49: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	28, // 50: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
-	48, // [48:51] is the sub-list for method output_type
-	45, // [45:48] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	32, // 11: seatledger.v1.Command.webhook:type_name -> seatledger.v1.WebhookCmd
+	33, // 12: seatledger.v1.Command.webhook_cursor:type_name -> seatledger.v1.WebhookCursorCmd
+	34, // 13: seatledger.v1.Command.set_room:type_name -> seatledger.v1.SetRoomCmd
+	35, // 14: seatledger.v1.Command.join_room:type_name -> seatledger.v1.JoinRoomCmd
+	36, // 15: seatledger.v1.Command.admit:type_name -> seatledger.v1.AdmitCmd
+	4,  // 16: seatledger.v1.Batch.commands:type_name -> seatledger.v1.Command
+	37, // 17: seatledger.v1.CreateShowCmd.show:type_name -> seatledger.v1.Show
+	15, // 18: seatledger.v1.NodeCmd.add_node:type_name -> seatledger.v1.AddNodeCmd
+	16, // 19: seatledger.v1.NodeCmd.set_state:type_name -> seatledger.v1.SetNodeStateCmd
+	38, // 20: seatledger.v1.AddNodeCmd.nodes:type_name -> seatledger.v1.NodeRecord
+	39, // 21: seatledger.v1.SetNodeStateCmd.state:type_name -> seatledger.v1.NodeState
+	0,  // 22: seatledger.v1.Result.code:type_name -> seatledger.v1.Code
+	40, // 23: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
+	41, // 24: seatledger.v1.Result.room_entry:type_name -> seatledger.v1.RoomEntryRecord
+	42, // 25: seatledger.v1.Result.room:type_name -> seatledger.v1.RoomRecord
+	43, // 26: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	40, // 27: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	1,  // 28: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
+	22, // 29: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
+	44, // 30: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	45, // 31: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
+	46, // 32: seatledger.v1.SeatEventRecord.hold_changes:type_name -> seatledger.v1.WebhookHoldChange
+	47, // 33: seatledger.v1.SeatEventRecord.room:type_name -> seatledger.v1.RoomEvent
+	17, // 34: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 35: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 36: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	17, // 37: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	25, // 38: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
+	2,  // 39: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
+	26, // 40: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
+	3,  // 41: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	48, // 42: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	2,  // 43: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	49, // 44: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	50, // 45: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 46: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	51, // 47: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	50, // 48: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	52, // 49: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	53, // 50: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
+	54, // 51: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	55, // 52: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	56, // 53: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
+	57, // 54: seatledger.v1.ReadResponse.webhooks:type_name -> seatledger.v1.WebhookRecord
+	58, // 55: seatledger.v1.ReadResponse.room_entry:type_name -> seatledger.v1.WaitingRoomEntry
+	59, // 56: seatledger.v1.ReadResponse.room:type_name -> seatledger.v1.WaitingRoomStatus
+	25, // 57: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	29, // 58: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	27, // 59: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
+	26, // 60: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	30, // 61: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	28, // 62: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
+	60, // [60:63] is the sub-list for method output_type
+	57, // [57:60] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }
@@ -3183,6 +3483,8 @@ func file_ledger_proto_init() {
 	file_admin_proto_init()
 	file_booking_proto_init()
 	file_catalog_proto_init()
+	file_webhook_proto_init()
+	file_waitroom_proto_init()
 	file_ledger_proto_msgTypes[0].OneofWrappers = []any{
 		(*Command_CreateShow)(nil),
 		(*Command_Hold)(nil),
@@ -3195,6 +3497,11 @@ func file_ledger_proto_init() {
 		(*Command_LeaveQueue)(nil),
 		(*Command_Catalog)(nil),
 		(*Command_Node)(nil),
+		(*Command_Webhook)(nil),
+		(*Command_WebhookCursor)(nil),
+		(*Command_SetRoom)(nil),
+		(*Command_JoinRoom)(nil),
+		(*Command_Admit)(nil),
 	}
 	file_ledger_proto_msgTypes[10].OneofWrappers = []any{
 		(*NodeCmd_AddNode)(nil),

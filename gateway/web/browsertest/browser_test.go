@@ -83,6 +83,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("Operator", func(t *testing.T) { testOperator(t, b, s) })
 	t.Run("CrossOrigin", func(t *testing.T) { testCrossOrigin(t, b, s) })
 	t.Run("PhoneDirectLink", func(t *testing.T) { testPhoneDirectLink(t, b, s) })
+	t.Run("WaitingRoom", func(t *testing.T) { testWaitingRoom(t, b, s) }) // room_test.go
 	t.Logf("browser scenarios took %v", time.Since(start).Round(time.Millisecond))
 }
 

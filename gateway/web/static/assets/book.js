@@ -6,6 +6,7 @@
 // a fan needs to act: hold tokens and queue tokens, in localStorage.
 
 import { APIError, Write, clientId, el, enc, explain, getJSON, localDates, money, plural, retryable, store } from "./api.js";
+import { admissionFor, leaveRoom, roomEvent, roomGate } from "./room.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -304,6 +305,7 @@ function newShowView(id) {
 }
 
 function closeShow() {
+  leaveRoom();
   if (!show) return;
   if (show.es) show.es.close();
   clearTimeout(show.reopenTimer);
@@ -339,6 +341,7 @@ async function openShow(id) {
     return;
   }
   openStream(v, 0);
+  roomGate(id, () => show === v); // a hot show's waiting room (room.js)
   if (!listingOf(id)) nameFromCatalog(v, m);
   restoreHolds(v);
   restoreQueue(v);
@@ -447,6 +450,7 @@ function applyChanges(v, ev) {
   }
   afterChange(v, ids);
   live("live", "Live");
+  if (ev.room) roomEvent(v.id, ev.room);
   if (v.queue) pollQueueSoon(v);
 }
 
@@ -652,7 +656,7 @@ function setBusy(v, busy) {
 // holdSeats asks the ledger for seats (named, or the best count) and
 // explains a refusal with what the fan can do next.
 async function holdSeats(v, body) {
-  const w = new Write("POST", `/v1/shows/${enc(v.id)}/holds`, { ...body, ttl_seconds: ttlSeconds() });
+  const w = new Write("POST", `/v1/shows/${enc(v.id)}/holds`, { ...body, ttl_seconds: ttlSeconds(), admission_token: admissionFor(v.id) });
   setBusy(v, true);
   clearNotice();
   try {
@@ -699,6 +703,10 @@ function holdRefused(v, body, err, w) {
       return notice("error", `${explain(err)} ${best} (${priceOf(v, alt)}).`,
         action(`Hold ${alt.join(", ")} instead`, () => holdSeats(v, { seat_ids: alt }), "primary"));
     }
+    case "ADMISSION_REQUIRED":
+      // The room opened, or the admission lapsed: back in line.
+      roomGate(v.id, () => show === v, true);
+      return notice("error", "This show has a waiting room: you're in line for your turn to pick seats.");
     case "SOLD_OUT":
       return notice("error", explain(err),
         action(`Wait in line for ${plural(body.count, "seat")}`, () => holdSeats(v, { ...body, wait: true }), "primary"));

@@ -1,4 +1,4 @@
-package shard
+package watch
 
 import (
 	"cmp"
@@ -16,22 +16,28 @@ import (
 
 // Live changes fan out once per node and show (DESIGN.md §5): a feed reads
 // each change of its show from this node's replica once, encodes it once per
-// wire format its watchers use, and keeps the latest frames in a ring. Each
-// watcher takes from the ring on its own goroutine everything it has not
-// sent yet, in one write. The feed never waits for a watcher, so one that
-// stops reading delays nobody; one that fell out of the ring reads what it
-// missed from the change log, exactly as a client resuming from that
-// revision would (the changes, or a reset seat map once they are pruned).
+// wire format its watchers use, and keeps the latest frames in a ring. The
+// feed writes each batch to the watchers that keep up itself (direct.go);
+// any other watcher takes from the ring on its own goroutine everything it
+// has not sent yet, in one write. The feed never waits for a watcher, so
+// one that stops reading delays nobody; one that fell out of the ring
+// reads what it missed from the change log, exactly as a client resuming
+// from that revision would (the changes, or a reset seat map once they are
+// pruned).
 
 // feedFramesMax bounds a feed's ring: how many changes of a show a watcher
 // may lag behind and still be served from memory. The ring holds up to
 // twice as many between trims.
 const feedFramesMax = 1024
 
-// WatchFormat encodes watch events into one wire format. A feed encodes each
+// feedIdleCheckMax bounds how long a feed waits for a change before it
+// looks whether its direct watchers are due a keepalive.
+const feedIdleCheckMax = time.Second
+
+// Format encodes watch events into one wire format. A feed encodes each
 // change once per format its watchers use; formats are told apart by
 // identity, so each wire format is one value.
-type WatchFormat interface {
+type Format interface {
 	EncodeWatchEvent(*ledgerpb.WatchEvent) ([]byte, error)
 }
 
@@ -43,14 +49,14 @@ type Frame struct {
 }
 
 type frameEncoding struct {
-	format WatchFormat
+	format Format
 	b      []byte
 }
 
 // Encoded returns the frame in format: the shared bytes when the feed
 // encoded it, otherwise encoded now (a frame read for one watcher alone, or
 // published before the first watcher of that format joined).
-func (f *Frame) Encoded(format WatchFormat) ([]byte, error) {
+func (f *Frame) Encoded(format Format) ([]byte, error) {
 	for _, e := range f.enc {
 		if e.format == format {
 			return e.b, nil
@@ -59,13 +65,14 @@ func (f *Frame) Encoded(format WatchFormat) ([]byte, error) {
 	return format.EncodeWatchEvent(f.Event)
 }
 
-// SharedSink is a WatchSink that takes the shared frames of a watch served
+// SharedSink is a Sink that takes the shared frames of a watch served
 // from this node's replica. Its watch runs on one goroutine, the caller's:
-// frames, keepalives (Idle) and the end all happen there.
+// frames, keepalives (Idle) and the end all happen there (a DirectSink's
+// also come from the feed's goroutine, never at the same time).
 type SharedSink interface {
-	WatchSink
+	Sink
 	// Format is the wire format of the sink's frames.
-	Format() WatchFormat
+	Format() Format
 	// OpenShared is Open for a watch served from this node's replica: the
 	// sink's keepalives come from Idle, so it starts nothing of its own.
 	OpenShared(servedBy string) error
@@ -78,15 +85,15 @@ type SharedSink interface {
 	Idle() error
 }
 
-// eventSink serves a plain WatchSink from a feed, one event at a time.
-type eventSink struct{ WatchSink }
+// eventSink serves a plain Sink from a feed, one event at a time.
+type eventSink struct{ Sink }
 
-func (s eventSink) Format() WatchFormat              { return nil }
+func (s eventSink) Format() Format                   { return nil }
 func (s eventSink) OpenShared(servedBy string) error { return s.Open(servedBy) }
 func (s eventSink) IdleInterval() time.Duration      { return 0 }
 func (s eventSink) Idle() error                      { return nil }
 func (s eventSink) SendFrames(frames []*Frame) error { return sendEach(s, frames) }
-func sendEach(s WatchSink, frames []*Frame) (err error) {
+func sendEach(s Sink, frames []*Frame) (err error) {
 	for _, f := range frames {
 		if err = s.Send(f.Event); err != nil {
 			return err
@@ -102,6 +109,12 @@ type feed struct {
 	stop context.CancelFunc // ends run; called by feedSet once no watcher is left
 	// framesMax bounds the ring (feedFramesMax).
 	framesMax int
+	// scratch holds the direct watchers of one fan-out, lastWrite is
+	// when the feed last wrote to them, and nextRound is the earliest
+	// time of its next fan-out (direct.go); all the feed goroutine's own.
+	scratch   []*directWatcher
+	lastWrite time.Time
+	nextRound time.Time
 
 	mu struct {
 		sync.Mutex
@@ -110,12 +123,17 @@ type feed struct {
 		// are never overwritten, so a watcher may keep a sub-slice.
 		lo, pos uint64
 		frames  []*Frame
-		formats []WatchFormat // the formats to encode new frames in
+		formats []Format // the formats to encode new frames in
 		// wake is closed when frames are added, the ring is cleared or
 		// the feed fails, then replaced: a watcher takes it with the
 		// frames it read, so no wakeup falls between the two.
 		wake chan struct{}
 		err  error // the feed stopped: its watchers end with err
+		// direct: the watchers the feed writes to itself (direct.go),
+		// each at pos; idle is the shortest keepalive interval any of
+		// them asked for (0: none).
+		direct []*directWatcher
+		idle   time.Duration
 	}
 }
 
@@ -126,7 +144,7 @@ type feedKey struct {
 	show string
 }
 
-// feedSet owns a router's feeds: one per show with local watchers.
+// feedSet owns a hub's feeds: one per show with local watchers.
 type feedSet struct {
 	// framesMax is the ring's size (0: feedFramesMax); set before the
 	// first watch.
@@ -142,11 +160,11 @@ type feedSet struct {
 }
 
 // join returns the feed of show on g, started if needed, with format added.
-func (s *feedSet) join(r *Router, g *raftnode.Group, show string, format WatchFormat) (*feed, error) {
+func (s *feedSet) join(h *Hub, g *raftnode.Group, show string, format Format) (*feed, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
-		return nil, fmt.Errorf("%w: the router is closed", raftnode.ErrUnavailable)
+		return nil, fmt.Errorf("%w: the watch hub is closed", raftnode.ErrUnavailable)
 	}
 	if s.mu.feeds == nil {
 		s.mu.feeds, s.mu.watchers = map[feedKey]*feed{}, map[*feed]int{}
@@ -162,7 +180,7 @@ func (s *feedSet) join(r *Router, g *raftnode.Group, show string, format WatchFo
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			f.run(ctx, r)
+			f.run(ctx, h)
 			s.forget(k, f)
 		}()
 	}
@@ -208,7 +226,7 @@ func (s *feedSet) close() {
 	s.wg.Wait()
 }
 
-func (f *feed) addFormat(format WatchFormat) {
+func (f *feed) addFormat(format Format) {
 	if format == nil {
 		return
 	}
@@ -225,27 +243,29 @@ func (f *feed) addFormat(format WatchFormat) {
 // run reads the show's changes until ctx ends or a read fails, then fails
 // the feed so that its watchers end (and resume, at another node if need
 // be).
-func (f *feed) run(ctx context.Context, r *Router) {
-	err := f.follow(ctx, r)
+func (f *feed) run(ctx context.Context, h *Hub) {
+	err := f.follow(ctx, h)
 	if ctx.Err() != nil {
 		err = fmt.Errorf("%w: the watch feed of show %s stopped", raftnode.ErrUnavailable, f.show)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mu.err = err
+	f.detachAllLocked(f.mu.pos, err)
 	close(f.mu.wake)
 }
 
 // follow is the feed's loop: as watchLocal's was, but once for all watchers.
-func (f *feed) follow(ctx context.Context, r *Router) error {
+func (f *feed) follow(ctx context.Context, h *Hub) error {
 	m := f.g.Machine()
 	f.mu.Lock()
 	pos := f.mu.pos
 	f.mu.Unlock()
+	f.lastWrite = time.Now()
 	for {
 		// pos is the index up to which the log has been read: wait for
 		// the next entry, whether or not it touches the show.
-		if err := f.g.WaitApplied(ctx, pos+1); err != nil {
+		if err := f.waitApplied(ctx, pos+1); err != nil {
 			return err
 		}
 		// Most entries are other shows': skip them without a snapshot.
@@ -256,11 +276,14 @@ func (f *feed) follow(ctx context.Context, r *Router) error {
 			f.advance(pos) // no watcher needs waking for it
 			continue
 		}
+		if err := f.pace(ctx); err != nil {
+			return err
+		}
 		v, err := m.View()
 		if err != nil {
 			return err
 		}
-		events, next, err := r.changeEvents(v, f.show, pos)
+		events, next, err := h.changeEvents(v, f.show, pos)
 		v.Close()
 		switch {
 		case errors.Is(err, fsm.ErrEventsPruned):
@@ -270,9 +293,25 @@ func (f *feed) follow(ctx context.Context, r *Router) error {
 		case err != nil:
 			return err
 		default:
-			f.publish(f.encode(events), next)
+			frames := f.encode(events)
+			f.fanOut(f.publish(frames, next), frames, pos, next)
 		}
 		pos = next
+	}
+}
+
+// waitApplied waits until the group applied index, writing keepalives to
+// the direct watchers when they are due, also while the group applies
+// entries of other shows only.
+func (f *feed) waitApplied(ctx context.Context, index uint64) error {
+	for {
+		wait := f.keepalive()
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		err := f.g.WaitApplied(wctx, index)
+		cancel()
+		if err == nil || ctx.Err() != nil || wctx.Err() == nil {
+			return err
+		}
 	}
 }
 
@@ -303,8 +342,9 @@ func (f *feed) advance(pos uint64) {
 	f.mu.pos = pos
 }
 
-// publish adds frames (after the ring's) up to pos and wakes the watchers.
-func (f *feed) publish(frames []*Frame, pos uint64) {
+// publish adds frames (after the ring's) up to pos and wakes the watchers;
+// it returns the direct watchers to write the frames to (in f.scratch).
+func (f *feed) publish(frames []*Frame, pos uint64) []*directWatcher {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mu.frames = append(f.mu.frames, frames...)
@@ -315,12 +355,17 @@ func (f *feed) publish(frames []*Frame, pos uint64) {
 	}
 	f.mu.pos = pos
 	f.wakeLocked()
+	clear(f.scratch)
+	f.scratch = append(f.scratch[:0], f.mu.direct...)
+	return f.scratch
 }
 
-// clear empties the ring: the log between lo and pos may have gaps.
+// clear empties the ring: the log between lo and pos may have gaps. The
+// direct watchers read what they missed from the log, as the others do.
 func (f *feed) clear(pos uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.detachAllLocked(f.mu.pos, nil)
 	f.mu.frames, f.mu.lo, f.mu.pos = nil, pos, pos
 	f.wakeLocked()
 }
@@ -348,7 +393,10 @@ func (f *feed) after(pos uint64) (frames []*Frame, next uint64, wake <-chan stru
 
 // serve sends a watcher at pos everything the feed reads after it, on the
 // caller's goroutine, until ctx ends or a send or the feed fails.
-func (f *feed) serve(ctx context.Context, r *Router, sink SharedSink, pos uint64) error {
+func (f *feed) serve(ctx context.Context, h *Hub, sink SharedSink, pos uint64) error {
+	if d, ok := sink.(DirectSink); ok && d.Direct() {
+		return f.serveDirect(ctx, h, d, pos)
+	}
 	var tick <-chan time.Time
 	idle := sink.IdleInterval()
 	var timer *time.Timer
@@ -364,11 +412,11 @@ func (f *feed) serve(ctx context.Context, r *Router, sink SharedSink, pos uint64
 		}
 		if behind {
 			// Fell out of the ring: read from the log as a resume does.
-			events, next, err := r.readChanges(f.g, f.show, pos)
+			frames, next, err := f.readBehind(h, pos, sink.Format())
 			if err != nil {
 				return err
 			}
-			if err := sink.SendFrames(framesOf(events)); err != nil {
+			if err := sink.SendFrames(frames); err != nil {
 				return err
 			}
 			pos = next
@@ -396,11 +444,31 @@ func (f *feed) serve(ctx context.Context, r *Router, sink SharedSink, pos uint64
 	}
 }
 
-// framesOf wraps events read for one watcher (not shared, not encoded).
-func framesOf(events []*ledgerpb.WatchEvent) []*Frame {
+// readBehind reads the changes after pos from the log for a watcher that
+// fell out of the ring, as frames in format (deep: off its stack).
+func (f *feed) readBehind(h *Hub, pos uint64, format Format) (frames []*Frame, next uint64, err error) {
+	deep(func() {
+		var events []*ledgerpb.WatchEvent
+		if events, next, err = h.readChanges(f.g, f.show, pos); err == nil {
+			frames = framesOf(events, format)
+		}
+	})
+	return frames, next, err
+}
+
+// framesOf wraps events read for one watcher (not shared), encoded in
+// format if it is not nil. A failed encoding is left for the watcher's
+// sink to fail on.
+func framesOf(events []*ledgerpb.WatchEvent, format Format) []*Frame {
 	frames := make([]*Frame, len(events))
 	for i, e := range events {
 		frames[i] = &Frame{Event: e}
+		if format == nil {
+			continue
+		}
+		if b, err := format.EncodeWatchEvent(e); err == nil {
+			frames[i].enc = []frameEncoding{{format, b}}
+		}
 	}
 	return frames
 }

@@ -1,4 +1,13 @@
-package shard
+// Package watch serves live seat maps: a watch streams one show's seat
+// changes from the group's change log (fsm/doc.go, "Change log"). The log
+// is replicated state, so any replica serves it: a follower's stream may
+// run a little behind the leader's, but it holds the same records at the
+// same revisions and never skips one. A node without a replica of the
+// group relays the stream of a node that has one. The shard router says
+// where a show lives; this package only reads and fans out, once per node
+// and show (feed.go), straight to the sockets of watchers that keep up
+// (direct.go).
+package watch
 
 import (
 	"context"
@@ -14,14 +23,8 @@ import (
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/shard"
 )
-
-// A watch streams one show's seat changes from the group's change log
-// (fsm/doc.go, "Change log"). The log is replicated state, so any replica
-// serves it: a follower's stream may run a little behind the leader's, but
-// it holds the same records at the same revisions and never skips one. A
-// node without a replica of the group relays the stream of a node that has
-// one.
 
 const (
 	// watchReadMax bounds the change records one read of the log takes, so
@@ -45,11 +48,29 @@ const (
 	servedByKey = "x-seatledger-served-by"
 )
 
-// WatchSink receives a watch. Open is called once, when the watch is sure to
+// Hub serves a node's watches: it owns the shared feeds of the shows its
+// watchers follow (feed.go).
+type Hub struct {
+	router *shard.Router
+	node   *raftnode.Node
+	feeds  feedSet
+}
+
+// New serves watches of router's node. Close it when the node stops.
+func New(router *shard.Router) *Hub {
+	return &Hub{router: router, node: router.Node()}
+}
+
+// Close stops the feeds (their watchers end with ErrUnavailable), refuses
+// new watches served from this node's replicas, and waits for the feeds'
+// goroutines.
+func (h *Hub) Close() { h.feeds.close() }
+
+// Sink receives a watch. Open is called once, when the watch is sure to
 // start (the show exists, the serving replica has reached the revision asked
 // for), with the id of the node that serves it; then Send with each event in
 // order. An error from either ends the watch with that error.
-type WatchSink interface {
+type Sink interface {
 	Open(servedBy string) error
 	Send(*ledgerpb.WatchEvent) error
 }
@@ -76,51 +97,70 @@ func OpenHeader(servedBy string) metadata.MD {
 // node's replica of the show's group, or else relayed from a node that has
 // one (unless forwarded: it came from another node already).
 //
-// Errors: ErrShowNotFound, raftnode.ErrUnavailable (no replica can serve it
+// Errors: shard.ErrShowNotFound, raftnode.ErrUnavailable (no replica can serve it
 // now; the client resumes elsewhere), the sink's own errors, ctx's error, or
 // a forwarded node's gRPC status.
-func (r *Router) Watch(ctx context.Context, showID string, from uint64, forwarded bool, sink WatchSink) error {
-	group := r.smap.GroupFor(showID)
-	if g, err := r.node.Group(group); err == nil {
-		return r.watchLocal(ctx, g, showID, from, sink)
+func (h *Hub) Watch(ctx context.Context, showID string, from uint64, forwarded bool, sink Sink) error {
+	group := h.router.Map().GroupFor(showID)
+	if g, err := h.node.Group(group); err == nil {
+		return h.watchLocal(ctx, g, showID, from, sink)
 	}
 	if forwarded {
 		return fmt.Errorf("%w: %w: group %d (a forwarded watch is not forwarded again)", raftnode.ErrUnavailable, raftnode.ErrUnknownGroup, group)
 	}
-	return r.watchRemote(ctx, group, showID, from, sink)
+	return h.watchRemote(ctx, group, showID, from, sink)
 }
 
 // watchLocal serves a watch from this node's replica: its first events
 // read for it alone, then the show's feed, shared with every local watcher
 // of the show (feed.go), on the caller's goroutine.
-func (r *Router) watchLocal(ctx context.Context, g *raftnode.Group, show string, from uint64, sink WatchSink) error {
+func (h *Hub) watchLocal(ctx context.Context, g *raftnode.Group, show string, from uint64, sink Sink) error {
 	shared, ok := sink.(SharedSink)
 	if !ok {
 		shared = eventSink{sink}
 	}
 	// Join first: the feed starts at an index no later than the view the
 	// first events are read from, so nothing needs reading twice.
-	f, err := r.feeds.join(r, g, show, shared.Format())
+	f, err := h.feeds.join(h, g, show, shared.Format())
 	if err != nil {
 		return err
 	}
-	defer r.feeds.leave(f)
-	events, pos, err := r.openLocal(ctx, g, show, from)
+	defer h.feeds.leave(f)
+	var frames []*Frame
+	var pos uint64
+	deep(func() {
+		var events []*ledgerpb.WatchEvent
+		if events, pos, err = h.openLocal(ctx, g, show, from); err == nil {
+			frames = framesOf(events, shared.Format())
+		}
+	})
 	if err != nil {
 		return err
 	}
-	if err := shared.OpenShared(r.node.ID()); err != nil {
+	if err := shared.OpenShared(h.node.ID()); err != nil {
 		return err
 	}
-	if err := shared.SendFrames(framesOf(events)); err != nil {
+	if err := shared.SendFrames(frames); err != nil {
 		return err
 	}
-	return f.serve(ctx, r, shared, pos)
+	return f.serve(ctx, h, shared, pos)
+}
+
+// deep runs f on a goroutine of its own and waits for it. f goes deep
+// (store reads, encoding a seat map): a watcher's goroutine, which lives
+// as long as its watch, would keep the stack f grows for good.
+func deep(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
 }
 
 // openLocal waits until the replica may serve the watch and returns its
 // first events and the index read up to.
-func (r *Router) openLocal(ctx context.Context, g *raftnode.Group, show string, from uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+func (h *Hub) openLocal(ctx context.Context, g *raftnode.Group, show string, from uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
 	if err := catchUp(ctx, g, from); err != nil {
 		return nil, 0, err
 	}
@@ -129,14 +169,14 @@ func (r *Router) openLocal(ctx context.Context, g *raftnode.Group, show string, 
 		if err != nil {
 			return nil, 0, err
 		}
-		events, pos, err := r.firstEvents(v, show, from)
+		events, pos, err := h.firstEvents(v, show, from)
 		v.Close()
-		if !errors.Is(err, ErrShowNotFound) || attempt > 0 {
+		if !errors.Is(err, shard.ErrShowNotFound) || attempt > 0 {
 			return events, pos, err
 		}
 		// This replica may not have applied the show's creation yet: ask
 		// the leader, and wait for the revision it read the show at.
-		rev, err := r.showRevision(ctx, show)
+		rev, err := h.showRevision(ctx, show)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -148,42 +188,42 @@ func (r *Router) openLocal(ctx context.Context, g *raftnode.Group, show string, 
 
 // firstEvents reads a watch's first events from one view, so that nothing
 // falls between a seat map and the changes after it.
-func (r *Router) firstEvents(v *fsm.View, show string, from uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+func (h *Hub) firstEvents(v *fsm.View, show string, from uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
 	ok, err := v.ShowExists(show)
 	if err != nil {
 		return nil, 0, err
 	}
 	if !ok {
-		return nil, 0, ErrShowNotFound
+		return nil, 0, shard.ErrShowNotFound
 	}
 	if from == 0 {
-		e, err := r.snapshotEvent(v, show, false)
+		e, err := h.snapshotEvent(v, show, false)
 		if err != nil {
 			return nil, 0, err
 		}
 		return []*ledgerpb.WatchEvent{e}, v.Applied(), nil
 	}
-	return r.changesAfter(v, show, from)
+	return h.changesAfter(v, show, from)
 }
 
 // readChanges reads the changes after pos from a fresh view of the replica.
-func (r *Router) readChanges(g *raftnode.Group, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+func (h *Hub) readChanges(g *raftnode.Group, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
 	v, err := g.Machine().View()
 	if err != nil {
 		return nil, 0, err
 	}
 	defer v.Close()
-	return r.changesAfter(v, show, pos)
+	return h.changesAfter(v, show, pos)
 }
 
 // changesAfter returns the change records of a show after pos in v, and the
 // index up to which the log is now read; or, if the log was pruned past pos
 // (a client resuming from too old a revision, or a snapshot installed from
 // the leader while this watch waited), a reset seat map.
-func (r *Router) changesAfter(v *fsm.View, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
-	events, next, err := r.changeEvents(v, show, pos)
+func (h *Hub) changesAfter(v *fsm.View, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+	events, next, err := h.changeEvents(v, show, pos)
 	if errors.Is(err, fsm.ErrEventsPruned) {
-		e, err := r.snapshotEvent(v, show, true)
+		e, err := h.snapshotEvent(v, show, true)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -195,7 +235,7 @@ func (r *Router) changesAfter(v *fsm.View, show string, pos uint64) ([]*ledgerpb
 // changeEvents returns the change records of a show after pos in v as
 // events, and the index up to which the log is now read. When the log was
 // pruned past pos it returns fsm.ErrEventsPruned and the view's index.
-func (r *Router) changeEvents(v *fsm.View, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
+func (h *Hub) changeEvents(v *fsm.View, show string, pos uint64) ([]*ledgerpb.WatchEvent, uint64, error) {
 	recs, err := v.SeatEvents(show, pos, watchReadMax)
 	if errors.Is(err, fsm.ErrEventsPruned) {
 		return nil, max(pos, v.Applied()), err
@@ -206,7 +246,7 @@ func (r *Router) changeEvents(v *fsm.View, show string, pos uint64) ([]*ledgerpb
 	events := make([]*ledgerpb.WatchEvent, len(recs))
 	for i, rec := range recs {
 		events[i] = &ledgerpb.WatchEvent{ShowId: show, Revision: rec.Revision,
-			AppliedAt: timestamppb.New(time.UnixMilli(rec.AppliedAtMs)), Changes: rec.Changes, Offers: rec.Offers}
+			AppliedAt: timestamppb.New(time.UnixMilli(rec.AppliedAtMs)), Changes: rec.Changes, Offers: rec.Offers, Room: rec.Room}
 	}
 	if len(recs) == watchReadMax {
 		// More may follow before the view's index: read on from here.
@@ -216,16 +256,16 @@ func (r *Router) changeEvents(v *fsm.View, show string, pos uint64) ([]*ledgerpb
 }
 
 // snapshotEvent is the show's seat map at the view's index as an event.
-func (r *Router) snapshotEvent(v *fsm.View, show string, reset bool) (*ledgerpb.WatchEvent, error) {
+func (h *Hub) snapshotEvent(v *fsm.View, show string, reset bool) (*ledgerpb.WatchEvent, error) {
 	sm, err := v.SeatMap(show)
 	if errors.Is(err, fsm.ErrNotFound) {
-		return nil, ErrShowNotFound
+		return nil, shard.ErrShowNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
 	at := timestamppb.New(time.UnixMilli(v.Clock()))
-	sm.AsOf, sm.Consistency, sm.ServedBy = at, ledgerpb.Consistency_STALE, r.node.ID()
+	sm.AsOf, sm.Consistency, sm.ServedBy = at, ledgerpb.Consistency_STALE, h.node.ID()
 	return &ledgerpb.WatchEvent{ShowId: show, Revision: v.Applied(), AppliedAt: at, Snapshot: sm, Reset_: reset}, nil
 }
 
@@ -241,11 +281,11 @@ func catchUp(ctx context.Context, g *raftnode.Group, index uint64) error {
 }
 
 // showRevision asks the show's leader for the show (a linearizable read) and
-// returns the revision it was read at: ErrShowNotFound if it does not exist.
-func (r *Router) showRevision(ctx context.Context, show string) (uint64, error) {
+// returns the revision it was read at: shard.ErrShowNotFound if it does not exist.
+func (h *Hub) showRevision(ctx context.Context, show string) (uint64, error) {
 	rctx, cancel := context.WithTimeout(ctx, watchCatchUpMax)
 	defer cancel()
-	sm, err := r.SeatMap(rctx, show, ledgerpb.Consistency_LINEARIZABLE)
+	sm, err := h.router.SeatMap(rctx, show, ledgerpb.Consistency_LINEARIZABLE)
 	if err != nil {
 		return 0, err
 	}
@@ -256,10 +296,10 @@ func (r *Router) showRevision(ctx context.Context, show string) (uint64, error) 
 // this node last heard of first, then every other node in turn. A node that
 // cannot serve it (no replica, behind, too many watchers) answers before the
 // stream opens, and the next one is asked.
-func (r *Router) watchRemote(ctx context.Context, group uint32, show string, from uint64, sink WatchSink) error {
+func (h *Hub) watchRemote(ctx context.Context, group uint32, show string, from uint64, sink Sink) error {
 	var last error
-	for _, target := range r.watchTargets(group) {
-		opened, err := r.relay(ctx, target, show, from, sink)
+	for _, target := range h.watchTargets(group) {
+		opened, err := h.relay(ctx, target, show, from, sink)
 		if opened || ctx.Err() != nil || !errors.Is(err, raftnode.ErrUnavailable) {
 			return err
 		}
@@ -270,16 +310,14 @@ func (r *Router) watchRemote(ctx context.Context, group uint32, show string, fro
 
 // watchTargets lists the nodes to ask for a group's watch, the hinted
 // leader first.
-func (r *Router) watchTargets(group uint32) []string {
-	r.mu.Lock()
-	hint := r.mu.hints[group]
-	r.mu.Unlock()
+func (h *Hub) watchTargets(group uint32) []string {
+	hint := h.router.LeaderHint(group)
 	var out []string
-	if hint != "" && hint != r.node.ID() {
+	if hint != "" && hint != h.node.ID() {
 		out = append(out, hint)
 	}
-	for _, p := range r.node.Peers() {
-		if p.ID != r.node.ID() && p.ID != hint {
+	for _, p := range h.node.Peers() {
+		if p.ID != h.node.ID() && p.ID != hint {
 			out = append(out, p.ID)
 		}
 	}
@@ -289,12 +327,12 @@ func (r *Router) watchTargets(group uint32) []string {
 // relay opens the watch on target and passes its events to sink; opened
 // reports whether target started the stream (after which a failure ends the
 // watch: the client resumes from its last revision).
-func (r *Router) relay(ctx context.Context, target, show string, from uint64, sink WatchSink) (opened bool, err error) {
-	conn, err := r.conn(target)
+func (h *Hub) relay(ctx context.Context, target, show string, from uint64, sink Sink) (opened bool, err error) {
+	conn, err := h.router.PeerConn(target)
 	if err != nil {
 		return false, err
 	}
-	sctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(ctx, forwardedKey, r.node.ID()))
+	sctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(ctx, forwardedKey, h.node.ID()))
 	defer cancel()
 	stream, err := ledgerpb.NewBookingClient(conn).Watch(sctx, &ledgerpb.WatchRequest{ShowId: show, FromRevision: from})
 	if err != nil {
@@ -327,7 +365,7 @@ func (r *Router) relay(ctx context.Context, target, show string, from uint64, si
 }
 
 // remoteWatchErr maps a forwarded watch's failure: a missing show is
-// ErrShowNotFound, anything that another node may serve is ErrUnavailable,
+// shard.ErrShowNotFound, anything that another node may serve is ErrUnavailable,
 // and other statuses pass through (the remote gateway made them).
 func remoteWatchErr(ctx context.Context, target string, err error) error {
 	if ctx.Err() != nil {
@@ -335,11 +373,11 @@ func remoteWatchErr(ctx context.Context, target string, err error) error {
 	}
 	switch status.Code(err) {
 	case codes.NotFound:
-		return ErrShowNotFound
+		return shard.ErrShowNotFound
 	case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
 		// Unknown covers transport errors and io.EOF (a stream that ended
 		// without a status): the node went away.
-		return fmt.Errorf("%w: %w: watch at %s: %w", raftnode.ErrUnavailable, errForward, target, err)
+		return fmt.Errorf("%w: watch at %s: %w", raftnode.ErrUnavailable, target, err)
 	}
-	return fmt.Errorf("shard: watch at %s: %w", target, err)
+	return fmt.Errorf("watch: at %s: %w", target, err)
 }

@@ -5,18 +5,70 @@
 // events. A watcher that stops taking frames delays neither the other
 // watchers nor a hold; once the ring has moved past it, it catches up from
 // the change log without a gap when it takes frames again.
-package shard
+package watch
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
+	"github.com/seatledger/seatledger/shard"
 )
+
+// fwdWait bounds every wait of these tests.
+const fwdWait = 10 * time.Second
+
+// testNode is one real node hosting one group (a single voter), its
+// router and its watch hub.
+type testNode struct {
+	router *shard.Router
+	hub    *Hub
+}
+
+// startTestNode starts the node and waits until it leads its group.
+func startTestNode(t *testing.T) *testNode {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	self := raftnode.Peer{ID: "n1", RaftAddr: ln.Addr().String()}
+	rn, err := raftnode.Start(raftnode.Config{
+		NodeID: self.ID, DataDir: filepath.Join(t.TempDir(), self.ID), RaftAddr: self.RaftAddr, Listener: ln, ClusterID: raftnode.ClusterID{1},
+		Peers: []raftnode.Peer{self}, Groups: map[uint32][]string{0: {"n1"}}, Bootstrap: true,
+		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+		LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatalf("raftnode.Start: %v", err)
+	}
+	n := &testNode{router: shard.NewRouter(rn, shard.Map{Groups: 1})}
+	n.hub = New(n.router)
+	t.Cleanup(func() {
+		n.hub.Close()
+		n.router.Close()
+		rn.Close()
+	})
+	for deadline := time.Now().Add(fwdWait); ; time.Sleep(10 * time.Millisecond) {
+		if g, err := rn.Group(0); err == nil && g.IsLeader() {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n1 does not lead its group after %v", fwdWait)
+		}
+	}
+}
 
 // countingFormat counts its encodings.
 type countingFormat struct{ n atomic.Int64 }
@@ -46,7 +98,7 @@ func newTestSink(f *countingFormat) *testSink {
 
 func (s *testSink) Open(string) error           { return nil }
 func (s *testSink) OpenShared(string) error     { return nil }
-func (s *testSink) Format() WatchFormat         { return s.format }
+func (s *testSink) Format() Format              { return s.format }
 func (s *testSink) IdleInterval() time.Duration { return 0 }
 func (s *testSink) Idle() error                 { return nil }
 func (s *testSink) Send(e *ledgerpb.WatchEvent) error {
@@ -99,12 +151,12 @@ func (s *testSink) waitRev(t *testing.T, what string, rev uint64) {
 
 // feedShow creates show on r's cluster and returns a hold func that holds
 // one seat of it and returns the revision.
-func feedShow(t *testing.T, r *Router, show string) func(seat int) uint64 {
+func feedShow(t *testing.T, n *testNode, show string) func(seat int) uint64 {
 	t.Helper()
 	propose := func(cmd *ledgerpb.Command) *ledgerpb.Result {
 		ctx, cancel := context.WithTimeout(context.Background(), fwdWait)
 		defer cancel()
-		res, err := r.Propose(ctx, show, cmd)
+		res, err := n.router.Propose(ctx, show, cmd)
 		if err != nil || res.Code != ledgerpb.Code_CODE_OK {
 			t.Fatalf("Propose(%v) = %v %v, want OK", cmd.Op, res, err)
 		}
@@ -122,25 +174,25 @@ func feedShow(t *testing.T, r *Router, show string) func(seat int) uint64 {
 }
 
 // watchInto runs a watch of show into sink until the test ends.
-func watchInto(t *testing.T, r *Router, show string, sink WatchSink) {
+func watchInto(t *testing.T, h *Hub, show string, sink Sink) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.Watch(ctx, show, 0, false, sink)
+		h.Watch(ctx, show, 0, false, sink)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
 
 func TestFeedEncodesEachChangeOnceForAllWatchers(t *testing.T) {
-	c := startFwdCluster(t)
-	hold := feedShow(t, c.lead, "f1")
+	n := startTestNode(t)
+	hold := feedShow(t, n, "f1")
 	format := &countingFormat{}
 	const watchers, holds = 50, 20
 	sinks := make([]*testSink, watchers)
 	for i := range sinks {
 		sinks[i] = newTestSink(format)
-		watchInto(t, c.lead, "f1", sinks[i])
+		watchInto(t, n.hub, "f1", sinks[i])
 		sinks[i].waitRev(t, fmt.Sprint("watcher ", i, "'s seat map"), 1)
 	}
 	var revs []uint64
@@ -151,31 +203,33 @@ func TestFeedEncodesEachChangeOnceForAllWatchers(t *testing.T) {
 		s.waitRev(t, fmt.Sprint("watcher ", i), revs[holds-1])
 		s.mu.Lock()
 		got := s.mu.revs[1:] // after the seat map
-		if fmt.Sprint(got) != fmt.Sprint(revs) || s.mu.shared != holds {
-			t.Errorf("watcher %d got revisions %v (%d shared frames), want %v, all shared", i, got, s.mu.shared, revs)
+		// The seat map is encoded for the watcher alone, the changes once
+		// for all: every frame arrives encoded.
+		if fmt.Sprint(got) != fmt.Sprint(revs) || s.mu.shared != holds+1 {
+			t.Errorf("watcher %d got revisions %v (%d encoded frames), want %v, all encoded", i, got, s.mu.shared, revs)
 		}
 		s.mu.Unlock()
 	}
-	if n := format.n.Load(); n != holds {
-		t.Errorf("%d watchers of %d changes: %d encodings, want %d (one per change)", watchers, holds, n, holds)
+	if n := format.n.Load(); n != holds+watchers {
+		t.Errorf("%d watchers of %d changes: %d encodings, want %d (one per change, and each watcher's seat map)", watchers, holds, n, holds+watchers)
 	}
-	c.lead.feeds.mu.Lock()
-	feeds := len(c.lead.feeds.mu.feeds)
-	c.lead.feeds.mu.Unlock()
+	n.hub.feeds.mu.Lock()
+	feeds := len(n.hub.feeds.mu.feeds)
+	n.hub.feeds.mu.Unlock()
 	if feeds != 1 {
 		t.Errorf("%d feeds for one show, want 1", feeds)
 	}
 }
 
 func TestFeedStalledWatcherDelaysNobodyAndCatchesUpFromTheLog(t *testing.T) {
-	c := startFwdCluster(t)
-	c.lead.feeds.framesMax = 4 // the ring moves past the stalled watcher
-	hold := feedShow(t, c.lead, "f2")
+	n := startTestNode(t)
+	n.hub.feeds.framesMax = 4 // the ring moves past the stalled watcher
+	hold := feedShow(t, n, "f2")
 	format := &countingFormat{}
 	stalled, live := newTestSink(format), newTestSink(format)
-	watchInto(t, c.lead, "f2", live)
+	watchInto(t, n.hub, "f2", live)
 	live.waitRev(t, "live watcher's seat map", 1)
-	watchInto(t, c.lead, "f2", stalled)
+	watchInto(t, n.hub, "f2", stalled)
 	stalled.waitRev(t, "stalled watcher's seat map", 1)
 	gate := make(chan struct{})
 	var open sync.Once
