@@ -71,7 +71,7 @@
 //
 // While a show's waiting room is open (waitroom.go), a hold in it is
 // CODE_ADMISSION_REQUIRED (after CODE_UNKNOWN_SEAT, a category the show
-// lacks and CODE_SOLD_OUT of 4 above, before CODE_TOO_MANY_HOLDS) unless its
+// lacks and CODE_SOLD_OUT of 5 above, before CODE_TOO_MANY_HOLDS) unless its
 // client's latest room entry is admitted, not expired by the log clock, and
 // admission_token is that entry's; a best-available hold with wait that
 // finds the show sold out joins the queue without one. SetRoom:
