@@ -128,8 +128,9 @@ func (c *Client) Booking() ledgerpb.BookingClient { return ledgerpb.NewBookingCl
 // asks for a new table; if the call is safe to repeat (retrySafe), it is
 // sent again at once to a node it has not tried, at most attemptsMax times
 // in all, so a fail-fast answer costs the caller one round trip, not its
-// own retry loop.
+// own retry loop. A write states when it was first sent (firstsent.go).
 func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	ctx = stampFirstSent(ctx, args, time.Now()) // once: the retries below keep it
 	cc, t, group := c.route(args)
 	var tried [attemptsMax]*grpc.ClientConn
 	for attempt := 0; ; attempt++ {

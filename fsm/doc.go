@@ -30,9 +30,17 @@
 //     its limits (limits.go); Result.field names the field.
 //  2. CODE_REQUEST_ID_REUSED the (client_id, request_id) was applied before with
 //     a different payload. With the same payload the stored result is returned
-//     again, with replayed=true (exactly-once, S4).
-//  3. CODE_SHOW_NOT_FOUND / CODE_SHOW_EXISTS
-//  4. Hold: CODE_UNKNOWN_SEAT (seat_ids lists them) or, for best available,
+//     again, with replayed=true (exactly-once, S4). Records are kept
+//     RequestRetentionMs (and up to an hour more) of log time after apply.
+//  3. For a request without a record that states when it was first sent
+//     (first_sent_at_ms): CODE_INVALID_ARGUMENT for a time more than
+//     FirstSentAheadMaxMs past the clock, then CODE_REQUEST_EXPIRED when it
+//     was first sent more than RequestHorizonMs ago: its record may have
+//     been pruned after it ran, so it is not executed (requests.go,
+//     sendLimit). Neither is remembered. A request that does not state it
+//     runs as new once its record is pruned.
+//  4. CODE_SHOW_NOT_FOUND / CODE_SHOW_EXISTS
+//  5. Hold: CODE_UNKNOWN_SEAT (seat_ids lists them) or, for best available,
 //     CODE_INVALID_ARGUMENT for a category the show lacks and CODE_SOLD_OUT
 //     when too few seats are free (best.go states the choice policy); then
 //     CODE_TOO_MANY_HOLDS (HoldsPerClientPerShowMax live holds of the client
@@ -41,7 +49,7 @@
 //     the best available set of the same size). A seat held by a hold whose
 //     expiry has passed by the log clock counts as free: that hold is
 //     expired first. A successful hold returns its hold_token.
-//  5. Confirm/Release/Extend/Refund: CODE_HOLD_NOT_FOUND (unknown id, or
+//  6. Confirm/Release/Extend/Refund: CODE_HOLD_NOT_FOUND (unknown id, or
 //     another show's), CODE_NOT_HOLD_OWNER, CODE_HOLD_TOKEN_INVALID, then
 //     the hold's state: CODE_HOLD_EXPIRED (expired, or live by state but
 //     clock >= expires_at), then per command: confirm refuses CANCELLED
@@ -63,7 +71,7 @@
 //
 // While a show's waiting room is open (waitroom.go), a hold in it is
 // CODE_ADMISSION_REQUIRED (after CODE_UNKNOWN_SEAT, a category the show
-// lacks and CODE_SOLD_OUT of 4 above, before CODE_TOO_MANY_HOLDS) unless its
+// lacks and CODE_SOLD_OUT of 5 above, before CODE_TOO_MANY_HOLDS) unless its
 // client's latest room entry is admitted, not expired by the log clock, and
 // admission_token is that entry's; a best-available hold with wait that
 // finds the show sold out joins the queue without one. SetRoom:
@@ -126,12 +134,12 @@
 //
 //	0x2D webhook_id                       ledgerpb.WebhookRecord (with its secret)
 //
-// Registry rejections, after 1 and 2 above: AddNode CODE_NODE_REMOVED, then
+// Registry rejections, after 1 to 3 above: AddNode CODE_NODE_REMOVED, then
 // CODE_NODE_ADDRESS_TAKEN, then CODE_INVALID_ARGUMENT past NodesMax (a seed
 // AddNode refuses nothing and adds only unseen ids); SetNodeState
 // CODE_NODE_NOT_FOUND, then CODE_NODE_REMOVED (removal is final).
 //
-// Catalog rejections, after 1 and 2 above: CreateCinema CODE_CITY_NOT_FOUND;
+// Catalog rejections, after 1 to 3 above: CreateCinema CODE_CITY_NOT_FOUND;
 // ListShow CODE_CINEMA_NOT_FOUND, CODE_SCREEN_NOT_FOUND, CODE_MOVIE_NOT_FOUND;
 // then CODE_CITY_EXISTS / CODE_CINEMA_EXISTS / CODE_MOVIE_EXISTS /
 // CODE_SHOW_LISTED when the id holds a different record (the same record

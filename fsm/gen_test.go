@@ -198,6 +198,11 @@ func (g *gen) command() (*ledgerpb.Command, bool) {
 }
 
 func (g *gen) remember(c *ledgerpb.Command) *ledgerpb.Command {
+	if g.ch.intn(4) == 0 {
+		// A client that states its first send, mostly recent; its retries
+		// (clones) state the same, and may come past the horizon.
+		c.FirstSentAtMs = max(1, g.at-int64(g.ch.intn(2*FirstSentAheadMaxMs))+FirstSentAheadMaxMs/2)
+	}
 	g.history = append(g.history, c)
 	return c
 }

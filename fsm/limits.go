@@ -65,10 +65,25 @@ const (
 	// BatchCommandsMax bounds the commands of one group-commit entry.
 	BatchCommandsMax = 4096
 
-	// RequestRetentionMs is the exactly-once horizon: a (client_id,
-	// request_id) is remembered for at least this long by the log clock.
-	// A retry later than that is applied as a new request.
+	// RequestRetentionMs is how long a (client_id, request_id) is
+	// remembered, at least, by the log clock from when it was applied.
 	RequestRetentionMs = 24 * 60 * 60 * 1000
+	// RequestHorizonMs is the retry horizon a client can count on: a retry
+	// that says when its request was first sent (first_sent_at_ms) is
+	// answered from the record within it, and refused with
+	// CODE_REQUEST_EXPIRED past it without its record, never executed
+	// again. It is shorter than the retention by more than
+	// FirstSentAheadMaxMs, so a record outlives the horizon of every
+	// request it answers (requests.go), and the rest of the gap absorbs
+	// clocks that disagree.
+	RequestHorizonMs = RequestRetentionMs - 60*60*1000
+	// FirstSentAheadMaxMs bounds how far past the log clock (the gateway:
+	// its own clock) a first_sent_at_ms may lie: a first send dated in the
+	// future would stretch the horizon of its retries. Safety needs only
+	// that it stays below the retention's lead over the horizon; it is
+	// generous within that, because a client's clock that runs ahead by
+	// more gets every stamped write refused.
+	FirstSentAheadMaxMs = 10 * 60 * 1000
 
 	// EventRetentionMs is the change log horizon: a show's seat changes
 	// are kept for at least this long by the log clock, so a watcher that

@@ -275,6 +275,9 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		r.Replayed = true
 		return r
 	}
+	if r := tx.sendLimit(c); r != nil {
+		return tx.stamp(r)
+	}
 	var r *ledgerpb.Result
 	switch op := c.Op.(type) {
 	case *ledgerpb.Command_CreateShow:

@@ -290,7 +290,7 @@ func (md *model) applyOne(c *ledgerpb.Command, index uint64, now int64, pos int)
 		return stamp(r)
 	}
 	payload := proto.Clone(c).(*ledgerpb.Command)
-	payload.ProposedAtMs = 0
+	payload.ProposedAtMs, payload.FirstSentAtMs = 0, 0
 	key := c.ClientId + "\x00" + c.RequestId
 	if prev, ok := md.requests[key]; ok {
 		if !proto.Equal(prev.payload, payload) {
@@ -299,6 +299,17 @@ func (md *model) applyOne(c *ledgerpb.Command, index uint64, now int64, pos int)
 		r := proto.Clone(prev.result).(*ledgerpb.Result)
 		r.Replayed = true
 		return r
+	}
+	// Without a record, the first send time (doc.go): at most 10 minutes
+	// ahead, and a request first sent more than 23 hours ago is refused;
+	// neither is remembered.
+	if f := c.FirstSentAtMs; f != 0 {
+		if f < 0 || f > 253402300799999 || f > now+10*60*1000 {
+			return stamp(&ledgerpb.Result{Code: ledgerpb.Code_CODE_INVALID_ARGUMENT, Field: "first_sent_at_ms"})
+		}
+		if now-f > 23*60*60*1000 {
+			return stamp(&ledgerpb.Result{Code: ledgerpb.Code_CODE_REQUEST_EXPIRED})
+		}
 	}
 	var r *ledgerpb.Result
 	switch {

@@ -2,8 +2,10 @@ package fsm
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -33,6 +35,54 @@ func (tx *txn) request(client, request string) *ledgerpb.RequestRecord {
 		tx.checkNoRecord(client, request)
 	}
 	return rec
+}
+
+// Past the horizon. A record is pruned RequestRetentionMs or up to an hour
+// later after it was applied; a retry that comes later finds none and would
+// run as a new request. A client that says when it first sent the request
+// (first_sent_at_ms, the same on every retry) is protected: without a
+// record, a request first sent more than RequestHorizonMs ago is refused.
+// That refusal never turns away a request that ran: it ran at a clock of at
+// least first_sent_at_ms - FirstSentAheadMaxMs (sendLimit refused it
+// before), so its record lives until first_sent_at_ms - FirstSentAheadMaxMs
+// + RequestRetentionMs at least, which is past first_sent_at_ms +
+// RequestHorizonMs. The limits must leave that gap:
+var _ [RequestRetentionMs - RequestHorizonMs - FirstSentAheadMaxMs]struct{}
+
+// sendLimit answers a request without a record that may not run because
+// of its first send time; nil when it may run (or did not say).
+// Neither answer is remembered: the clock only moves forward, so a refused
+// past-horizon request stays refused, and a request dated too far ahead
+// did not run.
+func (tx *txn) sendLimit(c *ledgerpb.Command) *ledgerpb.Result {
+	if c.FirstSentAtMs == 0 {
+		return nil
+	}
+	if fe := ValidateFirstSent(c.FirstSentAtMs, tx.now); fe != nil {
+		return invalid(fe)
+	}
+	if tx.now-c.FirstSentAtMs <= RequestHorizonMs {
+		return nil
+	}
+	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_REQUEST_EXPIRED, Message: fmt.Sprintf(
+		"request_id %q of client %q was first sent at %s, longer ago than the %v in which a retry is answered from its record; "+
+			"it was not executed now: check its outcome (the client's holds and bookings) and send a new request with a new request_id",
+		c.RequestId, c.ClientId, time.UnixMilli(c.FirstSentAtMs).UTC().Format(time.RFC3339Nano),
+		time.Duration(RequestHorizonMs)*time.Millisecond)}
+}
+
+// ValidateFirstSent checks a request's first send time (Unix ms, 0 for
+// none) against now: the log clock in the FSM, the node's clock at the
+// gateway, which rejects early.
+func ValidateFirstSent(firstSentMs, nowMs int64) *FieldError {
+	if firstSentMs < 0 || firstSentMs > ClockMaxMs {
+		return fieldErr("first_sent_at_ms", "must be Unix milliseconds from 1970 to 9999")
+	}
+	if firstSentMs > nowMs+FirstSentAheadMaxMs {
+		return fieldErr("first_sent_at_ms", "is %v ahead of the ledger's clock, more than the %v allowed: a request cannot be first sent in the future",
+			time.Duration(firstSentMs-nowMs)*time.Millisecond, time.Duration(FirstSentAheadMaxMs)*time.Millisecond)
+	}
+	return nil
 }
 
 // checkNoRecord asserts that no hour holds a record of the request (tests:
@@ -206,15 +256,15 @@ func (m *Machine) loadRequests(r pebble.Reader) (requestFilter, error) {
 
 // payloadHash identifies what a request asked for, so a reused request_id
 // with another payload is told apart from a retry. proposed_at is not part of
-// it: a retry is proposed at a later time.
+// it: a retry is proposed at a later time. Nor is first_sent_at: a retry
+// through another path (a client that did not stamp, a browser) must match.
 //
 // Nor is a show's token_key or a join's seed: the gateway draws them at
 // random, so a retry through another gateway carries other bytes.
 func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
-	if cs := c.GetCreateShow(); c.ProposedAtMs != 0 || (cs != nil && len(cs.TokenKey) > 0) || c.GetJoinRoom() != nil {
-		// Commands inside a batch carry no stamp: copy only when needed.
+	if cs := c.GetCreateShow(); (cs != nil && len(cs.TokenKey) > 0) || c.GetJoinRoom() != nil {
+		// Rare commands: copy to clear their random bytes.
 		c = proto.Clone(c).(*ledgerpb.Command)
-		c.ProposedAtMs = 0
 		if cs := c.GetCreateShow(); cs != nil {
 			cs.TokenKey = nil
 		}
@@ -222,7 +272,14 @@ func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
 			j.Seed = nil
 		}
 	}
+	// The stamps are cleared for the encoding and put back, rather than
+	// cloning the command: clients stamp first_sent_at on every write, and
+	// a copy per command would be garbage on the hot path. Only apply's
+	// goroutine sees the command.
+	proposed, firstSent := c.ProposedAtMs, c.FirstSentAtMs
+	c.ProposedAtMs, c.FirstSentAtMs = 0, 0
 	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], c)
+	c.ProposedAtMs, c.FirstSentAtMs = proposed, firstSent
 	must(err, "marshal payload")
 	tx.scratch = b[:0]
 	sum := sha256.Sum256(b)

@@ -3,7 +3,7 @@
 // Pebble database and states the Result every entry must return and the
 // state (seat map, hold states, clock, applied index, expiry index, change
 // log) that must follow. One script per area: create_show, hold, confirm,
-// release, expire, exactly_once, clock, batch, events.
+// release, expire, exactly_once, horizon, clock, batch, events.
 //
 // Script format, one statement per line; '#' starts a comment:
 //
@@ -26,7 +26,8 @@
 //	eventfloor <n>                View.EventFloor
 //
 // Commands (a lone '-' is the empty string or the empty list; {N*s} is s
-// repeated N times; at=<ms> stamps that one command's proposed_at_ms):
+// repeated N times; at=<ms> stamps that one command's proposed_at_ms,
+// sent=<ms> its first_sent_at_ms):
 //
 //	show <client> <request> <show_id> rows=<name:seats:cat,...> cats=<name:price:cur,...> [title=<t>]
 //	hold <client> <request> <show_id> <seat,...> [ttl=<ms>]
@@ -260,6 +261,9 @@ func (s *scenario) parseEntry(f []string) (*ledgerpb.Command, *expect) {
 	cmd, err := parseCommand(f[:arrow])
 	if err != nil {
 		s.fatalf("%v", err)
+	}
+	if v, ok := option(f[:arrow], "sent"); ok {
+		cmd.FirstSentAtMs = s.parseInt(v)
 	}
 	want, err := parseExpect(f[arrow+1:])
 	if err != nil {

@@ -20,9 +20,10 @@ const (
 	// corsMaxAgeSeconds is how long a browser may cache a preflight.
 	corsMaxAgeSeconds = 600
 	// corsMethods and corsHeaders are what any route may need: the API's
-	// methods, and JSON bodies, the admin token and SSE's resume header.
+	// methods, and JSON bodies, the admin token, SSE's resume header and
+	// a write's first send time (firstsent.go).
 	corsMethods = "GET, POST, DELETE"
-	corsHeaders = "Authorization, Content-Type, Last-Event-ID"
+	corsHeaders = "Authorization, Content-Type, Last-Event-ID, Seatledger-First-Sent-At"
 	// corsExposed are response headers a page's script may read: the wait
 	// of a 429/503 and the methods of a 405.
 	corsExposed = "Retry-After, Allow"

@@ -28,6 +28,9 @@ import (
 // HTTP (STYLE 9). Every error carries a google.rpc.ErrorInfo whose reason
 // picks the HTTP status, so one rejection reads the same over both APIs.
 
+// retryHorizon is the retry horizon as docs state it.
+var retryHorizon = time.Duration(fsm.RequestHorizonMs) * time.Millisecond
+
 // errorDomain names seatledger in ErrorInfo.
 const errorDomain = "seatledger"
 
@@ -70,6 +73,9 @@ var reasons = map[string]rule{
 	"NOT_QUEUED":          {codes.NotFound, http.StatusNotFound, "no such queue entry, or (on leave) one already offered seats"},
 	"QUEUE_TOKEN_INVALID": {codes.PermissionDenied, http.StatusForbidden, "queue_token is not the entry's token"},
 	"REQUEST_ID_REUSED":   {codes.AlreadyExists, http.StatusConflict, "this client_id sent this request_id before with another payload: send the new request with a new request_id"},
+	// 422 like TOO_MANY_HOLDS: no retry middleware may retry it, and no
+	// retry would run it.
+	"REQUEST_EXPIRED":     {codes.FailedPrecondition, http.StatusUnprocessableEntity, fmt.Sprintf("the write states (Seatledger-First-Sent-At) that it was first sent longer ago than the retry horizon (%v), and the ledger has no record of it: it may have run and its record expired, so it was not executed now. Check its outcome (the client's holds and bookings), then send a new request with a new request_id", retryHorizon)},
 	"NOT_FOUND":           {codes.NotFound, http.StatusNotFound, "no such route or object"},
 	"CORS_ORIGIN_DENIED":  {codes.PermissionDenied, http.StatusForbidden, "a browser preflight from an origin this node does not allow (seatd serve --cors-origin)"},
 	"METHOD_NOT_ALLOWED":  {codes.Unimplemented, http.StatusMethodNotAllowed, "the path exists but not for this method: the Allow header lists those it has"},
@@ -126,6 +132,7 @@ var codeReasons = map[ledgerpb.Code]string{
 	ledgerpb.Code_CODE_HOLD_CANCELLED:       "HOLD_CANCELLED",
 	ledgerpb.Code_CODE_NOT_HOLD_OWNER:       "NOT_HOLD_OWNER",
 	ledgerpb.Code_CODE_REQUEST_ID_REUSED:    "REQUEST_ID_REUSED",
+	ledgerpb.Code_CODE_REQUEST_EXPIRED:      "REQUEST_EXPIRED",
 	ledgerpb.Code_CODE_SOLD_OUT:             "SOLD_OUT",
 	ledgerpb.Code_CODE_TOO_MANY_HOLDS:       "TOO_MANY_HOLDS",
 	ledgerpb.Code_CODE_HOLD_TOKEN_INVALID:   "HOLD_TOKEN_INVALID",

@@ -47,6 +47,7 @@ func TestResultErrorTable(t *testing.T) {
 		{ledgerpb.Code_CODE_HOLD_CONFIRMED, opOther, "HOLD_CONFIRMED", codes.FailedPrecondition, 409},
 		{ledgerpb.Code_CODE_NOT_HOLD_OWNER, opOther, "NOT_HOLD_OWNER", codes.PermissionDenied, 403},
 		{ledgerpb.Code_CODE_REQUEST_ID_REUSED, opOther, "REQUEST_ID_REUSED", codes.AlreadyExists, 409},
+		{ledgerpb.Code_CODE_REQUEST_EXPIRED, opOther, "REQUEST_EXPIRED", codes.FailedPrecondition, 422},
 		{ledgerpb.Code_CODE_NODE_NOT_FOUND, opOther, "NODE_NOT_FOUND", codes.NotFound, 404},
 		{ledgerpb.Code_CODE_NODE_REMOVED, opOther, "NODE_REMOVED", codes.FailedPrecondition, 409},
 		{ledgerpb.Code_CODE_NODE_ADDRESS_TAKEN, opOther, "NODE_ADDRESS_TAKEN", codes.AlreadyExists, 409},

@@ -102,6 +102,7 @@ func NewHTTPHandler(ctx context.Context, srv *Server, router *shard.Router, cfg 
 		runtime.WithErrorHandler(writeError),
 		runtime.WithRoutingErrorHandler(routingError(routes)),
 		runtime.WithMiddlewares(noteRoute), // for Metrics.HTTP's route label
+		runtime.WithIncomingHeaderMatcher(incomingHeader),
 	)
 	if err := ledgerpb.RegisterBookingHandlerServer(ctx, gw, srv); err != nil {
 		return nil, err

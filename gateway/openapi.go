@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
@@ -116,9 +118,34 @@ func completeOperation(op map[string]any, defs map[string]any) {
 			"schema": ref("v1QueueEntry"),
 		}
 	}
+	if firstSentOps[id] {
+		addFirstSentParam(op)
+	}
 	if strings.HasPrefix(id, "Admin_") || id == "Booking_CreateShow" || strings.HasPrefix(id, "Catalog_Create") || id == "Catalog_ScheduleShow" {
 		op["security"] = []any{map[string]any{"adminToken": []any{}}}
 	}
+}
+
+// firstSentOps are the writes that take the first send time (Server.propose).
+var firstSentOps = map[string]bool{"Booking_CreateShow": true, "Booking_Hold": true, "Booking_Confirm": true,
+	"Booking_Release": true, "Booking_Extend": true, "Booking_Refund": true, "Booking_LeaveQueue": true,
+	"WaitingRoom_JoinWaitingRoom": true, "WaitingRoom_SetWaitingRoom": true}
+
+// addFirstSentParam describes the first send header, once.
+func addFirstSentParam(op map[string]any) {
+	params, _ := op["parameters"].([]any)
+	for _, p := range params {
+		if m, _ := p.(map[string]any); m["name"] == FirstSentHeader {
+			return
+		}
+	}
+	op["parameters"] = append(params, map[string]any{
+		"name": FirstSentHeader, "in": "header", "required": false, "type": "string", "pattern": "^[0-9]{1,16}$",
+		"description": fmt.Sprintf("When the client first sent this request, in Unix milliseconds, the same on every retry of its request_id. "+
+			"A retry the ledger has no record of that was first sent more than %v ago is refused with REQUEST_EXPIRED (422), "+
+			"never executed: without this header such a late retry runs as a new request. A time more than %v ahead of the node's clock is a 400.",
+			retryHorizon, time.Duration(fsm.FirstSentAheadMaxMs)*time.Millisecond),
+	})
 }
 
 func ref(name string) map[string]any { return map[string]any{"$ref": "#/definitions/" + name} }

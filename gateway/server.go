@@ -81,6 +81,11 @@ func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Comma
 			return nil, rateLimitedError(cmd.ClientId, wait)
 		}
 	}
+	sent, err := firstSentAt(ctx, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	cmd.FirstSentAtMs = sent
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	s.faults.requestID(cmd)

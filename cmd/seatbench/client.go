@@ -230,6 +230,9 @@ func (h *httpAPI) do(ctx context.Context, method, path string, body, out proto.M
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+		if sent := client.FirstSentOf(ctx); sent != "" {
+			req.Header.Set("Seatledger-First-Sent-At", sent)
+		}
 	}
 	if h.token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.token)

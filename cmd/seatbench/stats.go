@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seatledger/seatledger/client"
 )
 
 // Retry pacing for 503 / UNAVAILABLE answers, and the bound on one call
@@ -104,9 +106,11 @@ func (c *callStats) errors() map[string]uint64 {
 // run makes one call with exactly-once retries: fn must resend the same
 // request (same client_id and request_id) every time, so a retry after an
 // unknown outcome returns the first answer instead of acting twice. It
-// retries 503/UNAVAILABLE and transport errors until callTimeout.
+// retries 503/UNAVAILABLE and transport errors until callTimeout. Every
+// attempt states the first one's send time, as a client should.
 func (c *callStats) run(ctx context.Context, fn func(ctx context.Context) error, expect ...string) error {
 	start := time.Now()
+	ctx = client.WithFirstSent(ctx, start)
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	backoff := retryBackoffMin

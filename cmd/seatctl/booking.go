@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/seatledger/seatledger/client"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
@@ -33,12 +34,14 @@ const clientIDDefault = "seatctl"
 const showFileBytesMax = 1 << 20
 
 // onAnyEndpoint runs f through the routed client, repeating it after a
-// retryable error for up to the retry window.
+// retryable error for up to the retry window; every repeat of a write
+// states the first one's send time (client.WithFirstSent).
 func (a *app) onAnyEndpoint(ctx context.Context, f func(ctx context.Context, b ledgerpb.BookingClient) error) error {
 	b, err := a.routedBooking(ctx)
 	if err != nil {
 		return err
 	}
+	ctx = client.WithFirstSent(ctx, time.Now())
 	return a.retry(ctx, a.retryWindow(), func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, a.timeout)
 		defer cancel()

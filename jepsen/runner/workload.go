@@ -337,6 +337,11 @@ func (c *client) do(ctx context.Context, op history.Op) {
 	op.ID = c.rec.begin(op)
 	deadline, cancel := context.WithTimeout(context.WithoutCancel(ctx), opDeadline)
 	defer cancel()
+	if isWrite(op.Kind) {
+		// Every attempt states the first one's send time, as a client
+		// should (docs/API.md, the retry horizon).
+		deadline = sl.WithFirstSent(deadline, time.Now())
+	}
 	uncertain := false
 	node := c.rng.IntN(len(c.booking))
 	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 400*time.Millisecond) {

@@ -63,6 +63,10 @@ const (
 	Code_CODE_QUEUE_TOKEN_INVALID Code = 19
 	// The show's queue holds QueueLenMax waiters already.
 	Code_CODE_QUEUE_FULL Code = 20
+	// The request has no record and was first sent (first_sent_at_ms) longer
+	// ago than the retry horizon: it may have been applied and its record
+	// pruned, so it is not executed.
+	Code_CODE_REQUEST_EXPIRED Code = 21
 	// Catalog (catalog.proto): an id that names nothing in the catalog.
 	Code_CODE_CITY_NOT_FOUND   Code = 30
 	Code_CODE_CINEMA_NOT_FOUND Code = 31
@@ -119,6 +123,7 @@ var (
 		18: "CODE_NOT_QUEUED",
 		19: "CODE_QUEUE_TOKEN_INVALID",
 		20: "CODE_QUEUE_FULL",
+		21: "CODE_REQUEST_EXPIRED",
 		30: "CODE_CITY_NOT_FOUND",
 		31: "CODE_CINEMA_NOT_FOUND",
 		32: "CODE_SCREEN_NOT_FOUND",
@@ -160,6 +165,7 @@ var (
 		"CODE_NOT_QUEUED":           18,
 		"CODE_QUEUE_TOKEN_INVALID":  19,
 		"CODE_QUEUE_FULL":           20,
+		"CODE_REQUEST_EXPIRED":      21,
 		"CODE_CITY_NOT_FOUND":       30,
 		"CODE_CINEMA_NOT_FOUND":     31,
 		"CODE_SCREEN_NOT_FOUND":     32,
@@ -422,6 +428,13 @@ type Command struct {
 	// commands such as Expire).
 	ClientId  string `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// When the client first sent this request (Unix milliseconds by the
+	// client's clock, the same on every retry; 0 when it did not say). A
+	// request without its record that was first sent longer ago than the
+	// retry horizon is refused (CODE_REQUEST_EXPIRED), never executed: its
+	// record may have been pruned. Not part of the payload hash, like
+	// proposed_at_ms.
+	FirstSentAtMs int64 `protobuf:"varint,4,opt,name=first_sent_at_ms,json=firstSentAtMs,proto3" json:"first_sent_at_ms,omitempty"`
 	// Types that are valid to be assigned to Op:
 	//
 	//	*Command_CreateShow
@@ -494,6 +507,13 @@ func (x *Command) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *Command) GetFirstSentAtMs() int64 {
+	if x != nil {
+		return x.FirstSentAtMs
+	}
+	return 0
 }
 
 func (x *Command) GetOp() isCommand_Op {
@@ -3000,12 +3020,13 @@ var File_ledger_proto protoreflect.FileDescriptor
 
 const file_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\fledger.proto\x12\rseatledger.v1\x1a\vadmin.proto\x1a\rbooking.proto\x1a\rcatalog.proto\x1a\rwebhook.proto\x1a\x0ewaitroom.proto\"\xe3\a\n" +
+	"\fledger.proto\x12\rseatledger.v1\x1a\vadmin.proto\x1a\rbooking.proto\x1a\rcatalog.proto\x1a\rwebhook.proto\x1a\x0ewaitroom.proto\"\x8c\b\n" +
 	"\aCommand\x12$\n" +
 	"\x0eproposed_at_ms\x18\x01 \x01(\x03R\fproposedAtMs\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\x12?\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12'\n" +
+	"\x10first_sent_at_ms\x18\x04 \x01(\x03R\rfirstSentAtMs\x12?\n" +
 	"\vcreate_show\x18\n" +
 	" \x01(\v2\x1c.seatledger.v1.CreateShowCmdH\x00R\n" +
 	"createShow\x12,\n" +
@@ -3232,7 +3253,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x11webhooks_revision\x18= \x01(\x04R\x10webhooksRevision\x12>\n" +
 	"\n" +
 	"room_entry\x182 \x01(\v2\x1f.seatledger.v1.WaitingRoomEntryR\troomEntry\x124\n" +
-	"\x04room\x183 \x01(\v2 .seatledger.v1.WaitingRoomStatusR\x04room*\xbf\a\n" +
+	"\x04room\x183 \x01(\v2 .seatledger.v1.WaitingRoomStatusR\x04room*\xd9\a\n" +
 	"\x04Code\x12\x14\n" +
 	"\x10CODE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aCODE_OK\x10\x01\x12\x19\n" +
@@ -3255,7 +3276,8 @@ const file_ledger_proto_rawDesc = "" +
 	"\vCODE_QUEUED\x10\x11\x12\x13\n" +
 	"\x0fCODE_NOT_QUEUED\x10\x12\x12\x1c\n" +
 	"\x18CODE_QUEUE_TOKEN_INVALID\x10\x13\x12\x13\n" +
-	"\x0fCODE_QUEUE_FULL\x10\x14\x12\x17\n" +
+	"\x0fCODE_QUEUE_FULL\x10\x14\x12\x18\n" +
+	"\x14CODE_REQUEST_EXPIRED\x10\x15\x12\x17\n" +
 	"\x13CODE_CITY_NOT_FOUND\x10\x1e\x12\x19\n" +
 	"\x15CODE_CINEMA_NOT_FOUND\x10\x1f\x12\x19\n" +
 	"\x15CODE_SCREEN_NOT_FOUND\x10 \x12\x18\n" +

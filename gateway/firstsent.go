@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/textproto"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/seatledger/seatledger/fsm"
+)
+
+// A write may say when the client first sent it, the same on every retry:
+// the FSM then refuses a retry that comes after its request record may
+// have been pruned instead of running it again (fsm.RequestHorizonMs).
+// Unix milliseconds, as every time in the ledger's commands, so a client
+// stamps it with no formatting and no time zone to get wrong.
+
+const (
+	// FirstSentKey is the gRPC metadata key of the first send time.
+	FirstSentKey = "seatledger-first-sent-at"
+	// FirstSentHeader is the same over HTTP.
+	FirstSentHeader = "Seatledger-First-Sent-At"
+	// firstSentLenMax bounds the value: Unix ms up to fsm.ClockMaxMs has
+	// 15 digits.
+	firstSentLenMax = 16
+)
+
+// firstSentAt returns the first send time a call states (0 when it states
+// none), checked against the node's clock: garbage, or a time more than
+// fsm.FirstSentAheadMaxMs ahead, is INVALID_ARGUMENT naming the header.
+// The FSM checks again against the log clock.
+func firstSentAt(ctx context.Context, now time.Time) (int64, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	vs := md.Get(FirstSentKey)
+	if len(vs) == 0 {
+		return 0, nil
+	}
+	ms, err := parseFirstSent(vs)
+	if err == nil {
+		if fe := fsm.ValidateFirstSent(ms, now.UnixMilli()); fe != nil {
+			err = fmt.Errorf("%s", fe.Message)
+		}
+	}
+	if err != nil {
+		return 0, fieldError(&fsm.FieldError{Field: FirstSentKey, Message: err.Error()})
+	}
+	return ms, nil
+}
+
+// parseFirstSent reads one value of 1..firstSentLenMax digits, not zero.
+func parseFirstSent(vs []string) (int64, error) {
+	const want = "must be the Unix time in milliseconds (digits only, e.g. 1767225600000) of the request's first send, the same on every retry"
+	if len(vs) != 1 {
+		return 0, fmt.Errorf("given %d times: %s", len(vs), want)
+	}
+	v := vs[0]
+	if len(v) == 0 || len(v) > firstSentLenMax {
+		return 0, fmt.Errorf("%s", want)
+	}
+	var ms int64
+	for i := range len(v) {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, fmt.Errorf("%q: %s", v, want)
+		}
+		ms = ms*10 + int64(v[i]-'0')
+	}
+	if ms == 0 {
+		return 0, fmt.Errorf("0: %s", want)
+	}
+	return ms, nil
+}
+
+// incomingHeader is grpc-gateway's header matcher plus the first send
+// time, which the default does not forward (it forwards only standard
+// headers, prefixed, and Grpc-Metadata-*).
+func incomingHeader(key string) (string, bool) {
+	if textproto.CanonicalMIMEHeaderKey(key) == FirstSentHeader {
+		return FirstSentKey, true
+	}
+	return runtime.DefaultHeaderMatcher(key)
+}
