@@ -22,8 +22,8 @@ import (
 // ("host:port#9f86d081884c7d65", from peerAddresses) so the layer's Dial
 // can write it in the connection header and the receiving Mux can refuse
 // a connection addressed to another incarnation of the group's replica
-// (mux.go). An address without a suffix is incarnation 0, which is also
-// what a node of an earlier version writes and accepts.
+// (mux.go). An address without a suffix is incarnation 0: a bootstrapped
+// replica's, or a node's (the heartbeat layer dials those).
 
 // incarnationSep separates a node id from its replica's incarnation; node
 // ids may not contain it (Config.Validate).
