@@ -35,8 +35,8 @@ func TestServerIDsAndAddresses(t *testing.T) {
 		if id != tt.id {
 			t.Errorf("replicaID(%s, %x) = %s, want %s", tt.node, tt.inc, id, tt.id)
 		}
-		if got := NodeOf(id); got != tt.node {
-			t.Errorf("NodeOf(%s) = %s, want %s", id, got, tt.node)
+		if got := nodeOf(id); got != tt.node {
+			t.Errorf("nodeOf(%s) = %s, want %s", id, got, tt.node)
 		}
 		if got := incarnationOf(string(id)); got != tt.inc {
 			t.Errorf("incarnationOf(%s) = %x, want %x", id, got, tt.inc)
@@ -89,7 +89,7 @@ func addBack(t *testing.T, tc *testCluster, leader *Group, i int) {
 		t.Fatalf("AddVoter(%s) = %v", tc.peers[i].ID, err)
 	}
 	g, _ := tc.nodes[i].Group(0)
-	if id := leader.ServerID(tc.peers[i].ID); id != g.self {
+	if id := leader.serverID(tc.peers[i].ID); id != g.self {
 		t.Fatalf("the configuration names %s as %s, want its replica %s", tc.peers[i].ID, id, g.self)
 	}
 	mustPropose(t, leader, holdCmd("c", "after-"+string(g.self), 60_000, "C2"))

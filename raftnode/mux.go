@@ -71,11 +71,12 @@ const (
 )
 
 var (
-	// ErrMuxClosed is returned by Layer after the Mux has been closed.
+	// ErrMuxClosed is returned when a group's layer is registered (layer,
+	// layerAt) after the Mux has been closed.
 	ErrMuxClosed = errors.New("raftnode: mux closed")
 
-	// ErrGroupRegistered is returned by Layer when the group already has a
-	// layer: two raft instances of one group on one node would split its
+	// ErrGroupRegistered is returned when a group's layer is registered
+	// while the group already has one: two raft instances of one group on one node would split its
 	// traffic between them.
 	ErrGroupRegistered = errors.New("raftnode: group already registered")
 
@@ -402,14 +403,14 @@ func (m *Mux) reject(conn net.Conn) {
 	_ = conn.Close()
 }
 
-// Layer registers group and returns the stream layer its raft transport
+// layer registers group and returns the stream layer its raft transport
 // listens and dials on. Closing the layer unregisters the group, after which
 // it may be registered again.
-func (m *Mux) Layer(group uint32) (raft.StreamLayer, error) {
+func (m *Mux) layer(group uint32) (raft.StreamLayer, error) {
 	return m.layerAt(group, 0, nil)
 }
 
-// layerAt is Layer for the replica of group with incarnation inc: it
+// layerAt is layer for the replica of group with incarnation inc: it
 // accepts only connections addressed to inc, and logs refused ones to log
 // (nil: not logged).
 func (m *Mux) layerAt(group uint32, inc uint64, log *slog.Logger) (*muxLayer, error) {

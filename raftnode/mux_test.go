@@ -81,9 +81,9 @@ func serveClusterMux(t *testing.T, headerWait time.Duration, mt *MuxTLS, cluster
 
 func mustLayer(t *testing.T, m *Mux, group uint32) raft.StreamLayer {
 	t.Helper()
-	l, err := m.Layer(group)
+	l, err := m.layer(group)
 	if err != nil {
-		t.Fatalf("Layer(%d) = %v, want nil", group, err)
+		t.Fatalf("layer(%d) = %v, want nil", group, err)
 	}
 	return l
 }
@@ -363,8 +363,8 @@ func TestMuxCloseAndRegistration(t *testing.T) {
 	}()
 
 	l := mustLayer(t, m, 7)
-	if _, err := m.Layer(7); !errors.Is(err, ErrGroupRegistered) {
-		t.Fatalf("Layer(7) twice = %v, want ErrGroupRegistered", err)
+	if _, err := m.layer(7); !errors.Is(err, ErrGroupRegistered) {
+		t.Fatalf("layer(7) twice = %v, want ErrGroupRegistered", err)
 	}
 	if err := m.Close(); err != nil {
 		t.Fatalf("Close = %v, want nil", err)
@@ -377,8 +377,8 @@ func TestMuxCloseAndRegistration(t *testing.T) {
 	case <-time.After(muxTestWait):
 		t.Fatalf("Serve did not return after Close")
 	}
-	if _, err := m.Layer(8); !errors.Is(err, ErrMuxClosed) {
-		t.Fatalf("Layer(8) after Close = %v, want ErrMuxClosed", err)
+	if _, err := m.layer(8); !errors.Is(err, ErrMuxClosed) {
+		t.Fatalf("layer(8) after Close = %v, want ErrMuxClosed", err)
 	}
 	if _, err := l.Accept(); !errors.Is(err, ErrLayerClosed) {
 		t.Fatalf("Accept after mux Close = %v, want ErrLayerClosed", err)
