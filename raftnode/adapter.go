@@ -22,10 +22,6 @@ type adapter struct {
 
 var _ raft.BatchingFSM = (*adapter)(nil)
 
-// applyBatchHook, when a test sets it, runs before each ApplyBatch with the
-// machine about to apply (to hold a replica's FSM goroutine back).
-var applyBatchHook func(*fsm.Machine)
-
 // Apply applies one committed command entry.
 func (a *adapter) Apply(l *raft.Log) any {
 	defer a.applied.publish()
@@ -36,9 +32,6 @@ func (a *adapter) Apply(l *raft.Log) any {
 // no state here. The command entries go to the FSM together, so that under
 // load one Pebble batch and commit serve many entries instead of one each.
 func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
-	if applyBatchHook != nil {
-		applyBatchHook(a.m)
-	}
 	out := make([]any, len(logs))
 	entries := make([]fsm.Entry, 0, len(logs))
 	at := make([]int, 0, len(logs))

@@ -127,7 +127,7 @@ func (n *Node) balanceRound() {
 		return // lost it meanwhile
 	}
 	n.cfg.Logger.Info("moving leadership to balance", "group", g.id, "term", g.raft.CurrentTerm(), "to", to)
-	g.raft.LeadershipTransferToServer(g.ServerID(to), raft.ServerAddress(g.serverAddr(to)))
+	g.raft.LeadershipTransferToServer(g.serverID(to), raft.ServerAddress(g.serverAddr(to)))
 }
 
 // serverAddr is a replica's address: the peer table's, else the one in the
@@ -138,7 +138,7 @@ func (g *Group) serverAddr(node string) string {
 	}
 	if f := g.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
-			if NodeOf(s.ID) == node {
+			if nodeOf(s.ID) == node {
 				return string(s.Address)
 			}
 		}
@@ -159,9 +159,9 @@ func (g *Group) watchHeartbeats(obs <-chan raft.Observation) {
 			g.hb.Lock()
 			switch d := o.Data.(type) {
 			case raft.FailedHeartbeatObservation:
-				g.hb.down[NodeOf(d.PeerID)] = true
+				g.hb.down[nodeOf(d.PeerID)] = true
 			case raft.ResumedHeartbeatObservation:
-				delete(g.hb.down, NodeOf(d.PeerID))
+				delete(g.hb.down, nodeOf(d.PeerID))
 			case raft.LeaderObservation:
 				clear(g.hb.down) // a new term: the new leader observes afresh
 				g.leaderless.observe(d.LeaderID != "")

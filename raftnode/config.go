@@ -163,10 +163,6 @@ const (
 	// lost peer fails its heartbeats well before raft's transportTimeout,
 	// long enough not to fail them on a loaded machine.
 	beatTimeoutMin = time.Second
-	// beatFramesRetry is how long heartbeats to a peer that refused
-	// heartbeat frames (an earlier version, during a rolling upgrade) go
-	// on the groups' own connections before frames are tried again.
-	beatFramesRetry = time.Minute
 	// transportPool is the number of idle connections kept per peer.
 	transportPool = 3
 	// maxAppendEntries bounds entries per AppendEntries RPC.

@@ -242,7 +242,7 @@ func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
 // it (its server id without the incarnation).
 func (g *Group) Leader() string {
 	_, id := g.raft.LeaderWithID()
-	return NodeOf(id)
+	return nodeOf(id)
 }
 
 // watchLeadership tracks leadership changes. On gaining leadership it runs a

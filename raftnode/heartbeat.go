@@ -35,9 +35,6 @@ const beatGroupID = math.MaxUint32
 var (
 	// errBeatsClosed fails heartbeats queued when the node shuts down.
 	errBeatsClosed = errors.New("raftnode: heartbeat coalescer closed")
-	// errBeatsUnsupported is a peer that closed a fresh heartbeat
-	// connection unanswered, as a node of an earlier version does.
-	errBeatsUnsupported = errors.New("raftnode: peer does not serve heartbeat frames")
 	// errBeatRefused is a heartbeat the peer node answered with an error of
 	// its own (for example: it hosts no replica of the group).
 	errBeatRefused = errors.New("raftnode: heartbeat refused")

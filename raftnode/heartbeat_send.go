@@ -2,12 +2,9 @@ package raftnode
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -30,15 +27,6 @@ func (c *beatCoalescer) send(addr string, b *pendingBeat, urgent bool, stop <-ch
 	case <-c.done:
 		return errBeatsClosed
 	}
-}
-
-// plain reports whether heartbeats to addr go on the groups' own
-// connections for now: the peer refused frames (beatPeer.refused).
-func (c *beatCoalescer) plain(addr string) bool {
-	c.mu.Lock()
-	p := c.mu.peers[addr]
-	c.mu.Unlock()
-	return p != nil && p.plain()
 }
 
 // hurry sends every queued heartbeat now (a VerifyLeader is waiting). A
@@ -119,9 +107,6 @@ type beatPeer struct {
 		// it to end a blocked read).
 		conn net.Conn
 		r    *bufio.Reader
-		// plainUntil is when to try frames again after the peer refused
-		// them (refused); guarded by mu.
-		plainUntil time.Time
 	}
 }
 
@@ -202,7 +187,7 @@ func (p *beatPeer) exchange(batch []*pendingBeat) {
 }
 
 func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
-	conn, r, fresh, err := p.connect()
+	conn, r, err := p.connect()
 	if err != nil {
 		return err
 	}
@@ -225,10 +210,6 @@ func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
 		body, err = readBeatFrame(r)
 	}
 	if err != nil {
-		if fresh && closedByPeer(err) {
-			p.refused()
-			return fmt.Errorf("%w: %v", errBeatsUnsupported, err)
-		}
 		return err
 	}
 	replies, err := decodeBeatReplies(body)
@@ -248,49 +229,30 @@ func (p *beatPeer) roundTrip(batch []*pendingBeat) error {
 	return nil
 }
 
-// connect returns the peer connection, dialing it if there is none (fresh
-// is then true). A connection dialed while the coalescer closes is closed
-// here: close has already closed the one it saw.
-func (p *beatPeer) connect() (conn net.Conn, r *bufio.Reader, fresh bool, err error) {
+// connect returns the peer connection, dialing it if there is none. A
+// connection dialed while the coalescer closes is closed here: close has
+// already closed the one it saw.
+func (p *beatPeer) connect() (conn net.Conn, r *bufio.Reader, err error) {
 	p.mu.Lock()
 	conn, r = p.mu.conn, p.mu.r
 	p.mu.Unlock()
 	if conn != nil {
-		return conn, r, false, nil
+		return conn, r, nil
 	}
 	conn, err = p.c.layer.Dial(raft.ServerAddress(p.addr), p.c.timeout)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	select {
 	case <-p.c.done:
 		_ = conn.Close()
-		return nil, nil, false, errBeatsClosed
+		return nil, nil, errBeatsClosed
 	default:
 	}
 	p.mu.conn, p.mu.r = conn, bufio.NewReader(conn)
-	return p.mu.conn, p.mu.r, true, nil
-}
-
-// refused marks the peer as not serving heartbeat frames for a while: a
-// node of an earlier version closes a connection for an unknown group
-// without a word. Its heartbeats go on the groups' own connections
-// (beatTransport) until beatFramesRetry has passed. A peer that merely
-// restarted at that moment costs the same for as long, and no more.
-func (p *beatPeer) refused() {
-	p.mu.Lock()
-	p.mu.plainUntil = time.Now().Add(beatFramesRetry)
-	p.mu.Unlock()
-}
-
-// plain reports whether heartbeats to the peer go on the groups' own
-// connections (refused).
-func (p *beatPeer) plain() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return time.Now().Before(p.mu.plainUntil)
+	return p.mu.conn, p.mu.r, nil
 }
 
 func (p *beatPeer) closeConn() {
@@ -300,10 +262,4 @@ func (p *beatPeer) closeConn() {
 		_ = p.mu.conn.Close()
 	}
 	p.mu.conn, p.mu.r = nil, nil
-}
-
-// closedByPeer reports whether err says the peer closed the connection.
-func closedByPeer(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }

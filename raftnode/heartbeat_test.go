@@ -5,7 +5,8 @@ package raftnode
 // its own group's answer, a group the peer does not host fails alone, a
 // periodic heartbeat waits for the tick unless an urgent one flushes it, a
 // lost connection fails the waiting callers at once rather than after the
-// frame timeout, and frames to a peer are strictly sequential.
+// frame timeout, frames to a peer are strictly sequential, and a peer
+// that is not serving frames yet fails a heartbeat without a lasting mark.
 
 import (
 	"bufio"
@@ -349,20 +350,24 @@ func FuzzBeatFrames(f *testing.F) {
 	})
 }
 
-// A node of an earlier version has no layer for heartbeat frames: its Mux
-// closes the connection. The first heartbeat fails, and the next ones go
-// on the groups' own connections (beatTransport checks plain).
-func TestBeatsPeerWithoutFramesIsMarkedPlain(t *testing.T) {
-	ma, old := newTestMux(t, headerTimeout), newTestMux(t, headerTimeout)
+// A peer whose Mux closes the heartbeat connection unanswered (it is
+// starting or stopping: no layer for frames yet) fails that heartbeat like
+// any lost connection, and leaves no mark: once the peer serves frames, the
+// next heartbeat goes in a frame on a fresh connection.
+func TestBeatsPeerNotServingYetFailsThenFrames(t *testing.T) {
+	ma, mb := newTestMux(t, headerTimeout), newTestMux(t, headerTimeout)
 	a := newTestBeats(t, ma, time.Hour)
-	addr := old.Addr().String()
-	if a.plain(addr) {
-		t.Fatalf("plain(%s) before any heartbeat = true", addr)
+	addr := mb.Addr().String()
+	if err := a.send(addr, testBeat(1), true, nil); err == nil {
+		t.Fatal("heartbeat to a peer without a heartbeat layer succeeded")
 	}
-	if err := a.send(addr, testBeat(1), true, nil); !errors.Is(err, errBeatsUnsupported) {
-		t.Fatalf("heartbeat to a node without frames = %v, want %v", err, errBeatsUnsupported)
+	b := newTestBeats(t, mb, time.Hour)
+	b.register(1, &testReceiver{lastLog: 5})
+	beat := testBeat(1)
+	if err := a.send(addr, beat, true, nil); err != nil || beat.resp.LastLog != 5 {
+		t.Fatalf("heartbeat once the peer serves frames = %v (%+v), want nil and LastLog 5", err, beat.resp)
 	}
-	if !a.plain(addr) {
-		t.Errorf("plain(%s) after the refusal = false, want true", addr)
+	if n := b.frames.Load(); n != 1 {
+		t.Errorf("peer answered %d frames, want 1", n)
 	}
 }

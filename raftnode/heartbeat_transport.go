@@ -56,9 +56,10 @@ func newBeatTransport(p progressTransport, beats *beatCoalescer, group uint32, i
 	return t
 }
 
-// SetHeartbeatHandler keeps raft's handler for the coalescer and gives it
-// to the NetworkTransport too, which still serves heartbeats a peer sends
-// on the group's own connection; both behind the gate.
+// SetHeartbeatHandler keeps raft's handler, behind the gate, for the
+// coalescer. The NetworkTransport gets none: every node sends heartbeats in
+// frames, so none arrives on a group's own connection (one that did would
+// reach raft through its RPC channel, as without a handler).
 func (t *beatTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
 	gated := func(rpc raft.RPC) {
 		t.gate.RLock()
@@ -68,7 +69,6 @@ func (t *beatTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
 		}
 	}
 	t.handler.Store(&gated)
-	t.progressTransport.SetHeartbeatHandler(gated)
 }
 
 // closeHeartbeats waits for raft's heartbeat handler calls in progress and
@@ -92,9 +92,6 @@ func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	// goes in the frame; the coalescer dials the node.
 	target = t.peerAddr(id, target)
 	addr := dialAddr(string(target))
-	if t.beats.plain(addr) {
-		return t.progressTransport.AppendEntries(id, target, args, resp)
-	}
 	b := &pendingBeat{
 		group:       t.group,
 		incarnation: incarnationOf(string(target)),

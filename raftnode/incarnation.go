@@ -22,8 +22,8 @@ import (
 // ("host:port#9f86d081884c7d65", from peerAddresses) so the layer's Dial
 // can write it in the connection header and the receiving Mux can refuse
 // a connection addressed to another incarnation of the group's replica
-// (mux.go). An address without a suffix is incarnation 0, which is also
-// what a node of an earlier version writes and accepts.
+// (mux.go). An address without a suffix is incarnation 0: a bootstrapped
+// replica's, or a node's (the heartbeat layer dials those).
 
 // incarnationSep separates a node id from its replica's incarnation; node
 // ids may not contain it (Config.Validate).
@@ -42,10 +42,10 @@ func replicaID(node string, inc uint64) raft.ServerID {
 	return raft.ServerID(node + incarnationSep + formatIncarnation(inc))
 }
 
-// NodeOf is the node a raft server id names: the id without its
+// nodeOf is the node a raft server id names: the id without its
 // incarnation. Everything that maps a server id to a node (leader hints,
 // routing, the balancer, metrics, membership) goes through it.
-func NodeOf(id raft.ServerID) string {
+func nodeOf(id raft.ServerID) string {
 	node, _, _ := strings.Cut(string(id), incarnationSep)
 	return node
 }
@@ -159,10 +159,10 @@ func syncDir(dir string) error {
 	return err
 }
 
-// ServerID is the raft server id under which node appears in the group's
+// serverID is the raft server id under which node appears in the group's
 // current configuration, or node's plain id (incarnation 0) if it does not
 // appear: for raft calls that name a server (leadership transfer).
-func (g *Group) ServerID(node string) raft.ServerID {
+func (g *Group) serverID(node string) raft.ServerID {
 	if id, ok := g.memberID(node); ok {
 		return id
 	}
@@ -176,7 +176,7 @@ func (g *Group) memberID(node string) (raft.ServerID, bool) {
 		return "", false
 	}
 	for _, s := range f.Configuration().Servers {
-		if NodeOf(s.ID) == node {
+		if nodeOf(s.ID) == node {
 			return s.ID, true
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,8 +35,8 @@ func TestServerIDsAndAddresses(t *testing.T) {
 		if id != tt.id {
 			t.Errorf("replicaID(%s, %x) = %s, want %s", tt.node, tt.inc, id, tt.id)
 		}
-		if got := NodeOf(id); got != tt.node {
-			t.Errorf("NodeOf(%s) = %s, want %s", id, got, tt.node)
+		if got := nodeOf(id); got != tt.node {
+			t.Errorf("nodeOf(%s) = %s, want %s", id, got, tt.node)
 		}
 		if got := incarnationOf(string(id)); got != tt.inc {
 			t.Errorf("incarnationOf(%s) = %x, want %x", id, got, tt.inc)
@@ -46,11 +45,6 @@ func TestServerIDsAndAddresses(t *testing.T) {
 		if got := incarnationOf(addr); got != tt.inc || dialAddr(addr) != "10.0.0.1:7000" {
 			t.Errorf("address %s: incarnation %x, dial %s; want %x, 10.0.0.1:7000", addr, got, dialAddr(addr), tt.inc)
 		}
-	}
-	// Incarnation 0 keeps the header nodes of earlier versions write.
-	plain := encodeMuxHeader(4)
-	if got := encodeHeader(4, 0); string(got) != string(plain[:]) {
-		t.Errorf("encodeHeader(4, 0) = %x, want the plain header %x", got, plain)
 	}
 }
 
@@ -95,7 +89,7 @@ func addBack(t *testing.T, tc *testCluster, leader *Group, i int) {
 		t.Fatalf("AddVoter(%s) = %v", tc.peers[i].ID, err)
 	}
 	g, _ := tc.nodes[i].Group(0)
-	if id := leader.ServerID(tc.peers[i].ID); id != g.self {
+	if id := leader.serverID(tc.peers[i].ID); id != g.self {
 		t.Fatalf("the configuration names %s as %s, want its replica %s", tc.peers[i].ID, id, g.self)
 	}
 	mustPropose(t, leader, holdCmd("c", "after-"+string(g.self), 60_000, "C2"))
@@ -264,21 +258,6 @@ func TestHostGroupCutShortRestartsAsTheSameReplica(t *testing.T) {
 	}
 	if f := g.raft.GetConfiguration(); f.Error() != nil || len(f.Configuration().Servers) != 0 {
 		t.Fatalf("the restarted replica has configuration %v, want none (it waits for its leader)", f.Configuration())
-	}
-}
-
-func TestIncarnatedHeaderRoundTrip(t *testing.T) {
-	for _, inc := range []uint64{0, 1, 0x9f86d081884c7d65} {
-		a, b := net.Pipe()
-		go func() {
-			_, _ = a.Write(encodeHeader(7, inc))
-			a.Close()
-		}()
-		hdr, err := readHeader(b)
-		b.Close()
-		if err != nil || hdr.group != 7 || hdr.incarnation != inc || hdr.probe {
-			t.Errorf("readHeader(encodeHeader(7, %x)) = %+v, %v; want group 7, incarnation %x", inc, hdr, err, inc)
-		}
 	}
 }
 

@@ -188,7 +188,7 @@ func (g *Group) Replicas() ([]string, error) {
 	}
 	var ids []string
 	for _, s := range f.Configuration().Servers {
-		ids = append(ids, NodeOf(s.ID))
+		ids = append(ids, nodeOf(s.ID))
 	}
 	slices.Sort(ids)
 	return ids, nil
@@ -283,5 +283,5 @@ func (g *Group) RemoveVoter(ctx context.Context, id string) error {
 	if !g.IsLeader() {
 		return ErrNotLeader
 	}
-	return membershipError(g.raft.RemoveServer(g.ServerID(id), 0, membershipTimeout).Error())
+	return membershipError(g.raft.RemoveServer(g.serverID(id), 0, membershipTimeout).Error())
 }

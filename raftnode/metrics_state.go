@@ -99,7 +99,7 @@ func (g *Group) collectState(ch chan<- prometheus.Metric) {
 			continue
 		}
 		has := g.metrics.followers.lastIndex(s.ID)
-		gauge(descFollowerLag, float64(last-min(has, last)), NodeOf(s.ID))
+		gauge(descFollowerLag, float64(last-min(has, last)), nodeOf(s.ID))
 	}
 }
 

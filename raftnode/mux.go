@@ -17,14 +17,20 @@ import (
 )
 
 // The header a dialer writes before any raft bytes, after the cluster
-// preamble (cluster.go): muxMagic, then the group id as a big-endian uint32. A fixed size lets the Mux read it with one
-// io.ReadFull and tell raft traffic from stray clients (HTTP probes, port
-// scanners) by the magic alone.
+// preamble (cluster.go): muxMagic, the group id (big-endian uint32) and the
+// incarnation of the group's replica the connection is addressed to
+// (big-endian uint64, incarnation.go; 0 for a bootstrapped replica and for
+// heartbeat frames). The magic tells raft traffic from stray clients (HTTP
+// probes, port scanners). A probe (mux_incarnation.go) sends muxProbeMagic
+// and the group id alone: the first muxPrefixBytes of any header.
 const (
-	muxMagic       = "SLR1"
+	muxMagic       = "SLI1"
+	muxProbeMagic  = "SLQ1"
 	muxMagicLen    = len(muxMagic)
 	muxGroupIDLen  = 4
-	muxHeaderBytes = muxMagicLen + muxGroupIDLen
+	muxIncBytes    = 8
+	muxPrefixBytes = muxMagicLen + muxGroupIDLen
+	muxHeaderBytes = muxPrefixBytes + muxIncBytes
 )
 
 // Limits of the Mux, named once.
@@ -65,11 +71,12 @@ const (
 )
 
 var (
-	// ErrMuxClosed is returned by Layer after the Mux has been closed.
+	// ErrMuxClosed is returned when a group's layer is registered (layer,
+	// layerAt) after the Mux has been closed.
 	ErrMuxClosed = errors.New("raftnode: mux closed")
 
-	// ErrGroupRegistered is returned by Layer when the group already has a
-	// layer: two raft instances of one group on one node would split its
+	// ErrGroupRegistered is returned when a group's layer is registered
+	// while the group already has one: two raft instances of one group on one node would split its
 	// traffic between them.
 	ErrGroupRegistered = errors.New("raftnode: group already registered")
 
@@ -396,14 +403,14 @@ func (m *Mux) reject(conn net.Conn) {
 	_ = conn.Close()
 }
 
-// Layer registers group and returns the stream layer its raft transport
+// layer registers group and returns the stream layer its raft transport
 // listens and dials on. Closing the layer unregisters the group, after which
 // it may be registered again.
-func (m *Mux) Layer(group uint32) (raft.StreamLayer, error) {
+func (m *Mux) layer(group uint32) (raft.StreamLayer, error) {
 	return m.layerAt(group, 0, nil)
 }
 
-// layerAt is Layer for the replica of group with incarnation inc: it
+// layerAt is layer for the replica of group with incarnation inc: it
 // accepts only connections addressed to inc, and logs refused ones to log
 // (nil: not logged).
 func (m *Mux) layerAt(group uint32, inc uint64, log *slog.Logger) (*muxLayer, error) {
@@ -630,7 +637,7 @@ func (l *muxLayer) drain() {
 	}
 }
 
-// writeHeader writes any header (mux_incarnation.go) with that deadline.
+// writeHeader writes a header with that deadline.
 func writeHeader(conn net.Conn, hdr []byte, timeout time.Duration) error {
 	if timeout > 0 {
 		if err := conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
@@ -643,21 +650,55 @@ func writeHeader(conn net.Conn, hdr []byte, timeout time.Duration) error {
 	return conn.SetWriteDeadline(time.Time{})
 }
 
-func encodeMuxHeader(group uint32) [muxHeaderBytes]byte {
-	var hdr [muxHeaderBytes]byte
-	copy(hdr[:muxMagicLen], muxMagic)
-	binary.BigEndian.PutUint32(hdr[muxMagicLen:], group)
-	return hdr
+// muxHeader is a decoded header, a probe's included.
+type muxHeader struct {
+	group       uint32
+	incarnation uint64
+	probe       bool
+	// first is the first byte after the header (openConn), read but for a
+	// probe.
+	first byte
 }
 
 // errMuxBadMagic never leaves the package: route turns it into a rejection.
 var errMuxBadMagic = errors.New("raftnode: bad mux header magic")
 
-func decodeMuxHeader(hdr [muxHeaderBytes]byte) (uint32, error) {
-	if string(hdr[:muxMagicLen]) != muxMagic {
-		return 0, errMuxBadMagic
+// readHeader reads and decodes a header; the caller sets the deadline.
+func readHeader(conn net.Conn) (muxHeader, error) {
+	var prefix [muxPrefixBytes]byte
+	if _, err := io.ReadFull(conn, prefix[:]); err != nil {
+		return muxHeader{}, err
 	}
-	return binary.BigEndian.Uint32(hdr[muxMagicLen:]), nil
+	group := binary.BigEndian.Uint32(prefix[muxMagicLen:])
+	switch string(prefix[:muxMagicLen]) {
+	case muxProbeMagic:
+		return muxHeader{group: group, probe: true}, nil
+	case muxMagic:
+		var inc [muxIncBytes]byte
+		if _, err := io.ReadFull(conn, inc[:]); err != nil {
+			return muxHeader{}, err
+		}
+		return muxHeader{group: group, incarnation: binary.BigEndian.Uint64(inc[:])}, nil
+	}
+	return muxHeader{}, errMuxBadMagic
+}
+
+// encodeHeader is the header of a connection to group's replica with
+// incarnation inc.
+func encodeHeader(group uint32, inc uint64) []byte {
+	hdr := make([]byte, muxHeaderBytes)
+	copy(hdr, muxMagic)
+	binary.BigEndian.PutUint32(hdr[muxMagicLen:], group)
+	binary.BigEndian.PutUint64(hdr[muxPrefixBytes:], inc)
+	return hdr
+}
+
+// encodeProbe is the header of a probe for group's replica.
+func encodeProbe(group uint32) []byte {
+	hdr := make([]byte, muxPrefixBytes)
+	copy(hdr, muxProbeMagic)
+	binary.BigEndian.PutUint32(hdr[muxMagicLen:], group)
+	return hdr
 }
 
 // nextAcceptBackoff doubles the previous pause within

@@ -10,75 +10,18 @@ import (
 	"time"
 )
 
-// Two more headers beside muxMagic's (mux.go), for replica incarnations
-// (incarnation.go):
-//
-//   - muxIncMagic, the group id and the incarnation (big-endian uint64) a
-//     connection is addressed to; a connection to incarnation 0 keeps the
-//     plain header, so nodes of an earlier version understand it.
-//   - muxProbeMagic and the group id: the Mux answers with the incarnation
-//     of its replica of the group (8 bytes) and closes, or just closes if
-//     it hosts none. AddVoter asks it for the server id to add.
-//
-// A Mux refuses a raft connection whose incarnation is not its replica's,
-// so an RPC a sender addressed to an earlier incarnation (a vote, a
-// pre-vote, an append, a snapshot, a timeout-now) never reaches raft.
-const (
-	muxIncMagic    = "SLI1"
-	muxProbeMagic  = "SLQ1"
-	muxIncBytes    = 8
-	muxIncHdrBytes = muxHeaderBytes + muxIncBytes
-)
+// Incarnations at the Mux (incarnation.go). Every raft connection's header
+// names the incarnation it is addressed to (mux.go), and a Mux refuses a
+// raft connection whose incarnation is not its replica's, so an RPC a
+// sender addressed to an earlier incarnation (a vote, a pre-vote, an
+// append, a snapshot, a timeout-now) never reaches raft. A probe (the
+// group id after muxProbeMagic) asks which incarnation of the group a node
+// hosts: the Mux answers with it (8 bytes) and closes, or just closes if it
+// hosts none. AddVoter asks it for the server id to add.
 
 // ErrNotHosted is returned by AddVoter when the node does not host the
 // group (HostGroup it first).
 var ErrNotHosted = errors.New("raftnode: the node does not host the group")
-
-// muxHeader is a decoded header of any kind.
-type muxHeader struct {
-	group       uint32
-	incarnation uint64
-	probe       bool
-	// first is the first byte after the header (mux.go), read but for a
-	// probe.
-	first byte
-}
-
-// readHeader reads and decodes a header; the caller sets the deadline.
-func readHeader(conn net.Conn) (muxHeader, error) {
-	var hdr [muxHeaderBytes]byte
-	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
-		return muxHeader{}, err
-	}
-	group := binary.BigEndian.Uint32(hdr[muxMagicLen:])
-	switch string(hdr[:muxMagicLen]) {
-	case muxMagic:
-		return muxHeader{group: group}, nil
-	case muxProbeMagic:
-		return muxHeader{group: group, probe: true}, nil
-	case muxIncMagic:
-		var inc [muxIncBytes]byte
-		if _, err := io.ReadFull(conn, inc[:]); err != nil {
-			return muxHeader{}, err
-		}
-		return muxHeader{group: group, incarnation: binary.BigEndian.Uint64(inc[:])}, nil
-	}
-	return muxHeader{}, errMuxBadMagic
-}
-
-// encodeHeader is the header of a raft connection to group's replica with
-// incarnation inc.
-func encodeHeader(group uint32, inc uint64) []byte {
-	if inc == 0 {
-		hdr := encodeMuxHeader(group)
-		return hdr[:]
-	}
-	hdr := make([]byte, muxIncHdrBytes)
-	copy(hdr, muxIncMagic)
-	binary.BigEndian.PutUint32(hdr[muxMagicLen:], group)
-	binary.BigEndian.PutUint64(hdr[muxHeaderBytes:], inc)
-	return hdr
-}
 
 // answerProbe writes the layer's incarnation to conn and closes it; raw is
 // conn without TLS, closed on a failed write.
@@ -122,9 +65,7 @@ func (m *Mux) incarnationAt(addr string, group uint32, timeout time.Duration) (u
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return 0, err
 	}
-	hdr := encodeMuxHeader(group)
-	copy(hdr[:], muxProbeMagic)
-	if _, err := conn.Write(append(slices.Clip(m.preamble), hdr[:]...)); err != nil {
+	if _, err := conn.Write(append(slices.Clip(m.preamble), encodeProbe(group)...)); err != nil {
 		return 0, fmt.Errorf("raftnode: ask %s for its replica of group %d: %w", addr, group, err)
 	}
 	var b [muxIncBytes]byte

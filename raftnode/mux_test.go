@@ -35,10 +35,10 @@ func newTestMux(t *testing.T, headerWait time.Duration) *Mux {
 // testClusterID is the cluster of the tests' Muxes and nodes.
 var testClusterID = ClusterID{0x5e, 0xa7, 1}
 
-// testHeader is what a layer of testClusterID's writes to reach group.
+// testHeader is what a layer of testClusterID's writes to reach group's
+// replica of incarnation 0.
 func testHeader(group uint32) []byte {
-	hdr := encodeMuxHeader(group)
-	return append(encodeClusterPreamble(testClusterID), hdr[:]...)
+	return append(encodeClusterPreamble(testClusterID), encodeHeader(group, 0)...)
 }
 
 // serveTestMux is newTestMux with TLS when mt is not nil.
@@ -81,9 +81,9 @@ func serveClusterMux(t *testing.T, headerWait time.Duration, mt *MuxTLS, cluster
 
 func mustLayer(t *testing.T, m *Mux, group uint32) raft.StreamLayer {
 	t.Helper()
-	l, err := m.Layer(group)
+	l, err := m.layer(group)
 	if err != nil {
-		t.Fatalf("Layer(%d) = %v, want nil", group, err)
+		t.Fatalf("layer(%d) = %v, want nil", group, err)
 	}
 	return l
 }
@@ -198,6 +198,8 @@ func TestMuxRejectsBadClients(t *testing.T) {
 	wrongMagic := slices.Concat(goodGroup[:preamble], []byte("SLR2"), goodGroup[preamble+muxMagicLen:])
 	noPreamble := goodGroup[preamble:]
 	otherCluster := slices.Concat(encodeClusterPreamble(ClusterID{7}), goodGroup[preamble:])
+	// Magic and group without the incarnation, as no raft header is.
+	noIncarnation := slices.Concat(goodGroup[:preamble], []byte("SLR1"), goodGroup[preamble+muxMagicLen:preamble+muxPrefixBytes])
 	cases := []struct {
 		name string
 		send []byte
@@ -208,6 +210,8 @@ func TestMuxRejectsBadClients(t *testing.T) {
 		{"no cluster preamble", noPreamble},
 		{"another cluster", otherCluster},
 		{"short header", slices.Concat(goodGroup[:preamble], []byte(muxMagic))},
+		{"header without incarnation", noIncarnation},
+		{"header cut in the incarnation", goodGroup[:len(goodGroup)-3]},
 		{"silent client", nil},
 	}
 	for i, tc := range cases {
@@ -359,8 +363,8 @@ func TestMuxCloseAndRegistration(t *testing.T) {
 	}()
 
 	l := mustLayer(t, m, 7)
-	if _, err := m.Layer(7); !errors.Is(err, ErrGroupRegistered) {
-		t.Fatalf("Layer(7) twice = %v, want ErrGroupRegistered", err)
+	if _, err := m.layer(7); !errors.Is(err, ErrGroupRegistered) {
+		t.Fatalf("layer(7) twice = %v, want ErrGroupRegistered", err)
 	}
 	if err := m.Close(); err != nil {
 		t.Fatalf("Close = %v, want nil", err)
@@ -373,8 +377,8 @@ func TestMuxCloseAndRegistration(t *testing.T) {
 	case <-time.After(muxTestWait):
 		t.Fatalf("Serve did not return after Close")
 	}
-	if _, err := m.Layer(8); !errors.Is(err, ErrMuxClosed) {
-		t.Fatalf("Layer(8) after Close = %v, want ErrMuxClosed", err)
+	if _, err := m.layer(8); !errors.Is(err, ErrMuxClosed) {
+		t.Fatalf("layer(8) after Close = %v, want ErrMuxClosed", err)
 	}
 	if _, err := l.Accept(); !errors.Is(err, ErrLayerClosed) {
 		t.Fatalf("Accept after mux Close = %v, want ErrLayerClosed", err)
@@ -384,17 +388,37 @@ func TestMuxCloseAndRegistration(t *testing.T) {
 	}
 }
 
+// Every header has one size and carries the incarnation, 0 included (a
+// bootstrapped replica, heartbeat frames); a probe is the header's prefix
+// under its own magic.
 func TestMuxHeaderRoundTrip(t *testing.T) {
-	for _, group := range []uint32{0, 1, 0xDEADBEEF, ^uint32(0)} {
-		hdr := encodeMuxHeader(group)
-		if !bytes.HasPrefix(hdr[:], []byte(muxMagic)) {
-			t.Errorf("encodeMuxHeader(%d) = %x, want prefix %q", group, hdr, muxMagic)
+	for _, group := range []uint32{0, 1, 0xDEADBEEF, beatGroupID} {
+		for _, inc := range []uint64{0, 1, 0x9f86d081884c7d65} {
+			enc := encodeHeader(group, inc)
+			if len(enc) != muxHeaderBytes || !bytes.HasPrefix(enc, []byte(muxMagic)) {
+				t.Errorf("encodeHeader(%d, %x) = %x, want %d bytes starting %q", group, inc, enc, muxHeaderBytes, muxMagic)
+			}
+			hdr, err := readPiped(enc)
+			if err != nil || hdr != (muxHeader{group: group, incarnation: inc}) {
+				t.Errorf("readHeader(encodeHeader(%d, %x)) = %+v, %v; want group %d, incarnation %x", group, inc, hdr, err, group, inc)
+			}
 		}
-		got, err := decodeMuxHeader(hdr)
-		if err != nil || got != group {
-			t.Errorf("decodeMuxHeader(encodeMuxHeader(%d)) = (%d, %v), want (%d, nil)", group, got, err, group)
+		hdr, err := readPiped(encodeProbe(group))
+		if err != nil || hdr != (muxHeader{group: group, probe: true}) {
+			t.Errorf("readHeader(encodeProbe(%d)) = %+v, %v; want a probe of group %d", group, hdr, err, group)
 		}
 	}
+}
+
+// readPiped is readHeader of a connection that sends b and closes.
+func readPiped(b []byte) (muxHeader, error) {
+	a, c := net.Pipe()
+	go func() {
+		_, _ = a.Write(b)
+		a.Close()
+	}()
+	defer c.Close()
+	return readHeader(c)
 }
 
 // muxTestFSM counts applied entries and those not tagged with its group, so

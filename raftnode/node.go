@@ -99,7 +99,7 @@ func Start(cfg Config) (*Node, error) {
 		closeStores()
 		return nil, err
 	}
-	beatLayer, err := mux.Layer(beatGroupID)
+	beatLayer, err := mux.layer(beatGroupID)
 	if err != nil {
 		ln.Close()
 		closeStores()

@@ -214,7 +214,7 @@ func loadPeers(dir string) ([]Peer, error) {
 type peerAddresses struct{ n *Node }
 
 func (p peerAddresses) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
-	if peer, ok := p.n.Peer(NodeOf(id)); ok && peer.RaftTarget() != "" {
+	if peer, ok := p.n.Peer(nodeOf(id)); ok && peer.RaftTarget() != "" {
 		return raft.ServerAddress(withIncarnation(peer.RaftTarget(), incarnationOf(string(id)))), nil
 	}
 	return "", fmt.Errorf("raftnode: no address for node %s", id)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,19 +68,6 @@ func TestFreshViewIncludesWritesAcknowledgedBeforeItsTime(t *testing.T) {
 // must not serve a view claiming to be fresh as of a time after that
 // write's acknowledgement: FreshView waits for the state machine itself.
 func TestFreshViewWaitsForTheStateMachine(t *testing.T) {
-	// The hook holds the follower's FSM goroutine at its next batch once
-	// armed. It is set before the cluster starts and cleared after it
-	// stops (cleanups run last first), so no FSM goroutine races the
-	// writes.
-	var target atomic.Pointer[fsm.Machine]
-	var armed atomic.Bool
-	release := make(chan struct{})
-	applyBatchHook = func(m *fsm.Machine) {
-		if armed.Load() && m == target.Load() {
-			<-release
-		}
-	}
-	t.Cleanup(func() { applyBatchHook = nil })
 	tc := startTestCluster(t, func(c *Config) { c.CommitTimeout = 20 * time.Millisecond })
 	leader, li := tc.leader()
 	mustPropose(t, leader, testShow())
@@ -89,9 +75,24 @@ func TestFreshViewWaitsForTheStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target.Store(follower.machine)
-	t.Cleanup(func() { armed.Store(false); close(release) })
-	armed.Store(true)
+	// Hold the follower's FSM goroutine back: after each batch it applies,
+	// the adapter publishes on the group's applied signal (applied.go),
+	// and that waits for the signal's lock, held here. The lock is let go
+	// before the cluster stops (cleanups run last first).
+	follower.applied.mu.Lock()
+	t.Cleanup(follower.applied.mu.Unlock)
+	// Another show, which leaves s1's seats alone: once raft has handed it
+	// to the FSM goroutine, that goroutine stops at its publish (of this
+	// batch or an earlier one), so any later entry waits, handed over but
+	// not applied.
+	other := testShow()
+	other.RequestId = "create-s2"
+	other.GetCreateShow().Show.ShowId = "s2"
+	if res := mustPropose(t, leader, other); res.GetCode() != ledgerpb.Code_CODE_OK {
+		t.Fatalf("create s2: %v", res)
+	} else {
+		waitFor(t, "the follower's raft to hand s2 to its FSM", func() bool { return follower.raft.AppliedIndex() >= res.Revision })
+	}
 	res := mustPropose(t, leader, holdCmd("c", "r1", 60_000, "A1"))
 	if res.GetCode() != ledgerpb.Code_CODE_OK {
 		t.Fatalf("hold: %v", res)

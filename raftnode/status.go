@@ -59,7 +59,7 @@ func (g *Group) TransferLeadership(to string) error {
 			return fmt.Errorf("%w: %s (not in this node's peer table nor in group %d's configuration)", ErrUnknownPeer, to, g.id)
 		}
 		// The replica's server id, incarnation included (incarnation.go).
-		f = g.raft.LeadershipTransferToServer(g.ServerID(to), raft.ServerAddress(addr))
+		f = g.raft.LeadershipTransferToServer(g.serverID(to), raft.ServerAddress(addr))
 	}
 	return transferError(g.waitFuture(f))
 }
