@@ -30,8 +30,8 @@ import (
 const incarnationSep = "#"
 
 // incarnationFile, in the group's directory, holds the replica's
-// incarnation; a directory without one (a bootstrapped replica, or one
-// written by an earlier version) is incarnation 0.
+// incarnation; a directory without one (a replica bootstrapped with the
+// cluster) is incarnation 0.
 const incarnationFile = "INCARNATION"
 
 // replicaID is the raft server id of node's replica with incarnation inc.
