@@ -14,13 +14,14 @@ import (
 // entry that made it. Its id is the same on every delivery of it, so a
 // receiver drops repeats by id (delivery is at least once).
 type Event struct {
-	ID       string     `json:"id"`
-	Type     string     `json:"type"`
-	ShowID   string     `json:"show_id"`
-	Revision uint64     `json:"revision"`
-	Time     time.Time  `json:"time"`
-	Hold     *HoldData  `json:"hold,omitempty"`
-	Offer    *OfferData `json:"offer,omitempty"`
+	ID        string         `json:"id"`
+	Type      string         `json:"type"`
+	ShowID    string         `json:"show_id"`
+	Revision  uint64         `json:"revision"`
+	Time      time.Time      `json:"time"`
+	Hold      *HoldData      `json:"hold,omitempty"`
+	Offer     *OfferData     `json:"offer,omitempty"`
+	Admission *AdmissionData `json:"admission,omitempty"`
 }
 
 // HoldData describes the hold or booking of a hold.* or booking.* event.
@@ -40,6 +41,15 @@ type OfferData struct {
 	HoldID  string `json:"hold_id"`
 }
 
+// AdmissionData is the room.admitted event's: the waiting room entry let
+// through to the seats, its client, and until when its admission holds.
+// Never the admission token: the fan reads it with its entry token.
+type AdmissionData struct {
+	EntryID   string    `json:"entry_id"`
+	ClientID  string    `json:"client_id"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
 // Event types, as the API and the payloads name them.
 var typeNames = map[ledgerpb.WebhookEventType]string{
 	ledgerpb.WebhookEventType_WEBHOOK_EVENT_HOLD_CREATED:      "hold.created",
@@ -48,8 +58,7 @@ var typeNames = map[ledgerpb.WebhookEventType]string{
 	ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED: "booking.confirmed",
 	ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_REFUNDED:  "booking.refunded",
 	ledgerpb.WebhookEventType_WEBHOOK_EVENT_QUEUE_OFFER:       "queue.offer",
-	// The waiting room's admission, when it exists: add its type here and
-	// its step to the change record (fsm/webhook.go).
+	ledgerpb.WebhookEventType_WEBHOOK_EVENT_ROOM_ADMITTED:     "room.admitted",
 }
 
 // TypeName is the wire name of an event type ("" for none).
@@ -78,7 +87,8 @@ func TypeNames() []string {
 
 // eventsOf turns one entry's change records (every show's, as
 // GroupEvents returns them for one revision) into events: per show, the
-// holds' steps in the order the entry took them, then the queue's offers.
+// holds' steps in the order the entry took them, then the queue's offers,
+// then the waiting room's admissions in place order.
 // The n in an id counts the entry's events across its shows.
 func eventsOf(group uint32, recs []fsm.ShowEvent) []*Event {
 	var out []*Event
@@ -92,6 +102,11 @@ func eventsOf(group uint32, recs []fsm.ShowEvent) []*Event {
 		for _, o := range rec.Offers {
 			out = append(out, &Event{Type: TypeName(ledgerpb.WebhookEventType_WEBHOOK_EVENT_QUEUE_OFFER), ShowID: rec.ShowID,
 				Revision: rec.Revision, Time: at, Offer: &OfferData{EntryID: o.EntryId, HoldID: o.HoldId}})
+		}
+		for _, a := range rec.Admissions {
+			out = append(out, &Event{Type: TypeName(ledgerpb.WebhookEventType_WEBHOOK_EVENT_ROOM_ADMITTED), ShowID: rec.ShowID,
+				Revision: rec.Revision, Time: at, Admission: &AdmissionData{EntryID: a.EntryId, ClientID: a.ClientId,
+					ExpiresAt: time.UnixMilli(a.AdmissionExpiresAtMs).UTC()}})
 		}
 	}
 	for i, e := range out {

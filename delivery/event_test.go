@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
+	"time"
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -37,11 +38,13 @@ func TestEventsOfEntry(t *testing.T) {
 			{Type: ledgerpb.WebhookEventType_WEBHOOK_EVENT_HOLD_CREATED, HoldId: "h2"}},
 			Offers: []*ledgerpb.QueueOffer{{EntryId: "q1", HoldId: "h2"}}}},
 		{ShowID: "s2", SeatEvent: fsm.SeatEvent{Revision: 7, AppliedAtMs: 1000, HoldChanges: []*ledgerpb.WebhookHoldChange{
-			{Type: ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED, HoldId: "h3", PaymentRef: "p"}}}},
+			{Type: ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED, HoldId: "h3", PaymentRef: "p"}},
+			Admissions: []*ledgerpb.RoomAdmission{{EntryId: "r1", ClientId: "c1", AdmissionExpiresAtMs: 121000}}}},
 	}
 	want := []struct{ id, typ, show string }{
 		{"ev_3_7_0", "hold.expired", "s1"}, {"ev_3_7_1", "hold.created", "s1"},
 		{"ev_3_7_2", "queue.offer", "s1"}, {"ev_3_7_3", "booking.confirmed", "s2"},
+		{"ev_3_7_4", "room.admitted", "s2"},
 	}
 	got := eventsOf(3, recs)
 	if len(got) != len(want) {
@@ -51,6 +54,9 @@ func TestEventsOfEntry(t *testing.T) {
 		if got[i].ID != w.id || got[i].Type != w.typ || got[i].ShowID != w.show || got[i].Revision != 7 {
 			t.Errorf("event %d = %s %s %s, want %s %s %s", i, got[i].ID, got[i].Type, got[i].ShowID, w.id, w.typ, w.show)
 		}
+	}
+	if a := got[4].Admission; a == nil || a.EntryID != "r1" || a.ClientID != "c1" || !a.ExpiresAt.Equal(time.UnixMilli(121000)) {
+		t.Errorf("room.admitted's admission = %+v, want entry r1 of c1 until 121 s", a)
 	}
 }
 

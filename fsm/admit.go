@@ -55,6 +55,7 @@ func (tx *txn) admitRoom(show string, upto int64, limit int) int {
 		e.State = ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_ADMITTED
 		e.AdmittedAtMs, e.AdmissionExpiresAtMs = tx.now, tx.now+rec.AdmissionTtlMs
 		tx.putRoomEntry(show, e)
+		tx.entryAdmitted(show, e.RoomEntryRecord)
 	}
 	r.head += n
 	rec.CreditMilli -= int64(n) * 1000

@@ -360,6 +360,8 @@ type SeatEvent struct {
 	// Room is the show's waiting room after the entry, when it changed
 	// (waitroom_events.go).
 	Room *ledgerpb.RoomEvent
+	// Admissions are the entries the room admitted (waitroom_events.go).
+	Admissions []*ledgerpb.RoomAdmission
 }
 
 // ErrEventsPruned is returned when changes after the asked revision may have
@@ -405,7 +407,7 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 			if err := proto.Unmarshal(it.Value(), rec); err != nil {
 				return nil, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
 			}
-			out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges, Room: rec.Room})
+			out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges, Room: rec.Room, Admissions: rec.Admissions})
 		}
 		if !ok {
 			break // past the last record of every bucket

@@ -6,8 +6,33 @@ import (
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
-// eventRoomField is SeatEventRecord.room.
-const eventRoomField protowire.Number = 50
+// Field numbers of SeatEventRecord.room and .admissions, and of
+// RoomAdmission.
+const (
+	eventRoomField       protowire.Number = 50
+	eventAdmissionsField protowire.Number = 51
+	admEntryField        protowire.Number = 1
+	admClientField       protowire.Number = 2
+	admExpiresField      protowire.Number = 3
+)
+
+// entryAdmitted puts an admission on the show's change log at the entry
+// being applied, for webhooks (room.admitted); never its token.
+func (tx *txn) entryAdmitted(show string, e *ledgerpb.RoomEntryRecord) {
+	size := sizeString(admEntryField, e.EntryId) + sizeString(admClientField, e.ClientId)
+	if e.AdmissionExpiresAtMs != 0 {
+		size += protowire.SizeTag(admExpiresField) + protowire.SizeVarint(uint64(e.AdmissionExpiresAtMs))
+	}
+	sc := tx.changesOf(show)
+	b := protowire.AppendTag(sc.changes, eventAdmissionsField, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	b = appendString(b, admEntryField, e.EntryId)
+	b = appendString(b, admClientField, e.ClientId)
+	if e.AdmissionExpiresAtMs != 0 {
+		b = appendVarintField(b, admExpiresField, uint64(e.AdmissionExpiresAtMs))
+	}
+	sc.changes = b
+}
 
 // roomChanged puts the room's state (nil: closed) on the show's change log
 // at the entry being applied, so watchers learn it and resume it like seat

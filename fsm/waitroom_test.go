@@ -118,6 +118,22 @@ func TestWaitingRoom(t *testing.T) {
 			t.Fatalf("entry at place %d is %s after two admissions", p, e.State)
 		}
 	}
+	// The admissions are on the show's change log, in place order, for
+	// webhooks: entry and client, never the token.
+	v, err := rt.m.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := v.SeatEvents("s1", rt.index-1, 10)
+	v.Close()
+	if err != nil || len(evs) != 1 || len(evs[0].Admissions) != 2 {
+		t.Fatalf("change log at the Admit entry = %+v (%v), want one record with 2 admissions", evs, err)
+	}
+	for i, a := range evs[0].Admissions {
+		if a.EntryId != positions[uint64(i+1)] || a.ClientId == "" || a.AdmissionExpiresAtMs != 2100+RoomAdmissionTTLDefaultMs {
+			t.Errorf("admission %d = %v, want entry %s (place %d) of its client, expiring at %d", i, a, positions[uint64(i+1)], i+1, 2100+RoomAdmissionTTLDefaultMs)
+		}
+	}
 	c1 := positions[1]
 	tok := admissionToken(nil, c1)
 	owner := ""

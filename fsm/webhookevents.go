@@ -72,7 +72,7 @@ func (v *View) eventAt(bucket uint64, show string, rev uint64) (SeatEvent, error
 	if err := proto.Unmarshal(b, rec); err != nil {
 		return SeatEvent{}, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
 	}
-	return SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges, Room: rec.Room}, nil
+	return SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges, Room: rec.Room, Admissions: rec.Admissions}, nil
 }
 
 // ---- hold lifecycle in the change log ----

@@ -30,7 +30,7 @@ JSON, in revision order per show, at least once, retrying with backoff until URL
 2xx. Each request carries Seatledger-Signature: sha256=HEX, the HMAC-SHA256 of the raw
 body keyed with the secret read from --secret-file ("-" for stdin; 16 to 256 bytes, a
 trailing newline dropped). Event types: hold.created, hold.released, hold.expired,
-booking.confirmed, booking.refunded, queue.offer.`,
+booking.confirmed, booking.refunded, queue.offer, room.admitted.`,
 		Example: "  seatctl webhook add https://backend.example.com/seatledger --secret-file webhook.secret --event booking.confirmed --event booking.refunded",
 		Args:    exactArgs(1, "URL"),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -372,3 +372,42 @@ func value(m *dto.Metric) float64 {
 	}
 	return 0
 }
+
+// TestWebhookRoomAdmitted: a waiting room's admissions reach a webhook as
+// room.admitted events, with the entry and its client and never a token.
+func TestWebhookRoomAdmitted(t *testing.T) {
+	c := startCluster(t, false, fastDelivery)
+	rcv := newReceiver(t)
+	c.addWebhook(0, rcv.srv.URL+"/hooks", "room.admitted")
+	show := c.showInGroup("room-hooks", 1)
+	c.createShow(0, show)
+	room := ledgerpb.NewWaitingRoomClient(c.conns[0])
+	if _, err := retrying(t, "SetWaitingRoom", func(ctx context.Context) (*ledgerpb.WaitingRoomStatus, error) {
+		return room.SetWaitingRoom(ctx, &ledgerpb.SetWaitingRoomRequest{ShowId: show, Open: true, AdmitPerSecond: 50, ClientId: "ops", RequestId: "open-1"})
+	}); err != nil {
+		t.Fatalf("SetWaitingRoom(%s) = %s, want OK", show, outcomeOf(err))
+	}
+	entry, err := retrying(t, "JoinWaitingRoom", func(ctx context.Context) (*ledgerpb.WaitingRoomEntry, error) {
+		return room.JoinWaitingRoom(ctx, &ledgerpb.JoinWaitingRoomRequest{ShowId: show, ClientId: "fan-1", RequestId: "join-1"})
+	})
+	if err != nil {
+		t.Fatalf("JoinWaitingRoom(%s) = %s, want OK", show, outcomeOf(err))
+	}
+	deadline := time.Now().Add(clusterWaitMax)
+	for {
+		for _, e := range rcv.firsts() {
+			if e.ShowID != show {
+				continue
+			}
+			a := e.Admission
+			if e.Type != "room.admitted" || a == nil || a.EntryID != entry.EntryId || a.ClientID != "fan-1" || a.ExpiresAt.IsZero() {
+				t.Fatalf("event %s = %s %+v, want room.admitted of entry %s of fan-1 with its expiry", e.ID, e.Type, a, entry.EntryId)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no room.admitted event of %s's entry %s within %v", show, entry.EntryId, clusterWaitMax)
+		}
+		time.Sleep(pollInterval)
+	}
+}

@@ -2284,7 +2284,9 @@ type SeatEventRecord struct {
 	// refunded in the show: what webhooks deliver.
 	HoldChanges []*WebhookHoldChange `protobuf:"bytes,4,rep,name=hold_changes,json=holdChanges,proto3" json:"hold_changes,omitempty"`
 	// The show's waiting room changed at this revision (waitroom.proto).
-	Room          *RoomEvent `protobuf:"bytes,50,opt,name=room,proto3" json:"room,omitempty"`
+	Room *RoomEvent `protobuf:"bytes,50,opt,name=room,proto3" json:"room,omitempty"`
+	// The entries the room admitted in this entry: what webhooks deliver.
+	Admissions    []*RoomAdmission `protobuf:"bytes,51,rep,name=admissions,proto3" json:"admissions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2350,6 +2352,13 @@ func (x *SeatEventRecord) GetHoldChanges() []*WebhookHoldChange {
 func (x *SeatEventRecord) GetRoom() *RoomEvent {
 	if x != nil {
 		return x.Room
+	}
+	return nil
+}
+
+func (x *SeatEventRecord) GetAdmissions() []*RoomAdmission {
+	if x != nil {
+		return x.Admissions
 	}
 	return nil
 }
@@ -3183,13 +3192,16 @@ const file_ledger_proto_rawDesc = "" +
 	"\n" +
 	"ClientHold\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x90\x02\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\xce\x02\n" +
 	"\x0fSeatEventRecord\x12\"\n" +
 	"\rapplied_at_ms\x18\x01 \x01(\x03R\vappliedAtMs\x123\n" +
 	"\achanges\x18\x02 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x121\n" +
 	"\x06offers\x18\x03 \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\x12C\n" +
 	"\fhold_changes\x18\x04 \x03(\v2 .seatledger.v1.WebhookHoldChangeR\vholdChanges\x12,\n" +
-	"\x04room\x182 \x01(\v2\x18.seatledger.v1.RoomEventR\x04room\"\x85\x01\n" +
+	"\x04room\x182 \x01(\v2\x18.seatledger.v1.RoomEventR\x04room\x12<\n" +
+	"\n" +
+	"admissions\x183 \x03(\v2\x1c.seatledger.v1.RoomAdmissionR\n" +
+	"admissions\"\x85\x01\n" +
 	"\rRequestRecord\x12!\n" +
 	"\fpayload_hash\x18\x01 \x01(\fR\vpayloadHash\x12-\n" +
 	"\x06result\x18\x02 \x01(\v2\x15.seatledger.v1.ResultR\x06result\x12\"\n" +
@@ -3391,18 +3403,19 @@ var file_ledger_proto_goTypes = []any{
 	(*QueueOffer)(nil),           // 45: seatledger.v1.QueueOffer
 	(*WebhookHoldChange)(nil),    // 46: seatledger.v1.WebhookHoldChange
 	(*RoomEvent)(nil),            // 47: seatledger.v1.RoomEvent
-	(*CatalogQuery)(nil),         // 48: seatledger.v1.CatalogQuery
-	(*SeatMap)(nil),              // 49: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),             // 50: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),           // 51: seatledger.v1.QueueEntry
-	(*Seat)(nil),                 // 52: seatledger.v1.Seat
-	(*Revocation)(nil),           // 53: seatledger.v1.Revocation
-	(*ShowSeatCount)(nil),        // 54: seatledger.v1.ShowSeatCount
-	(*CatalogAnswer)(nil),        // 55: seatledger.v1.CatalogAnswer
-	(*NodeList)(nil),             // 56: seatledger.v1.NodeList
-	(*WebhookRecord)(nil),        // 57: seatledger.v1.WebhookRecord
-	(*WaitingRoomEntry)(nil),     // 58: seatledger.v1.WaitingRoomEntry
-	(*WaitingRoomStatus)(nil),    // 59: seatledger.v1.WaitingRoomStatus
+	(*RoomAdmission)(nil),        // 48: seatledger.v1.RoomAdmission
+	(*CatalogQuery)(nil),         // 49: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),              // 50: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),             // 51: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),           // 52: seatledger.v1.QueueEntry
+	(*Seat)(nil),                 // 53: seatledger.v1.Seat
+	(*Revocation)(nil),           // 54: seatledger.v1.Revocation
+	(*ShowSeatCount)(nil),        // 55: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),        // 56: seatledger.v1.CatalogAnswer
+	(*NodeList)(nil),             // 57: seatledger.v1.NodeList
+	(*WebhookRecord)(nil),        // 58: seatledger.v1.WebhookRecord
+	(*WaitingRoomEntry)(nil),     // 59: seatledger.v1.WaitingRoomEntry
+	(*WaitingRoomStatus)(nil),    // 60: seatledger.v1.WaitingRoomStatus
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -3439,40 +3452,41 @@ var file_ledger_proto_depIdxs = []int32{
 	45, // 31: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
 	46, // 32: seatledger.v1.SeatEventRecord.hold_changes:type_name -> seatledger.v1.WebhookHoldChange
 	47, // 33: seatledger.v1.SeatEventRecord.room:type_name -> seatledger.v1.RoomEvent
-	17, // 34: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	4,  // 35: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	2,  // 36: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	17, // 37: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	25, // 38: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
-	2,  // 39: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
-	26, // 40: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
-	3,  // 41: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	48, // 42: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
-	2,  // 43: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	49, // 44: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	50, // 45: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 46: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	51, // 47: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	50, // 48: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	52, // 49: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	53, // 50: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
-	54, // 51: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
-	55, // 52: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
-	56, // 53: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
-	57, // 54: seatledger.v1.ReadResponse.webhooks:type_name -> seatledger.v1.WebhookRecord
-	58, // 55: seatledger.v1.ReadResponse.room_entry:type_name -> seatledger.v1.WaitingRoomEntry
-	59, // 56: seatledger.v1.ReadResponse.room:type_name -> seatledger.v1.WaitingRoomStatus
-	25, // 57: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	29, // 58: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	27, // 59: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
-	26, // 60: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	30, // 61: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	28, // 62: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
-	60, // [60:63] is the sub-list for method output_type
-	57, // [57:60] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	48, // 34: seatledger.v1.SeatEventRecord.admissions:type_name -> seatledger.v1.RoomAdmission
+	17, // 35: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 36: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 37: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	17, // 38: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	25, // 39: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
+	2,  // 40: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
+	26, // 41: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
+	3,  // 42: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	49, // 43: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	2,  // 44: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	50, // 45: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	51, // 46: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 47: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	52, // 48: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	51, // 49: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	53, // 50: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	54, // 51: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
+	55, // 52: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	56, // 53: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	57, // 54: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
+	58, // 55: seatledger.v1.ReadResponse.webhooks:type_name -> seatledger.v1.WebhookRecord
+	59, // 56: seatledger.v1.ReadResponse.room_entry:type_name -> seatledger.v1.WaitingRoomEntry
+	60, // 57: seatledger.v1.ReadResponse.room:type_name -> seatledger.v1.WaitingRoomStatus
+	25, // 58: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	29, // 59: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	27, // 60: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
+	26, // 61: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	30, // 62: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	28, // 63: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
+	61, // [61:64] is the sub-list for method output_type
+	58, // [58:61] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }

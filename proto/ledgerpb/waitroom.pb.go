@@ -472,6 +472,70 @@ func (x *RoomEntryRecord) GetAdmissionExpiresAtMs() int64 {
 	return 0
 }
 
+// RoomAdmission is one entry a waiting room admitted in an entry of the
+// log, kept in the show's change record (SeatEventRecord.admissions) for
+// webhooks. Never the admission token: the fan reads it with its entry
+// token.
+type RoomAdmission struct {
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	EntryId              string                 `protobuf:"bytes,1,opt,name=entry_id,json=entryId,proto3" json:"entry_id,omitempty"`
+	ClientId             string                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	AdmissionExpiresAtMs int64                  `protobuf:"varint,3,opt,name=admission_expires_at_ms,json=admissionExpiresAtMs,proto3" json:"admission_expires_at_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *RoomAdmission) Reset() {
+	*x = RoomAdmission{}
+	mi := &file_waitroom_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoomAdmission) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoomAdmission) ProtoMessage() {}
+
+func (x *RoomAdmission) ProtoReflect() protoreflect.Message {
+	mi := &file_waitroom_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoomAdmission.ProtoReflect.Descriptor instead.
+func (*RoomAdmission) Descriptor() ([]byte, []int) {
+	return file_waitroom_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RoomAdmission) GetEntryId() string {
+	if x != nil {
+		return x.EntryId
+	}
+	return ""
+}
+
+func (x *RoomAdmission) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *RoomAdmission) GetAdmissionExpiresAtMs() int64 {
+	if x != nil {
+		return x.AdmissionExpiresAtMs
+	}
+	return 0
+}
+
 // RoomEvent is a room's change at one revision, on the show's change log
 // (SeatEventRecord.room) and its watch stream (WatchEvent.room).
 type RoomEvent struct {
@@ -490,7 +554,7 @@ type RoomEvent struct {
 
 func (x *RoomEvent) Reset() {
 	*x = RoomEvent{}
-	mi := &file_waitroom_proto_msgTypes[5]
+	mi := &file_waitroom_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -502,7 +566,7 @@ func (x *RoomEvent) String() string {
 func (*RoomEvent) ProtoMessage() {}
 
 func (x *RoomEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[5]
+	mi := &file_waitroom_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -515,7 +579,7 @@ func (x *RoomEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoomEvent.ProtoReflect.Descriptor instead.
 func (*RoomEvent) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{5}
+	return file_waitroom_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RoomEvent) GetOpen() bool {
@@ -574,7 +638,7 @@ type SetWaitingRoomRequest struct {
 
 func (x *SetWaitingRoomRequest) Reset() {
 	*x = SetWaitingRoomRequest{}
-	mi := &file_waitroom_proto_msgTypes[6]
+	mi := &file_waitroom_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -586,7 +650,7 @@ func (x *SetWaitingRoomRequest) String() string {
 func (*SetWaitingRoomRequest) ProtoMessage() {}
 
 func (x *SetWaitingRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[6]
+	mi := &file_waitroom_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -599,7 +663,7 @@ func (x *SetWaitingRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetWaitingRoomRequest.ProtoReflect.Descriptor instead.
 func (*SetWaitingRoomRequest) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{6}
+	return file_waitroom_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SetWaitingRoomRequest) GetShowId() string {
@@ -653,7 +717,7 @@ type GetWaitingRoomRequest struct {
 
 func (x *GetWaitingRoomRequest) Reset() {
 	*x = GetWaitingRoomRequest{}
-	mi := &file_waitroom_proto_msgTypes[7]
+	mi := &file_waitroom_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +729,7 @@ func (x *GetWaitingRoomRequest) String() string {
 func (*GetWaitingRoomRequest) ProtoMessage() {}
 
 func (x *GetWaitingRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[7]
+	mi := &file_waitroom_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +742,7 @@ func (x *GetWaitingRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWaitingRoomRequest.ProtoReflect.Descriptor instead.
 func (*GetWaitingRoomRequest) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{7}
+	return file_waitroom_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetWaitingRoomRequest) GetShowId() string {
@@ -707,7 +771,7 @@ type WaitingRoomStatus struct {
 
 func (x *WaitingRoomStatus) Reset() {
 	*x = WaitingRoomStatus{}
-	mi := &file_waitroom_proto_msgTypes[8]
+	mi := &file_waitroom_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +783,7 @@ func (x *WaitingRoomStatus) String() string {
 func (*WaitingRoomStatus) ProtoMessage() {}
 
 func (x *WaitingRoomStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[8]
+	mi := &file_waitroom_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +796,7 @@ func (x *WaitingRoomStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitingRoomStatus.ProtoReflect.Descriptor instead.
 func (*WaitingRoomStatus) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{8}
+	return file_waitroom_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WaitingRoomStatus) GetShowId() string {
@@ -823,7 +887,7 @@ type JoinWaitingRoomRequest struct {
 
 func (x *JoinWaitingRoomRequest) Reset() {
 	*x = JoinWaitingRoomRequest{}
-	mi := &file_waitroom_proto_msgTypes[9]
+	mi := &file_waitroom_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +899,7 @@ func (x *JoinWaitingRoomRequest) String() string {
 func (*JoinWaitingRoomRequest) ProtoMessage() {}
 
 func (x *JoinWaitingRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[9]
+	mi := &file_waitroom_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +912,7 @@ func (x *JoinWaitingRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinWaitingRoomRequest.ProtoReflect.Descriptor instead.
 func (*JoinWaitingRoomRequest) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{9}
+	return file_waitroom_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JoinWaitingRoomRequest) GetShowId() string {
@@ -883,7 +947,7 @@ type GetWaitingRoomEntryRequest struct {
 
 func (x *GetWaitingRoomEntryRequest) Reset() {
 	*x = GetWaitingRoomEntryRequest{}
-	mi := &file_waitroom_proto_msgTypes[10]
+	mi := &file_waitroom_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -895,7 +959,7 @@ func (x *GetWaitingRoomEntryRequest) String() string {
 func (*GetWaitingRoomEntryRequest) ProtoMessage() {}
 
 func (x *GetWaitingRoomEntryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[10]
+	mi := &file_waitroom_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -908,7 +972,7 @@ func (x *GetWaitingRoomEntryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWaitingRoomEntryRequest.ProtoReflect.Descriptor instead.
 func (*GetWaitingRoomEntryRequest) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{10}
+	return file_waitroom_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetWaitingRoomEntryRequest) GetShowId() string {
@@ -963,7 +1027,7 @@ type WaitingRoomEntry struct {
 
 func (x *WaitingRoomEntry) Reset() {
 	*x = WaitingRoomEntry{}
-	mi := &file_waitroom_proto_msgTypes[11]
+	mi := &file_waitroom_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1039,7 @@ func (x *WaitingRoomEntry) String() string {
 func (*WaitingRoomEntry) ProtoMessage() {}
 
 func (x *WaitingRoomEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[11]
+	mi := &file_waitroom_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1052,7 @@ func (x *WaitingRoomEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitingRoomEntry.ProtoReflect.Descriptor instead.
 func (*WaitingRoomEntry) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{11}
+	return file_waitroom_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WaitingRoomEntry) GetEntryId() string {
@@ -1133,7 +1197,11 @@ const file_waitroom_proto_rawDesc = "" +
 	"\x04rank\x18\x05 \x01(\x04R\x04rank\x123\n" +
 	"\x05state\x18\x06 \x01(\x0e2\x1d.seatledger.v1.RoomEntryStateR\x05state\x12$\n" +
 	"\x0eadmitted_at_ms\x18\a \x01(\x03R\fadmittedAtMs\x125\n" +
-	"\x17admission_expires_at_ms\x18\b \x01(\x03R\x14admissionExpiresAtMs\"\xc5\x01\n" +
+	"\x17admission_expires_at_ms\x18\b \x01(\x03R\x14admissionExpiresAtMs\"~\n" +
+	"\rRoomAdmission\x12\x19\n" +
+	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x125\n" +
+	"\x17admission_expires_at_ms\x18\x03 \x01(\x03R\x14admissionExpiresAtMs\"\xc5\x01\n" +
 	"\tRoomEvent\x12\x12\n" +
 	"\x04open\x18\x01 \x01(\bR\x04open\x12(\n" +
 	"\x10admit_per_second\x18\x02 \x01(\rR\x0eadmitPerSecond\x12\x19\n" +
@@ -1219,7 +1287,7 @@ func file_waitroom_proto_rawDescGZIP() []byte {
 }
 
 var file_waitroom_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waitroom_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_waitroom_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_waitroom_proto_goTypes = []any{
 	(RoomEntryState)(0),                // 0: seatledger.v1.RoomEntryState
 	(*SetRoomCmd)(nil),                 // 1: seatledger.v1.SetRoomCmd
@@ -1227,30 +1295,31 @@ var file_waitroom_proto_goTypes = []any{
 	(*AdmitCmd)(nil),                   // 3: seatledger.v1.AdmitCmd
 	(*RoomRecord)(nil),                 // 4: seatledger.v1.RoomRecord
 	(*RoomEntryRecord)(nil),            // 5: seatledger.v1.RoomEntryRecord
-	(*RoomEvent)(nil),                  // 6: seatledger.v1.RoomEvent
-	(*SetWaitingRoomRequest)(nil),      // 7: seatledger.v1.SetWaitingRoomRequest
-	(*GetWaitingRoomRequest)(nil),      // 8: seatledger.v1.GetWaitingRoomRequest
-	(*WaitingRoomStatus)(nil),          // 9: seatledger.v1.WaitingRoomStatus
-	(*JoinWaitingRoomRequest)(nil),     // 10: seatledger.v1.JoinWaitingRoomRequest
-	(*GetWaitingRoomEntryRequest)(nil), // 11: seatledger.v1.GetWaitingRoomEntryRequest
-	(*WaitingRoomEntry)(nil),           // 12: seatledger.v1.WaitingRoomEntry
-	(*timestamppb.Timestamp)(nil),      // 13: google.protobuf.Timestamp
+	(*RoomAdmission)(nil),              // 6: seatledger.v1.RoomAdmission
+	(*RoomEvent)(nil),                  // 7: seatledger.v1.RoomEvent
+	(*SetWaitingRoomRequest)(nil),      // 8: seatledger.v1.SetWaitingRoomRequest
+	(*GetWaitingRoomRequest)(nil),      // 9: seatledger.v1.GetWaitingRoomRequest
+	(*WaitingRoomStatus)(nil),          // 10: seatledger.v1.WaitingRoomStatus
+	(*JoinWaitingRoomRequest)(nil),     // 11: seatledger.v1.JoinWaitingRoomRequest
+	(*GetWaitingRoomEntryRequest)(nil), // 12: seatledger.v1.GetWaitingRoomEntryRequest
+	(*WaitingRoomEntry)(nil),           // 13: seatledger.v1.WaitingRoomEntry
+	(*timestamppb.Timestamp)(nil),      // 14: google.protobuf.Timestamp
 }
 var file_waitroom_proto_depIdxs = []int32{
 	0,  // 0: seatledger.v1.RoomEntryRecord.state:type_name -> seatledger.v1.RoomEntryState
-	13, // 1: seatledger.v1.WaitingRoomStatus.as_of:type_name -> google.protobuf.Timestamp
-	13, // 2: seatledger.v1.WaitingRoomEntry.admission_expires_at:type_name -> google.protobuf.Timestamp
-	13, // 3: seatledger.v1.WaitingRoomEntry.joined_at:type_name -> google.protobuf.Timestamp
-	13, // 4: seatledger.v1.WaitingRoomEntry.as_of:type_name -> google.protobuf.Timestamp
-	13, // 5: seatledger.v1.WaitingRoomEntry.admitted_at:type_name -> google.protobuf.Timestamp
-	7,  // 6: seatledger.v1.WaitingRoom.SetWaitingRoom:input_type -> seatledger.v1.SetWaitingRoomRequest
-	8,  // 7: seatledger.v1.WaitingRoom.GetWaitingRoom:input_type -> seatledger.v1.GetWaitingRoomRequest
-	10, // 8: seatledger.v1.WaitingRoom.JoinWaitingRoom:input_type -> seatledger.v1.JoinWaitingRoomRequest
-	11, // 9: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:input_type -> seatledger.v1.GetWaitingRoomEntryRequest
-	9,  // 10: seatledger.v1.WaitingRoom.SetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
-	9,  // 11: seatledger.v1.WaitingRoom.GetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
-	12, // 12: seatledger.v1.WaitingRoom.JoinWaitingRoom:output_type -> seatledger.v1.WaitingRoomEntry
-	12, // 13: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:output_type -> seatledger.v1.WaitingRoomEntry
+	14, // 1: seatledger.v1.WaitingRoomStatus.as_of:type_name -> google.protobuf.Timestamp
+	14, // 2: seatledger.v1.WaitingRoomEntry.admission_expires_at:type_name -> google.protobuf.Timestamp
+	14, // 3: seatledger.v1.WaitingRoomEntry.joined_at:type_name -> google.protobuf.Timestamp
+	14, // 4: seatledger.v1.WaitingRoomEntry.as_of:type_name -> google.protobuf.Timestamp
+	14, // 5: seatledger.v1.WaitingRoomEntry.admitted_at:type_name -> google.protobuf.Timestamp
+	8,  // 6: seatledger.v1.WaitingRoom.SetWaitingRoom:input_type -> seatledger.v1.SetWaitingRoomRequest
+	9,  // 7: seatledger.v1.WaitingRoom.GetWaitingRoom:input_type -> seatledger.v1.GetWaitingRoomRequest
+	11, // 8: seatledger.v1.WaitingRoom.JoinWaitingRoom:input_type -> seatledger.v1.JoinWaitingRoomRequest
+	12, // 9: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:input_type -> seatledger.v1.GetWaitingRoomEntryRequest
+	10, // 10: seatledger.v1.WaitingRoom.SetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
+	10, // 11: seatledger.v1.WaitingRoom.GetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
+	13, // 12: seatledger.v1.WaitingRoom.JoinWaitingRoom:output_type -> seatledger.v1.WaitingRoomEntry
+	13, // 13: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:output_type -> seatledger.v1.WaitingRoomEntry
 	10, // [10:14] is the sub-list for method output_type
 	6,  // [6:10] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
@@ -1269,7 +1338,7 @@ func file_waitroom_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waitroom_proto_rawDesc), len(file_waitroom_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

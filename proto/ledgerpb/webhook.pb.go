@@ -34,6 +34,8 @@ const (
 	WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED WebhookEventType = 4
 	WebhookEventType_WEBHOOK_EVENT_BOOKING_REFUNDED  WebhookEventType = 5
 	WebhookEventType_WEBHOOK_EVENT_QUEUE_OFFER       WebhookEventType = 6
+	// A waiting room admitted an entry (SeatEventRecord.admissions).
+	WebhookEventType_WEBHOOK_EVENT_ROOM_ADMITTED WebhookEventType = 7
 )
 
 // Enum value maps for WebhookEventType.
@@ -46,6 +48,7 @@ var (
 		4: "WEBHOOK_EVENT_BOOKING_CONFIRMED",
 		5: "WEBHOOK_EVENT_BOOKING_REFUNDED",
 		6: "WEBHOOK_EVENT_QUEUE_OFFER",
+		7: "WEBHOOK_EVENT_ROOM_ADMITTED",
 	}
 	WebhookEventType_value = map[string]int32{
 		"WEBHOOK_EVENT_TYPE_UNSPECIFIED":  0,
@@ -55,6 +58,7 @@ var (
 		"WEBHOOK_EVENT_BOOKING_CONFIRMED": 4,
 		"WEBHOOK_EVENT_BOOKING_REFUNDED":  5,
 		"WEBHOOK_EVENT_QUEUE_OFFER":       6,
+		"WEBHOOK_EVENT_ROOM_ADMITTED":     7,
 	}
 )
 
@@ -579,7 +583,7 @@ type WebhookAddRequest struct {
 	Url    string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
 	Secret string                 `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
 	// hold.created, hold.released, hold.expired, booking.confirmed,
-	// booking.refunded, queue.offer; none means every event.
+	// booking.refunded, queue.offer, room.admitted; none means every event.
 	Events        []string `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -950,7 +954,7 @@ const file_webhook_proto_rawDesc = "" +
 	"\brevision\x18\x02 \x01(\x04R\brevision\"5\n" +
 	"\x14WebhookDeleteRequest\x12\x1d\n" +
 	"\n" +
-	"webhook_id\x18\x01 \x01(\tR\twebhookId*\x85\x02\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId*\xa0\x02\n" +
 	"\x10WebhookEventType\x12\"\n" +
 	"\x1eWEBHOOK_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aWEBHOOK_EVENT_HOLD_CREATED\x10\x01\x12\x1f\n" +
@@ -958,7 +962,8 @@ const file_webhook_proto_rawDesc = "" +
 	"\x1aWEBHOOK_EVENT_HOLD_EXPIRED\x10\x03\x12#\n" +
 	"\x1fWEBHOOK_EVENT_BOOKING_CONFIRMED\x10\x04\x12\"\n" +
 	"\x1eWEBHOOK_EVENT_BOOKING_REFUNDED\x10\x05\x12\x1d\n" +
-	"\x19WEBHOOK_EVENT_QUEUE_OFFER\x10\x06\"\x04\b\a\x10\aB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"\x19WEBHOOK_EVENT_QUEUE_OFFER\x10\x06\x12\x1f\n" +
+	"\x1bWEBHOOK_EVENT_ROOM_ADMITTED\x10\aB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_webhook_proto_rawDescOnce sync.Once
