@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
+	"encoding/hex"
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -42,7 +42,13 @@ func (w *WaitingRoom) SetWaitingRoom(ctx context.Context, req *ledgerpb.SetWaiti
 		client = "admin"
 	}
 	if request == "" {
-		request = fmt.Sprintf("waiting-room:%s:%t:%d:%d", req.ShowId, req.Open, req.AdmitPerSecond, req.AdmissionTtlSeconds)
+		// A request id of its own per call: an id made of the arguments
+		// made a second "open at 200/s" after a close a replay of the
+		// first, and the room stayed closed. Opening and closing are
+		// idempotent in effect, so a resent call without an id is safe.
+		var b [12]byte
+		rand.Read(b[:])
+		request = "waiting-room-" + hex.EncodeToString(b[:])
 	}
 	if fe := fsm.ValidateIdentity(client, request); fe != nil {
 		return nil, fieldError(fe)

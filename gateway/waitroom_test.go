@@ -91,4 +91,9 @@ func TestWaitingRoomHTTP(t *testing.T) {
 	expect("close the room", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room", `{"open":false}`), 200, `"open":false`)
 	expect("hold after closing", httpDo(t, base, "POST", "/v1/shows/s/holds", `{"seat_ids":["A2"],"client_id":"c3","request_id":"h1"}`), 200)
 	expect("entry after closing", httpDo(t, base, "GET", path+"?entry_token="+tok, ""), 200, `"state":"CLOSED"`)
+	// Opening again as before opens it again: an operator's calls are not
+	// retries of each other.
+	expect("open the room again", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room", `{"open":true,"admit_per_second":5}`),
+		200, `"open":true`)
+	expect("close it again", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room", `{"open":false}`), 200, `"open":false`)
 }
