@@ -386,4 +386,40 @@ func testOperator(t *testing.T, b *browser, s *seatd) {
 	s.api(t, "POST", fmt.Sprintf("/v1/admin/groups/%d:transfer-leader", group), map[string]any{}, 200, nil)
 	op.waitFor("the leader change is listed", fmt.Sprintf(`document.getElementById("changes").textContent.includes("group %d: n1 → n")`, group))
 	op.shot("15-operator")
+
+	// The operator opens a catalog show's waiting room, closes it, and
+	// opens it again: each click is its own request.
+	show := eval[string](op, `[...document.querySelectorAll("#shows tr[data-show]")].map((r) => r.dataset.show).find((id) => id !== "demo") || ""`)
+	if show == "" {
+		t.Fatal("no catalog show listed besides demo")
+	}
+	room := func(open bool, button string) {
+		t.Helper()
+		eval[bool](op, fmt.Sprintf(`(() => {
+			document.getElementById("room-show").value = %q;
+			document.getElementById("room-rate").value = "50";
+			document.getElementById("room-status").dataset.open = "";
+			%s;
+			return true;
+		})()`, show, button))
+		op.waitFor(fmt.Sprintf("the room of %s reads open=%t", show, open), fmt.Sprintf(`document.getElementById("room-status").dataset.open === "%t"`, open))
+		var st struct {
+			Open           bool   `json:"open"`
+			AdmitPerSecond uint32 `json:"admit_per_second"`
+		}
+		s.api(t, "GET", "/v1/shows/"+show+"/waiting_room", nil, 200, &st)
+		if st.Open != open || (open && st.AdmitPerSecond != 50) {
+			t.Errorf("after the page's %s, the API reads the room of %s as %+v", button, show, st)
+		}
+	}
+	openRoom := `document.getElementById("room-form").requestSubmit()`
+	closeRoom := `document.getElementById("room-close").click()`
+	room(true, openRoom)
+	if txt := op.text("#room-status"); !strings.Contains(txt, "open at 50/s") {
+		t.Errorf("room status reads %q, want it open at 50/s", txt)
+	}
+	op.shot("16-operator-room")
+	room(false, closeRoom)
+	room(true, openRoom)
+	room(false, closeRoom)
 }

@@ -4,7 +4,7 @@
 // Every Admin API call carries the bearer token typed in, which the Admin
 // API requires (401 without it, 403 with another).
 
-import { APIError, el, enc, explain, getJSON, localDates, store } from "./api.js";
+import { APIError, call, el, enc, explain, getJSON, localDates, randomId, store } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -180,6 +180,46 @@ async function pollShows() {
 $("watch-form").addEventListener("submit", (e) => {
   e.preventDefault();
   pollShows();
+});
+
+// ---- waiting room ----
+
+function renderRoom(r) {
+  $("room-status").dataset.open = String(!!r.open);
+  $("room-status").textContent = r.open
+    ? `${r.show_id}: open at ${r.admit_per_second}/s${r.sold_out ? ", sold out" : ""} · ${r.waiting} waiting · ${r.admitted} admitted of ${r.joined} joined`
+    : `${r.show_id}: no waiting room (holds need no admission)`;
+}
+
+// setRoom opens (rate > 0) or closes a show's room through the Admin API.
+// Each click is its own request: a request id of its own, so that opening
+// again after a close is not taken for a retry of the first opening.
+async function setRoom(open) {
+  const show = $("room-show").value.trim();
+  if (!show) return;
+  const body = { open, client_id: "operator-page", request_id: randomId("room") };
+  if (open) body.admit_per_second = Number($("room-rate").value);
+  try {
+    renderRoom(await call("POST", `/v1/admin/shows/${enc(show)}/waiting_room`, body, adminHeaders()));
+  } catch (err) {
+    $("room-status").dataset.open = "";
+    $("room-status").textContent = `${show}: ${explain(err)}`;
+  }
+}
+
+$("room-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  setRoom(true);
+});
+$("room-close").addEventListener("click", () => setRoom(false));
+$("room-read").addEventListener("click", async () => {
+  const show = $("room-show").value.trim();
+  if (!show) return;
+  try {
+    renderRoom(await getJSON(`/v1/shows/${enc(show)}/waiting_room`));
+  } catch (err) {
+    $("room-status").textContent = `${show}: ${explain(err)}`;
+  }
 });
 
 pollStatus();
