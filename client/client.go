@@ -27,8 +27,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -135,7 +133,7 @@ func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opt
 	var tried [attemptsMax]*grpc.ClientConn
 	for attempt := 0; ; attempt++ {
 		err := cc.Invoke(ctx, method, args, reply, opts...)
-		if status.Code(err) != codes.Unavailable {
+		if !Unavailable(err) {
 			return err
 		}
 		if t != nil {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -36,4 +37,27 @@ func Detail(err error) *ledgerpb.ErrorDetail {
 		}
 	}
 	return nil
+}
+
+// The package reads the statuses of nodes' answers here only; gateway/errors.go
+// is where nodes make them.
+
+// Unavailable reports whether a node answered that it cannot serve the
+// call now (it knows no leader, or is draining): another node may.
+func Unavailable(err error) bool { return status.Code(err) == codes.Unavailable }
+
+// NotFound reports whether a node answered that what the call names does
+// not exist.
+func NotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// Gone reports whether a call or stream ended because the node could not
+// serve it or went away: unavailable, out of resources, out of time,
+// cancelled, or a transport failure (a stream that ended without a status
+// reads Unknown). Another node may serve it.
+func Gone(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
+		return true
+	}
+	return false
 }

@@ -15,11 +15,10 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/seatledger/seatledger/client"
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"github.com/seatledger/seatledger/raftnode"
@@ -371,12 +370,10 @@ func remoteWatchErr(ctx context.Context, target string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	switch status.Code(err) {
-	case codes.NotFound:
+	switch {
+	case client.NotFound(err):
 		return shard.ErrShowNotFound
-	case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
-		// Unknown covers transport errors and io.EOF (a stream that ended
-		// without a status): the node went away.
+	case client.Gone(err):
 		return fmt.Errorf("%w: watch at %s: %w", raftnode.ErrUnavailable, target, err)
 	}
 	return fmt.Errorf("watch: at %s: %w", target, err)
