@@ -127,10 +127,6 @@ func (m *Machine) queueOwnerKey(show, client string) []byte {
 func (m *Machine) queueStatKey(show string) []byte { return m.key(kindQueueStat, []byte(show)) }
 
 func (m *Machine) bookingPrefix(client string) []byte { return m.key(kindBooking, lenPrefixed(client)) }
-func (m *Machine) bookingKey(client string, index uint64, hold string) []byte {
-	return m.appendBookingKey(nil, client, index, hold)
-}
-
 func (m *Machine) appendBookingKey(dst []byte, client string, index uint64, hold string) []byte {
 	k := binary.BigEndian.AppendUint64(appendLenPrefixed(m.appendKind(dst, kindBooking), client), index)
 	return append(k, hold...)

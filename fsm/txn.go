@@ -15,15 +15,13 @@ import (
 )
 
 // txn is the state of applying entries to one batch: the index and clock of
-// the entry being applied, the earliest expiry of the holds it created, and
-// the seat changes of the entry being applied by show (events.go; empty
+// the entry being applied, and its seat changes by show (events.go; empty
 // between entries).
 type txn struct {
-	m         *Machine
-	b         *pebble.Batch
-	index     uint64
-	now       int64
-	minExpiry int64
+	m     *Machine
+	b     *pebble.Batch
+	index uint64
+	now   int64
 	// freed names the shows whose seats the current entry freed, for the
 	// waiting queue's offers at the end of the entry (queue.go).
 	freed map[string]bool

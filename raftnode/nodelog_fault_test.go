@@ -5,8 +5,13 @@ package raftnode
 import (
 	"errors"
 	"math/rand/v2"
+	"os"
 	"testing"
 )
+
+func mkdirGroup(dataDir string, id uint32) error {
+	return os.MkdirAll(groupDirOf(dataDir, id), 0o755)
+}
 
 // The fault harness's corruption reaches an entry, and the group then
 // refuses it.

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -83,10 +82,6 @@ func checkRange(t *testing.T, g *groupLog, first, last uint64) {
 			t.Fatalf("group %d: the store still holds index %d outside [%d, %d] (%v)", g.id, i, first, last, err)
 		}
 	}
-}
-
-func mkdirGroup(dataDir string, id uint32) error {
-	return os.MkdirAll(groupDirOf(dataDir, id), 0o755)
 }
 
 func TestNodeLogKeepsGroupsApart(t *testing.T) {

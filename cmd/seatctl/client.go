@@ -159,14 +159,6 @@ func (a *app) admin(addr string) (ledgerpb.AdminClient, error) {
 	return ledgerpb.NewAdminClient(c), nil
 }
 
-func (a *app) booking(addr string) (ledgerpb.BookingClient, error) {
-	c, err := a.conn(addr)
-	if err != nil {
-		return nil, err
-	}
-	return ledgerpb.NewBookingClient(c), nil
-}
-
 // close closes every connection the invocation opened.
 func (a *app) close() {
 	a.mu.Lock()
