@@ -251,30 +251,14 @@ func (f *feed) serveDirect(ctx context.Context, h *Hub, sink DirectSink, pos uin
 	stop := context.AfterFunc(ctx, sink.Wake)
 	defer stop()
 	for {
-		frames, next, _, behind, err := f.after(pos)
+		next, _, sent, behind, err := f.sendAfter(h, sink, pos)
 		if err != nil {
 			return err
 		}
-		if behind {
-			// Fell out of the ring: read from the log as a resume does.
-			frames, next, err := f.readBehind(h, pos, sink.Format())
-			if err != nil {
-				return err
-			}
-			if err := sink.SendFrames(frames); err != nil {
-				return err
-			}
-			pos = next
-			continue
-		}
-		if len(frames) > 0 {
-			if err := sink.SendFrames(frames); err != nil {
-				return err
-			}
-			pos = next
-			continue
-		}
 		pos = next
+		if behind || sent {
+			continue // more may have come meanwhile: attach only when caught up
+		}
 		if ok, err := f.attach(d, pos); err != nil || !ok {
 			if err != nil {
 				return err

@@ -406,31 +406,17 @@ func (f *feed) serve(ctx context.Context, h *Hub, sink SharedSink, pos uint64) e
 		tick = timer.C
 	}
 	for {
-		frames, next, wake, behind, err := f.after(pos)
+		next, wake, sent, behind, err := f.sendAfter(h, sink, pos)
 		if err != nil {
 			return err
 		}
+		pos = next
 		if behind {
-			// Fell out of the ring: read from the log as a resume does.
-			frames, next, err := f.readBehind(h, pos, sink.Format())
-			if err != nil {
-				return err
-			}
-			if err := sink.SendFrames(frames); err != nil {
-				return err
-			}
-			pos = next
 			continue
 		}
-		if len(frames) > 0 {
-			if err := sink.SendFrames(frames); err != nil {
-				return err
-			}
-			if timer != nil {
-				timer.Reset(idle)
-			}
+		if sent && timer != nil {
+			timer.Reset(idle)
 		}
-		pos = next
 		select {
 		case <-wake:
 		case <-ctx.Done():
@@ -442,6 +428,29 @@ func (f *feed) serve(ctx context.Context, h *Hub, sink SharedSink, pos uint64) e
 			timer.Reset(idle)
 		}
 	}
+}
+
+// sendAfter sends sink what the feed has after pos: from the ring, or, when
+// pos fell out of it (behind), from the log as a resume does. It returns
+// the position reached, whether it sent anything, and, from the ring, the
+// channel that wakes a watcher waiting for more.
+func (f *feed) sendAfter(h *Hub, sink SharedSink, pos uint64) (next uint64, wake <-chan struct{}, sent, behind bool, err error) {
+	frames, next, wake, behind, err := f.after(pos)
+	if err != nil {
+		return pos, nil, false, false, err
+	}
+	if behind {
+		if frames, next, err = f.readBehind(h, pos, sink.Format()); err != nil {
+			return pos, nil, false, true, err
+		}
+	}
+	if len(frames) == 0 {
+		return next, wake, false, behind, nil
+	}
+	if err := sink.SendFrames(frames); err != nil {
+		return pos, nil, false, behind, err
+	}
+	return next, wake, true, behind, nil
 }
 
 // readBehind reads the changes after pos from the log for a watcher that
