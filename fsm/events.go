@@ -403,11 +403,11 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 			if err != nil {
 				return nil, fmt.Errorf("fsm: change record key %x: %w", it.Key(), err)
 			}
-			rec := &ledgerpb.SeatEventRecord{}
-			if err := proto.Unmarshal(it.Value(), rec); err != nil {
-				return nil, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
+			ev, err := decodeSeatEvent(show, rev, it.Value())
+			if err != nil {
+				return nil, err
 			}
-			out = append(out, SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges, Room: rec.Room, Admissions: rec.Admissions})
+			out = append(out, ev)
 		}
 		if !ok {
 			break // past the last record of every bucket
@@ -440,6 +440,16 @@ func (m *Machine) loadEventBuckets(r pebble.Reader) (uint64, error) {
 		return 0, fmt.Errorf("fsm: change bucket key %x: %w", it.Key(), err)
 	}
 	return bucket + 1, nil
+}
+
+// decodeSeatEvent decodes show's change record at rev.
+func decodeSeatEvent(show string, rev uint64, b []byte) (SeatEvent, error) {
+	rec := &ledgerpb.SeatEventRecord{}
+	if err := proto.Unmarshal(b, rec); err != nil {
+		return SeatEvent{}, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
+	}
+	return SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers,
+		HoldChanges: rec.HoldChanges, Room: rec.Room, Admissions: rec.Admissions}, nil
 }
 
 // eventBucketFrom returns the bucket of change records in which revision

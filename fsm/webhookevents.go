@@ -5,7 +5,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -68,11 +67,7 @@ func (v *View) eventAt(bucket uint64, show string, rev uint64) (SeatEvent, error
 		return SeatEvent{}, fmt.Errorf("fsm: change record of show %s at %d named by the revision index: %w", show, rev, err)
 	}
 	defer closer.Close()
-	rec := &ledgerpb.SeatEventRecord{}
-	if err := proto.Unmarshal(b, rec); err != nil {
-		return SeatEvent{}, fmt.Errorf("fsm: decode change record of show %s at %d: %w", show, rev, err)
-	}
-	return SeatEvent{Revision: rev, AppliedAtMs: rec.AppliedAtMs, Changes: rec.Changes, Offers: rec.Offers, HoldChanges: rec.HoldChanges, Room: rec.Room, Admissions: rec.Admissions}, nil
+	return decodeSeatEvent(show, rev, b)
 }
 
 // ---- hold lifecycle in the change log ----
