@@ -42,8 +42,7 @@ func (tx *txn) admitRoom(show string, upto int64, limit int) int {
 		rec.CreditAtMs = upto
 	}
 	rec.CreditMilli = min(rec.CreditMilli, int64(rec.AdmitPerSecond)*1000)
-	l := tx.layout(show)
-	rec.SoldOut = !slices.Contains(tx.holdFreeMap(show, l), true)
+	rec.SoldOut = !tx.hasFreeSeat(show)
 	n := 0
 	if !rec.SoldOut {
 		n = min(int(rec.CreditMilli/1000), len(r.line)-r.head, max(limit, 0))

@@ -149,8 +149,24 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 	}
 	free := slices.Grow(dst[:0], l.total)[:l.total]
 	for i := range free {
-		h := s.owners.at(i)
-		free[i] = h == nil || (h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs)
+		free[i] = tx.takeable(s.owners.at(i))
 	}
 	return free
+}
+
+// takeable reports whether a hold could take a seat owned by h (nil: a
+// FREE seat) now: h is nil, or a hold expired by the log clock.
+func (tx *txn) takeable(h *ledgerpb.HoldRecord) bool {
+	return h == nil || (h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs)
+}
+
+// hasFreeSeat reports whether a hold could take any seat of show now.
+func (tx *txn) hasFreeSeat(show string) bool {
+	s := tx.m.led.shows[show]
+	for i := range s.owners.len() {
+		if tx.takeable(s.owners.at(i)) {
+			return true
+		}
+	}
+	return false
 }
