@@ -8,6 +8,7 @@
 #
 #   cmd/seatbench/profile.sh BINDIR OUTDIR   # BINDIR holds seatd and seatbench
 #   DURATION=30s PORT=21100 cmd/seatbench/profile.sh .bin /tmp/prof-new
+#   SEATD_ARGS="--max-inflight 2" cmd/seatbench/profile.sh .bin /tmp/prof-inflight2
 #   WORKLOAD=browse BENCH_ARGS="--seat-states --read stale" cmd/seatbench/profile.sh .bin /tmp/prof-browse
 #
 # Ports PORT+1..PORT+3 (raft), +101.. (gRPC), +201.. (HTTP), +301.. (admin)
@@ -17,6 +18,7 @@ set -euo pipefail
 BIN=$(cd "$1" && pwd)
 OUT=$2
 DURATION=${DURATION:-30s}
+SEATD_ARGS=${SEATD_ARGS:-}
 WORKLOAD=${WORKLOAD:-uniform}
 BENCH_ARGS=${BENCH_ARGS:-}
 PORT=${PORT:-21100}
@@ -37,7 +39,7 @@ done
 for i in 1 2 3; do
 	"$BIN/seatd" serve --id "n$i" --raft "127.0.0.1:$((PORT + i))" --grpc "127.0.0.1:$((PORT + 100 + i))" \
 		--http "127.0.0.1:$((PORT + 200 + i))" --admin-http "127.0.0.1:$((PORT + 300 + i))" \
-		--data-dir "$DATA/n$i" --peers "$peers" --admin-token-file "$DATA/admin.token" >"$OUT/n$i.log" 2>&1 &
+		--data-dir "$DATA/n$i" --peers "$peers" --admin-token-file "$DATA/admin.token" ${SEATD_ARGS:-} >"$OUT/n$i.log" 2>&1 &
 	pids+=($!)
 done
 endpoints="127.0.0.1:$((PORT + 101)),127.0.0.1:$((PORT + 102)),127.0.0.1:$((PORT + 103))"
@@ -56,6 +58,7 @@ for i in 1 2 3; do
 	curls+=($!)
 done
 for c in "${curls[@]}"; do wait "$c"; done
+for i in 1 2 3; do curl -s -o "$OUT/n$i.metrics" "http://127.0.0.1:$((PORT + 200 + i))/metrics" || true; done
 wait "$bench" || echo "seatbench failed: see $OUT/bench.txt" >&2
 grep -v '^\[' "$OUT/bench.txt" | tail -8
 
@@ -63,6 +66,12 @@ go tool pprof -top -cum -nodecount=100000 "$OUT"/n{1,2,3}.prof 2>/dev/null >"$OU
 total=$(grep -oP 'Total samples = \K[0-9.]+' "$OUT/top.txt")
 commands=$(awk '/^(hold|confirm|release) /{s += $7} END {print s}' "$OUT/bench.txt")
 echo "node CPU in the 12 s profiles: ${total}s; per command (all three nodes): $(echo "$total / 12 / $commands * 1000000" | bc -l | cut -d. -f1) µs"
+# Commands per proposed entry and per applied batch, from the leaders' and
+# replicas' histograms (whole run, setup included).
+awk '/^seatledger_raft_(batch_commands|apply_batch_commands)_(sum|count)/{n=$1; sub(/\{.*/, "", n); v[n] += $2}
+	END {printf "  commands per proposed entry %.1f, per applied batch %.1f\n",
+		v["seatledger_raft_batch_commands_sum"] / v["seatledger_raft_batch_commands_count"],
+		v["seatledger_raft_apply_batch_commands_sum"] / v["seatledger_raft_apply_batch_commands_count"]}' "$OUT"/n{1,2,3}.metrics || true
 for f in 'google.golang.org/grpc\.\(\*Server\)\.handleStream' 'google.golang.org/grpc\.\(\*ClientConn\)\.Invoke' \
 	'github.com/seatledger/seatledger/raftnode\.\(\*adapter\)\.ApplyBatch' 'runtime\.mallocgc' 'runtime\.gcBgMarkWorker'; do
 	grep -E " $f\$" "$OUT/top.txt" | head -1 | awk '{print "  " $5 " cumulative in " $6}'
