@@ -139,8 +139,7 @@ func (a *Auth) client(ctx context.Context, client, proof string, now time.Time) 
 
 // bearer returns the token of the incoming authorization metadata.
 func bearer(ctx context.Context) (string, bool) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get("authorization") {
+	for _, v := range metadata.ValueFromIncomingContext(ctx, "authorization") {
 		if t, ok := strings.CutPrefix(v, "Bearer "); ok {
 			return t, true
 		}

@@ -33,8 +33,9 @@ const (
 // fsm.FirstSentAheadMaxMs ahead, is INVALID_ARGUMENT naming the header.
 // The FSM checks again against the log clock.
 func firstSentAt(ctx context.Context, now time.Time) (int64, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	vs := md.Get(FirstSentKey)
+	// ValueFromIncomingContext copies only this key's values, where
+	// FromIncomingContext would copy every header of every call.
+	vs := metadata.ValueFromIncomingContext(ctx, FirstSentKey)
 	if len(vs) == 0 {
 		return 0, nil
 	}

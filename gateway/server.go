@@ -86,8 +86,13 @@ func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Comma
 		return nil, err
 	}
 	cmd.FirstSentAtMs = sent
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	// The caller's own deadline (gRPC's grpc-timeout) often comes sooner
+	// than ours; then a second timer per call would only be garbage.
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > s.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
 	s.faults.requestID(cmd)
 	res, err := s.router.Propose(ctx, showID, cmd)
 	if err != nil {

@@ -81,8 +81,7 @@ func (r *Router) CheckPeerCall(ctx context.Context) error {
 	// Best effort: a header that cannot be set only costs a joining
 	// node another attempt.
 	_ = grpc.SetHeader(ctx, metadata.Pairs(clusterIDKey, me.ClusterID.String(), groupsKey, strconv.FormatUint(uint64(me.Groups), 10)))
-	md, _ := metadata.FromIncomingContext(ctx)
-	got := md.Get(clusterIDKey)
+	got := metadata.ValueFromIncomingContext(ctx, clusterIDKey)
 	if len(got) == 0 {
 		return fmt.Errorf("%w: this node serves %s", ErrNoClusterID, me.ClusterID)
 	}
