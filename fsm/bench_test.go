@@ -281,7 +281,7 @@ func BenchmarkApplyUniform(b *testing.B) {
 	}
 	b.ReportAllocs()
 	var making int64 // CPU spent in prepare
-	reads0 := m.storeReads
+	reads0, writes0 := m.storeReads, m.storeWrites
 	start := cpuNanos()
 	k := chunk
 	for b.Loop() {
@@ -299,4 +299,5 @@ func BenchmarkApplyUniform(b *testing.B) {
 	b.ReportMetric(float64(cpuNanos()-start-making)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perEntry), "ns/cmd")
 	b.ReportMetric(float64(m.storeReads-reads0)/float64(b.N*perEntry), "reads/cmd")
+	b.ReportMetric(float64(m.storeWrites-writes0)/float64(b.N*perEntry), "writes/cmd")
 }

@@ -56,6 +56,10 @@ type Machine struct {
 	// storeReads counts the apply path's reads and scans of Pebble, for
 	// benchmarks (the hold path makes none); apply goroutine only.
 	storeReads uint64
+	// storeWrites counts the records the apply path's batches wrote or
+	// deleted, range deletions and the meta record included, for the
+	// same benchmarks: each is one insert into Pebble's memtable.
+	storeWrites uint64
 }
 
 // SetUnsafe switches off safety checks (unsafe_faults.go); call it before
@@ -206,6 +210,7 @@ func (m *Machine) commit(tx *txn) {
 	// No fsync: the raft log is durable and replays entries above the
 	// persisted applied index after a crash (see Snapshot for compaction).
 	m.commits.Add(1)
+	m.storeWrites += uint64(tx.b.Count())
 	must(tx.b.Commit(pebble.NoSync), "commit batch")
 	tx.committed = true
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
