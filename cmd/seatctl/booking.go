@@ -41,7 +41,7 @@ func (a *app) onAnyEndpoint(ctx context.Context, f func(ctx context.Context, b l
 	if err != nil {
 		return err
 	}
-	ctx = client.WithFirstSent(ctx, time.Now())
+	ctx = client.WithFirstSent(ctx, a.firstSent)
 	return a.retry(ctx, a.retryWindow(), func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, a.timeout)
 		defer cancel()
@@ -58,8 +58,16 @@ func (a *app) requestID(given string) string {
 	var b [8]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
 	id := "seatctl-" + hex.EncodeToString(b[:])
-	fmt.Fprintf(a.errOut, "request id %s (to retry this exact request: --request-id %s)\n", id, id)
+	fmt.Fprintf(a.errOut, "request id %s (to retry this exact request: %s)\n", id, a.retryFlags(id))
 	return id
+}
+
+// retryFlags are the flags that repeat a write exactly, in another run of
+// seatctl: its request id and its first send time, which lets the server
+// refuse a retry that comes after it may have forgotten the request
+// (REQUEST_EXPIRED, docs/API.md) instead of running it a second time.
+func (a *app) retryFlags(requestID string) string {
+	return fmt.Sprintf("--request-id %s --first-sent %d", requestID, a.firstSent.UnixMilli())
 }
 
 // writeFailed decorates a failed write whose outcome may be unknown with
@@ -107,7 +115,7 @@ creating the same show again is a no-op, as with POST /v1/shows.`,
 			if err != nil {
 				retry := "the same command (same file, same request id)"
 				if requestID != "" {
-					retry = "with --request-id " + requestID
+					retry = "with " + a.retryFlags(requestID)
 				}
 				return writeFailed("create show "+show.ShowId, retry, err)
 			}
@@ -201,7 +209,7 @@ func newHoldCmd(a *app) *cobra.Command {
 				return err
 			})
 			if err != nil {
-				return writeFailed("hold "+strings.Join(args[1:], ","), "with --request-id "+rid, err)
+				return writeFailed("hold "+strings.Join(args[1:], ","), "with "+a.retryFlags(rid), err)
 			}
 			if a.json() {
 				return writeProto(a.out, resp)
@@ -248,7 +256,7 @@ func newConfirmCmd(a *app) *cobra.Command {
 				return err
 			})
 			if err != nil {
-				return writeFailed("confirm "+args[1], "with --request-id "+rid, err)
+				return writeFailed("confirm "+args[1], "with "+a.retryFlags(rid), err)
 			}
 			if a.json() {
 				return writeProto(a.out, resp)
@@ -294,7 +302,7 @@ func newReleaseCmd(a *app) *cobra.Command {
 				return err
 			})
 			if err != nil {
-				return writeFailed("release "+args[1], "with --request-id "+rid, err)
+				return writeFailed("release "+args[1], "with "+a.retryFlags(rid), err)
 			}
 			if a.json() {
 				return writeProto(a.out, resp)

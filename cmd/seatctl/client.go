@@ -52,6 +52,10 @@ type app struct {
 	// tls, which stays nil for plaintext.
 	tlsFiles certs.ClientFiles
 	tls      *tls.Config
+	// firstSentMs is --first-sent; firstSent is when this run's writes
+	// were first sent: the flag's time, or the run's start.
+	firstSentMs int64
+	firstSent   time.Time
 
 	// mu guards conns and routed: status polls dial every node
 	// concurrently.
@@ -89,6 +93,12 @@ func (a *app) validate() error {
 		return usagef("-o/-w must be %s or %s, not %q", outputTable, outputJSON, a.output)
 	case a.timeout <= 0:
 		return usagef("--timeout must be positive, not %v", a.timeout)
+	case a.firstSentMs < 0:
+		return usagef("--first-sent must be the Unix time in milliseconds that seatctl printed with the request id, not %d", a.firstSentMs)
+	}
+	a.firstSent = time.Now()
+	if a.firstSentMs > 0 {
+		a.firstSent = time.UnixMilli(a.firstSentMs)
 	}
 	return nil
 }

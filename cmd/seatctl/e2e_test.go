@@ -108,6 +108,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	sc.verifyRefunded(holdID, token)
+	sc.retries()               // retry_e2e_test.go
 	sc.webhooks(dir)           // webhook_e2e_test.go
 	sc.waitingRoom("e2e-show") // waitingroom_e2e_test.go
 

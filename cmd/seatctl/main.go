@@ -135,6 +135,7 @@ Exit status: 0 success, 1 failure (one line on stderr says why), 2 usage error.`
 	pf.StringVarP(&a.output, "write-out", "w", outputTable, "output format: table or json (alias of --output)")
 	pf.StringVar(&a.token, "admin-token", "", "the cluster's admin token, for admin calls (env "+adminTokenEnv+"; never shown here)")
 	pf.StringVar(&a.tokenFile, "admin-token-file", "", "read the admin token from this file (seatd dev: DATA_DIR/admin.token)")
+	pf.Int64Var(&a.firstSentMs, "first-sent", 0, "with --request-id, to retry a write from an earlier run: the Unix time in ms seatctl printed with its request id (default: now)")
 	pf.DurationVar(&a.timeout, "timeout", timeoutDefault, "bound on one call; retried steps (membership, writes) get 3x")
 	pf.StringVar(&a.tlsFiles.CAFile, "cacert", getenv(cacertEnv), "speak TLS and verify the nodes with this CA certificate (seatd certgen: ca.pem) (env "+cacertEnv+")")
 	pf.StringVar(&a.tlsFiles.CertFile, "cert", getenv(certEnv), "client certificate, for nodes started with --client-ca (env "+certEnv+")")
