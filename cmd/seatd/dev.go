@@ -38,13 +38,10 @@ func runDev(args []string) error {
 	groups := fs.Uint("groups", 0, fmt.Sprintf("number of raft groups, fixed at the first start (default %d); a restart takes the saved count and refuses another", shard.GroupsDefault))
 	verbose := fs.Bool("v", false, "log raft's own warnings")
 	adminAddr := fs.String("admin-http", "", "admin HTTP address serving /debug/pprof/ and /metrics (off by default)")
-	gcHeadroom := gcHeadroomFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// One process runs the three nodes, so they share one headroom.
-	defer startGCPacing(*gcHeadroom, logger).Stop()
 	cl, err := startDevCluster(devOptions{dataDir: *dataDir, httpAddr: *httpAddr, grpcAddr: *grpcAddr, adminAddr: *adminAddr,
 		groups: uint32(*groups), logger: logger, verbose: *verbose})
 	if err != nil {

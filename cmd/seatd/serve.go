@@ -45,7 +45,6 @@ func runServe(args []string) error {
 	backendKeyPath := fs.String("backend-key-file", "", "file with the booking backend's secret key (seatd tokengen), the same on every node: it reads hold owners and payments and lists a client's bookings, but makes no admin call (docs/API.md, Credentials)")
 	noAuth := fs.Bool("insecure-no-auth", false, "test only: serve admin calls and forwarding without the admin token")
 	ticketKey := fs.String("ticket-key", "", "file with the cluster's ticket signing key (seatd keygen); default DATA_DIR/ticket.key, created if missing")
-	gcHeadroom := gcHeadroomFlag(fs)
 	watchersMax := fs.Int("watchers-max", gateway.WatchersMaxDefault, "live seat-map streams (SSE and gRPC Watch) this node serves at once, past which it answers 429 TOO_MANY_WATCHERS; each takes a file descriptor, so raise LimitNOFILE above it (docs/OPERATIONS.md)")
 	clientBurst := fs.Float64("client-burst", gateway.ClientBurstDefault, "writes a client may send at once before --client-rate applies")
 	dialFlag := fs.String("dial", "", "test only: dial peers here instead of their --peers addresses: ID=RAFT_ADDR/GRPC_ADDR,...")
@@ -104,7 +103,6 @@ func runServe(args []string) error {
 	// the attribute appears once.
 	base := slog.New(handler)
 	logger := base.With("node", *id)
-	defer startGCPacing(*gcHeadroom, logger).Stop()
 	cfg := nodeConfig{ID: *id, DataDir: *dataDir, Peers: peers, Join: join, Groups: uint32(*groups), Replicas: *replicas,
 		Logger: base, RaftLogLevel: raftLevel, Faults: *faults, TLS: tlsNode,
 		Admission: &gateway.Admission{Rate: *clientRate, Burst: max(*clientBurst, 1)}, WatchersMax: *watchersMax,
