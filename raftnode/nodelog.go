@@ -332,6 +332,7 @@ type groupLog struct {
 	id   uint32
 	base uint64
 
+	// mu guards first, last and appendEnd.
 	mu          sync.RWMutex
 	first, last uint64 // 0, 0: empty
 	// appendEnd is closed when the append in progress ends; nil when
