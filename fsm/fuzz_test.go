@@ -185,6 +185,7 @@ func FuzzApplySequence(f *testing.F) {
 		g := newGen(ch)
 		g.wild = true
 		g.rooms = len(data)%2 == 1 // half the inputs mix in waiting rooms
+		g.hooks = len(data)%3 == 1 // a third webhooks and their cursors
 		for e := 0; e < fuzzEntriesMax && (e == 0 || !ch.done()); e++ {
 			index, cmd := g.entry()
 			ra, err := applyRecover(a, index, proto.Clone(cmd).(*ledgerpb.Command))

@@ -80,6 +80,9 @@ type gen struct {
 	// the sequences are what they were before rooms existed.
 	rooms     bool
 	roomEntry []genHold // room entries seen (id, show, client)
+	// hooks mixes in webhook registrations and delivery cursors
+	// (webhook_gen_test.go).
+	hooks bool
 }
 
 func newGen(ch chooser) *gen { return &gen{ch: ch, at: 1_000_000, next: 1} }
@@ -149,6 +152,9 @@ func (g *gen) request() string {
 func (g *gen) command() (*ledgerpb.Command, bool) {
 	if g.rooms && g.ch.intn(4) == 0 {
 		return g.roomCommand(), true
+	}
+	if g.hooks && g.ch.intn(6) == 0 {
+		return g.hookCommand(), true
 	}
 	p := g.ch.intn(100)
 	switch {

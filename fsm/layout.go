@@ -22,15 +22,15 @@ func fieldErr(field, format string, args ...any) *FieldError {
 
 // layout is a show's seat layout indexed for lookups.
 type layout struct {
-	show    *ledgerpb.Show
-	rows    map[string]int // row name -> index into show.Rows
+	show *ledgerpb.Show
+	rows map[string]int // row name -> index into show.Rows
 	// letterRows[c-'A'] is 1 + the index of the row named by the single
 	// letter c, 0 if none: most rows are named so, and seatIndex, on
 	// every hold, confirm and release, finds them without a map.
 	letterRows [26]uint8
-	offsets []int          // first seat index of each row
-	prices  map[string]*ledgerpb.Category
-	total   int
+	offsets    []int // first seat index of each row
+	prices     map[string]*ledgerpb.Category
+	total      int
 	// tokenKey is the show's hold-token key (token.go), stored apart from
 	// the show and cached with it: neither ever changes.
 	tokenKey []byte

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 
@@ -15,13 +16,31 @@ import (
 // They change the catalog group's list; every group's leader rereads it
 // within delivery.PollIntervalDefault. Secrets go in and never come out.
 
+// webhookAddRequestPrefix keeps a caller's request ids for registrations
+// apart from the random ones of the registry's other commands.
+const webhookAddRequestPrefix = "webhook-add:"
+
 // AddWebhook registers a URL for events (none listed: all of them).
 func (a *Admin) AddWebhook(ctx context.Context, req *ledgerpb.WebhookAddRequest) (*ledgerpb.WebhookResponse, error) {
 	if err := a.auth.admin(ctx); err != nil {
 		return nil, err
 	}
+	// With a request id, the webhook id is derived from it, so a retry
+	// proposes the very same command and the ledger replays the first
+	// registration (exactly once, like every write); without one, both
+	// are random and a retry registers again.
+	requestID := ""
 	var raw [8]byte
-	rand.Read(raw[:])
+	if req.RequestId != "" {
+		if n := fsm.RequestIDLenMax - len(webhookAddRequestPrefix); !fsm.ValidID(req.RequestId, n) {
+			return nil, fieldError(&fsm.FieldError{Field: "request_id", Message: fmt.Sprintf("must be 1..%d characters of [A-Za-z0-9._:-]", n)})
+		}
+		requestID = webhookAddRequestPrefix + req.RequestId
+		sum := sha256.Sum256([]byte(requestID))
+		copy(raw[:], sum[:])
+	} else {
+		rand.Read(raw[:])
+	}
 	add := &ledgerpb.WebhookAddCmd{WebhookId: "wh_" + hex.EncodeToString(raw[:]), Url: req.Url, Secret: req.Secret}
 	for i, name := range req.Events {
 		t, ok := delivery.ParseType(name)
@@ -35,7 +54,7 @@ func (a *Admin) AddWebhook(ctx context.Context, req *ledgerpb.WebhookAddRequest)
 	if fe := fsm.ValidateWebhookCmd(op); fe != nil {
 		return nil, fieldError(fe)
 	}
-	res, err := a.proposeWebhook(ctx, op)
+	res, err := a.proposeWebhook(ctx, requestID, op)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +92,7 @@ func (a *Admin) DeleteWebhook(ctx context.Context, req *ledgerpb.WebhookDeleteRe
 	if fe := fsm.ValidateWebhookCmd(op); fe != nil {
 		return nil, fieldError(fe)
 	}
-	res, err := a.proposeWebhook(ctx, op)
+	res, err := a.proposeWebhook(ctx, "", op)
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +103,13 @@ func (a *Admin) DeleteWebhook(ctx context.Context, req *ledgerpb.WebhookDeleteRe
 // a fresh request id, as proposeNode does: the id is new on every call, so
 // a caller's retry registers a second webhook only if the first call's
 // outcome was unknown, and deleting twice answers WEBHOOK_NOT_FOUND.
-func (a *Admin) proposeWebhook(ctx context.Context, op *ledgerpb.WebhookCmd) (*ledgerpb.Result, error) {
-	var id [12]byte
-	rand.Read(id[:])
-	cmd := &ledgerpb.Command{ClientId: registryClient, RequestId: "webhook-" + hex.EncodeToString(id[:]), Op: &ledgerpb.Command_Webhook{Webhook: op}}
+func (a *Admin) proposeWebhook(ctx context.Context, requestID string, op *ledgerpb.WebhookCmd) (*ledgerpb.Result, error) {
+	if requestID == "" {
+		var id [12]byte
+		rand.Read(id[:])
+		requestID = "webhook-" + hex.EncodeToString(id[:])
+	}
+	cmd := &ledgerpb.Command{ClientId: registryClient, RequestId: requestID, Op: &ledgerpb.Command_Webhook{Webhook: op}}
 	pctx, cancel := context.WithTimeout(ctx, requestTimeoutDefault)
 	defer cancel()
 	res, err := a.router.ProposeCatalog(pctx, cmd)

@@ -55,11 +55,16 @@ func (a *app) requestID(given string) string {
 	if given != "" {
 		return given
 	}
-	var b [8]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
-	id := "seatctl-" + hex.EncodeToString(b[:])
+	id := newRequestID()
 	fmt.Fprintf(a.errOut, "request id %s (to retry this exact request: %s)\n", id, a.retryFlags(id))
 	return id
+}
+
+// newRequestID is a fresh request id for a write.
+func newRequestID() string {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return "seatctl-" + hex.EncodeToString(b[:])
 }
 
 // retryFlags are the flags that repeat a write exactly, in another run of

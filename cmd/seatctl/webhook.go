@@ -20,7 +20,7 @@ import (
 // never printed.
 
 func newWebhookCmd(a *app) *cobra.Command {
-	var secretFile string
+	var secretFile, requestID string
 	var events []string
 	add := &cobra.Command{
 		Use:   "add URL --secret-file FILE [--event TYPE]...",
@@ -41,10 +41,16 @@ booking.confirmed, booking.refunded, queue.offer, room.admitted.`,
 			if err != nil {
 				return err
 			}
-			return a.addWebhook(c.Context(), args[0], secret, events)
+			rid := requestID
+			if rid == "" {
+				rid = newRequestID()
+				fmt.Fprintf(a.errOut, "request id %s (to retry this exact registration: --request-id %s)\n", rid, rid)
+			}
+			return a.addWebhook(c.Context(), args[0], secret, events, rid)
 		},
 	}
 	add.Flags().StringVar(&secretFile, "secret-file", "", "file holding the signing secret, or - for stdin")
+	add.Flags().StringVar(&requestID, "request-id", "", "request id: a retry with the same one returns the first registration instead of making another (default: a new one, printed on stderr)")
 	add.Flags().StringArrayVar(&events, "event", nil, "an event type to deliver (repeat for more; default every type)")
 	list := &cobra.Command{
 		Use:   "list",
@@ -82,15 +88,15 @@ func readSecret(stdin io.Reader, path string) (string, error) {
 	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
-func (a *app) addWebhook(ctx context.Context, url, secret string, events []string) error {
+func (a *app) addWebhook(ctx context.Context, url, secret string, events []string, requestID string) error {
 	var resp *ledgerpb.WebhookResponse
 	err := a.onAnyNode(ctx, func(ctx context.Context, c ledgerpb.AdminClient) error {
 		var err error
-		resp, err = c.AddWebhook(ctx, &ledgerpb.WebhookAddRequest{Url: url, Secret: secret, Events: events})
+		resp, err = c.AddWebhook(ctx, &ledgerpb.WebhookAddRequest{Url: url, Secret: secret, Events: events, RequestId: requestID})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("register webhook %s: %s", url, describe(err))
+		return writeFailed("register webhook "+url, "with --request-id "+requestID, err)
 	}
 	if a.json() {
 		return writeProto(a.out, resp)

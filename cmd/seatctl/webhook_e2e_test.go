@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -43,14 +44,24 @@ func (sc *seatctl) webhooks(dir string) {
 	if err := os.WriteFile(secretFile, []byte(e2eWebhookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := sc.ok("webhook", "add", rcv.URL, "--secret-file", secretFile, "--event", "hold.created", "-o", "json")
+	add := []string{"webhook", "add", rcv.URL, "--secret-file", secretFile, "--event", "hold.created", "-o", "json"}
+	out, errOut, code := sc.run(add...)
 	var added struct {
 		Webhook struct {
 			ID string `json:"webhook_id"`
 		} `json:"webhook"`
 	}
-	if err := json.Unmarshal([]byte(out), &added); err != nil || added.Webhook.ID == "" || strings.Contains(out, e2eWebhookSecret) {
-		t.Fatalf("webhook add -o json = %q (%v), want a webhook_id and no secret", out, err)
+	if err := json.Unmarshal([]byte(out), &added); code != exitOK || err != nil || added.Webhook.ID == "" || strings.Contains(out, e2eWebhookSecret) {
+		t.Fatalf("webhook add -o json = exit %d, %q (%v), want a webhook_id and no secret", code, out, err)
+	}
+	// Retried with the request id it printed, the registration is the same
+	// one, not a second.
+	m := regexp.MustCompile(`--request-id (\S+)\)`).FindStringSubmatch(errOut)
+	if m == nil {
+		t.Fatalf("webhook add printed no request id to retry with:\n%s", errOut)
+	}
+	if again := sc.ok(append(add, "--request-id", m[1])...); !strings.Contains(again, added.Webhook.ID) {
+		t.Fatalf("webhook add retried with --request-id %s = %s, want webhook %s again", m[1], again, added.Webhook.ID)
 	}
 	for _, args := range [][]string{{"webhook", "list"}, {"webhook", "list", "-o", "json"}} {
 		if out := sc.ok(args...); !strings.Contains(out, added.Webhook.ID) || !strings.Contains(out, "hold.created") || strings.Contains(out, e2eWebhookSecret) {

@@ -306,6 +306,39 @@ func TestWebhookHTTPAdmin(t *testing.T) {
 	httpCall(t, "DELETE", base+"/"+id, "").wantStatus(t, "DELETE "+id+" again", http.StatusNotFound)
 }
 
+// TestWebhookAddExactlyOnce retries a registration with its request id
+// through another node, as a client does after an unknown outcome: the
+// retry returns the first registration and the list holds one. The same
+// request id with another URL is refused, and a bad request id is named.
+func TestWebhookAddExactlyOnce(t *testing.T) {
+	c := startCluster(t, true)
+	body := `{"url":"https://backend.example.com/once","secret":"` + webhookSecret + `","request_id":"reg-1"}`
+	first := httpCall(t, "POST", "http://"+c.httpAddr[0]+"/v1/admin/webhooks", body).wantStatus(t, "POST with request_id", http.StatusOK)
+	again := httpCall(t, "POST", "http://"+c.httpAddr[1]+"/v1/admin/webhooks", body).wantStatus(t, "the same POST through another node", http.StatusOK)
+	id := func(r httpResult) string {
+		wh, _ := r.body["webhook"].(map[string]any)
+		s, _ := wh["webhook_id"].(string)
+		return s
+	}
+	if id(first) == "" || id(first) != id(again) {
+		t.Fatalf("retried registration = %s, first = %s: want the same webhook_id", again.raw, first.raw)
+	}
+	list := httpCall(t, "GET", "http://"+c.httpAddr[2]+"/v1/admin/webhooks", "").wantStatus(t, "GET /v1/admin/webhooks", http.StatusOK)
+	if n := strings.Count(list.raw, "backend.example.com/once"); n != 1 {
+		t.Fatalf("GET /v1/admin/webhooks = %s: want the URL registered once, got %d", list.raw, n)
+	}
+	other := `{"url":"https://backend.example.com/other","secret":"` + webhookSecret + `","request_id":"reg-1"}`
+	r := httpCall(t, "POST", "http://"+c.httpAddr[0]+"/v1/admin/webhooks", other)
+	if r.code == http.StatusOK {
+		t.Fatalf("another URL under request_id reg-1 = %s, want it refused", r.raw)
+	}
+	r = httpCall(t, "POST", "http://"+c.httpAddr[0]+"/v1/admin/webhooks", `{"url":"https://backend.example.com/h","secret":"`+webhookSecret+`","request_id":"no spaces"}`).
+		wantStatus(t, "POST with a bad request_id", http.StatusBadRequest)
+	if !strings.Contains(r.raw, "request_id") {
+		t.Errorf("POST with a bad request_id = %s, want the field named", r.raw)
+	}
+}
+
 func TestWebhookReceiverDownFor30s(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the receiver is down for 30 s")

@@ -584,7 +584,13 @@ type WebhookAddRequest struct {
 	Secret string                 `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
 	// hold.created, hold.released, hold.expired, booking.confirmed,
 	// booking.refunded, queue.offer, room.admitted; none means every event.
-	Events        []string `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
+	Events []string `protobuf:"bytes,3,rep,name=events,proto3" json:"events,omitempty"`
+	// The registration's exactly-once identity, as a booking write's: a
+	// retry with the same request_id (and the same fields) returns the first
+	// registration, webhook_id included, instead of making a second one.
+	// Optional; without it, a call retried after an unknown outcome may
+	// register the URL twice.
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -638,6 +644,13 @@ func (x *WebhookAddRequest) GetEvents() []string {
 		return x.Events
 	}
 	return nil
+}
+
+func (x *WebhookAddRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 // WebhookInfo is a registration as the API shows it: never the secret.
@@ -934,11 +947,13 @@ const file_webhook_proto_rawDesc = "" +
 	"\rWebhookCursor\x12\x17\n" +
 	"\asink_id\x18\x01 \x01(\tR\x06sinkId\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\x04R\brevision\x12\"\n" +
-	"\rapplied_at_ms\x18\x03 \x01(\x03R\vappliedAtMs\"U\n" +
+	"\rapplied_at_ms\x18\x03 \x01(\x03R\vappliedAtMs\"t\n" +
 	"\x11WebhookAddRequest\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\x12\x16\n" +
-	"\x06events\x18\x03 \x03(\tR\x06events\"z\n" +
+	"\x06events\x18\x03 \x03(\tR\x06events\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"z\n" +
 	"\vWebhookInfo\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x10\n" +
