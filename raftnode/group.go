@@ -27,9 +27,12 @@ type Group struct {
 	trans *beatTransport
 	// rpcs is the channel raft serves RPCs from: relay and inject
 	// (relay.go) send on it.
-	rpcs    chan raft.RPC
-	store   *raftboltdb.BoltStore
-	logs    raft.LogStore // raft's view of the group's log (cached)
+	rpcs  chan raft.RPC
+	store *raftboltdb.BoltStore
+	logs  raft.LogStore // raft's view of the group's log (cached)
+	// nodeLog is the group's part of the node log under logs, which tells
+	// the proposer when raft writes to it; set before raft starts.
+	nodeLog *groupLog
 	metrics *groupMetrics
 	// commits is what this replica last learned of its leader's commit
 	// index, for bounded-stale reads (leader_commit.go, stale_read.go).
@@ -130,6 +133,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		store.Close()
 		return fmt.Errorf("raftnode: group %d refuses to start on a damaged log (%s): %w", g.id, g.node.log.path, err)
 	}
+	g.nodeLog = glog
 	checked := checkedLogs{glog}
 	if err := checked.verifyAll(); err != nil {
 		store.Close()
@@ -167,7 +171,10 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
 	rc.MaxAppendEntries = maxAppendEntries
-	// Let raft hand several committed entries to ApplyBatch at once.
+	// A buffered apply queue: the entries queued while the leader loop
+	// writes to the log go into its next write together (raft's group
+	// commit of entries). Raft hands committed entries to ApplyBatch in
+	// batches either way (a BatchingFSM).
 	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.TrailingLogs = cfg.TrailingLogs

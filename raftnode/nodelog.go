@@ -332,8 +332,12 @@ type groupLog struct {
 	id   uint32
 	base uint64
 
+	// mu guards first, last and appendEnd.
 	mu          sync.RWMutex
 	first, last uint64 // 0, 0: empty
+	// appendEnd is closed when the append in progress ends; nil when
+	// none is (appending).
+	appendEnd chan struct{}
 }
 
 func (g *groupLog) key(index uint64) uint64 { return g.base | index }
@@ -407,7 +411,29 @@ func (g *groupLog) StoreLogs(logs []*raft.Log) error {
 			return fmt.Errorf("raftnode: group %d: log index %d out of range 1..%d", g.id, l.Index, uint64(logIndexMax))
 		}
 	}
+	done := make(chan struct{})
+	g.mu.Lock()
+	g.appendEnd = done
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		if g.appendEnd == done {
+			g.appendEnd = nil
+		}
+		g.mu.Unlock()
+		close(done)
+	}()
 	return g.nl.submit(&logReq{g: g, logs: logs})
+}
+
+// appending returns a channel closed when the group's append in progress
+// ends, or nil if none is in progress. On a leader the append is raft's
+// leader loop writing entries it took from its queue (the proposer waits
+// for it: proposer.go).
+func (g *groupLog) appending() <-chan struct{} {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.appendEnd
 }
 
 // DeleteRange removes the entries [min, max].

@@ -3,8 +3,8 @@
 // a prefix, a suffix or everything; across a restart, including one that
 // interrupted a removal; with many groups appending at once (and sharing
 // commits, lingering for more only while the log is busy, a removal never
-// overtaken); and that a log kept in a group's raft.db by an earlier version
-// is moved into it.
+// overtaken); and that a group's log tells when its append in progress ends
+// (the proposer waits for it).
 package raftnode
 
 import (
@@ -307,5 +307,36 @@ func TestNodeLogLingerKeepsRemovalsInOrder(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < nodeLogLinger {
 		t.Fatalf("linger gave up after %v, want at least %v", waited, nodeLogLinger)
+	}
+}
+
+// A group's log tells when an append is in progress and when it ends, for
+// the proposer (proposer.go, awaitLogWrite): nil before and after, and a
+// channel that closes when the append returns.
+func TestNodeLogTellsWhenAnAppendEnds(t *testing.T) {
+	nl := &nodeLog{reqs: make(chan *logReq, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	g := &groupLog{nl: nl, id: 3, base: 3 << logIndexBits}
+	if end := g.appending(); end != nil {
+		t.Fatal("appending() before any append is not nil")
+	}
+	stored := make(chan error, 1)
+	go func() { stored <- g.StoreLogs(entries(3, 1, 2)) }()
+	r := <-nl.reqs // the writer's part, played here: the append waits for it
+	end := g.appending()
+	if end == nil {
+		t.Fatal("appending() during an append is nil")
+	}
+	select {
+	case <-end:
+		t.Fatal("appending() closed before the append ended")
+	default:
+	}
+	r.done <- nil
+	<-end
+	if err := <-stored; err != nil {
+		t.Fatal(err)
+	}
+	if end := g.appending(); end != nil {
+		t.Fatal("appending() after the append is not nil")
 	}
 }

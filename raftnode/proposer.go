@@ -59,7 +59,8 @@ func (g *Group) Propose(ctx context.Context, cmd *ledgerpb.Command) (*ledgerpb.R
 // BatchCommandsMax) into one Batch entry stamped with the leader's clock and
 // hands it to raft without waiting for the previous entry to commit. Raft
 // pipelines the entries; a bounded queue of pending entries (awaitCommits)
-// applies back-pressure, which in turn makes the next batch larger.
+// applies back-pressure, which in turn makes the next batch larger, and so
+// does waiting while raft writes the group's log (awaitLogWrite).
 func (g *Group) runProposer() {
 	defer g.wg.Done()
 	inflight := make(chan pending, g.node.cfg.InflightEntriesMax)
@@ -78,6 +79,7 @@ func (g *Group) runProposer() {
 		case p := <-g.proposals:
 			batch = append(batch[:0], p)
 		}
+		g.awaitLogWrite()
 	drain:
 		for len(batch) < max {
 			select {
@@ -89,6 +91,22 @@ func (g *Group) runProposer() {
 		}
 		inflight <- g.submit(slices.Clone(batch))
 		clear(batch)
+	}
+}
+
+// awaitLogWrite waits while raft's leader loop writes this group's last
+// entries to the node log. Until that write ends the loop takes no new
+// entry from its queue, and on its return it takes every queued one into
+// its next write: an entry proposed now would only wait there beside the
+// next ones, each with its own index, encoding and apply. Proposed once
+// the write ends, the commands that arrive meanwhile make one entry, which
+// raft takes at the same moment as it would have taken the many.
+func (g *Group) awaitLogWrite() {
+	if end := g.nodeLog.appending(); end != nil {
+		select {
+		case <-end:
+		case <-g.stop:
+		}
 	}
 }
 
