@@ -232,9 +232,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, tls: r.TLS != nil, keepalive: time.Duration(s.watchKeepalive.Load()),
+	sink := &sseSink{w: w, rc: http.NewResponseController(w), tls: r.TLS != nil, keepalive: time.Duration(s.watchKeepalive.Load()),
 		writeMax: time.Duration(s.watchWriteMax.Load())}
 	err = s.hub.Watch(ctx, show, from, false, sink)
 	sink.close()
@@ -293,18 +291,16 @@ func (sseFormat) EncodeWatchEvent(e *ledgerpb.WatchEvent) ([]byte, error) {
 
 var sseKeepalive = []byte(": keepalive\n\n")
 
-// sseSink writes a watch as Server-Sent Events. A watch served from this
-// node's replica over plain HTTP/1.x takes the connection over from
-// net/http: the stream is then the connection's own bytes, written without
-// chunking, and the show's feed writes each change straight to the socket
-// (watch.DirectSink) while the client keeps up. A watch served from this node's replica writes
-// everything else from its one goroutine (watch.SharedSink); a relayed one
-// gets keepalives from a goroutine of the sink's own, and mu orders their
-// writes.
+// sseSink writes a watch as Server-Sent Events. A watch over plain
+// HTTP/1.x takes the connection over from net/http: the stream is then the
+// connection's own bytes, written without chunking, and the show's feed
+// (of this node's replica or relayed) writes each change straight to the
+// socket (watch.DirectSink) while the client keeps up. Everything else,
+// keepalives included, is written from the watch's one goroutine
+// (watch.SharedSink).
 type sseSink struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
-	cancel    context.CancelFunc // ends the watch when a keepalive fails
 	keepalive time.Duration
 	writeMax  time.Duration // watchWriteTimeout
 	tls       bool          // the request came over TLS
@@ -318,21 +314,11 @@ type sseSink struct {
 	// plain TCP socket, so the feed does not write to it itself).
 	conn net.Conn
 	raw  syscall.RawConn
-	stop chan struct{}
-	done chan struct{}
 }
 
-// Open sends the stream's headers and starts the keepalives.
-// A relayed watch keeps net/http's connection, whose background read ends
-// the watch as soon as the client leaves.
-func (s *sseSink) Open(servedBy string) error {
-	if err := s.open(servedBy, false); err != nil {
-		return err
-	}
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go s.keepAlive()
-	return nil
-}
+// Open is OpenShared: the hub serves every watch, relayed ones too, as a
+// watch.SharedSink, whose keepalives come from Idle.
+func (s *sseSink) Open(servedBy string) error { return s.OpenShared(servedBy) }
 
 // OpenShared sends the stream's headers; the watch calls Idle for the
 // keepalives. A plain TCP connection is taken over, so that the show's
@@ -434,24 +420,6 @@ func (s *sseSink) SendFrames(frames []*watch.Frame) error {
 	return s.write(blocks...)
 }
 
-// keepAlive writes a comment line every keepalive until close.
-func (s *sseSink) keepAlive() {
-	defer close(s.done)
-	t := time.NewTicker(s.keepalive)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if err := s.write(sseKeepalive); err != nil {
-				s.cancel() // the client is gone: end the watch
-				return
-			}
-		}
-	}
-}
-
 // write writes blocks within writeMax. A client that stops reading fills
 // its socket's buffers (the bound on what it may fall behind), then this
 // write times out and the watch ends: the client resumes from its last
@@ -487,13 +455,9 @@ func (s *sseSink) write(blocks ...[]byte) error {
 	return s.rc.Flush()
 }
 
-// close stops the keepalives and closes a connection taken over; no write
-// happens after it returns.
+// close closes a connection taken over; no write happens after it
+// returns.
 func (s *sseSink) close() {
-	if s.stop != nil {
-		close(s.stop)
-		<-s.done
-	}
 	s.mu.Lock()
 	s.closed = true
 	if s.conn != nil {
