@@ -120,70 +120,35 @@ func (f *feed) leaveDirect(d *directWatcher) {
 // fanOut writes the frames just published, from position from up to pos,
 // to the direct watchers that were attached when they were published (ds,
 // the feed goroutine's). Each gets one write of the frames' bytes in its
-// format, built once. The writes are independent of each other: a large
-// fan-out is split between the feed's goroutine and one more, so that it
-// ends sooner when a second core is free.
+// format, built once.
 func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 	if len(ds) == 0 {
 		return
 	}
-	formats, batches := batchesOf(ds, frames)
-	var cpu time.Duration
-	if half := len(ds) / 2; half >= fanOutSplitMin {
-		var other time.Duration
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			other = f.writeAll(ds[half:], formats, batches, from, pos)
-		}()
-		cpu = f.writeAll(ds[:half], formats, batches, from, pos)
-		<-done
-		cpu += other
-	} else {
-		cpu = f.writeAll(ds, formats, batches, from, pos)
-	}
-	now := time.Now()
-	f.lastWrite, f.nextRound = now, now.Add(min(cpu, feedRestMax))
-}
-
-// fanOutSplitMin is the fewest writes worth a second goroutine: below it,
-// starting one costs more than it saves.
-const fanOutSplitMin = 256
-
-// batchesOf builds the frames' bytes once per format of ds; nil for a
-// format that fails.
-func batchesOf(ds []*directWatcher, frames []*Frame) ([]Format, [][]byte) {
-	var formats []Format
-	var batches [][]byte
-	for _, d := range ds {
-		if indexOf(formats, d.format) < 0 {
-			b, _ := batchOf(frames, d.format)
-			formats, batches = append(formats, d.format), append(batches, b)
-		}
-	}
-	return formats, batches
-}
-
-// writeAll writes each watcher of ds its batch of the frames from
-// position from up to pos, and returns the CPU time it took: the rest
-// after a fan-out follows its CPU time, as its wall time also counts
-// waiting for a core on a busy machine. A watcher whose format failed is
-// detached at from: its goroutine sends the frames, and fails on its own.
-func (f *feed) writeAll(ds []*directWatcher, formats []Format, batches [][]byte, from, pos uint64) time.Duration {
+	// The round's own CPU time sets the rest after it: its wall time
+	// also counts waiting for a core on a busy machine.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := threadCPU()
+	var formats []Format
+	var batches [][]byte
 	for _, d := range ds {
-		b := batches[indexOf(formats, d.format)]
-		if b == nil {
-			f.mu.Lock()
-			f.detachLocked(d, nil, from, nil, true)
-			f.mu.Unlock()
-			continue
+		i := indexOf(formats, d.format)
+		if i < 0 {
+			b, err := batchOf(frames, d.format)
+			if err != nil {
+				// Its goroutine sends the frames, and fails on its own.
+				f.mu.Lock()
+				f.detachLocked(d, nil, from, nil, true)
+				f.mu.Unlock()
+				continue
+			}
+			formats, batches, i = append(formats, d.format), append(batches, b), len(formats)
 		}
-		f.tryWrite(d, b, pos)
+		f.tryWrite(d, batches[i], pos)
 	}
-	return threadCPU() - start
+	now := time.Now()
+	f.lastWrite, f.nextRound = now, now.Add(min(threadCPU()-start, feedRestMax))
 }
 
 // feedRestMax bounds a feed's rest between fan-outs (pace), and so what it
@@ -191,11 +156,10 @@ func (f *feed) writeAll(ds []*directWatcher, formats []Format, batches [][]byte,
 const feedRestMax = 100 * time.Millisecond
 
 // pace waits, before a fan-out, until the last one's rest is over: as
-// long as its CPU time (both goroutines' when it was split), at most
-// feedRestMax. A feed of many watchers whose show changes without pause
-// then rests at least as long as it works, and the changes that arrive
-// meanwhile go out together, in one write to each watcher; a change after
-// a quiet spell goes out at once.
+// long as its CPU time, at most feedRestMax. A feed of many watchers whose show
+// changes without pause then spends about half a core on them, and the
+// changes that arrive meanwhile go out together, in one write to each
+// watcher; a change after a quiet spell goes out at once.
 func (f *feed) pace(ctx context.Context) error {
 	wait := time.Until(f.nextRound)
 	if wait <= 0 {

@@ -2,9 +2,8 @@
 // the feed writes each change to every attached watcher's sink itself;
 // a sink whose buffer fills takes part of a batch, and its watcher's own
 // goroutine writes the rest and catches up, so every watcher gets every
-// change exactly once, in order, whether or not it fell behind (also when
-// a large fan-out is split over two goroutines), and one that stops taking
-// bytes delays neither the feed nor the others.
+// change exactly once, in order, whether or not it fell behind, and one
+// that stops taking bytes delays neither the feed nor the others.
 package watch
 
 import (
@@ -199,35 +198,5 @@ func TestDirectWatcherKeepalivesWhileOtherShowsChange(t *testing.T) {
 		// Paced well under idle, so the feed never waits that long, and
 		// the 190 holds span several idles however fast each one is.
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func TestDirectFanOutSplitReachesEveryWatcherOnce(t *testing.T) {
-	n := startTestNode(t)
-	hold := feedShow(t, n, "d4")
-	sinks := make([]*directSink, 2*fanOutSplitMin+10) // a fan-out over two goroutines
-	for i := range sinks {
-		sinks[i] = newDirectSink()
-		watchInto(t, n.hub, "d4", sinks[i])
-	}
-	for i, s := range sinks {
-		s.waitRevs(t, fmt.Sprint("watcher ", i, "'s seat map"), 1)
-	}
-	full := []*directSink{sinks[0], sinks[len(sinks)-1]} // one in each half
-	for _, s := range full {
-		s.setFull(true)
-		t.Cleanup(func() { s.setFull(false) })
-	}
-	var revs []uint64
-	for i := range 10 {
-		revs = append(revs, hold(i+1))
-	}
-	for _, s := range full {
-		s.setFull(false)
-	}
-	for i, s := range sinks {
-		if got := s.waitRevs(t, fmt.Sprint("watcher ", i), revs[len(revs)-1])[1:]; fmt.Sprint(got) != fmt.Sprint(revs) {
-			t.Errorf("watcher %d got %v, want %v: every change once, in order", i, got, revs)
-		}
 	}
 }
