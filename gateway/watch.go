@@ -226,16 +226,47 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, r, fieldError(fe))
 		return
 	}
-	ctx, release, err := s.watches.admit(r.Context(), int(s.watchersMax.Load()), watchSSE)
+	// The watch runs on a goroutine of its own, from the admission on,
+	// so that once it takes the connection over the handler can return:
+	// net/http then lets go of the request, the response and their
+	// buffers, and of the handler's goroutine and its grown stack, which
+	// would otherwise live as long as the stream. Its owner is the node's
+	// watcher set (drain stops it); the sink's read of the connection
+	// learns when the client leaves.
+	ctx, release, err := s.watches.admit(context.WithoutCancel(r.Context()), int(s.watchersMax.Load()), watchSSE)
 	if err != nil {
 		writeHTTPError(w, r, watchError(r.Context(), err))
 		return
 	}
-	defer release()
+	ctx, cancel := context.WithCancel(ctx)
 	sink := &sseSink{w: w, rc: http.NewResponseController(w), tls: r.TLS != nil, keepalive: time.Duration(s.watchKeepalive.Load()),
-		writeMax: time.Duration(s.watchWriteMax.Load())}
-	err = s.hub.Watch(ctx, show, from, false, sink)
+		writeMax: time.Duration(s.watchWriteMax.Load()), takenOver: make(chan struct{})}
+	ended := make(chan error, 1)
+	go func() {
+		err := s.hub.Watch(ctx, show, from, false, sink)
+		if sink.conn == nil {
+			ended <- err // the handler still owns the response
+			return
+		}
+		sink.close()
+		cancel()
+		release()
+	}()
+	select {
+	case <-sink.takenOver:
+		return
+	case err = <-ended:
+	case <-r.Context().Done(): // the client left: net/http's read saw it
+		cancel()
+		select {
+		case <-sink.takenOver:
+			return
+		case err = <-ended:
+		}
+	}
 	sink.close()
+	cancel()
+	release()
 	if !sink.opened {
 		writeHTTPError(w, r, watchError(ctx, err))
 	}
@@ -314,6 +345,9 @@ type sseSink struct {
 	// plain TCP socket, so the feed does not write to it itself).
 	conn net.Conn
 	raw  syscall.RawConn
+	// takenOver is closed once conn is the stream's: the handler returns
+	// and w and rc are no longer the sink's to use.
+	takenOver chan struct{}
 }
 
 // Open is OpenShared: the hub serves every watch, relayed ones too, as a
@@ -350,6 +384,8 @@ func (s *sseSink) open(servedBy string, takeOver bool) error {
 	}
 	s.opened = true
 	s.conn = conn
+	s.w, s.rc = nil, nil // net/http's, and dead once the handler returns
+	defer close(s.takenOver)
 	// The stream is written to conn, and its client sends nothing: drop
 	// net/http's buffers of the connection, which would live as long as
 	// the watch (they are the caller's once taken over).
@@ -360,7 +396,7 @@ func (s *sseSink) open(servedBy string, takeOver bool) error {
 		}
 	}
 	// Without a length or chunks, the body ends when the connection does.
-	h.Set("Connection", "close")
+	h.Set("Connection", "close") // h is read here, before the handler returns
 	var head bytes.Buffer
 	head.WriteString("HTTP/1.1 200 OK\r\n")
 	h.Write(&head)
