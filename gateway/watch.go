@@ -33,7 +33,7 @@ const (
 	// and SSE together, forwarded ones included (seatd serve
 	// --watchers-max): each holds a connection (a file descriptor), its
 	// buffers and one goroutine, and wakes on each change of its show.
-	// Sized to memory: at about 32 KB a watcher, 50,000 take 1.6 GB.
+	// Sized to memory: docs/PERFORMANCE.md measures a watcher's share.
 	WatchersMaxDefault = 50000
 	// watchKeepalive is how often an idle SSE stream gets a comment line,
 	// and how often gRPC pings an idle connection: proxies keep the stream
