@@ -1,9 +1,9 @@
 // This file proves that a node without a replica of a show's group relays
 // one upstream watch per show, whatever the number of its watchers: many
 // SSE and gRPC watchers at n2 cost n1 one watch, each gets the seat map and
-// then every change once, in order; a later watcher and one resuming from a
-// revision the relay holds join the same upstream; and the upstream ends
-// with the last watcher.
+// then every change once, in order; a later watcher, one resuming from a
+// revision the relay holds and one resuming from past its last change join
+// the same upstream; and the upstream ends with the last watcher.
 package gateway
 
 import (
@@ -21,6 +21,7 @@ func TestWatchRelayedWatchersShareOneUpstream(t *testing.T) {
 	wc := startWatchCluster(t)
 	n1, n2 := wc.nodes[0], wc.nodes[1]
 	wc.createShow("r1")
+	wc.createShow("other")
 
 	var cancels []context.CancelFunc
 	var streams []func() *ledgerpb.WatchEvent // next event of each watcher
@@ -71,6 +72,21 @@ func TestWatchRelayedWatchersShareOneUpstream(t *testing.T) {
 	if got := n1.srv.watches.count(); got != 1 {
 		t.Errorf("n1 serves %d watches after a new and a resumed watcher at n2, want 1 upstream", got)
 	}
+
+	// A resume from past the relay's last change (a seat map's revision,
+	// read at n1 after entries that changed nothing of the show) is
+	// checked upstream, then joins the relay: it gets the next change.
+	g, err := n1.raft.Group(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc.hold("other", "co", "A1") // another show: no change of r1
+	ahead, cancelAhead := relayedWatch(t, n2, g.Machine().Applied())
+	b := wc.hold("r1", "cb", "A3")
+	wantChanges(t, "resumed past the relay's last change via n2", recv(t, ahead), b.Revision, "A3=HELD")
+	cancelAhead()
+	waitWatches(t, n2, sse+grpcs+2)
+	waitWatches(t, n1, 1) // the resume's own upstream closed once it joined
 
 	// The upstream lasts as long as n2 has a watcher of the show.
 	for _, cancel := range cancels {
