@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -228,6 +229,7 @@ func (f *feed) followRelay(ctx context.Context, h *Hub) error {
 		return remoteWatchErr(ctx, servedBy, err)
 	}
 	f.openRelay(first, servedBy)
+	f.lastWrite = time.Now() // keepalives are due an idle interval from now
 	events := make(chan *ledgerpb.WatchEvent, watchReadMax)
 	errc := make(chan error, 1)
 	done := make(chan struct{})
