@@ -33,7 +33,7 @@ const (
 	// and SSE together, forwarded ones included (seatd serve
 	// --watchers-max): each holds a connection (a file descriptor), its
 	// buffers and one goroutine, and wakes on each change of its show.
-	// Sized to memory: at about 32 KB a watcher, 50,000 take 1.6 GB.
+	// Sized to memory: docs/PERFORMANCE.md measures a watcher's share.
 	WatchersMaxDefault = 50000
 	// watchKeepalive is how often an idle SSE stream gets a comment line,
 	// and how often gRPC pings an idle connection: proxies keep the stream
@@ -226,18 +226,47 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, r, fieldError(fe))
 		return
 	}
-	ctx, release, err := s.watches.admit(r.Context(), int(s.watchersMax.Load()), watchSSE)
+	// The watch runs on a goroutine of its own, from the admission on,
+	// so that once it takes the connection over the handler can return:
+	// net/http then lets go of the request, the response and their
+	// buffers, and of the handler's goroutine and its grown stack, which
+	// would otherwise live as long as the stream. Its owner is the node's
+	// watcher set (drain stops it); the sink's read of the connection
+	// learns when the client leaves.
+	ctx, release, err := s.watches.admit(context.WithoutCancel(r.Context()), int(s.watchersMax.Load()), watchSSE)
 	if err != nil {
 		writeHTTPError(w, r, watchError(r.Context(), err))
 		return
 	}
-	defer release()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sink := &sseSink{w: w, rc: http.NewResponseController(w), cancel: cancel, tls: r.TLS != nil, keepalive: time.Duration(s.watchKeepalive.Load()),
-		writeMax: time.Duration(s.watchWriteMax.Load())}
-	err = s.hub.Watch(ctx, show, from, false, sink)
+	sink := &sseSink{w: w, rc: http.NewResponseController(w), tls: r.TLS != nil, keepalive: time.Duration(s.watchKeepalive.Load()),
+		writeMax: time.Duration(s.watchWriteMax.Load()), takenOver: make(chan struct{})}
+	ended := make(chan error, 1)
+	go func() {
+		err := s.hub.Watch(ctx, show, from, false, sink)
+		if sink.conn == nil {
+			ended <- err // the handler still owns the response
+			return
+		}
+		sink.close()
+		cancel()
+		release()
+	}()
+	select {
+	case <-sink.takenOver:
+		return
+	case err = <-ended:
+	case <-r.Context().Done(): // the client left: net/http's read saw it
+		cancel()
+		select {
+		case <-sink.takenOver:
+			return
+		case err = <-ended:
+		}
+	}
 	sink.close()
+	cancel()
+	release()
 	if !sink.opened {
 		writeHTTPError(w, r, watchError(ctx, err))
 	}
@@ -293,18 +322,16 @@ func (sseFormat) EncodeWatchEvent(e *ledgerpb.WatchEvent) ([]byte, error) {
 
 var sseKeepalive = []byte(": keepalive\n\n")
 
-// sseSink writes a watch as Server-Sent Events. A watch served from this
-// node's replica over plain HTTP/1.x takes the connection over from
-// net/http: the stream is then the connection's own bytes, written without
-// chunking, and the show's feed writes each change straight to the socket
-// (watch.DirectSink) while the client keeps up. A watch served from this node's replica writes
-// everything else from its one goroutine (watch.SharedSink); a relayed one
-// gets keepalives from a goroutine of the sink's own, and mu orders their
-// writes.
+// sseSink writes a watch as Server-Sent Events. A watch over plain
+// HTTP/1.x takes the connection over from net/http: the stream is then the
+// connection's own bytes, written without chunking, and the show's feed
+// (of this node's replica or relayed) writes each change straight to the
+// socket (watch.DirectSink) while the client keeps up. Everything else,
+// keepalives included, is written from the watch's one goroutine
+// (watch.SharedSink).
 type sseSink struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
-	cancel    context.CancelFunc // ends the watch when a keepalive fails
 	keepalive time.Duration
 	writeMax  time.Duration // watchWriteTimeout
 	tls       bool          // the request came over TLS
@@ -318,21 +345,14 @@ type sseSink struct {
 	// plain TCP socket, so the feed does not write to it itself).
 	conn net.Conn
 	raw  syscall.RawConn
-	stop chan struct{}
-	done chan struct{}
+	// takenOver is closed once conn is the stream's: the handler returns
+	// and w and rc are no longer the sink's to use.
+	takenOver chan struct{}
 }
 
-// Open sends the stream's headers and starts the keepalives.
-// A relayed watch keeps net/http's connection, whose background read ends
-// the watch as soon as the client leaves.
-func (s *sseSink) Open(servedBy string) error {
-	if err := s.open(servedBy, false); err != nil {
-		return err
-	}
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go s.keepAlive()
-	return nil
-}
+// Open is OpenShared: the hub serves every watch, relayed ones too, as a
+// watch.SharedSink, whose keepalives come from Idle.
+func (s *sseSink) Open(servedBy string) error { return s.OpenShared(servedBy) }
 
 // OpenShared sends the stream's headers; the watch calls Idle for the
 // keepalives. A plain TCP connection is taken over, so that the show's
@@ -364,6 +384,8 @@ func (s *sseSink) open(servedBy string, takeOver bool) error {
 	}
 	s.opened = true
 	s.conn = conn
+	s.w, s.rc = nil, nil // net/http's, and dead once the handler returns
+	defer close(s.takenOver)
 	// The stream is written to conn, and its client sends nothing: drop
 	// net/http's buffers of the connection, which would live as long as
 	// the watch (they are the caller's once taken over).
@@ -374,7 +396,7 @@ func (s *sseSink) open(servedBy string, takeOver bool) error {
 		}
 	}
 	// Without a length or chunks, the body ends when the connection does.
-	h.Set("Connection", "close")
+	h.Set("Connection", "close") // h is read here, before the handler returns
 	var head bytes.Buffer
 	head.WriteString("HTTP/1.1 200 OK\r\n")
 	h.Write(&head)
@@ -434,24 +456,6 @@ func (s *sseSink) SendFrames(frames []*watch.Frame) error {
 	return s.write(blocks...)
 }
 
-// keepAlive writes a comment line every keepalive until close.
-func (s *sseSink) keepAlive() {
-	defer close(s.done)
-	t := time.NewTicker(s.keepalive)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if err := s.write(sseKeepalive); err != nil {
-				s.cancel() // the client is gone: end the watch
-				return
-			}
-		}
-	}
-}
-
 // write writes blocks within writeMax. A client that stops reading fills
 // its socket's buffers (the bound on what it may fall behind), then this
 // write times out and the watch ends: the client resumes from its last
@@ -487,13 +491,9 @@ func (s *sseSink) write(blocks ...[]byte) error {
 	return s.rc.Flush()
 }
 
-// close stops the keepalives and closes a connection taken over; no write
-// happens after it returns.
+// close closes a connection taken over; no write happens after it
+// returns.
 func (s *sseSink) close() {
-	if s.stop != nil {
-		close(s.stop)
-		<-s.done
-	}
 	s.mu.Lock()
 	s.closed = true
 	if s.conn != nil {

@@ -251,7 +251,7 @@ func (f *feed) serveDirect(ctx context.Context, h *Hub, sink DirectSink, pos uin
 	stop := context.AfterFunc(ctx, sink.Wake)
 	defer stop()
 	for {
-		next, _, sent, behind, err := f.sendAfter(h, sink, pos)
+		next, _, sent, behind, err := f.sendAfter(ctx, h, sink, pos)
 		if err != nil {
 			return err
 		}

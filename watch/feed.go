@@ -104,9 +104,10 @@ func sendEach(s Sink, frames []*Frame) (err error) {
 
 // feed is one show's change stream on this node, shared by its watchers.
 type feed struct {
-	g    *raftnode.Group
-	show string
-	stop context.CancelFunc // ends run; called by feedSet once no watcher is left
+	g     *raftnode.Group // the replica read; nil for a relay feed
+	show  string
+	relay *relayState        // a relay feed's upstream (relay.go); nil for a replica's
+	stop  context.CancelFunc // ends run; called by feedSet once no watcher is left
 	// framesMax bounds the ring (feedFramesMax).
 	framesMax int
 	// scratch holds the direct watchers of one fan-out, lastWrite is
@@ -138,7 +139,8 @@ type feed struct {
 }
 
 // feedKey names a feed: a show on one replica of its group (a group
-// removed and added again is another replica).
+// removed and added again is another replica), or, with no replica, the
+// show's relay feed.
 type feedKey struct {
 	g    *raftnode.Group
 	show string
@@ -173,20 +175,27 @@ func (s *feedSet) join(h *Hub, g *raftnode.Group, show string, format Format) (*
 	f := s.mu.feeds[k]
 	if f == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		f = &feed{g: g, show: show, stop: cancel, framesMax: cmp.Or(s.framesMax, feedFramesMax)}
+		f = &feed{g: g, show: show, stop: cancel, framesMax: s.ringMax()}
 		applied := g.Machine().Applied()
 		f.mu.lo, f.mu.pos, f.mu.wake = applied, applied, make(chan struct{})
 		s.mu.feeds[k] = f
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			f.run(ctx, h)
-			s.forget(k, f)
-		}()
+		s.start(ctx, h, k, f)
 	}
 	s.mu.watchers[f]++
 	f.addFormat(format)
 	return f, nil
+}
+
+func (s *feedSet) ringMax() int { return cmp.Or(s.framesMax, feedFramesMax) }
+
+// start runs a new feed f until ctx ends or it fails.
+func (s *feedSet) start(ctx context.Context, h *Hub, k feedKey, f *feed) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f.run(ctx, h)
+		s.forget(k, f)
+	}()
 }
 
 // leave ends a watcher's use of f; the last one stops it.
@@ -244,7 +253,11 @@ func (f *feed) addFormat(format Format) {
 // the feed so that its watchers end (and resume, at another node if need
 // be).
 func (f *feed) run(ctx context.Context, h *Hub) {
-	err := f.follow(ctx, h)
+	follow := f.follow
+	if f.relay != nil {
+		follow = f.followRelay
+	}
+	err := follow(ctx, h)
 	if ctx.Err() != nil {
 		err = fmt.Errorf("%w: the watch feed of show %s stopped", raftnode.ErrUnavailable, f.show)
 	}
@@ -253,6 +266,10 @@ func (f *feed) run(ctx context.Context, h *Hub) {
 	f.mu.err = err
 	f.detachAllLocked(f.mu.pos, err)
 	close(f.mu.wake)
+	if f.relay != nil && !f.relay.isOpen {
+		f.relay.isOpen = true
+		close(f.relay.opened) // its waiting watchers end with err
+	}
 }
 
 // follow is the feed's loop: as watchLocal's was, but once for all watchers.
@@ -406,7 +423,7 @@ func (f *feed) serve(ctx context.Context, h *Hub, sink SharedSink, pos uint64) e
 		tick = timer.C
 	}
 	for {
-		next, wake, sent, behind, err := f.sendAfter(h, sink, pos)
+		next, wake, sent, behind, err := f.sendAfter(ctx, h, sink, pos)
 		if err != nil {
 			return err
 		}
@@ -431,13 +448,18 @@ func (f *feed) serve(ctx context.Context, h *Hub, sink SharedSink, pos uint64) e
 }
 
 // sendAfter sends sink what the feed has after pos: from the ring, or, when
-// pos fell out of it (behind), from the log as a resume does. It returns
-// the position reached, whether it sent anything, and, from the ring, the
-// channel that wakes a watcher waiting for more.
-func (f *feed) sendAfter(h *Hub, sink SharedSink, pos uint64) (next uint64, wake <-chan struct{}, sent, behind bool, err error) {
+// pos fell out of it (behind), from the log as a resume does (a relay
+// feed's watcher: from an upstream of its own until it reaches the ring).
+// It returns the position reached, whether it sent anything, and, from the
+// ring, the channel that wakes a watcher waiting for more.
+func (f *feed) sendAfter(ctx context.Context, h *Hub, sink SharedSink, pos uint64) (next uint64, wake <-chan struct{}, sent, behind bool, err error) {
 	frames, next, wake, behind, err := f.after(pos)
 	if err != nil {
 		return pos, nil, false, false, err
+	}
+	if behind && f.relay != nil {
+		next, err = f.ownUpstream(ctx, h, sink, pos, true)
+		return next, nil, err == nil, true, err
 	}
 	if behind {
 		if frames, next, err = f.readBehind(h, pos, sink.Format()); err != nil {

@@ -3,10 +3,10 @@
 // is replicated state, so any replica serves it: a follower's stream may
 // run a little behind the leader's, but it holds the same records at the
 // same revisions and never skips one. A node without a replica of the
-// group relays the stream of a node that has one. The shard router says
-// where a show lives; this package only reads and fans out, once per node
-// and show (feed.go), straight to the sockets of watchers that keep up
-// (direct.go).
+// group relays the stream of a node that has one, one stream per show
+// (relay.go). The shard router says where a show lives; this package only
+// reads and fans out, once per node and show (feed.go), straight to the
+// sockets of watchers that keep up (direct.go).
 package watch
 
 import (
@@ -107,7 +107,7 @@ func (h *Hub) Watch(ctx context.Context, showID string, from uint64, forwarded b
 	if forwarded {
 		return fmt.Errorf("%w: %w: group %d (a forwarded watch is not forwarded again)", raftnode.ErrUnavailable, raftnode.ErrUnknownGroup, group)
 	}
-	return h.watchRemote(ctx, group, showID, from, sink)
+	return h.watchRelayed(ctx, group, showID, from, sink)
 }
 
 // watchLocal serves a watch from this node's replica: its first events
@@ -291,22 +291,6 @@ func (h *Hub) showRevision(ctx context.Context, show string) (uint64, error) {
 	return sm.Revision, nil
 }
 
-// watchRemote relays the watch of a node that hosts the group: the leader
-// this node last heard of first, then every other node in turn. A node that
-// cannot serve it (no replica, behind, too many watchers) answers before the
-// stream opens, and the next one is asked.
-func (h *Hub) watchRemote(ctx context.Context, group uint32, show string, from uint64, sink Sink) error {
-	var last error
-	for _, target := range h.watchTargets(group) {
-		opened, err := h.relay(ctx, target, show, from, sink)
-		if opened || ctx.Err() != nil || !errors.Is(err, raftnode.ErrUnavailable) {
-			return err
-		}
-		last = err
-	}
-	return fmt.Errorf("%w: no node serves a watch of group %d now (last: %v)", raftnode.ErrUnavailable, group, last)
-}
-
 // watchTargets lists the nodes to ask for a group's watch, the hinted
 // leader first.
 func (h *Hub) watchTargets(group uint32) []string {
@@ -321,46 +305,6 @@ func (h *Hub) watchTargets(group uint32) []string {
 		}
 	}
 	return out
-}
-
-// relay opens the watch on target and passes its events to sink; opened
-// reports whether target started the stream (after which a failure ends the
-// watch: the client resumes from its last revision).
-func (h *Hub) relay(ctx context.Context, target, show string, from uint64, sink Sink) (opened bool, err error) {
-	conn, err := h.router.PeerConn(target)
-	if err != nil {
-		return false, err
-	}
-	sctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(ctx, forwardedKey, h.node.ID()))
-	defer cancel()
-	stream, err := ledgerpb.NewBookingClient(conn).Watch(sctx, &ledgerpb.WatchRequest{ShowId: show, FromRevision: from})
-	if err != nil {
-		return false, remoteWatchErr(ctx, target, err)
-	}
-	md, err := stream.Header()
-	if err == nil && md == nil {
-		// The stream ended before it opened: its status says why.
-		_, err = stream.Recv()
-	}
-	if err != nil {
-		return false, remoteWatchErr(ctx, target, err)
-	}
-	servedBy := target
-	if v := md.Get(servedByKey); len(v) > 0 {
-		servedBy = v[0]
-	}
-	if err := sink.Open(servedBy); err != nil {
-		return true, err
-	}
-	for {
-		e, err := stream.Recv()
-		if err != nil {
-			return true, remoteWatchErr(ctx, target, err)
-		}
-		if err := sink.Send(e); err != nil {
-			return true, err
-		}
-	}
 }
 
 // remoteWatchErr maps a forwarded watch's failure: a missing show is
