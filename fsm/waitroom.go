@@ -47,8 +47,10 @@ type room struct {
 	// place i+1); line[:head] are admitted.
 	line []*roomEntry
 	head int
-	// open are the entries of windows the clock has not passed, in arrival
-	// order (so by window).
+	// open are the entries of windows the clock has not passed, kept in
+	// place order (before): a join finds its position by binary search,
+	// where counting the entries ahead of it one by one cost each join
+	// time in proportion to its window's arrivals.
 	open []*roomEntry
 }
 
@@ -78,9 +80,7 @@ func (r *room) advance(now int64) {
 	if k == 0 {
 		return
 	}
-	closed := r.open[:k]
-	slices.SortFunc(closed, before)
-	for _, e := range closed {
+	for _, e := range r.open[:k] {
 		if !(len(r.line) == 0 || before(r.line[len(r.line)-1], e) < 0) {
 			violated("room entry %s placed before an earlier window's", e.EntryId)
 		}
@@ -100,13 +100,11 @@ func (r *room) position(e *roomEntry) uint64 {
 	if e.place != 0 {
 		return e.place - uint64(r.head)
 	}
-	n := uint64(len(r.line) - r.head)
-	for _, o := range r.open {
-		if before(o, e) < 0 {
-			n++
-		}
+	i, found := slices.BinarySearchFunc(r.open, e, before)
+	if !found {
+		violated("room entry %s is neither placed nor in an open window", e.EntryId)
 	}
-	return n + 1
+	return uint64(len(r.line)-r.head+i) + 1
 }
 
 // admittedThrough is the last place admitted.
@@ -131,7 +129,11 @@ func (r *room) add(e *roomEntry) {
 	}
 	r.entries[e.EntryId] = e
 	r.byClient[e.ClientId] = e
-	r.open = append(r.open, e)
+	i, found := slices.BinarySearchFunc(r.open, e, before)
+	if found {
+		violated("room entry %s ranks equal to another", e.EntryId)
+	}
+	r.open = slices.Insert(r.open, i, e)
 }
 
 // roomRank draws an entry's rank within its window from the join's seed.
@@ -216,7 +218,7 @@ func (m *Machine) loadRoomEntries(r pebble.Reader, rm *room, clock int64) error 
 		if o := rm.byClient[e.ClientId]; o == nil || o.JoinedAtMs < e.JoinedAtMs || (o.JoinedAtMs == e.JoinedAtMs && o.EntryId < e.EntryId) {
 			rm.byClient[e.ClientId] = e
 		}
-		rm.open = append(rm.open, e) // in window order, as arrival is
+		rm.open = append(rm.open, e) // all is in place order
 	}
 	rm.advance(clock)
 	for _, e := range rm.line {
