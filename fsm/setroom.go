@@ -15,6 +15,7 @@ func (tx *txn) setRoom(c *ledgerpb.SetRoomCmd) *ledgerpb.Result {
 	r := tx.room(c.ShowId)
 	if !c.Open {
 		if r != nil {
+			tx.recordJoins(r)
 			tx.del(tx.m.roomKey(c.ShowId))
 			p := tx.m.roomEntryPrefix(c.ShowId)
 			must(tx.b.DeleteRange(p, prefixEnd(p), nil), "delete room entries")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -54,10 +55,13 @@ type room struct {
 	open []*roomEntry
 }
 
-// roomEntry is an entry and its place (0 while its window is open).
+// roomEntry is an entry, its place (0 while its window is open) and its
+// client's previous entry in the room (nil for the first), so a retried
+// join finds the entry it made (joinOf).
 type roomEntry struct {
 	*ledgerpb.RoomEntryRecord
 	place uint64
+	prev  *roomEntry
 }
 
 func newRoom(rec *ledgerpb.RoomRecord) *room {
@@ -65,8 +69,16 @@ func newRoom(rec *ledgerpb.RoomRecord) *room {
 }
 
 // before orders entries in a room: by window, then rank, then id.
+// The ids are compared only on a tie of ranks: cmp.Or would compare them
+// every time.
 func before(a, b *roomEntry) int {
-	return cmp.Or(cmp.Compare(a.Window, b.Window), cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.EntryId, b.EntryId))
+	if c := cmp.Compare(a.Window, b.Window); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Rank, b.Rank); c != 0 {
+		return c
+	}
+	return strings.Compare(a.EntryId, b.EntryId)
 }
 
 // advance closes the windows the clock now has passed: their entries are
@@ -128,6 +140,7 @@ func (r *room) add(e *roomEntry) {
 		violated("room entry id %s reused", e.EntryId)
 	}
 	r.entries[e.EntryId] = e
+	e.prev = r.byClient[e.ClientId]
 	r.byClient[e.ClientId] = e
 	i, found := slices.BinarySearchFunc(r.open, e, before)
 	if found {
@@ -215,9 +228,13 @@ func (m *Machine) loadRoomEntries(r pebble.Reader, rm *room, clock int64) error 
 	slices.SortFunc(all, before)
 	for _, e := range all {
 		rm.entries[e.EntryId] = e
-		if o := rm.byClient[e.ClientId]; o == nil || o.JoinedAtMs < e.JoinedAtMs || (o.JoinedAtMs == e.JoinedAtMs && o.EntryId < e.EntryId) {
-			rm.byClient[e.ClientId] = e
+		// A client joins again only after its admission expired, so
+		// in a later window: place order is its join order.
+		if o := rm.byClient[e.ClientId]; o != nil && o.JoinedAtMs >= e.JoinedAtMs {
+			return fmt.Errorf("room of show %s has entries %s and %s of client %s in one window", show, o.EntryId, e.EntryId, e.ClientId)
 		}
+		e.prev = rm.byClient[e.ClientId]
+		rm.byClient[e.ClientId] = e
 		rm.open = append(rm.open, e) // all is in place order
 	}
 	rm.advance(clock)
