@@ -93,9 +93,11 @@ func (w *WaitingRoom) JoinWaitingRoom(ctx context.Context, req *ledgerpb.JoinWai
 		return nil, err
 	}
 	rec := res.RoomEntry
-	e := shard.RoomEntryOf(req.ShowId, &fsm.RoomEntryView{Entry: rec, State: rec.State, Position: res.RoomPosition}, res.AppliedAtMs)
+	// The answer carries the room's rate at the join, so the estimated
+	// wait is as of the join, as the position is.
+	e := shard.RoomEntryOf(req.ShowId, &fsm.RoomEntryView{Entry: rec, State: rec.State, Position: res.RoomPosition,
+		AdmitPerSecond: res.RoomAdmitPerSecond}, res.AppliedAtMs)
 	e.EntryToken, e.Replayed, e.Revision, e.AsOf = res.RoomEntryToken, res.Replayed, res.Revision, ms(res.AppliedAtMs)
-	e.EstimatedWaitSeconds = 0 // the join's answer knows no rate; a read does
 	return e, nil
 }
 

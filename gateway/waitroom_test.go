@@ -50,6 +50,11 @@ func TestWaitingRoomHTTP(t *testing.T) {
 	j := expect("join", httpDo(t, base, "POST", "/v1/shows/s/waiting_room:join", `{"client_id":"c1","request_id":"j1"}`),
 		200, `"state":"WAITING"`, `"position":"1"`, `"people_ahead":"0"`)
 	id, tok := j["entry_id"].(string), j["entry_token"].(string)
+	// At 5/s the one waiting waits for its window to close and a fifth of
+	// a second: the answer estimates it, rounded up to whole seconds.
+	if w, _ := j["estimated_wait_seconds"].(float64); w < 1 || w > 2 {
+		t.Fatalf("join = %v, want estimated_wait_seconds 1 or 2 at 5/s", j)
+	}
 	again := expect("join again", httpDo(t, base, "POST", "/v1/shows/s/waiting_room:join", `{"client_id":"c1","request_id":"j2"}`), 200)
 	if again["entry_id"] != id {
 		t.Fatalf("second join = entry %v, want %s", again["entry_id"], id)
@@ -57,6 +62,9 @@ func TestWaitingRoomHTTP(t *testing.T) {
 	path := "/v1/shows/s/waiting_room/entries/" + id
 	expect("read with another token", httpDo(t, base, "GET", path+"?entry_token=AAAAAAAAAAAAAAAAAAAAAA", ""), 403, `"reason":"ROOM_TOKEN_INVALID"`)
 	expect("read without a token", httpDo(t, base, "GET", path, ""), 400, `"field":"entry_token"`)
+	if r := expect("read while waiting", httpDo(t, base, "GET", path+"?entry_token="+tok, ""), 200, `"state":"WAITING"`); r["estimated_wait_seconds"] == nil {
+		t.Fatalf("waiting entry = %v, want an estimated_wait_seconds", r)
+	}
 
 	// The log's clock passes the arrival window: the driver admits.
 	wc.clock.Add(2000)
