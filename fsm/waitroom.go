@@ -200,6 +200,9 @@ func (m *Machine) loadRooms(r pebble.Reader, led *ledger) error {
 	if err != nil {
 		return err
 	}
+	if err := m.loadRoomAuto(r, led); err != nil {
+		return err
+	}
 	for _, show := range slices.Sorted(maps.Keys(led.rooms)) {
 		if err := m.loadRoomEntries(r, led.rooms[show], clock); err != nil {
 			return err
@@ -260,6 +263,9 @@ func (m *Machine) loadRoomEntries(r pebble.Reader, rm *room, clock int64) error 
 // are compared by record, client and position, not by which list holds
 // them.
 func (led *ledger) diffRooms(o *ledger) string {
+	if d := led.diffRoomAuto(o); d != "" {
+		return d
+	}
 	if len(led.rooms) != len(o.rooms) {
 		return fmt.Sprintf("%d rooms, against %d", len(led.rooms), len(o.rooms))
 	}
@@ -307,7 +313,9 @@ func (tx *txn) room(show string) *room {
 func (tx *txn) admissionCheck(client string, c *ledgerpb.HoldCmd) *ledgerpb.Result {
 	r := tx.m.led.rooms[c.ShowId]
 	if r == nil {
-		return nil
+		if r = tx.arrival(c.ShowId); r == nil { // roomauto.go
+			return nil
+		}
 	}
 	e := r.byClient[client]
 	if e != nil && r.entryState(e, tx.now) == ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_ADMITTED &&

@@ -25,7 +25,9 @@ func (s *Server) waitingRoom() *WaitingRoom { return &WaitingRoom{s: s} }
 // roomSeedBytes is how many random bytes a join carries for its place.
 const roomSeedBytes = 16
 
-// SetWaitingRoom opens a show's room at a rate, or closes it (admin).
+// SetWaitingRoom opens a show's room at a rate, or closes it, and arms it
+// to open by itself at a threshold of holds a second, or disarms it
+// (admin).
 // Without a request_id one is derived from what is asked, so repeating the
 // same call is harmless.
 func (w *WaitingRoom) SetWaitingRoom(ctx context.Context, req *ledgerpb.SetWaitingRoomRequest) (*ledgerpb.WaitingRoomStatus, error) {
@@ -33,7 +35,7 @@ func (w *WaitingRoom) SetWaitingRoom(ctx context.Context, req *ledgerpb.SetWaiti
 		return nil, err
 	}
 	c := &ledgerpb.SetRoomCmd{ShowId: req.ShowId, Open: req.Open, AdmitPerSecond: req.AdmitPerSecond,
-		AdmissionTtlMs: int64(req.AdmissionTtlSeconds) * 1000}
+		AdmissionTtlMs: int64(req.AdmissionTtlSeconds) * 1000, AutoOpenArrivalsPerSecond: req.AutoOpenArrivalsPerSecond}
 	if fe := fsm.ValidateSetRoom(c); fe != nil {
 		return nil, fieldError(fe)
 	}

@@ -104,4 +104,20 @@ func TestWaitingRoomHTTP(t *testing.T) {
 	expect("open the room again", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room", `{"open":true,"admit_per_second":5}`),
 		200, `"open":true`)
 	expect("close it again", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room", `{"open":false}`), 200, `"open":false`)
+
+	// Armed, the closed room opens by itself when three holds arrive
+	// within a second of log time: the third is refused without admission,
+	// as every hold after it.
+	expect("arm without a rate", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room", `{"open":false,"auto_open_arrivals_per_second":3}`),
+		400, `"field":"admit_per_second"`)
+	expect("arm the room", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room",
+		`{"open":false,"admit_per_second":4,"auto_open_arrivals_per_second":3}`), 200, `"open":false`, `"auto_open_arrivals_per_second":3`, `"auto_open_admit_per_second":4`)
+	wc.clock.Add(1000) // a second of its own
+	expect("first hold", httpDo(t, base, "POST", "/v1/shows/s/holds", `{"seat_ids":["A3"],"client_id":"a1","request_id":"h"}`), 200)
+	expect("second hold", httpDo(t, base, "POST", "/v1/shows/s/holds", `{"seat_ids":["A4"],"client_id":"a2","request_id":"h"}`), 200)
+	expect("third hold", httpDo(t, base, "POST", "/v1/shows/s/holds", `{"seat_ids":["A5"],"client_id":"a3","request_id":"h"}`),
+		403, `"reason":"ADMISSION_REQUIRED"`)
+	expect("room opened by itself", httpDo(t, base, "GET", "/v1/shows/s/waiting_room", ""), 200, `"open":true`, `"admit_per_second":4`)
+	expect("hold after it opened", httpDo(t, base, "POST", "/v1/shows/s/holds", `{"seat_ids":["A6"],"client_id":"a4","request_id":"h"}`),
+		403, `"reason":"ADMISSION_REQUIRED"`)
 }
