@@ -39,8 +39,7 @@ func (tx *txn) joinRoom(c *ledgerpb.Command, j *ledgerpb.JoinRoomCmd, pos int, h
 		Rank: roomRank(j.Seed, id), State: ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_WAITING,
 		RequestId: c.RequestId, PayloadHash: append([]byte(nil), hash...),
 	}}
-	r.add(e)
-	e.JoinedPosition, e.JoinedSoldOut, e.JoinedAdmitPerSecond = r.position(e), r.rec.SoldOut, r.rec.AdmitPerSecond
+	e.JoinedPosition, e.JoinedSoldOut, e.JoinedAdmitPerSecond = r.add(e), r.rec.SoldOut, r.rec.AdmitPerSecond
 	tx.putRoomEntry(j.ShowId, e)
 	return joinAnswer(tx.showTokenKey(j.ShowId), j.ShowId, e)
 }

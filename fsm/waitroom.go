@@ -31,9 +31,11 @@ import (
 // again, at the back.
 //
 // State lives in memory (ledger.rooms) and is written behind to Pebble:
-// the room record (0x14) and each entry (0x15). Places, the line and the
-// clients' entries are derived: load rebuilds them by sorting the entries,
-// the same order the windows closed in.
+// the room record (0x14) and each entry (0x15), which is also the
+// exactly-once record of the join that made it (joinroom.go). Places, the
+// line and the clients' entries are derived: load rebuilds them by sorting
+// the entries, the same order the windows closed in. A room may also be
+// armed to open by itself (roomauto.go, 0x1E).
 //
 // Memory: per open room one roomEntry per join, at most RoomEntriesMax;
 // closing the room drops them all.
@@ -134,8 +136,9 @@ func (r *room) entryState(e *roomEntry, clock int64) ledgerpb.RoomEntryState {
 	return e.State
 }
 
-// add puts a new entry in the room.
-func (r *room) add(e *roomEntry) {
+// add puts a new entry in the room, in its open window, and returns its
+// position (one search serves both).
+func (r *room) add(e *roomEntry) uint64 {
 	if r.entries[e.EntryId] != nil {
 		violated("room entry id %s reused", e.EntryId)
 	}
@@ -147,6 +150,7 @@ func (r *room) add(e *roomEntry) {
 		violated("room entry %s ranks equal to another", e.EntryId)
 	}
 	r.open = slices.Insert(r.open, i, e)
+	return uint64(len(r.line)-r.head+i) + 1
 }
 
 // roomRank draws an entry's rank within its window from the join's seed.
