@@ -52,8 +52,7 @@ func joinAnswer(tokenKey []byte, show string, e *roomEntry) *ledgerpb.Result {
 		state = ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_SOLD_OUT
 	}
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK,
-		RoomEntry: &ledgerpb.RoomEntryRecord{EntryId: e.EntryId, ClientId: e.ClientId, JoinedAtMs: e.JoinedAtMs,
-			Window: e.Window, Rank: e.Rank, State: state},
+		RoomEntry:      answerEntry(e.RoomEntryRecord, state, false),
 		RoomEntryToken: roomEntryToken(tokenKey, e.EntryId),
 		RoomPosition:   e.JoinedPosition, RoomPeopleAhead: e.JoinedPosition - 1,
 		RoomAdmitPerSecond: e.JoinedAdmitPerSecond,
@@ -128,17 +127,26 @@ func (tx *txn) recordJoins(r *room) {
 // roomEntryResult answers a second join with the client's entry as it
 // stands, its token and, while it waits, its position.
 func (tx *txn) roomEntryResult(show string, r *room, e *roomEntry) *ledgerpb.Result {
-	res := &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, RoomEntry: cloneOf(e.RoomEntryRecord),
+	res := &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK, RoomEntry: answerEntry(e.RoomEntryRecord, r.entryState(e, tx.now), true),
 		RoomEntryToken: roomEntryToken(tx.showTokenKey(show), e.EntryId), RoomAdmitPerSecond: r.rec.AdmitPerSecond}
-	res.RoomEntry.RequestId, res.RoomEntry.PayloadHash = "", nil
-	res.RoomEntry.JoinedPosition, res.RoomEntry.JoinedSoldOut, res.RoomEntry.JoinedAdmitPerSecond = 0, false, 0
-	res.RoomEntry.State = r.entryState(e, tx.now)
 	if e.State == ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_WAITING {
 		res.RoomPosition = r.position(e)
 		res.RoomPeopleAhead = res.RoomPosition - 1
 	}
 	res.Message = fmt.Sprintf("entry %s in the waiting room of show %s", e.EntryId, show)
 	return res
+}
+
+// answerEntry is an entry as a join's answer shows it, in state: never
+// the join's record fields, and its admission only if admitted (a first
+// join's answer, rebuilt for a replay, predates it).
+func answerEntry(e *ledgerpb.RoomEntryRecord, state ledgerpb.RoomEntryState, admitted bool) *ledgerpb.RoomEntryRecord {
+	out := &ledgerpb.RoomEntryRecord{EntryId: e.EntryId, ClientId: e.ClientId, JoinedAtMs: e.JoinedAtMs,
+		Window: e.Window, Rank: e.Rank, State: state}
+	if admitted {
+		out.AdmittedAtMs, out.AdmissionExpiresAtMs = e.AdmittedAtMs, e.AdmissionExpiresAtMs
+	}
+	return out
 }
 
 // roomEntryID names entry pos of the entry at index in group:
