@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	"net/http"
 	"time"
 
 	"github.com/seatledger/seatledger/internal/proccluster"
@@ -45,7 +43,9 @@ func (r *waitingroom) killLeader(ctx context.Context, e *env, when time.Time) {
 	var first, last uint64
 	seen := false
 	for time.Since(killedAt) < 30*time.Second {
-		st, err := e.roomThroughOthers(ctx, r.show, victim.ID)
+		st, err := throughOthers(ctx, e, victim.ID, 200*time.Millisecond, func(ctx context.Context, a api) (*ledgerpb.WaitingRoomStatus, error) {
+			return a.GetWaitingRoom(ctx, r.show)
+		})
 		if err == nil && !seen {
 			first, seen = st.Admitted, true
 		} else if err == nil && st.Admitted > first {
@@ -65,7 +65,9 @@ func (r *waitingroom) killLeader(ctx context.Context, e *env, when time.Time) {
 		if f.place == 0 || f.place+uint64(e.cfg.admitRate) < first || f.place > last {
 			continue
 		}
-		st, err := e.entryThroughOthers(ctx, r.show, f.entry, f.token, victim.ID)
+		st, err := throughOthers(ctx, e, victim.ID, time.Second, func(ctx context.Context, a api) (*ledgerpb.WaitingRoomEntry, error) {
+			return a.GetWaitingRoomEntry(ctx, &ledgerpb.GetWaitingRoomEntryRequest{ShowId: r.show, EntryId: f.entry, EntryToken: f.token})
+		})
 		if err != nil || st.AdmittedAt == nil {
 			continue
 		}
@@ -102,82 +104,44 @@ func (r *waitingroom) killLeader(ctx context.Context, e *env, when time.Time) {
 	}
 }
 
-// groupLeader is the node that leads group, as the nodes' /readyz say.
+// groupLeader is the node that leads group, as the nodes' /healthz say.
 func (e *env) groupLeader(ctx context.Context, group uint32) (*proccluster.Node, error) {
 	nodes := e.cluster.Nodes()
 	for _, n := range nodes {
-		leader, err := e.readyLeader(ctx, n, group)
-		if err != nil || leader == "" {
+		groups, err := e.healthGroups(ctx, n)
+		if err != nil {
 			continue
 		}
-		for _, m := range nodes {
-			if m.ID == leader || m.RaftAddr == leader {
-				return m, nil
+		for _, g := range groups {
+			if g.ID != group || g.Leader == "" {
+				continue
 			}
+			for _, m := range nodes {
+				if m.ID == g.Leader || m.RaftAddr == g.Leader {
+					return m, nil
+				}
+			}
+			return nil, fmt.Errorf("leader %q is none of the nodes", g.Leader)
 		}
-		return nil, fmt.Errorf("leader %q is none of the nodes", leader)
 	}
 	return nil, fmt.Errorf("no node names a leader of group %d", group)
 }
 
-// readyLeader reads the leader of group from n's /readyz.
-func (e *env) readyLeader(ctx context.Context, n *proccluster.Node, group uint32) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cluster.HTTPURL(n, "/readyz"), nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := e.healthc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Groups []struct {
-			ID     uint32 `json:"id"`
-			Leader string `json:"leader"`
-		} `json:"groups"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-		return "", err
-	}
-	for _, g := range h.Groups {
-		if g.ID == group {
-			return g.Leader, nil
-		}
-	}
-	return "", nil
-}
-
-// entryThroughOthers reads an entry through the first node that is not
-// skip.
-func (e *env) entryThroughOthers(ctx context.Context, show, entry, token, skip string) (*ledgerpb.WaitingRoomEntry, error) {
+// throughOthers calls fn with the api of each node but skip in turn (the
+// first apis are one per node, in node order), each call bounded by
+// timeout, until one succeeds.
+func throughOthers[T any](ctx context.Context, e *env, skip string, timeout time.Duration, fn func(ctx context.Context, a api) (T, error)) (T, error) {
+	var zero T
 	for i, n := range e.cluster.Nodes() {
 		if n.ID == skip || i >= len(e.apis) {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		st, err := e.apis[i].GetWaitingRoomEntry(ctx, &ledgerpb.GetWaitingRoomEntryRequest{ShowId: show, EntryId: entry, EntryToken: token})
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		v, err := fn(ctx, e.apis[i])
 		cancel()
 		if err == nil {
-			return st, nil
+			return v, nil
 		}
 	}
-	return nil, fmt.Errorf("no other node answered")
-}
-
-// roomThroughOthers reads the room through the first node that is not
-// skip (the first apis are one per node, in node order).
-func (e *env) roomThroughOthers(ctx context.Context, show, skip string) (*ledgerpb.WaitingRoomStatus, error) {
-	for i, n := range e.cluster.Nodes() {
-		if n.ID == skip || i >= len(e.apis) {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		st, err := e.apis[i].GetWaitingRoom(ctx, show)
-		cancel()
-		if err == nil {
-			return st, nil
-		}
-	}
-	return nil, fmt.Errorf("no other node answered")
+	return zero, fmt.Errorf("no node but %s answered", skip)
 }
