@@ -74,10 +74,16 @@
 // lacks and CODE_SOLD_OUT of 5 above, before CODE_TOO_MANY_HOLDS) unless its
 // client's latest room entry is admitted, not expired by the log clock, and
 // admission_token is that entry's; a best-available hold with wait that
-// finds the show sold out joins the queue without one. SetRoom:
+// finds the show sold out joins the queue without one. A hold in a show
+// whose closed room is armed counts as an arrival there, and the one that
+// reaches the threshold opens the room and is CODE_ADMISSION_REQUIRED
+// itself (roomauto.go). SetRoom:
 // CODE_SHOW_NOT_FOUND. JoinRoom: CODE_SHOW_NOT_FOUND, CODE_ROOM_CLOSED (no
 // open room), CODE_ROOM_FULL (RoomEntriesMax); a client with an entry that
-// is not expired gets that entry again. Admit, like Expire, is a leader
+// is not expired gets that entry again. A join that makes an entry is
+// recorded by the entry rather than a request record (joinroom.go): a retry
+// gets its answer, and the id with another payload CODE_REQUEST_ID_REUSED,
+// as for every request. Admit, like Expire, is a leader
 // command without an identity.
 //
 // Hold tokens are HMAC-SHA256(show's token key, hold id) (token.go): the key
@@ -110,7 +116,8 @@
 //	0x13 len(show) show revision(u64) hold_id   empty: the show's refunded bookings (revocation feed)
 //	0x1C sink_id                          ledgerpb.WebhookCursor: how far the group's events reached a sink (webhook.go)
 //	0x14 show_id                          ledgerpb.RoomRecord: the show's open waiting room (waitroom.go)
-//	0x15 len(show) show entry_id          ledgerpb.RoomEntryRecord: an entry of that room
+//	0x15 len(show) show entry_id          ledgerpb.RoomEntryRecord: an entry of that room, and the record of the join that made it
+//	0x1E show_id                          ledgerpb.RoomAutoRecord: the show's room, armed to open by itself (roomauto.go)
 //
 // The catalog (catalog.go), written only in the catalog group; its records
 // never change once written, and a browse page is one walk of an index:

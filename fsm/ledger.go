@@ -46,8 +46,10 @@ type ledger struct {
 	expiry expiryQueue
 	// live counts the live holds among holds.
 	live int
-	// rooms are the shows' open waiting rooms (waitroom.go).
-	rooms map[string]*room
+	// rooms are the shows' open waiting rooms (waitroom.go); roomAuto the
+	// shows whose rooms open by themselves (roomauto.go).
+	rooms    map[string]*room
+	roomAuto map[string]*ledgerpb.RoomAutoRecord
 }
 
 // showState is one show in the ledger.

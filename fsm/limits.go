@@ -160,6 +160,9 @@ const (
 	// RoomEntriesMax bounds the entries of one room (rejoins included);
 	// past it a join is CODE_ROOM_FULL.
 	RoomEntriesMax = 500_000
+	// RoomAutoArrivalsPerSecondMax bounds the threshold of holds a second
+	// that opens an armed room by itself (roomauto.go).
+	RoomAutoArrivalsPerSecondMax = 1_000_000
 	// RoomSeedBytesMax bounds a join's seed (the gateway draws 16 bytes).
 	RoomSeedBytesMax = 32
 	// AdmitPerEntryDefault and AdmitPerEntryMax bound how many entries one

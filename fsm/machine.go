@@ -271,6 +271,9 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 		return tx.stamp(invalid(fe))
 	}
 	hash := tx.payloadHash(c)
+	if r := tx.joinReplay(c, hash); r != nil { // a join's room entry is its record (joinroom.go)
+		return r
+	}
 	if prev := tx.request(c.ClientId, c.RequestId); prev != nil {
 		if string(prev.PayloadHash) != string(hash) {
 			return tx.stamp(&ledgerpb.Result{Code: ledgerpb.Code_CODE_REQUEST_ID_REUSED,
@@ -308,11 +311,14 @@ func (tx *txn) applyOne(c *ledgerpb.Command, pos int) *ledgerpb.Result {
 	case *ledgerpb.Command_SetRoom:
 		r = tx.setRoom(op.SetRoom)
 	case *ledgerpb.Command_JoinRoom:
-		r = tx.joinRoom(c.ClientId, op.JoinRoom, pos)
+		r = tx.joinRoom(c, op.JoinRoom, pos, hash)
 	default:
 		panic(fmt.Sprintf("fsm: unknown op %T at index %d", c.Op, tx.index))
 	}
 	tx.stamp(r)
+	if tx.joinRecorded(c, r) { // its room entry is its record (joinroom.go)
+		return r
+	}
 	// The record is encoded at once, so tx's own serves every command.
 	tx.rec.PayloadHash, tx.rec.Result, tx.rec.AppliedAtMs = hash, r, tx.now
 	tx.putRequest(c.ClientId, c.RequestId, &tx.rec)

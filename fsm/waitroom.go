@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -30,9 +31,11 @@ import (
 // again, at the back.
 //
 // State lives in memory (ledger.rooms) and is written behind to Pebble:
-// the room record (0x14) and each entry (0x15). Places, the line and the
-// clients' entries are derived: load rebuilds them by sorting the entries,
-// the same order the windows closed in.
+// the room record (0x14) and each entry (0x15), which is also the
+// exactly-once record of the join that made it (joinroom.go). Places, the
+// line and the clients' entries are derived: load rebuilds them by sorting
+// the entries, the same order the windows closed in. A room may also be
+// armed to open by itself (roomauto.go, 0x1E).
 //
 // Memory: per open room one roomEntry per join, at most RoomEntriesMax;
 // closing the room drops them all.
@@ -47,15 +50,20 @@ type room struct {
 	// place i+1); line[:head] are admitted.
 	line []*roomEntry
 	head int
-	// open are the entries of windows the clock has not passed, in arrival
-	// order (so by window).
+	// open are the entries of windows the clock has not passed, kept in
+	// place order (before): a join finds its position by binary search,
+	// where counting the entries ahead of it one by one cost each join
+	// time in proportion to its window's arrivals.
 	open []*roomEntry
 }
 
-// roomEntry is an entry and its place (0 while its window is open).
+// roomEntry is an entry, its place (0 while its window is open) and its
+// client's previous entry in the room (nil for the first), so a retried
+// join finds the entry it made (joinOf).
 type roomEntry struct {
 	*ledgerpb.RoomEntryRecord
 	place uint64
+	prev  *roomEntry
 }
 
 func newRoom(rec *ledgerpb.RoomRecord) *room {
@@ -63,8 +71,16 @@ func newRoom(rec *ledgerpb.RoomRecord) *room {
 }
 
 // before orders entries in a room: by window, then rank, then id.
+// The ids are compared only on a tie of ranks: cmp.Or would compare them
+// every time.
 func before(a, b *roomEntry) int {
-	return cmp.Or(cmp.Compare(a.Window, b.Window), cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.EntryId, b.EntryId))
+	if c := cmp.Compare(a.Window, b.Window); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Rank, b.Rank); c != 0 {
+		return c
+	}
+	return strings.Compare(a.EntryId, b.EntryId)
 }
 
 // advance closes the windows the clock now has passed: their entries are
@@ -78,9 +94,7 @@ func (r *room) advance(now int64) {
 	if k == 0 {
 		return
 	}
-	closed := r.open[:k]
-	slices.SortFunc(closed, before)
-	for _, e := range closed {
+	for _, e := range r.open[:k] {
 		if !(len(r.line) == 0 || before(r.line[len(r.line)-1], e) < 0) {
 			violated("room entry %s placed before an earlier window's", e.EntryId)
 		}
@@ -100,13 +114,11 @@ func (r *room) position(e *roomEntry) uint64 {
 	if e.place != 0 {
 		return e.place - uint64(r.head)
 	}
-	n := uint64(len(r.line) - r.head)
-	for _, o := range r.open {
-		if before(o, e) < 0 {
-			n++
-		}
+	i, found := slices.BinarySearchFunc(r.open, e, before)
+	if !found {
+		violated("room entry %s is neither placed nor in an open window", e.EntryId)
 	}
-	return n + 1
+	return uint64(len(r.line)-r.head+i) + 1
 }
 
 // admittedThrough is the last place admitted.
@@ -124,14 +136,21 @@ func (r *room) entryState(e *roomEntry, clock int64) ledgerpb.RoomEntryState {
 	return e.State
 }
 
-// add puts a new entry in the room.
-func (r *room) add(e *roomEntry) {
+// add puts a new entry in the room, in its open window, and returns its
+// position (one search serves both).
+func (r *room) add(e *roomEntry) uint64 {
 	if r.entries[e.EntryId] != nil {
 		violated("room entry id %s reused", e.EntryId)
 	}
 	r.entries[e.EntryId] = e
+	e.prev = r.byClient[e.ClientId]
 	r.byClient[e.ClientId] = e
-	r.open = append(r.open, e)
+	i, found := slices.BinarySearchFunc(r.open, e, before)
+	if found {
+		violated("room entry %s ranks equal to another", e.EntryId)
+	}
+	r.open = slices.Insert(r.open, i, e)
+	return uint64(len(r.line)-r.head+i) + 1
 }
 
 // roomRank draws an entry's rank within its window from the join's seed.
@@ -185,6 +204,9 @@ func (m *Machine) loadRooms(r pebble.Reader, led *ledger) error {
 	if err != nil {
 		return err
 	}
+	if err := m.loadRoomAuto(r, led); err != nil {
+		return err
+	}
 	for _, show := range slices.Sorted(maps.Keys(led.rooms)) {
 		if err := m.loadRoomEntries(r, led.rooms[show], clock); err != nil {
 			return err
@@ -213,10 +235,14 @@ func (m *Machine) loadRoomEntries(r pebble.Reader, rm *room, clock int64) error 
 	slices.SortFunc(all, before)
 	for _, e := range all {
 		rm.entries[e.EntryId] = e
-		if o := rm.byClient[e.ClientId]; o == nil || o.JoinedAtMs < e.JoinedAtMs || (o.JoinedAtMs == e.JoinedAtMs && o.EntryId < e.EntryId) {
-			rm.byClient[e.ClientId] = e
+		// A client joins again only after its admission expired, so
+		// in a later window: place order is its join order.
+		if o := rm.byClient[e.ClientId]; o != nil && o.JoinedAtMs >= e.JoinedAtMs {
+			return fmt.Errorf("room of show %s has entries %s and %s of client %s in one window", show, o.EntryId, e.EntryId, e.ClientId)
 		}
-		rm.open = append(rm.open, e) // in window order, as arrival is
+		e.prev = rm.byClient[e.ClientId]
+		rm.byClient[e.ClientId] = e
+		rm.open = append(rm.open, e) // all is in place order
 	}
 	rm.advance(clock)
 	for _, e := range rm.line {
@@ -241,6 +267,9 @@ func (m *Machine) loadRoomEntries(r pebble.Reader, rm *room, clock int64) error 
 // are compared by record, client and position, not by which list holds
 // them.
 func (led *ledger) diffRooms(o *ledger) string {
+	if d := led.diffRoomAuto(o); d != "" {
+		return d
+	}
 	if len(led.rooms) != len(o.rooms) {
 		return fmt.Sprintf("%d rooms, against %d", len(led.rooms), len(o.rooms))
 	}
@@ -288,7 +317,9 @@ func (tx *txn) room(show string) *room {
 func (tx *txn) admissionCheck(client string, c *ledgerpb.HoldCmd) *ledgerpb.Result {
 	r := tx.m.led.rooms[c.ShowId]
 	if r == nil {
-		return nil
+		if r = tx.arrival(c.ShowId); r == nil { // roomauto.go
+			return nil
+		}
 	}
 	e := r.byClient[client]
 	if e != nil && r.entryState(e, tx.now) == ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_ADMITTED &&

@@ -11,16 +11,18 @@ import (
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
-// roomCommand opens, re-rates or closes a room, joins one, admits, or holds
+// roomCommand opens, re-rates, closes or arms a room, joins one, admits, or holds
 // with an admission token (usually of the client's own entry).
 func (g *gen) roomCommand() *ledgerpb.Command {
 	show := g.pick(genShows)
 	switch p := g.ch.intn(10); {
 	case p < 2:
 		rates := []uint32{1, 3, 50, 0}
+		arms := []uint32{0, 0, 1, 2} // auto-open thresholds: holds a second
 		open := g.ch.intn(4) != 0
 		return g.remember(&ledgerpb.Command{ClientId: "admin", RequestId: g.request(),
-			Op: &ledgerpb.Command_SetRoom{SetRoom: &ledgerpb.SetRoomCmd{ShowId: show, Open: open, AdmitPerSecond: rates[g.ch.intn(len(rates))]}}})
+			Op: &ledgerpb.Command_SetRoom{SetRoom: &ledgerpb.SetRoomCmd{ShowId: show, Open: open, AdmitPerSecond: rates[g.ch.intn(len(rates))],
+				AutoOpenArrivalsPerSecond: arms[g.ch.intn(len(arms))]}}})
 	case p < 6:
 		seed := []byte{byte(g.ch.intn(256)), byte(g.ch.intn(256))}
 		return g.remember(&ledgerpb.Command{ClientId: g.pick(genClients), RequestId: g.request(),

@@ -12,6 +12,10 @@ type RoomView struct {
 	SoldOut                 bool
 	Waiting, Admitted       uint64
 	Joined, AdmittedThrough uint64
+	// The room opens by itself at AutoOpenAdmitPerSecond once
+	// AutoOpenArrivalsPerSecond holds arrive within a second (0: not
+	// armed); read whether the room is open or not.
+	AutoOpenArrivalsPerSecond, AutoOpenAdmitPerSecond uint32
 }
 
 // RoomEntryView is an entry as a read sees it: its state by the view's
@@ -50,13 +54,14 @@ func (v *View) Room(show string) (*RoomView, error) {
 			return
 		}
 		out = &RoomView{}
-		r := led.rooms[show]
-		if r == nil {
-			return
+		if r := led.rooms[show]; r != nil {
+			*out = RoomView{Open: true, AdmitPerSecond: r.rec.AdmitPerSecond, AdmissionTTLMs: r.rec.AdmissionTtlMs,
+				SoldOut: r.rec.SoldOut, Waiting: uint64(r.waiting()), Admitted: uint64(r.head),
+				Joined: uint64(len(r.entries)), AdmittedThrough: r.admittedThrough()}
 		}
-		*out = RoomView{Open: true, AdmitPerSecond: r.rec.AdmitPerSecond, AdmissionTTLMs: r.rec.AdmissionTtlMs,
-			SoldOut: r.rec.SoldOut, Waiting: uint64(r.waiting()), Admitted: uint64(r.head),
-			Joined: uint64(len(r.entries)), AdmittedThrough: r.admittedThrough()}
+		if a := led.roomAuto[show]; a != nil {
+			out.AutoOpenArrivalsPerSecond, out.AutoOpenAdmitPerSecond = a.ArrivalsPerSecond, a.AdmitPerSecond
+		}
 	})
 	if out == nil {
 		return nil, ErrNotFound

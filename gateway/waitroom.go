@@ -25,7 +25,9 @@ func (s *Server) waitingRoom() *WaitingRoom { return &WaitingRoom{s: s} }
 // roomSeedBytes is how many random bytes a join carries for its place.
 const roomSeedBytes = 16
 
-// SetWaitingRoom opens a show's room at a rate, or closes it (admin).
+// SetWaitingRoom opens a show's room at a rate, or closes it, and arms it
+// to open by itself at a threshold of holds a second, or disarms it
+// (admin).
 // Without a request_id one is derived from what is asked, so repeating the
 // same call is harmless.
 func (w *WaitingRoom) SetWaitingRoom(ctx context.Context, req *ledgerpb.SetWaitingRoomRequest) (*ledgerpb.WaitingRoomStatus, error) {
@@ -33,7 +35,7 @@ func (w *WaitingRoom) SetWaitingRoom(ctx context.Context, req *ledgerpb.SetWaiti
 		return nil, err
 	}
 	c := &ledgerpb.SetRoomCmd{ShowId: req.ShowId, Open: req.Open, AdmitPerSecond: req.AdmitPerSecond,
-		AdmissionTtlMs: int64(req.AdmissionTtlSeconds) * 1000}
+		AdmissionTtlMs: int64(req.AdmissionTtlSeconds) * 1000, AutoOpenArrivalsPerSecond: req.AutoOpenArrivalsPerSecond}
 	if fe := fsm.ValidateSetRoom(c); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -93,9 +95,11 @@ func (w *WaitingRoom) JoinWaitingRoom(ctx context.Context, req *ledgerpb.JoinWai
 		return nil, err
 	}
 	rec := res.RoomEntry
-	e := shard.RoomEntryOf(req.ShowId, &fsm.RoomEntryView{Entry: rec, State: rec.State, Position: res.RoomPosition}, res.AppliedAtMs)
+	// The answer carries the room's rate at the join, so the estimated
+	// wait is as of the join, as the position is.
+	e := shard.RoomEntryOf(req.ShowId, &fsm.RoomEntryView{Entry: rec, State: rec.State, Position: res.RoomPosition,
+		AdmitPerSecond: res.RoomAdmitPerSecond}, res.AppliedAtMs)
 	e.EntryToken, e.Replayed, e.Revision, e.AsOf = res.RoomEntryToken, res.Replayed, res.Revision, ms(res.AppliedAtMs)
-	e.EstimatedWaitSeconds = 0 // the join's answer knows no rate; a read does
 	return e, nil
 }
 

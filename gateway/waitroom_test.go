@@ -50,6 +50,11 @@ func TestWaitingRoomHTTP(t *testing.T) {
 	j := expect("join", httpDo(t, base, "POST", "/v1/shows/s/waiting_room:join", `{"client_id":"c1","request_id":"j1"}`),
 		200, `"state":"WAITING"`, `"position":"1"`, `"people_ahead":"0"`)
 	id, tok := j["entry_id"].(string), j["entry_token"].(string)
+	// At 5/s the one waiting waits for its window to close and a fifth of
+	// a second: the answer estimates it, rounded up to whole seconds.
+	if w, _ := j["estimated_wait_seconds"].(float64); w < 1 || w > 2 {
+		t.Fatalf("join = %v, want estimated_wait_seconds 1 or 2 at 5/s", j)
+	}
 	again := expect("join again", httpDo(t, base, "POST", "/v1/shows/s/waiting_room:join", `{"client_id":"c1","request_id":"j2"}`), 200)
 	if again["entry_id"] != id {
 		t.Fatalf("second join = entry %v, want %s", again["entry_id"], id)
@@ -57,6 +62,9 @@ func TestWaitingRoomHTTP(t *testing.T) {
 	path := "/v1/shows/s/waiting_room/entries/" + id
 	expect("read with another token", httpDo(t, base, "GET", path+"?entry_token=AAAAAAAAAAAAAAAAAAAAAA", ""), 403, `"reason":"ROOM_TOKEN_INVALID"`)
 	expect("read without a token", httpDo(t, base, "GET", path, ""), 400, `"field":"entry_token"`)
+	if r := expect("read while waiting", httpDo(t, base, "GET", path+"?entry_token="+tok, ""), 200, `"state":"WAITING"`); r["estimated_wait_seconds"] == nil {
+		t.Fatalf("waiting entry = %v, want an estimated_wait_seconds", r)
+	}
 
 	// The log's clock passes the arrival window: the driver admits.
 	wc.clock.Add(2000)
@@ -96,4 +104,20 @@ func TestWaitingRoomHTTP(t *testing.T) {
 	expect("open the room again", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room", `{"open":true,"admit_per_second":5}`),
 		200, `"open":true`)
 	expect("close it again", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room", `{"open":false}`), 200, `"open":false`)
+
+	// Armed, the closed room opens by itself when three holds arrive
+	// within a second of log time: the third is refused without admission,
+	// as every hold after it.
+	expect("arm without a rate", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room", `{"open":false,"auto_open_arrivals_per_second":3}`),
+		400, `"field":"admit_per_second"`)
+	expect("arm the room", httpDo(t, base, "POST", "/v1/admin/shows/s/waiting_room",
+		`{"open":false,"admit_per_second":4,"auto_open_arrivals_per_second":3}`), 200, `"open":false`, `"auto_open_arrivals_per_second":3`, `"auto_open_admit_per_second":4`)
+	wc.clock.Add(1000) // a second of its own
+	expect("first hold", httpDo(t, base, "POST", "/v1/shows/s/holds", `{"seat_ids":["A3"],"client_id":"a1","request_id":"h"}`), 200)
+	expect("second hold", httpDo(t, base, "POST", "/v1/shows/s/holds", `{"seat_ids":["A4"],"client_id":"a2","request_id":"h"}`), 200)
+	expect("third hold", httpDo(t, base, "POST", "/v1/shows/s/holds", `{"seat_ids":["A5"],"client_id":"a3","request_id":"h"}`),
+		403, `"reason":"ADMISSION_REQUIRED"`)
+	expect("room opened by itself", httpDo(t, base, "GET", "/v1/shows/s/waiting_room", ""), 200, `"open":true`, `"admit_per_second":4`)
+	expect("hold after it opened", httpDo(t, base, "POST", "/v1/shows/s/holds", `{"seat_ids":["A6"],"client_id":"a4","request_id":"h"}`),
+		403, `"reason":"ADMISSION_REQUIRED"`)
 }

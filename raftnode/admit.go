@@ -14,18 +14,15 @@ import (
 // room's rate by the log's time, so how often the driver proposes changes
 // only how smoothly entries are admitted, never how many. Followers never
 // admit. A replica with nothing to admit sleeps until an entry is applied
-// (a join, or its first entry as a new leader) or admitQuietMax passes.
+// (a join), it becomes a ready leader, or admitQuietMax passes; a new
+// leader proposes at once, without waiting for the next tick, since every
+// moment without admissions after a leader loss is a moment fans wait.
 func (g *Group) runAdmit() {
 	defer g.wg.Done()
 	cfg := g.node.cfg
 	t := time.NewTicker(cfg.ExpireInterval)
 	defer t.Stop()
 	for {
-		select {
-		case <-g.stop:
-			return
-		case <-t.C:
-		}
 		if !g.leaderReady() || !g.machine.RoomsWaiting() {
 			if !g.sleepUntilApplied(admitQuietMax) {
 				return
@@ -41,6 +38,11 @@ func (g *Group) runAdmit() {
 		} else if res.Admitted > 0 {
 			g.log.Debug("admitted room entries", "count", res.Admitted, "revision", res.Revision)
 		}
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -51,7 +53,8 @@ func (g *Group) runAdmit() {
 // kept short: a few wake-ups a second of an idle group cost little.
 const admitQuietMax = 250 * time.Millisecond
 
-// sleepUntilApplied waits until the next apply, d, or stop; false on stop.
+// sleepUntilApplied waits until the next apply, leadership ready, d, or
+// stop; false on stop.
 func (g *Group) sleepUntilApplied(d time.Duration) bool {
 	applied, closed := g.applied.wait()
 	if closed {
@@ -63,6 +66,7 @@ func (g *Group) sleepUntilApplied(d time.Duration) bool {
 	case <-g.stop:
 		return false
 	case <-applied:
+	case <-g.admitReady:
 	case <-timer.C:
 	}
 	return true

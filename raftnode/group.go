@@ -64,6 +64,8 @@ type Group struct {
 	// ready (capacity 1) wakes the expiry driver when this replica becomes
 	// a ready leader (expiry.go).
 	ready chan struct{}
+	// admitReady wakes the admission driver (admit.go) the same way.
+	admitReady chan struct{}
 	// leaderless says how long this replica has known no leader
 	// (leaderless.go).
 	leaderless leaderWatch
@@ -96,9 +98,10 @@ func startGroup(n *Node, id uint32, bootstrap []string, machine *fsm.Machine) (*
 		metrics:   n.metrics.group(id),
 		proposals: make(chan *proposal, n.cfg.BatchCommandsMax),
 		// Raft blocks on this channel; a buffer keeps it from waiting on us.
-		notify: make(chan bool, 16),
-		stop:   make(chan struct{}),
-		ready:  make(chan struct{}, 1),
+		notify:     make(chan bool, 16),
+		stop:       make(chan struct{}),
+		ready:      make(chan struct{}, 1),
+		admitReady: make(chan struct{}, 1),
 	}
 	var err error
 	if g.incarnation, err = readIncarnation(dir); err != nil {
@@ -285,6 +288,10 @@ func (g *Group) awaitBarrier(epoch uint64) {
 		select {
 		case g.ready <- struct{}{}:
 		default: // a wake-up is already pending
+		}
+		select {
+		case g.admitReady <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -65,7 +65,8 @@ func readRoom(v *fsm.View, req *ledgerpb.ReadRequest, resp *ledgerpb.ReadRespons
 		resp.Room = &ledgerpb.WaitingRoomStatus{ShowId: req.ShowId, Open: rv.Open, AdmitPerSecond: rv.AdmitPerSecond,
 			AdmissionTtlSeconds: uint32(rv.AdmissionTTLMs / 1000), SoldOut: rv.SoldOut, Waiting: rv.Waiting,
 			Admitted: rv.Admitted, Joined: rv.Joined, AdmittedThrough: rv.AdmittedThrough,
-			Revision: v.Applied(), AsOf: timestamppb.New(time.UnixMilli(v.Clock()))}
+			Revision: v.Applied(), AsOf: timestamppb.New(time.UnixMilli(v.Clock())),
+			AutoOpenArrivalsPerSecond: rv.AutoOpenArrivalsPerSecond, AutoOpenAdmitPerSecond: rv.AutoOpenAdmitPerSecond}
 		return resp, nil
 	}
 	e, err := v.RoomEntry(req.ShowId, req.EntryId, req.EntryToken)

@@ -14,7 +14,8 @@
 //	idle       CPU used by an idle cluster
 //	watchers   SSE clients follow one show while one writer holds and releases
 //	waitingroom --joins fans join one show's waiting room in a burst; then the room
-//	           admits at --admit-rate for --duration (waitingroom.go)
+//	           admits at --admit-rate for --duration (waitingroom.go); with
+//	           --kill-leader the room's leader process is killed halfway
 //
 // Every mutating call carries client_id + request_id and is retried on
 // 503/UNAVAILABLE with the same ids (exactly once). It prints a progress line
@@ -89,8 +90,9 @@ type config struct {
 	tls       bool
 	clientTLS *tls.Config
 	// joins and admitRate shape the waitingroom workload.
-	joins     int
-	admitRate int
+	joins      int
+	admitRate  int
+	killLeader bool
 }
 
 // workloads makes each workload fresh for every run: a workload keeps the
@@ -142,6 +144,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.fans, "fans", "", "stampede: after a conflict each fan reads the map again, at most every 50 ms (map, the default), or holds the next best seats at once, skipping those the conflict named (skip); both runs map then skip, on fresh shows")
 	fs.IntVar(&c.joins, "joins", 100000, "waitingroom: fans that join the room in the burst")
 	fs.IntVar(&c.admitRate, "admit-rate", 200, "waitingroom: the room's admissions a second (1..10000)")
+	fs.BoolVar(&c.killLeader, "kill-leader", false, "waitingroom, local cluster: halfway through the measurement SIGKILL the seatd process leading the room's group, time until admissions resume and check that no sampled place changed; then restart it")
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
 	fs.BoolVar(&c.noBatch, "no-batch", false, "start the cluster with seatd serve --max-batch 1 (one command per raft entry)")
 	fs.BoolVar(&c.compareBatch, "compare-batch", false, "run the workload on a batched cluster, then on a --no-batch one, and print the ratio")
@@ -250,6 +253,8 @@ func (c *config) validate() error {
 		return errors.New("--joins must be in 1..500000 (a room's entries are bounded)")
 	case c.admitRate < 1 || c.admitRate > 10000:
 		return errors.New("--admit-rate must be in 1..10000")
+	case c.killLeader && c.workload != "waitingroom":
+		return errors.New("--kill-leader is for --workload waitingroom")
 	case c.fans == fansBoth && c.compareBatch:
 		return errors.New("--fans both and --compare-batch each run twice: pick one")
 	}
@@ -257,8 +262,8 @@ func (c *config) validate() error {
 		if c.noBatch || c.compareBatch || c.tls {
 			return errors.New("--no-batch, --compare-batch and --tls start their own clusters: drop --endpoints")
 		}
-		if c.workload == "recovery" || c.workload == "idle" {
-			return fmt.Errorf("--workload %s needs its own cluster: drop --endpoints", c.workload)
+		if c.workload == "recovery" || c.workload == "idle" || c.killLeader {
+			return fmt.Errorf("--workload %s (or --kill-leader) needs its own cluster: drop --endpoints", c.workload)
 		}
 		return checkEndpoints(c.endpoints, c.allowRemote)
 	}

@@ -80,9 +80,16 @@ func (r *recovery) run(ctx context.Context, e *env) time.Duration {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
-// healthApplied reads a local node's applied index per group from /healthz
-// (over https on a --tls cluster).
-func (e *env) healthApplied(ctx context.Context, n *proccluster.Node) (map[uint32]uint64, error) {
+// groupHealth is a hosted group as a node's /healthz shows it.
+type groupHealth struct {
+	ID      uint32 `json:"id"`
+	Leader  string `json:"leader"`
+	Applied uint64 `json:"applied"`
+}
+
+// healthGroups reads a local node's groups from /healthz (over https on
+// a --tls cluster).
+func (e *env) healthGroups(ctx context.Context, n *proccluster.Node) ([]groupHealth, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cluster.HTTPURL(n, "/healthz"), nil)
 	if err != nil {
 		return nil, err
@@ -93,16 +100,22 @@ func (e *env) healthApplied(ctx context.Context, n *proccluster.Node) (map[uint3
 	}
 	defer resp.Body.Close()
 	var h struct {
-		Groups []struct {
-			ID      uint32 `json:"id"`
-			Applied uint64 `json:"applied"`
-		} `json:"groups"`
+		Groups []groupHealth `json:"groups"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
 		return nil, err
 	}
+	return h.Groups, nil
+}
+
+// healthApplied reads a local node's applied index per group.
+func (e *env) healthApplied(ctx context.Context, n *proccluster.Node) (map[uint32]uint64, error) {
+	groups, err := e.healthGroups(ctx, n)
+	if err != nil {
+		return nil, err
+	}
 	out := map[uint32]uint64{}
-	for _, g := range h.Groups {
+	for _, g := range groups {
 		out[g.ID] = g.Applied
 	}
 	return out, nil

@@ -85,6 +85,10 @@ func (r *waitingroom) run(ctx context.Context, e *env) time.Duration {
 	time.Sleep(1500 * time.Millisecond) // the last window closes: places are final
 	r.readPlaces(ctx, e)
 	start := time.Now()
+	var killed sync.WaitGroup
+	if e.cfg.killLeader {
+		killed.Go(func() { r.killLeader(ctx, e, start.Add(e.cfg.duration/2)) })
+	}
 	r.measured = e.runWorkers(ctx, 1+roomFollowersMax, e.cfg.duration, func(ctx context.Context, w *worker) {
 		if w.id == 0 {
 			r.sampleAdmitted(ctx, e, w)
@@ -92,6 +96,7 @@ func (r *waitingroom) run(ctx context.Context, e *env) time.Duration {
 		}
 		r.follow(ctx, e, w, start)
 	})
+	killed.Wait()
 	return r.burst
 }
 

@@ -1,8 +1,9 @@
 // This file adds the waiting room to TestEndToEnd: seatctl waitingroom
 // open needs --rate; an open room refuses a hold without admission; a fan
 // who joined is admitted by the leader within seconds and holds with its
-// admission token (seatctl hold --admission-token); status counts it; and
-// after close a hold needs no admission.
+// admission token (seatctl hold --admission-token); status counts it;
+// after close a hold needs no admission; close --auto-open arms the room
+// (with --rate) and a plain close disarms it.
 package main
 
 import (
@@ -59,4 +60,16 @@ func (sc *seatctl) waitingRoom(show string) {
 		t.Fatalf("waitingroom close:\n%s", out)
 	}
 	sc.ok("hold", show, "A12", "--client-id", "fan")
+	// Arming: --auto-open needs the rate it opens at; status shows it;
+	// a plain close disarms.
+	if _, _, code := sc.run("waitingroom", "close", show, "--auto-open", "1000"); code != exitUsage {
+		t.Fatalf("waitingroom close --auto-open without --rate exited %d, want %d", code, exitUsage)
+	}
+	if out := sc.ok("waitingroom", "close", show, "--auto-open", "1000", "--rate", "20"); tableValue(out, "open") != "false" ||
+		tableValue(out, "auto_open_arrivals_per_second") != "1000" || tableValue(out, "auto_open_admit_per_second") != "20" {
+		t.Fatalf("waitingroom close --auto-open 1000 --rate 20:\n%s", out)
+	}
+	if out := sc.ok("waitingroom", "close", show); tableValue(out, "auto_open_arrivals_per_second") != "" {
+		t.Fatalf("waitingroom close after arming:\n%s", out)
+	}
 }

@@ -1609,8 +1609,13 @@ type Result struct {
 	RoomPeopleAhead uint64           `protobuf:"varint,53,opt,name=room_people_ahead,json=roomPeopleAhead,proto3" json:"room_people_ahead,omitempty"`
 	Room            *RoomRecord      `protobuf:"bytes,54,opt,name=room,proto3" json:"room,omitempty"`
 	Admitted        uint32           `protobuf:"varint,55,opt,name=admitted,proto3" json:"admitted,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The room's admission rate when it answered a join, for the estimated
+	// wait.
+	RoomAdmitPerSecond uint32 `protobuf:"varint,56,opt,name=room_admit_per_second,json=roomAdmitPerSecond,proto3" json:"room_admit_per_second,omitempty"`
+	// After SetRoom: the show's auto-open arming (nil when not armed).
+	RoomAuto      *RoomAutoRecord `protobuf:"bytes,57,opt,name=room_auto,json=roomAuto,proto3" json:"room_auto,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
@@ -1830,6 +1835,20 @@ func (x *Result) GetAdmitted() uint32 {
 		return x.Admitted
 	}
 	return 0
+}
+
+func (x *Result) GetRoomAdmitPerSecond() uint32 {
+	if x != nil {
+		return x.RoomAdmitPerSecond
+	}
+	return 0
+}
+
+func (x *Result) GetRoomAuto() *RoomAutoRecord {
+	if x != nil {
+		return x.RoomAuto
+	}
+	return nil
 }
 
 // SeatRecord is stored for every seat that is not FREE.
@@ -3113,7 +3132,7 @@ const file_ledger_proto_rawDesc = "" +
 	"\x04seed\x18\x02 \x01(\bR\x04seed\"Z\n" +
 	"\x0fSetNodeStateCmd\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12.\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.NodeStateR\x05state\"\xcd\a\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.NodeStateR\x05state\"\xbc\b\n" +
 	"\x06Result\x12'\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x13.seatledger.v1.CodeR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
@@ -3147,7 +3166,9 @@ const file_ledger_proto_rawDesc = "" +
 	"\rroom_position\x184 \x01(\x04R\froomPosition\x12*\n" +
 	"\x11room_people_ahead\x185 \x01(\x04R\x0froomPeopleAhead\x12-\n" +
 	"\x04room\x186 \x01(\v2\x19.seatledger.v1.RoomRecordR\x04room\x12\x1a\n" +
-	"\badmitted\x187 \x01(\rR\badmitted\"y\n" +
+	"\badmitted\x187 \x01(\rR\badmitted\x121\n" +
+	"\x15room_admit_per_second\x188 \x01(\rR\x12roomAdmitPerSecond\x12:\n" +
+	"\troom_auto\x189 \x01(\v2\x1d.seatledger.v1.RoomAutoRecordR\broomAuto\"y\n" +
 	"\n" +
 	"SeatRecord\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\x12.\n" +
@@ -3398,24 +3419,25 @@ var file_ledger_proto_goTypes = []any{
 	(HoldState)(0),               // 40: seatledger.v1.HoldState
 	(*RoomEntryRecord)(nil),      // 41: seatledger.v1.RoomEntryRecord
 	(*RoomRecord)(nil),           // 42: seatledger.v1.RoomRecord
-	(SeatState)(0),               // 43: seatledger.v1.SeatState
-	(*SeatChange)(nil),           // 44: seatledger.v1.SeatChange
-	(*QueueOffer)(nil),           // 45: seatledger.v1.QueueOffer
-	(*WebhookHoldChange)(nil),    // 46: seatledger.v1.WebhookHoldChange
-	(*RoomEvent)(nil),            // 47: seatledger.v1.RoomEvent
-	(*RoomAdmission)(nil),        // 48: seatledger.v1.RoomAdmission
-	(*CatalogQuery)(nil),         // 49: seatledger.v1.CatalogQuery
-	(*SeatMap)(nil),              // 50: seatledger.v1.SeatMap
-	(*HoldInfo)(nil),             // 51: seatledger.v1.HoldInfo
-	(*QueueEntry)(nil),           // 52: seatledger.v1.QueueEntry
-	(*Seat)(nil),                 // 53: seatledger.v1.Seat
-	(*Revocation)(nil),           // 54: seatledger.v1.Revocation
-	(*ShowSeatCount)(nil),        // 55: seatledger.v1.ShowSeatCount
-	(*CatalogAnswer)(nil),        // 56: seatledger.v1.CatalogAnswer
-	(*NodeList)(nil),             // 57: seatledger.v1.NodeList
-	(*WebhookRecord)(nil),        // 58: seatledger.v1.WebhookRecord
-	(*WaitingRoomEntry)(nil),     // 59: seatledger.v1.WaitingRoomEntry
-	(*WaitingRoomStatus)(nil),    // 60: seatledger.v1.WaitingRoomStatus
+	(*RoomAutoRecord)(nil),       // 43: seatledger.v1.RoomAutoRecord
+	(SeatState)(0),               // 44: seatledger.v1.SeatState
+	(*SeatChange)(nil),           // 45: seatledger.v1.SeatChange
+	(*QueueOffer)(nil),           // 46: seatledger.v1.QueueOffer
+	(*WebhookHoldChange)(nil),    // 47: seatledger.v1.WebhookHoldChange
+	(*RoomEvent)(nil),            // 48: seatledger.v1.RoomEvent
+	(*RoomAdmission)(nil),        // 49: seatledger.v1.RoomAdmission
+	(*CatalogQuery)(nil),         // 50: seatledger.v1.CatalogQuery
+	(*SeatMap)(nil),              // 51: seatledger.v1.SeatMap
+	(*HoldInfo)(nil),             // 52: seatledger.v1.HoldInfo
+	(*QueueEntry)(nil),           // 53: seatledger.v1.QueueEntry
+	(*Seat)(nil),                 // 54: seatledger.v1.Seat
+	(*Revocation)(nil),           // 55: seatledger.v1.Revocation
+	(*ShowSeatCount)(nil),        // 56: seatledger.v1.ShowSeatCount
+	(*CatalogAnswer)(nil),        // 57: seatledger.v1.CatalogAnswer
+	(*NodeList)(nil),             // 58: seatledger.v1.NodeList
+	(*WebhookRecord)(nil),        // 59: seatledger.v1.WebhookRecord
+	(*WaitingRoomEntry)(nil),     // 60: seatledger.v1.WaitingRoomEntry
+	(*WaitingRoomStatus)(nil),    // 61: seatledger.v1.WaitingRoomStatus
 }
 var file_ledger_proto_depIdxs = []int32{
 	6,  // 0: seatledger.v1.Command.create_show:type_name -> seatledger.v1.CreateShowCmd
@@ -3444,49 +3466,50 @@ var file_ledger_proto_depIdxs = []int32{
 	40, // 23: seatledger.v1.Result.hold_state:type_name -> seatledger.v1.HoldState
 	41, // 24: seatledger.v1.Result.room_entry:type_name -> seatledger.v1.RoomEntryRecord
 	42, // 25: seatledger.v1.Result.room:type_name -> seatledger.v1.RoomRecord
-	43, // 26: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
-	40, // 27: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
-	1,  // 28: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
-	22, // 29: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
-	44, // 30: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
-	45, // 31: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
-	46, // 32: seatledger.v1.SeatEventRecord.hold_changes:type_name -> seatledger.v1.WebhookHoldChange
-	47, // 33: seatledger.v1.SeatEventRecord.room:type_name -> seatledger.v1.RoomEvent
-	48, // 34: seatledger.v1.SeatEventRecord.admissions:type_name -> seatledger.v1.RoomAdmission
-	17, // 35: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
-	4,  // 36: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
-	2,  // 37: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
-	17, // 38: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
-	25, // 39: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
-	2,  // 40: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
-	26, // 41: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
-	3,  // 42: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
-	49, // 43: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
-	2,  // 44: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
-	50, // 45: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
-	51, // 46: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
-	0,  // 47: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
-	52, // 48: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
-	51, // 49: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
-	53, // 50: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
-	54, // 51: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
-	55, // 52: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
-	56, // 53: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
-	57, // 54: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
-	58, // 55: seatledger.v1.ReadResponse.webhooks:type_name -> seatledger.v1.WebhookRecord
-	59, // 56: seatledger.v1.ReadResponse.room_entry:type_name -> seatledger.v1.WaitingRoomEntry
-	60, // 57: seatledger.v1.ReadResponse.room:type_name -> seatledger.v1.WaitingRoomStatus
-	25, // 58: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
-	29, // 59: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
-	27, // 60: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
-	26, // 61: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
-	30, // 62: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
-	28, // 63: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
-	61, // [61:64] is the sub-list for method output_type
-	58, // [58:61] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	43, // 26: seatledger.v1.Result.room_auto:type_name -> seatledger.v1.RoomAutoRecord
+	44, // 27: seatledger.v1.SeatRecord.state:type_name -> seatledger.v1.SeatState
+	40, // 28: seatledger.v1.HoldRecord.state:type_name -> seatledger.v1.HoldState
+	1,  // 29: seatledger.v1.QueueEntryRecord.state:type_name -> seatledger.v1.QueueState
+	22, // 30: seatledger.v1.ClientHoldsRecord.holds:type_name -> seatledger.v1.ClientHold
+	45, // 31: seatledger.v1.SeatEventRecord.changes:type_name -> seatledger.v1.SeatChange
+	46, // 32: seatledger.v1.SeatEventRecord.offers:type_name -> seatledger.v1.QueueOffer
+	47, // 33: seatledger.v1.SeatEventRecord.hold_changes:type_name -> seatledger.v1.WebhookHoldChange
+	48, // 34: seatledger.v1.SeatEventRecord.room:type_name -> seatledger.v1.RoomEvent
+	49, // 35: seatledger.v1.SeatEventRecord.admissions:type_name -> seatledger.v1.RoomAdmission
+	17, // 36: seatledger.v1.RequestRecord.result:type_name -> seatledger.v1.Result
+	4,  // 37: seatledger.v1.ProposeRequest.command:type_name -> seatledger.v1.Command
+	2,  // 38: seatledger.v1.ProposeResponse.status:type_name -> seatledger.v1.ForwardStatus
+	17, // 39: seatledger.v1.ProposeResponse.result:type_name -> seatledger.v1.Result
+	25, // 40: seatledger.v1.ProposeBatchRequest.requests:type_name -> seatledger.v1.ProposeRequest
+	2,  // 41: seatledger.v1.ProposeBatchResponse.status:type_name -> seatledger.v1.ForwardStatus
+	26, // 42: seatledger.v1.ProposeBatchResponse.responses:type_name -> seatledger.v1.ProposeResponse
+	3,  // 43: seatledger.v1.ReadRequest.kind:type_name -> seatledger.v1.ReadKind
+	50, // 44: seatledger.v1.ReadRequest.catalog_query:type_name -> seatledger.v1.CatalogQuery
+	2,  // 45: seatledger.v1.ReadResponse.status:type_name -> seatledger.v1.ForwardStatus
+	51, // 46: seatledger.v1.ReadResponse.seat_map:type_name -> seatledger.v1.SeatMap
+	52, // 47: seatledger.v1.ReadResponse.hold:type_name -> seatledger.v1.HoldInfo
+	0,  // 48: seatledger.v1.ReadResponse.code:type_name -> seatledger.v1.Code
+	53, // 49: seatledger.v1.ReadResponse.queue_entry:type_name -> seatledger.v1.QueueEntry
+	52, // 50: seatledger.v1.ReadResponse.bookings:type_name -> seatledger.v1.HoldInfo
+	54, // 51: seatledger.v1.ReadResponse.seats:type_name -> seatledger.v1.Seat
+	55, // 52: seatledger.v1.ReadResponse.revocations:type_name -> seatledger.v1.Revocation
+	56, // 53: seatledger.v1.ReadResponse.seat_counts:type_name -> seatledger.v1.ShowSeatCount
+	57, // 54: seatledger.v1.ReadResponse.catalog:type_name -> seatledger.v1.CatalogAnswer
+	58, // 55: seatledger.v1.ReadResponse.node_list:type_name -> seatledger.v1.NodeList
+	59, // 56: seatledger.v1.ReadResponse.webhooks:type_name -> seatledger.v1.WebhookRecord
+	60, // 57: seatledger.v1.ReadResponse.room_entry:type_name -> seatledger.v1.WaitingRoomEntry
+	61, // 58: seatledger.v1.ReadResponse.room:type_name -> seatledger.v1.WaitingRoomStatus
+	25, // 59: seatledger.v1.Peer.Propose:input_type -> seatledger.v1.ProposeRequest
+	29, // 60: seatledger.v1.Peer.Read:input_type -> seatledger.v1.ReadRequest
+	27, // 61: seatledger.v1.Peer.ProposeBatch:input_type -> seatledger.v1.ProposeBatchRequest
+	26, // 62: seatledger.v1.Peer.Propose:output_type -> seatledger.v1.ProposeResponse
+	30, // 63: seatledger.v1.Peer.Read:output_type -> seatledger.v1.ReadResponse
+	28, // 64: seatledger.v1.Peer.ProposeBatch:output_type -> seatledger.v1.ProposeBatchResponse
+	62, // [62:65] is the sub-list for method output_type
+	59, // [59:62] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_ledger_proto_init() }

@@ -98,8 +98,13 @@ type SetRoomCmd struct {
 	AdmitPerSecond uint32                 `protobuf:"varint,3,opt,name=admit_per_second,json=admitPerSecond,proto3" json:"admit_per_second,omitempty"`
 	// How long an admission token lasts; 0 means the default (2 min).
 	AdmissionTtlMs int64 `protobuf:"varint,4,opt,name=admission_ttl_ms,json=admissionTtlMs,proto3" json:"admission_ttl_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Arms the room to open by itself (at admit_per_second and
+	// admission_ttl_ms) once this many holds in the show arrive within one
+	// second of log time; 0 disarms it. Every SetRoomCmd sets it, open or
+	// closed, so the operator's last word counts.
+	AutoOpenArrivalsPerSecond uint32 `protobuf:"varint,5,opt,name=auto_open_arrivals_per_second,json=autoOpenArrivalsPerSecond,proto3" json:"auto_open_arrivals_per_second,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *SetRoomCmd) Reset() {
@@ -156,6 +161,13 @@ func (x *SetRoomCmd) GetAdmitPerSecond() uint32 {
 func (x *SetRoomCmd) GetAdmissionTtlMs() int64 {
 	if x != nil {
 		return x.AdmissionTtlMs
+	}
+	return 0
+}
+
+func (x *SetRoomCmd) GetAutoOpenArrivalsPerSecond() uint32 {
+	if x != nil {
+		return x.AutoOpenArrivalsPerSecond
 	}
 	return 0
 }
@@ -382,6 +394,16 @@ type RoomEntryRecord struct {
 	State                RoomEntryState `protobuf:"varint,6,opt,name=state,proto3,enum=seatledger.v1.RoomEntryState" json:"state,omitempty"`
 	AdmittedAtMs         int64          `protobuf:"varint,7,opt,name=admitted_at_ms,json=admittedAtMs,proto3" json:"admitted_at_ms,omitempty"`
 	AdmissionExpiresAtMs int64          `protobuf:"varint,8,opt,name=admission_expires_at_ms,json=admissionExpiresAtMs,proto3" json:"admission_expires_at_ms,omitempty"`
+	// The join that made the entry: its request id and payload hash, and
+	// what its answer said beyond the entry (position, sold out, rate). The
+	// entry is the join's exactly-once record (fsm/joinroom.go): a retry is
+	// answered from it, and closing the room writes request records of them.
+	// Never in a Result's room_entry.
+	RequestId            string `protobuf:"bytes,9,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	PayloadHash          []byte `protobuf:"bytes,10,opt,name=payload_hash,json=payloadHash,proto3" json:"payload_hash,omitempty"`
+	JoinedPosition       uint64 `protobuf:"varint,11,opt,name=joined_position,json=joinedPosition,proto3" json:"joined_position,omitempty"`
+	JoinedSoldOut        bool   `protobuf:"varint,12,opt,name=joined_sold_out,json=joinedSoldOut,proto3" json:"joined_sold_out,omitempty"`
+	JoinedAdmitPerSecond uint32 `protobuf:"varint,13,opt,name=joined_admit_per_second,json=joinedAdmitPerSecond,proto3" json:"joined_admit_per_second,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -472,6 +494,130 @@ func (x *RoomEntryRecord) GetAdmissionExpiresAtMs() int64 {
 	return 0
 }
 
+func (x *RoomEntryRecord) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RoomEntryRecord) GetPayloadHash() []byte {
+	if x != nil {
+		return x.PayloadHash
+	}
+	return nil
+}
+
+func (x *RoomEntryRecord) GetJoinedPosition() uint64 {
+	if x != nil {
+		return x.JoinedPosition
+	}
+	return 0
+}
+
+func (x *RoomEntryRecord) GetJoinedSoldOut() bool {
+	if x != nil {
+		return x.JoinedSoldOut
+	}
+	return false
+}
+
+func (x *RoomEntryRecord) GetJoinedAdmitPerSecond() uint32 {
+	if x != nil {
+		return x.JoinedAdmitPerSecond
+	}
+	return 0
+}
+
+// RoomAutoRecord arms a show's closed room to open by itself: while armed,
+// the state machine counts the holds in the show per second of log time
+// and opens the room at admit_per_second once a second's count reaches
+// arrivals_per_second.
+type RoomAutoRecord struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	ShowId            string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
+	ArrivalsPerSecond uint32                 `protobuf:"varint,2,opt,name=arrivals_per_second,json=arrivalsPerSecond,proto3" json:"arrivals_per_second,omitempty"`
+	AdmitPerSecond    uint32                 `protobuf:"varint,3,opt,name=admit_per_second,json=admitPerSecond,proto3" json:"admit_per_second,omitempty"`
+	AdmissionTtlMs    int64                  `protobuf:"varint,4,opt,name=admission_ttl_ms,json=admissionTtlMs,proto3" json:"admission_ttl_ms,omitempty"`
+	// The second of log time (Unix ms / 1000) being counted, and its holds.
+	Second        int64  `protobuf:"varint,5,opt,name=second,proto3" json:"second,omitempty"`
+	Arrivals      uint32 `protobuf:"varint,6,opt,name=arrivals,proto3" json:"arrivals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoomAutoRecord) Reset() {
+	*x = RoomAutoRecord{}
+	mi := &file_waitroom_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoomAutoRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoomAutoRecord) ProtoMessage() {}
+
+func (x *RoomAutoRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_waitroom_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoomAutoRecord.ProtoReflect.Descriptor instead.
+func (*RoomAutoRecord) Descriptor() ([]byte, []int) {
+	return file_waitroom_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RoomAutoRecord) GetShowId() string {
+	if x != nil {
+		return x.ShowId
+	}
+	return ""
+}
+
+func (x *RoomAutoRecord) GetArrivalsPerSecond() uint32 {
+	if x != nil {
+		return x.ArrivalsPerSecond
+	}
+	return 0
+}
+
+func (x *RoomAutoRecord) GetAdmitPerSecond() uint32 {
+	if x != nil {
+		return x.AdmitPerSecond
+	}
+	return 0
+}
+
+func (x *RoomAutoRecord) GetAdmissionTtlMs() int64 {
+	if x != nil {
+		return x.AdmissionTtlMs
+	}
+	return 0
+}
+
+func (x *RoomAutoRecord) GetSecond() int64 {
+	if x != nil {
+		return x.Second
+	}
+	return 0
+}
+
+func (x *RoomAutoRecord) GetArrivals() uint32 {
+	if x != nil {
+		return x.Arrivals
+	}
+	return 0
+}
+
 // RoomAdmission is one entry a waiting room admitted in an entry of the
 // log, kept in the show's change record (SeatEventRecord.admissions) for
 // webhooks. Never the admission token: the fan reads it with its entry
@@ -487,7 +633,7 @@ type RoomAdmission struct {
 
 func (x *RoomAdmission) Reset() {
 	*x = RoomAdmission{}
-	mi := &file_waitroom_proto_msgTypes[5]
+	mi := &file_waitroom_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +645,7 @@ func (x *RoomAdmission) String() string {
 func (*RoomAdmission) ProtoMessage() {}
 
 func (x *RoomAdmission) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[5]
+	mi := &file_waitroom_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +658,7 @@ func (x *RoomAdmission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoomAdmission.ProtoReflect.Descriptor instead.
 func (*RoomAdmission) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{5}
+	return file_waitroom_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RoomAdmission) GetEntryId() string {
@@ -554,7 +700,7 @@ type RoomEvent struct {
 
 func (x *RoomEvent) Reset() {
 	*x = RoomEvent{}
-	mi := &file_waitroom_proto_msgTypes[6]
+	mi := &file_waitroom_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +712,7 @@ func (x *RoomEvent) String() string {
 func (*RoomEvent) ProtoMessage() {}
 
 func (x *RoomEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[6]
+	mi := &file_waitroom_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,7 +725,7 @@ func (x *RoomEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoomEvent.ProtoReflect.Descriptor instead.
 func (*RoomEvent) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{6}
+	return file_waitroom_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RoomEvent) GetOpen() bool {
@@ -632,13 +778,17 @@ type SetWaitingRoomRequest struct {
 	AdmissionTtlSeconds uint32                 `protobuf:"varint,4,opt,name=admission_ttl_seconds,json=admissionTtlSeconds,proto3" json:"admission_ttl_seconds,omitempty"`
 	ClientId            string                 `protobuf:"bytes,5,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	RequestId           string                 `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Open the room by itself once this many holds in the show arrive within
+	// one second (at admit_per_second); 0 disarms. Works with open false: the
+	// room stays closed until the threshold is reached.
+	AutoOpenArrivalsPerSecond uint32 `protobuf:"varint,7,opt,name=auto_open_arrivals_per_second,json=autoOpenArrivalsPerSecond,proto3" json:"auto_open_arrivals_per_second,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *SetWaitingRoomRequest) Reset() {
 	*x = SetWaitingRoomRequest{}
-	mi := &file_waitroom_proto_msgTypes[7]
+	mi := &file_waitroom_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +800,7 @@ func (x *SetWaitingRoomRequest) String() string {
 func (*SetWaitingRoomRequest) ProtoMessage() {}
 
 func (x *SetWaitingRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[7]
+	mi := &file_waitroom_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +813,7 @@ func (x *SetWaitingRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetWaitingRoomRequest.ProtoReflect.Descriptor instead.
 func (*SetWaitingRoomRequest) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{7}
+	return file_waitroom_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SetWaitingRoomRequest) GetShowId() string {
@@ -708,6 +858,13 @@ func (x *SetWaitingRoomRequest) GetRequestId() string {
 	return ""
 }
 
+func (x *SetWaitingRoomRequest) GetAutoOpenArrivalsPerSecond() uint32 {
+	if x != nil {
+		return x.AutoOpenArrivalsPerSecond
+	}
+	return 0
+}
+
 type GetWaitingRoomRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
@@ -717,7 +874,7 @@ type GetWaitingRoomRequest struct {
 
 func (x *GetWaitingRoomRequest) Reset() {
 	*x = GetWaitingRoomRequest{}
-	mi := &file_waitroom_proto_msgTypes[8]
+	mi := &file_waitroom_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +886,7 @@ func (x *GetWaitingRoomRequest) String() string {
 func (*GetWaitingRoomRequest) ProtoMessage() {}
 
 func (x *GetWaitingRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[8]
+	mi := &file_waitroom_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +899,7 @@ func (x *GetWaitingRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWaitingRoomRequest.ProtoReflect.Descriptor instead.
 func (*GetWaitingRoomRequest) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{8}
+	return file_waitroom_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetWaitingRoomRequest) GetShowId() string {
@@ -765,13 +922,17 @@ type WaitingRoomStatus struct {
 	AdmittedThrough     uint64                 `protobuf:"varint,9,opt,name=admitted_through,json=admittedThrough,proto3" json:"admitted_through,omitempty"`
 	Revision            uint64                 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
 	AsOf                *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The room opens by itself once this many holds arrive within a second
+	// (0: not armed), at auto_open_admit_per_second.
+	AutoOpenArrivalsPerSecond uint32 `protobuf:"varint,12,opt,name=auto_open_arrivals_per_second,json=autoOpenArrivalsPerSecond,proto3" json:"auto_open_arrivals_per_second,omitempty"`
+	AutoOpenAdmitPerSecond    uint32 `protobuf:"varint,13,opt,name=auto_open_admit_per_second,json=autoOpenAdmitPerSecond,proto3" json:"auto_open_admit_per_second,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *WaitingRoomStatus) Reset() {
 	*x = WaitingRoomStatus{}
-	mi := &file_waitroom_proto_msgTypes[9]
+	mi := &file_waitroom_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +944,7 @@ func (x *WaitingRoomStatus) String() string {
 func (*WaitingRoomStatus) ProtoMessage() {}
 
 func (x *WaitingRoomStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[9]
+	mi := &file_waitroom_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +957,7 @@ func (x *WaitingRoomStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitingRoomStatus.ProtoReflect.Descriptor instead.
 func (*WaitingRoomStatus) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{9}
+	return file_waitroom_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WaitingRoomStatus) GetShowId() string {
@@ -876,6 +1037,20 @@ func (x *WaitingRoomStatus) GetAsOf() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *WaitingRoomStatus) GetAutoOpenArrivalsPerSecond() uint32 {
+	if x != nil {
+		return x.AutoOpenArrivalsPerSecond
+	}
+	return 0
+}
+
+func (x *WaitingRoomStatus) GetAutoOpenAdmitPerSecond() uint32 {
+	if x != nil {
+		return x.AutoOpenAdmitPerSecond
+	}
+	return 0
+}
+
 type JoinWaitingRoomRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ShowId        string                 `protobuf:"bytes,1,opt,name=show_id,json=showId,proto3" json:"show_id,omitempty"`
@@ -887,7 +1062,7 @@ type JoinWaitingRoomRequest struct {
 
 func (x *JoinWaitingRoomRequest) Reset() {
 	*x = JoinWaitingRoomRequest{}
-	mi := &file_waitroom_proto_msgTypes[10]
+	mi := &file_waitroom_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1074,7 @@ func (x *JoinWaitingRoomRequest) String() string {
 func (*JoinWaitingRoomRequest) ProtoMessage() {}
 
 func (x *JoinWaitingRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[10]
+	mi := &file_waitroom_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1087,7 @@ func (x *JoinWaitingRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinWaitingRoomRequest.ProtoReflect.Descriptor instead.
 func (*JoinWaitingRoomRequest) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{10}
+	return file_waitroom_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JoinWaitingRoomRequest) GetShowId() string {
@@ -947,7 +1122,7 @@ type GetWaitingRoomEntryRequest struct {
 
 func (x *GetWaitingRoomEntryRequest) Reset() {
 	*x = GetWaitingRoomEntryRequest{}
-	mi := &file_waitroom_proto_msgTypes[11]
+	mi := &file_waitroom_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1134,7 @@ func (x *GetWaitingRoomEntryRequest) String() string {
 func (*GetWaitingRoomEntryRequest) ProtoMessage() {}
 
 func (x *GetWaitingRoomEntryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[11]
+	mi := &file_waitroom_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1147,7 @@ func (x *GetWaitingRoomEntryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWaitingRoomEntryRequest.ProtoReflect.Descriptor instead.
 func (*GetWaitingRoomEntryRequest) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{11}
+	return file_waitroom_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetWaitingRoomEntryRequest) GetShowId() string {
@@ -1027,7 +1202,7 @@ type WaitingRoomEntry struct {
 
 func (x *WaitingRoomEntry) Reset() {
 	*x = WaitingRoomEntry{}
-	mi := &file_waitroom_proto_msgTypes[12]
+	mi := &file_waitroom_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1214,7 @@ func (x *WaitingRoomEntry) String() string {
 func (*WaitingRoomEntry) ProtoMessage() {}
 
 func (x *WaitingRoomEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_waitroom_proto_msgTypes[12]
+	mi := &file_waitroom_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1227,7 @@ func (x *WaitingRoomEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitingRoomEntry.ProtoReflect.Descriptor instead.
 func (*WaitingRoomEntry) Descriptor() ([]byte, []int) {
-	return file_waitroom_proto_rawDescGZIP(), []int{12}
+	return file_waitroom_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WaitingRoomEntry) GetEntryId() string {
@@ -1164,13 +1339,14 @@ var File_waitroom_proto protoreflect.FileDescriptor
 
 const file_waitroom_proto_rawDesc = "" +
 	"\n" +
-	"\x0ewaitroom.proto\x12\rseatledger.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8d\x01\n" +
+	"\x0ewaitroom.proto\x12\rseatledger.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x01\n" +
 	"\n" +
 	"SetRoomCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x12\n" +
 	"\x04open\x18\x02 \x01(\bR\x04open\x12(\n" +
 	"\x10admit_per_second\x18\x03 \x01(\rR\x0eadmitPerSecond\x12(\n" +
-	"\x10admission_ttl_ms\x18\x04 \x01(\x03R\x0eadmissionTtlMs\":\n" +
+	"\x10admission_ttl_ms\x18\x04 \x01(\x03R\x0eadmissionTtlMs\x12@\n" +
+	"\x1dauto_open_arrivals_per_second\x18\x05 \x01(\rR\x19autoOpenArrivalsPerSecond\":\n" +
 	"\vJoinRoomCmd\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x12\n" +
 	"\x04seed\x18\x02 \x01(\fR\x04seed\"9\n" +
@@ -1187,7 +1363,7 @@ const file_waitroom_proto_rawDesc = "" +
 	"\fcredit_milli\x18\x05 \x01(\x03R\vcreditMilli\x12 \n" +
 	"\fcredit_at_ms\x18\x06 \x01(\x03R\n" +
 	"creditAtMs\x12\x19\n" +
-	"\bsold_out\x18\a \x01(\bR\asoldOut\"\xa9\x02\n" +
+	"\bsold_out\x18\a \x01(\bR\asoldOut\"\xf3\x03\n" +
 	"\x0fRoomEntryRecord\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12 \n" +
@@ -1197,7 +1373,21 @@ const file_waitroom_proto_rawDesc = "" +
 	"\x04rank\x18\x05 \x01(\x04R\x04rank\x123\n" +
 	"\x05state\x18\x06 \x01(\x0e2\x1d.seatledger.v1.RoomEntryStateR\x05state\x12$\n" +
 	"\x0eadmitted_at_ms\x18\a \x01(\x03R\fadmittedAtMs\x125\n" +
-	"\x17admission_expires_at_ms\x18\b \x01(\x03R\x14admissionExpiresAtMs\"~\n" +
+	"\x17admission_expires_at_ms\x18\b \x01(\x03R\x14admissionExpiresAtMs\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\t \x01(\tR\trequestId\x12!\n" +
+	"\fpayload_hash\x18\n" +
+	" \x01(\fR\vpayloadHash\x12'\n" +
+	"\x0fjoined_position\x18\v \x01(\x04R\x0ejoinedPosition\x12&\n" +
+	"\x0fjoined_sold_out\x18\f \x01(\bR\rjoinedSoldOut\x125\n" +
+	"\x17joined_admit_per_second\x18\r \x01(\rR\x14joinedAdmitPerSecond\"\xe1\x01\n" +
+	"\x0eRoomAutoRecord\x12\x17\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12.\n" +
+	"\x13arrivals_per_second\x18\x02 \x01(\rR\x11arrivalsPerSecond\x12(\n" +
+	"\x10admit_per_second\x18\x03 \x01(\rR\x0eadmitPerSecond\x12(\n" +
+	"\x10admission_ttl_ms\x18\x04 \x01(\x03R\x0eadmissionTtlMs\x12\x16\n" +
+	"\x06second\x18\x05 \x01(\x03R\x06second\x12\x1a\n" +
+	"\barrivals\x18\x06 \x01(\rR\barrivals\"~\n" +
 	"\rRoomAdmission\x12\x19\n" +
 	"\bentry_id\x18\x01 \x01(\tR\aentryId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x125\n" +
@@ -1208,7 +1398,7 @@ const file_waitroom_proto_rawDesc = "" +
 	"\bsold_out\x18\x03 \x01(\bR\asoldOut\x12)\n" +
 	"\x10admitted_through\x18\x04 \x01(\x04R\x0fadmittedThrough\x12\x18\n" +
 	"\awaiting\x18\x05 \x01(\x04R\awaiting\x12\x1a\n" +
-	"\badmitted\x18\x06 \x01(\x04R\badmitted\"\xde\x01\n" +
+	"\badmitted\x18\x06 \x01(\x04R\badmitted\"\xa0\x02\n" +
 	"\x15SetWaitingRoomRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x12\n" +
 	"\x04open\x18\x02 \x01(\bR\x04open\x12(\n" +
@@ -1216,9 +1406,10 @@ const file_waitroom_proto_rawDesc = "" +
 	"\x15admission_ttl_seconds\x18\x04 \x01(\rR\x13admissionTtlSeconds\x12\x1b\n" +
 	"\tclient_id\x18\x05 \x01(\tR\bclientId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x06 \x01(\tR\trequestId\"0\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\x12@\n" +
+	"\x1dauto_open_arrivals_per_second\x18\a \x01(\rR\x19autoOpenArrivalsPerSecond\"0\n" +
 	"\x15GetWaitingRoomRequest\x12\x17\n" +
-	"\ashow_id\x18\x01 \x01(\tR\x06showId\"\xff\x02\n" +
+	"\ashow_id\x18\x01 \x01(\tR\x06showId\"\xfd\x03\n" +
 	"\x11WaitingRoomStatus\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x12\n" +
 	"\x04open\x18\x02 \x01(\bR\x04open\x12(\n" +
@@ -1231,7 +1422,9 @@ const file_waitroom_proto_rawDesc = "" +
 	"\x10admitted_through\x18\t \x01(\x04R\x0fadmittedThrough\x12\x1a\n" +
 	"\brevision\x18\n" +
 	" \x01(\x04R\brevision\x12/\n" +
-	"\x05as_of\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\"m\n" +
+	"\x05as_of\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x04asOf\x12@\n" +
+	"\x1dauto_open_arrivals_per_second\x18\f \x01(\rR\x19autoOpenArrivalsPerSecond\x12:\n" +
+	"\x1aauto_open_admit_per_second\x18\r \x01(\rR\x16autoOpenAdmitPerSecond\"m\n" +
 	"\x16JoinWaitingRoomRequest\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
@@ -1287,7 +1480,7 @@ func file_waitroom_proto_rawDescGZIP() []byte {
 }
 
 var file_waitroom_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_waitroom_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_waitroom_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_waitroom_proto_goTypes = []any{
 	(RoomEntryState)(0),                // 0: seatledger.v1.RoomEntryState
 	(*SetRoomCmd)(nil),                 // 1: seatledger.v1.SetRoomCmd
@@ -1295,31 +1488,32 @@ var file_waitroom_proto_goTypes = []any{
 	(*AdmitCmd)(nil),                   // 3: seatledger.v1.AdmitCmd
 	(*RoomRecord)(nil),                 // 4: seatledger.v1.RoomRecord
 	(*RoomEntryRecord)(nil),            // 5: seatledger.v1.RoomEntryRecord
-	(*RoomAdmission)(nil),              // 6: seatledger.v1.RoomAdmission
-	(*RoomEvent)(nil),                  // 7: seatledger.v1.RoomEvent
-	(*SetWaitingRoomRequest)(nil),      // 8: seatledger.v1.SetWaitingRoomRequest
-	(*GetWaitingRoomRequest)(nil),      // 9: seatledger.v1.GetWaitingRoomRequest
-	(*WaitingRoomStatus)(nil),          // 10: seatledger.v1.WaitingRoomStatus
-	(*JoinWaitingRoomRequest)(nil),     // 11: seatledger.v1.JoinWaitingRoomRequest
-	(*GetWaitingRoomEntryRequest)(nil), // 12: seatledger.v1.GetWaitingRoomEntryRequest
-	(*WaitingRoomEntry)(nil),           // 13: seatledger.v1.WaitingRoomEntry
-	(*timestamppb.Timestamp)(nil),      // 14: google.protobuf.Timestamp
+	(*RoomAutoRecord)(nil),             // 6: seatledger.v1.RoomAutoRecord
+	(*RoomAdmission)(nil),              // 7: seatledger.v1.RoomAdmission
+	(*RoomEvent)(nil),                  // 8: seatledger.v1.RoomEvent
+	(*SetWaitingRoomRequest)(nil),      // 9: seatledger.v1.SetWaitingRoomRequest
+	(*GetWaitingRoomRequest)(nil),      // 10: seatledger.v1.GetWaitingRoomRequest
+	(*WaitingRoomStatus)(nil),          // 11: seatledger.v1.WaitingRoomStatus
+	(*JoinWaitingRoomRequest)(nil),     // 12: seatledger.v1.JoinWaitingRoomRequest
+	(*GetWaitingRoomEntryRequest)(nil), // 13: seatledger.v1.GetWaitingRoomEntryRequest
+	(*WaitingRoomEntry)(nil),           // 14: seatledger.v1.WaitingRoomEntry
+	(*timestamppb.Timestamp)(nil),      // 15: google.protobuf.Timestamp
 }
 var file_waitroom_proto_depIdxs = []int32{
 	0,  // 0: seatledger.v1.RoomEntryRecord.state:type_name -> seatledger.v1.RoomEntryState
-	14, // 1: seatledger.v1.WaitingRoomStatus.as_of:type_name -> google.protobuf.Timestamp
-	14, // 2: seatledger.v1.WaitingRoomEntry.admission_expires_at:type_name -> google.protobuf.Timestamp
-	14, // 3: seatledger.v1.WaitingRoomEntry.joined_at:type_name -> google.protobuf.Timestamp
-	14, // 4: seatledger.v1.WaitingRoomEntry.as_of:type_name -> google.protobuf.Timestamp
-	14, // 5: seatledger.v1.WaitingRoomEntry.admitted_at:type_name -> google.protobuf.Timestamp
-	8,  // 6: seatledger.v1.WaitingRoom.SetWaitingRoom:input_type -> seatledger.v1.SetWaitingRoomRequest
-	9,  // 7: seatledger.v1.WaitingRoom.GetWaitingRoom:input_type -> seatledger.v1.GetWaitingRoomRequest
-	11, // 8: seatledger.v1.WaitingRoom.JoinWaitingRoom:input_type -> seatledger.v1.JoinWaitingRoomRequest
-	12, // 9: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:input_type -> seatledger.v1.GetWaitingRoomEntryRequest
-	10, // 10: seatledger.v1.WaitingRoom.SetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
-	10, // 11: seatledger.v1.WaitingRoom.GetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
-	13, // 12: seatledger.v1.WaitingRoom.JoinWaitingRoom:output_type -> seatledger.v1.WaitingRoomEntry
-	13, // 13: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:output_type -> seatledger.v1.WaitingRoomEntry
+	15, // 1: seatledger.v1.WaitingRoomStatus.as_of:type_name -> google.protobuf.Timestamp
+	15, // 2: seatledger.v1.WaitingRoomEntry.admission_expires_at:type_name -> google.protobuf.Timestamp
+	15, // 3: seatledger.v1.WaitingRoomEntry.joined_at:type_name -> google.protobuf.Timestamp
+	15, // 4: seatledger.v1.WaitingRoomEntry.as_of:type_name -> google.protobuf.Timestamp
+	15, // 5: seatledger.v1.WaitingRoomEntry.admitted_at:type_name -> google.protobuf.Timestamp
+	9,  // 6: seatledger.v1.WaitingRoom.SetWaitingRoom:input_type -> seatledger.v1.SetWaitingRoomRequest
+	10, // 7: seatledger.v1.WaitingRoom.GetWaitingRoom:input_type -> seatledger.v1.GetWaitingRoomRequest
+	12, // 8: seatledger.v1.WaitingRoom.JoinWaitingRoom:input_type -> seatledger.v1.JoinWaitingRoomRequest
+	13, // 9: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:input_type -> seatledger.v1.GetWaitingRoomEntryRequest
+	11, // 10: seatledger.v1.WaitingRoom.SetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
+	11, // 11: seatledger.v1.WaitingRoom.GetWaitingRoom:output_type -> seatledger.v1.WaitingRoomStatus
+	14, // 12: seatledger.v1.WaitingRoom.JoinWaitingRoom:output_type -> seatledger.v1.WaitingRoomEntry
+	14, // 13: seatledger.v1.WaitingRoom.GetWaitingRoomEntry:output_type -> seatledger.v1.WaitingRoomEntry
 	10, // [10:14] is the sub-list for method output_type
 	6,  // [6:10] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
@@ -1338,7 +1532,7 @@ func file_waitroom_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_waitroom_proto_rawDesc), len(file_waitroom_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

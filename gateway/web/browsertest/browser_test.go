@@ -422,4 +422,15 @@ func testOperator(t *testing.T, b *browser, s *seatd) {
 	room(false, closeRoom)
 	room(true, openRoom)
 	room(false, closeRoom)
+	// Closing with a threshold arms the room; closing without disarms.
+	eval[bool](op, `(() => { document.getElementById("room-auto").value = "5000"; return true; })()`)
+	room(false, closeRoom)
+	if txt := op.text("#room-status"); !strings.Contains(txt, "opens by itself at 5000 holds/s (admitting 50/s)") {
+		t.Errorf("room status after arming reads %q, want it armed at 5000 holds/s", txt)
+	}
+	eval[bool](op, `(() => { document.getElementById("room-auto").value = "0"; return true; })()`)
+	room(false, closeRoom)
+	if txt := op.text("#room-status"); strings.Contains(txt, "opens by itself") {
+		t.Errorf("room status after disarming reads %q", txt)
+	}
 }

@@ -186,19 +186,24 @@ $("watch-form").addEventListener("submit", (e) => {
 
 function renderRoom(r) {
   $("room-status").dataset.open = String(!!r.open);
-  $("room-status").textContent = r.open
+  const armed = r.auto_open_arrivals_per_second
+    ? ` · opens by itself at ${r.auto_open_arrivals_per_second} holds/s (admitting ${r.auto_open_admit_per_second}/s)`
+    : "";
+  $("room-status").textContent = (r.open
     ? `${r.show_id}: open at ${r.admit_per_second}/s${r.sold_out ? ", sold out" : ""} · ${r.waiting} waiting · ${r.admitted} admitted of ${r.joined} joined`
-    : `${r.show_id}: no waiting room (holds need no admission)`;
+    : `${r.show_id}: no waiting room (holds need no admission)`) + armed;
 }
 
-// setRoom opens (rate > 0) or closes a show's room through the Admin API.
-// Each click is its own request: a request id of its own, so that opening
+// setRoom opens (rate > 0) or closes a show's room through the Admin API,
+// arming it to open by itself when a threshold is set (0 disarms). Each
+// click is its own request: a request id of its own, so that opening
 // again after a close is not taken for a retry of the first opening.
 async function setRoom(open) {
   const show = $("room-show").value.trim();
   if (!show) return;
-  const body = { open, client_id: "operator-page", request_id: randomId("room") };
-  if (open) body.admit_per_second = Number($("room-rate").value);
+  const auto = Number($("room-auto").value) || 0;
+  const body = { open, client_id: "operator-page", request_id: randomId("room"), auto_open_arrivals_per_second: auto };
+  if (open || auto > 0) body.admit_per_second = Number($("room-rate").value);
   try {
     renderRoom(await call("POST", `/v1/admin/shows/${enc(show)}/waiting_room`, body, adminHeaders()));
   } catch (err) {
