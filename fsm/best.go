@@ -143,7 +143,7 @@ func abs(x int) int {
 // when dst is large enough: the hold path passes tx.freeBuf, which it
 // does not keep across commands.
 func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
-	s := tx.showOf(show)
+	s := tx.m.led.shows[show]
 	if !(s != nil && s.l == l) {
 		violated("free seats of show %s, which is not in the ledger", show)
 	}
@@ -162,7 +162,7 @@ func (tx *txn) takeable(h *ledgerpb.HoldRecord) bool {
 
 // hasFreeSeat reports whether a hold could take any seat of show now.
 func (tx *txn) hasFreeSeat(show string) bool {
-	s := tx.showOf(show)
+	s := tx.m.led.shows[show]
 	for i := range s.owners.len() {
 		if tx.takeable(s.owners.at(i)) {
 			return true

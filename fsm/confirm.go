@@ -30,7 +30,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	// The booking keeps its seats in the ledger (the live index keeps it
 	// too); they now read BOOKED, so the show's seat states must be built
 	// again.
-	tx.showOf(h.ShowId).states.Store(nil)
+	tx.m.led.shows[h.ShowId].states.Store(nil)
 	h.PaymentRef = c.PaymentRef
 	h.ClosedAtMs = tx.now
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED)

@@ -48,10 +48,6 @@ type showChanges struct {
 
 // changesOf returns show's changes in the entry being applied.
 func (tx *txn) changesOf(show string) *showChanges {
-	// Most often the show of the previous change: a hold's seats.
-	if n := len(tx.events); n > 0 && tx.events[n-1].show == show {
-		return &tx.events[n-1]
-	}
 	if i, ok := tx.eventAt[show]; ok {
 		return &tx.events[i]
 	}

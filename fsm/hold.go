@@ -142,7 +142,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	if _, live := tx.m.led.holds[h.HoldId]; live || (checkHoldIDs && tx.holdRecord(h.HoldId) != nil) {
 		violated("hold id %s reused", h.HoldId)
 	}
-	s := tx.showOf(c.ShowId)
+	s := tx.m.led.shows[c.ShowId]
 	tx.m.led.holds[h.HoldId] = h
 	tx.m.led.live++
 	ref := s.owners.add(h)
@@ -196,7 +196,7 @@ func (tx *txn) clearSeat(s *showState, n uint16) {
 // listed, and skipped here.
 func (tx *txn) liveHoldsOf(show, client string) int {
 	n := 0
-	for _, h := range tx.showOf(show).clients[client] {
+	for _, h := range tx.m.led.shows[show].clients[client] {
 		if tx.now < h.ExpiresAtMs {
 			n++
 		}
@@ -208,7 +208,7 @@ func (tx *txn) liveHoldsOf(show, client string) int {
 // untrackHold takes a closed or confirmed one off. The lists are derived
 // state: load builds them from the live holds.
 func (tx *txn) trackHold(h *ledgerpb.HoldRecord) {
-	s := tx.showOf(h.ShowId)
+	s := tx.m.led.shows[h.ShowId]
 	if s.clients == nil {
 		s.clients = map[string][]*ledgerpb.HoldRecord{}
 	}
@@ -216,7 +216,7 @@ func (tx *txn) trackHold(h *ledgerpb.HoldRecord) {
 }
 
 func (tx *txn) untrackHold(h *ledgerpb.HoldRecord) {
-	s := tx.showOf(h.ShowId)
+	s := tx.m.led.shows[h.ShowId]
 	list := s.clients[h.ClientId]
 	n := len(list)
 	list = slices.DeleteFunc(list, func(x *ledgerpb.HoldRecord) bool { return x == h })
@@ -236,7 +236,7 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 	if tx.m.unsafe.skipSeatCheck() {
 		return nil, nil
 	}
-	s := tx.showOf(show)
+	s := tx.m.led.shows[show]
 	var taken []string
 	var stale []*ledgerpb.HoldRecord
 	for i, n := range idx {
@@ -264,7 +264,7 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	if h.State != ledgerpb.HoldState_HOLD_STATE_HELD {
 		violated("closing hold %s in state %s", h.HoldId, h.State)
 	}
-	s := tx.showOf(h.ShowId)
+	s := tx.m.led.shows[h.ShowId]
 	var ref uint32
 	tx.eachHeldSeat(h, func(seat string, n uint16) {
 		ref = s.owners.ref(int(n))
@@ -286,7 +286,7 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 // eachHeldSeat calls fn with the id and layout index of every seat of a
 // live hold, asserting first that the seat is held by that hold (S1).
 func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(seat string, n uint16)) {
-	s := tx.showOf(h.ShowId)
+	s := tx.m.led.shows[h.ShowId]
 	if s == nil {
 		violated("hold %s names missing show %s", h.HoldId, h.ShowId)
 	}

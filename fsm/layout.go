@@ -22,15 +22,11 @@ func fieldErr(field, format string, args ...any) *FieldError {
 
 // layout is a show's seat layout indexed for lookups.
 type layout struct {
-	show *ledgerpb.Show
-	rows map[string]int // row name -> index into show.Rows
-	// letterRows[c-'A'] is 1 + the index of the row named by the single
-	// letter c, 0 if none: most rows are named so, and seatIndex, on
-	// every hold, confirm and release, finds them without a map.
-	letterRows [26]uint8
-	offsets    []int // first seat index of each row
-	prices     map[string]*ledgerpb.Category
-	total      int
+	show    *ledgerpb.Show
+	rows    map[string]int // row name -> index into show.Rows
+	offsets []int          // first seat index of each row
+	prices  map[string]*ledgerpb.Category
+	total   int
 	// tokenKey is the show's hold-token key (token.go), stored apart from
 	// the show and cached with it: neither ever changes.
 	tokenKey []byte
@@ -45,9 +41,6 @@ func newLayout(show *ledgerpb.Show) *layout {
 	}
 	for i, r := range show.Rows {
 		l.rows[r.Name] = i
-		if len(r.Name) == 1 && isUpper(r.Name[0]) && i < 255 {
-			l.letterRows[r.Name[0]-'A'] = uint8(i + 1)
-		}
 		l.offsets[i] = l.total
 		l.total += int(r.Seats)
 	}
@@ -63,13 +56,8 @@ func (l *layout) seatIndex(seatID string) (uint16, bool) {
 	if !ok {
 		return 0, false
 	}
-	var ri int
-	if len(row) == 1 && l.letterRows[row[0]-'A'] != 0 {
-		ri = int(l.letterRows[row[0]-'A']) - 1
-	} else if ri, ok = l.rows[row]; !ok {
-		return 0, false
-	}
-	if num < 1 || num > int(l.show.Rows[ri].Seats) {
+	ri, ok := l.rows[row]
+	if !ok || num < 1 || num > int(l.show.Rows[ri].Seats) {
 		return 0, false
 	}
 	return uint16(l.offsets[ri] + num - 1), true

@@ -39,7 +39,7 @@ type queueStat struct{ waiting, seats uint32 }
 
 // queueStat is a show's line totals, from the ledger.
 func (tx *txn) queueStat(show string) queueStat {
-	s := tx.showOf(show)
+	s := tx.m.led.shows[show]
 	if s == nil {
 		violated("queue of missing show %s", show)
 	}
@@ -51,7 +51,7 @@ func decodeQueueStat(v []byte) queueStat {
 }
 
 func (tx *txn) putQueueStat(show string, s queueStat) {
-	tx.showOf(show).queue = s
+	tx.m.led.shows[show].queue = s
 	if s.waiting == 0 {
 		if s.seats != 0 {
 			violated("empty queue of show %s wants %d seats", show, s.seats)

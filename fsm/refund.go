@@ -16,7 +16,7 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 	case ledgerpb.HoldState_HOLD_STATE_HELD, ledgerpb.HoldState_HOLD_STATE_CANCELLED:
 		return stateReject(ledgerpb.Code_CODE_HOLD_NOT_CONFIRMED, h, "hold %s is not a confirmed booking")
 	}
-	s := tx.showOf(h.ShowId)
+	s := tx.m.led.shows[h.ShowId]
 	if !(s != nil && tx.m.led.holds[h.HoldId] == h) {
 		violated("booking %s of show %s is not in the ledger", h.HoldId, h.ShowId)
 	}

@@ -29,7 +29,7 @@ func HoldToken(key []byte, holdID string) string {
 // holdToken computes the token of a hold of show with the show's keyed
 // HMAC, kept in the ledger, instead of a new HMAC per token.
 func (tx *txn) holdToken(show, holdID string) string {
-	s := tx.showOf(show)
+	s := tx.m.led.shows[show]
 	if s == nil {
 		violated("token of a hold of missing show %s", show)
 	}

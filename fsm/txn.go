@@ -44,9 +44,6 @@ type txn struct {
 	// request record while it is encoded (applyOne).
 	hash [16]byte
 	rec  ledgerpb.RequestRecord
-	// lastShowID and lastShow are the last show showOf found.
-	lastShowID string
-	lastShow   *showState
 }
 
 // begin starts a Pebble batch for one or more entries. The txn is the
@@ -149,26 +146,9 @@ func (tx *txn) del(key []byte) {
 	must(tx.b.Delete(key, nil), "delete")
 }
 
-// showOf returns a show's state, nil if the show does not exist. It keeps
-// the last show it found: a command asks for its show several times (its
-// layout, its clients' holds, its seats, its token key), and the ledger's
-// map of every show is big enough that each lookup misses the CPU's
-// caches. A show's state is never replaced while it exists, and a txn
-// lives for one batch (begin), so the kept one cannot go stale.
-func (tx *txn) showOf(id string) *showState {
-	if tx.lastShow != nil && tx.lastShowID == id {
-		return tx.lastShow
-	}
-	s := tx.m.led.shows[id]
-	if s != nil {
-		tx.lastShowID, tx.lastShow = id, s
-	}
-	return s
-}
-
 // layout returns a show's layout, nil if the show does not exist.
 func (tx *txn) layout(id string) *layout {
-	if s := tx.showOf(id); s != nil {
+	if s := tx.m.led.shows[id]; s != nil {
 		return s.l
 	}
 	return nil
