@@ -81,8 +81,9 @@ type gen struct {
 	rooms     bool
 	roomEntry []genHold // room entries seen (id, show, client)
 	// hooks mixes in webhook registrations and delivery cursors
-	// (webhook_gen_test.go).
-	hooks bool
+	// (webhook_gen_test.go); hooksAdded counts the registrations applied.
+	hooks      bool
+	hooksAdded int
 }
 
 func newGen(ch chooser) *gen { return &gen{ch: ch, at: 1_000_000, next: 1} }
@@ -373,6 +374,9 @@ func (g *gen) observe(cmd *ledgerpb.Command, res []*ledgerpb.Result) {
 		}
 		if i < len(inner) && inner[i].GetJoinRoom() != nil && r.RoomEntry != nil && !r.Replayed {
 			g.roomEntry = append(g.roomEntry, genHold{id: r.RoomEntry.EntryId, show: inner[i].GetJoinRoom().ShowId, client: inner[i].ClientId})
+		}
+		if i < len(inner) && inner[i].GetWebhook().GetAdd() != nil && r.Code == ledgerpb.Code_CODE_OK && !r.Replayed {
+			g.hooksAdded++
 		}
 		if i < len(inner) && inner[i].GetHold() != nil && r.Code == ledgerpb.Code_CODE_OK && !r.Replayed && r.HoldId != "" {
 			g.holds = append(g.holds, genHold{id: r.HoldId, show: inner[i].GetHold().ShowId, client: inner[i].ClientId})
