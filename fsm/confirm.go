@@ -1,6 +1,10 @@
 package fsm
 
-import "github.com/seatledger/seatledger/proto/ledgerpb"
+import (
+	"strings"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
 
 // confirm turns a live hold into a booking: its seats become BOOKED and stay
 // so until a refund (S2). A hold whose expiry has passed by the log clock
@@ -31,7 +35,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	// too); they now read BOOKED, so the show's seat states must be built
 	// again.
 	tx.m.led.shows[h.ShowId].states.Store(nil)
-	h.PaymentRef = c.PaymentRef
+	h.PaymentRef = strings.Clone(c.PaymentRef) // not the entry's bytes (decodeEntry)
 	h.ClosedAtMs = tx.now
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED)
 	tx.put(tx.holdKey(h.HoldId), h)

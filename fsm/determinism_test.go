@@ -38,14 +38,21 @@ func snapshotBytes(t testing.TB, m *Machine) []byte {
 }
 
 // feed applies n generated entries to every machine, checking that their
-// results and digests agree after each one.
+// results and digests agree after each one. Every other machine applies
+// the entry's bytes, as raft hands them over (decodeEntry), the others the
+// command itself (DecodeCommand's message): both decoders are held to the
+// same results.
 func feed(t testing.TB, g *gen, n int, ms ...*Machine) {
 	t.Helper()
 	for range n {
 		index, cmd := g.entry()
 		var first []*ledgerpb.Result
 		for i, m := range ms {
-			res, err := applyRecover(m, index, proto.Clone(cmd).(*ledgerpb.Command))
+			apply := applyRecover
+			if i%2 == 1 { // every other replica from the entry's bytes
+				apply = applyEncodedRecover
+			}
+			res, err := apply(m, index, proto.Clone(cmd).(*ledgerpb.Command))
 			if err != nil {
 				t.Fatalf("replica %d: %s: %v", i, opName(cmd), err)
 			}

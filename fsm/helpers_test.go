@@ -62,6 +62,21 @@ func applyRecover(m *Machine, index uint64, cmd *ledgerpb.Command) (res []*ledge
 	return m.Apply(index, cmd), nil
 }
 
+// applyEncodedRecover is applyRecover through the log's bytes: the entry is
+// encoded and applied as raft hands it over (decodeEntry).
+func applyEncodedRecover(m *Machine, index uint64, cmd *ledgerpb.Command) (res []*ledgerpb.Result, err error) {
+	data, err := EncodeCommand(cmd)
+	if err != nil {
+		return applyRecover(m, index, cmd) // not encodable, so never in a log
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("ApplyEntries(%d) panicked: %v", index, r)
+		}
+	}()
+	return m.ApplyEntries([]Entry{{Index: index, Data: data}})[0], nil
+}
+
 // mustApply applies an entry that must not panic and must yield n results.
 func mustApply(t testing.TB, m *Machine, index uint64, cmd *ledgerpb.Command, n int) []*ledgerpb.Result {
 	t.Helper()

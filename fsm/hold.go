@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -51,7 +52,9 @@ func (tx *txn) hold(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Resul
 // free). It returns their ids and layout indexes in the same order.
 func (tx *txn) pickSeats(l *layout, c *ledgerpb.HoldCmd) ([]string, []uint16, *ledgerpb.Result) {
 	if len(c.SeatIds) > 0 {
-		idx := make([]uint16, len(c.SeatIds))
+		// In tx's buffer: the hold uses them before the next command.
+		idx := slices.Grow(tx.seatBuf[:0], len(c.SeatIds))[:len(c.SeatIds)]
+		tx.seatBuf = idx
 		var unknown []string
 		for i, s := range c.SeatIds {
 			n, ok := l.seatIndex(s)
@@ -124,11 +127,14 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	if ttl == 0 {
 		ttl = HoldTTLDefaultMs
 	}
+	if len(c.SeatIds) > 0 { // the command's: ids the hold keeps are its own (decodeEntry)
+		ids = cloneStrings(ids)
+	}
 	h := &ledgerpb.HoldRecord{
 		HoldId:      holdID(tx.m.group, tx.index, pos),
-		ShowId:      c.ShowId,
+		ShowId:      l.show.ShowId,
 		SeatIds:     ids,
-		ClientId:    client,
+		ClientId:    strings.Clone(client),
 		CreatedAtMs: tx.now,
 		ExpiresAtMs: tx.now + ttl,
 		State:       ledgerpb.HoldState_HOLD_STATE_HELD,
@@ -153,7 +159,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 			violated("S1: seat %s of show %s is not free when hold %s takes it", ids[i], c.ShowId, h.HoldId)
 		}
 		tx.putSeat(s, n, ref)
-		tx.seatChanged(c.ShowId, ids[i], ledgerpb.SeatState_HELD)
+		tx.seatChanged(h.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
 	tx.put(tx.holdKey(h.HoldId), h)
 	must(tx.b.Set(tx.liveKey(h.ShowId, h.HoldId), nil, nil), "write live index")
@@ -163,6 +169,25 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	r := holdResult(h)
 	r.HoldToken = tx.holdToken(h.ShowId, h.HoldId)
 	return r
+}
+
+// cloneStrings copies ss into one new string and slice.
+func cloneStrings(ss []string) []string {
+	n := 0
+	for _, s := range ss {
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, s := range ss {
+		b.WriteString(s)
+	}
+	all := b.String()
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i], all = all[:len(s)], all[len(s):]
+	}
+	return out
 }
 
 // holdID names hold pos of the entry at index in group: h<group>-<index>-<pos>.

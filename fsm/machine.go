@@ -141,7 +141,7 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 		if e.Index <= m.Applied() || (tx != nil && e.Index <= tx.index) {
 			continue
 		}
-		cmd, err := DecodeCommand(e.Data)
+		cmd, err := m.decodeEntry(e.Data)
 		if err != nil {
 			must(err, fmt.Sprintf("decode entry %d", e.Index))
 		}
@@ -229,7 +229,7 @@ func (m *Machine) commit(tx *txn) {
 // decode panics: every replica received the same bytes, so this replica
 // cannot follow the log.
 func (m *Machine) ApplyEntry(index uint64, data []byte) []*ledgerpb.Result {
-	cmd, err := DecodeCommand(data)
+	cmd, err := m.decodeEntry(data) // the apply goroutine: it alone writes the ledger
 	must(err, fmt.Sprintf("decode entry %d", index))
 	return m.Apply(index, cmd)
 }

@@ -19,6 +19,9 @@ import (
 // holdTokenBytes is how much of the HMAC a token keeps.
 const holdTokenBytes = 16
 
+// holdTokenLen is a token's length: holdTokenBytes in unpadded base64.
+const holdTokenLen = (holdTokenBytes*8 + 5) / 6
+
 // HoldToken computes the token of hold holdID under a show's token key.
 func HoldToken(key []byte, holdID string) string {
 	mac := hmac.New(sha256.New, key)
@@ -29,6 +32,12 @@ func HoldToken(key []byte, holdID string) string {
 // holdToken computes the token of a hold of show with the show's keyed
 // HMAC, kept in the ledger, instead of a new HMAC per token.
 func (tx *txn) holdToken(show, holdID string) string {
+	out := tx.holdTokenBytes(show, holdID)
+	return string(out[:])
+}
+
+// holdTokenBytes is holdToken before it becomes a string.
+func (tx *txn) holdTokenBytes(show, holdID string) [holdTokenLen]byte {
 	s := tx.m.led.shows[show]
 	if s == nil {
 		violated("token of a hold of missing show %s", show)
@@ -42,9 +51,9 @@ func (tx *txn) holdToken(show, holdID string) string {
 	tx.tokenBuf = append(tx.tokenBuf[:0], holdID...)
 	s.mac.Write(tx.tokenBuf)
 	tx.tokenBuf = s.mac.Sum(tx.tokenBuf[:0])
-	var out [22]byte // base64 of holdTokenBytes, unpadded
+	var out [holdTokenLen]byte
 	base64.RawURLEncoding.Encode(out[:], tx.tokenBuf[:holdTokenBytes])
-	return string(out[:])
+	return out
 }
 
 // showTokenKey is a show's token key, from the layout cache.
@@ -58,7 +67,8 @@ func (tx *txn) showTokenKey(show string) []byte {
 
 // tokenMatches compares a presented token with the hold's in constant time.
 func (tx *txn) tokenMatches(h *ledgerpb.HoldRecord, token string) bool {
-	return hmac.Equal([]byte(tx.holdToken(h.ShowId, h.HoldId)), []byte(token))
+	want := tx.holdTokenBytes(h.ShowId, h.HoldId)
+	return len(token) == len(want) && hmac.Equal(want[:], []byte(token))
 }
 
 // badToken is the rejection for a token that is not the hold's.

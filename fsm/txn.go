@@ -38,8 +38,10 @@ type txn struct {
 	scratch  []byte
 	keyBuf   []byte
 	tokenBuf []byte
-	// freeBuf holds the free-seat map of a hold's show (holdFreeMap).
+	// freeBuf holds the free-seat map of a hold's show (holdFreeMap);
+	// seatBuf the layout indexes of a hold's named seats (pickSeats).
 	freeBuf []bool
+	seatBuf []uint16
 	// hash is the payload hash of the command being applied, rec its
 	// request record while it is encoded (applyOne).
 	hash [16]byte
@@ -57,7 +59,7 @@ func (m *Machine) begin() *txn {
 	m.spare = nil
 	*tx = txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock(),
 		freed: tx.freed, events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
-		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0]}
+		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0]}
 	clear(tx.freed)
 	clear(tx.eventAt)
 	clear(tx.touched)
