@@ -6,6 +6,7 @@ package fsm
 // decoded entry stays in the machine once applied.
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -228,4 +229,37 @@ func (w *arenaWalk) walk(v reflect.Value, path string) {
 			w.walk(it.Value(), path+"{}")
 		}
 	}
+}
+
+// BenchmarkDecodeEntry decodes a six-command entry, as group commit makes
+// under load, both ways: /proto is DecodeCommand, /entry decodeEntry.
+func BenchmarkDecodeEntry(b *testing.B) {
+	m := decodeMachine(b)
+	cmds := make([]*ledgerpb.Command, 0, 6)
+	for i := range 3 {
+		c := cmdHold(fmt.Sprintf("fan-%06d", i), "01HZX3K5T7V9QWERTY", "s1", 300_000, "A1", "A2")
+		c.FirstSentAtMs = 1_700_000_000_000
+		cmds = append(cmds, c)
+		cmds = append(cmds, cmdConfirm(fmt.Sprintf("fan-%06d", i), "01HZX3K5T7V9QWERTZ", "s1", "h1-123456-0", "pay-0123456789"))
+	}
+	data, err := EncodeCommand(at(1_700_000_000_000, cmdBatch(cmds...)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("proto", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeCommand(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("entry", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.decodeEntry(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
