@@ -13,6 +13,6 @@ func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 	must(tx.b.Set(tx.m.showTokenKey(c.Show.ShowId), c.TokenKey, nil), "write token key")
 	l := newLayout(c.Show)
 	l.tokenKey = append([]byte(nil), c.TokenKey...)
-	tx.m.led.shows[c.Show.ShowId] = &showState{l: l, owners: newSeatOwners(l.total)}
+	tx.m.led.shows[c.Show.ShowId] = &showState{id: l.show.ShowId, l: l, owners: newSeatOwners(l.total)}
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK}
 }

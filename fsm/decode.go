@@ -285,7 +285,7 @@ func (d *entryDecoder) string(v []byte, off, vn int) (string, bool) {
 // show.
 func (d *entryDecoder) show(v []byte, off, vn int) (string, bool) {
 	if s := d.led.shows[string(v)]; s != nil && vn >= 0 {
-		return s.l.show.ShowId, true
+		return s.id, true
 	}
 	return d.string(v, off, vn)
 }

@@ -64,7 +64,7 @@ func TestDecodeEntryTakesTheHotShapes(t *testing.T) {
 	data, _ := EncodeCommand(cmdHold("c1", "r1", "s1", 0, "A1"))
 	d := entryDecoder{led: &m.led}
 	got, _ := d.entry(data)
-	if unsafe.StringData(got.GetHold().ShowId) != unsafe.StringData(m.led.shows["s1"].l.show.ShowId) {
+	if unsafe.StringData(got.GetHold().ShowId) != unsafe.StringData(m.led.shows["s1"].id) {
 		t.Error("the show id of a known show is not the ledger's string")
 	}
 	for _, c := range []*ledgerpb.Command{

@@ -54,7 +54,9 @@ type ledger struct {
 
 // showState is one show in the ledger.
 type showState struct {
-	l *layout
+	// id is the show's id (l.show's), at hand for decodeEntry.
+	id string
+	l  *layout
 	// owners are the hold or booking that owns each seat of the layout,
 	// none when the seat is FREE (it has no record). A seat of a live hold
 	// is HELD, of a booking BOOKED.
@@ -93,7 +95,7 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 			return err
 		}
 		l.tokenKey = key
-		led.shows[id] = &showState{l: l, owners: newSeatOwners(l.total)}
+		led.shows[id] = &showState{id: l.show.ShowId, l: l, owners: newSeatOwners(l.total)}
 		return nil
 	})
 	if err == nil {
