@@ -262,20 +262,21 @@ func (m *Machine) loadRequests(r pebble.Reader) (requestFilter, error) {
 // Nor is a show's token_key or a join's seed: the gateway draws them at
 // random, so a retry through another gateway carries other bytes.
 func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
-	if cs := c.GetCreateShow(); (cs != nil && len(cs.TokenKey) > 0) || c.GetJoinRoom() != nil {
-		// Rare commands: copy to clear their random bytes.
-		c = proto.Clone(c).(*ledgerpb.Command)
-		if cs := c.GetCreateShow(); cs != nil {
-			cs.TokenKey = nil
-		}
-		if j := c.GetJoinRoom(); j != nil {
-			j.Seed = nil
-		}
-	}
-	// The stamps are cleared for the encoding and put back, rather than
-	// cloning the command: clients stamp first_sent_at on every write, and
-	// a copy per command would be garbage on the hot path. Only apply's
+	// The stamps, and the random bytes the gateway drew (a show's token
+	// key, a join's seed), are cleared for the encoding and put back,
+	// rather than cloning the command: clients stamp first_sent_at on
+	// every write, and a join burst is thousands of joins a second, so a
+	// copy per command would be garbage on the hot path. Only apply's
 	// goroutine sees the command.
+	var tokenKey, seed []byte
+	if cs := c.GetCreateShow(); cs != nil {
+		tokenKey, cs.TokenKey = cs.TokenKey, nil
+		defer func() { cs.TokenKey = tokenKey }()
+	}
+	if j := c.GetJoinRoom(); j != nil {
+		seed, j.Seed = j.Seed, nil
+		defer func() { j.Seed = seed }()
+	}
 	proposed, firstSent := c.ProposedAtMs, c.FirstSentAtMs
 	c.ProposedAtMs, c.FirstSentAtMs = 0, 0
 	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], c)
