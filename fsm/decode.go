@@ -11,7 +11,8 @@ import (
 
 // decodeEntry decodes a log entry as DecodeCommand does, without garbage
 // per command for the shape group commit proposes under load: a Batch (or
-// a single command) of holds, confirms, releases and extends.
+// a single command) of holds, confirms, releases, extends and waiting-room
+// joins.
 //
 // proto.Unmarshal makes every message and every string apart, about eight
 // allocations per command. Here an entry's strings share one copy of its
@@ -26,7 +27,8 @@ import (
 // Sharing has a rule: a string of the entry must not outlive it in the
 // ledger, or one id would keep the whole entry's bytes in memory. apply
 // copies what it keeps (createHold: the client and the seat ids; confirm:
-// the payment reference); show ids need nothing, being the ledger's.
+// the payment reference; joinRoom: the client and the request id); show
+// ids need nothing, being the ledger's.
 // TestDecodedEntriesLeaveNothingInTheLedger walks the machine to hold
 // that rule. Only the apply goroutine calls it (it reads the ledger).
 func (m *Machine) decodeEntry(data []byte) (*ledgerpb.Command, error) {
@@ -53,6 +55,8 @@ type cmdSlot struct {
 	releaseOp ledgerpb.Command_Release
 	extend    ledgerpb.ExtendCmd
 	extendOp  ledgerpb.Command_Extend
+	join      ledgerpb.JoinRoomCmd
+	joinOp    ledgerpb.Command_JoinRoom
 }
 
 // entryOuter is a batch entry's own messages.
@@ -67,6 +71,7 @@ type entryDecoder struct {
 	str   string   // the entry's bytes, once, for its strings
 	n     int      // commands in the entry
 	seats []string // every hold's seat ids, one array
+	bytes []byte   // every join's seed, one array
 }
 
 // entry decodes data, or says it cannot.
@@ -232,7 +237,7 @@ func (d *entryDecoder) command(data []byte, off int, s *cmdSlot) bool {
 				c.RequestId = str
 			}
 			b, off = b[tn+vn:], off+tn+vn
-		case typ == protowire.BytesType && !hasOp && (num == 11 || num == 12 || num == 13 || num == 16):
+		case typ == protowire.BytesType && !hasOp && (num == 11 || num == 12 || num == 13 || num == 16 || num == 51):
 			hasOp = true
 			v, vn := protowire.ConsumeBytes(b[tn:])
 			if vn < 0 {
@@ -257,6 +262,10 @@ func (d *entryDecoder) command(data []byte, off int, s *cmdSlot) bool {
 				ok = d.extend(v, start, &s.extend)
 				s.extendOp.Extend = &s.extend
 				c.Op = &s.extendOp
+			case 51:
+				ok = d.joinRoom(v, start, &s.join)
+				s.joinOp.JoinRoom = &s.join
+				c.Op = &s.joinOp
 			}
 			if !ok {
 				return false
@@ -432,4 +441,35 @@ func (d *entryDecoder) extend(data []byte, off int, c *ledgerpb.ExtendCmd) bool 
 		}
 		return ok
 	}, 1<<4)
+}
+
+func (d *entryDecoder) joinRoom(data []byte, off int, j *ledgerpb.JoinRoomCmd) bool {
+	seeds := 0
+	return d.fields(data, off, func(num protowire.Number, v []byte, _ uint64, voff, vn int) bool {
+		var ok bool
+		switch num {
+		case 1:
+			j.ShowId, ok = d.show(v, voff, vn)
+		case 2:
+			seeds++
+			ok = seeds == 1
+			if ok {
+				j.Seed = d.copyBytes(v)
+			}
+		}
+		return ok
+	}, 0)
+}
+
+// copyBytes is a bytes field's value: a copy in the entry's one array
+// for them, never the entry's own bytes, which the caller may reuse.
+// Empty, it is empty and not nil, as proto.Unmarshal makes it.
+func (d *entryDecoder) copyBytes(v []byte) []byte {
+	if d.bytes == nil {
+		d.bytes = make([]byte, 0, len(d.str))
+		d.arena(unsafe.Pointer(unsafe.SliceData(d.bytes[:1])), uintptr(cap(d.bytes)))
+	}
+	start := len(d.bytes)
+	d.bytes = append(d.bytes, v...) // the array holds the whole entry: never grows
+	return d.bytes[start:len(d.bytes):len(d.bytes)]
 }

@@ -33,6 +33,9 @@ func hotEntries() []*ledgerpb.Command {
 			cmdRelease("c1", "r4", "nope", "h0-2-0"), cmdExtend("c3", "r5", "s1", "h1", 60_000))),
 		at(2000, cmdBatch(cmdHold("c1", "r5", "s1", 0, "B1"), cmdHold("c1", "r5", "s1", 0, "B1"))),
 		at(0, cmdBatch()),
+		at(3000, cmdBatch(
+			&ledgerpb.Command{ClientId: "c4", RequestId: "r6", Op: &ledgerpb.Command_JoinRoom{JoinRoom: &ledgerpb.JoinRoomCmd{ShowId: "s1", Seed: []byte{1, 2, 3}}}},
+			&ledgerpb.Command{ClientId: "c5", RequestId: "r7", Op: &ledgerpb.Command_JoinRoom{JoinRoom: &ledgerpb.JoinRoomCmd{ShowId: "s9"}}})),
 		{Op: &ledgerpb.Command_Hold{Hold: &ledgerpb.HoldCmd{}}},
 	}
 }
@@ -131,26 +134,37 @@ func TestDecodedEntriesLeaveNothingInTheLedger(t *testing.T) {
 		arenas = append(arenas, [2]uintptr{uintptr(p), uintptr(p) + size})
 	}
 	defer func() { decodeArena = nil }()
-	m := newTestMachine(t, newTestDB(t), 1)
-	g := newGen(randChooser{rand.New(rand.NewPCG(11, 12))})
-	for range 3000 {
-		index, cmd := g.entry()
-		res, err := applyEncodedRecover(m, index, cmd)
-		if err != nil {
-			t.Fatal(err)
+	for _, rooms := range []bool{false, true} {
+		arenas = arenas[:0]
+		m := newTestMachine(t, newTestDB(t), 1)
+		g := newGen(randChooser{rand.New(rand.NewPCG(11, 12))})
+		g.rooms, g.hooks = rooms, rooms
+		for range 3000 {
+			index, cmd := g.entry()
+			res, err := applyEncodedRecover(m, index, cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.observe(cmd, res)
 		}
-		g.observe(cmd, res)
-	}
-	if len(arenas) < 1000 {
-		t.Fatalf("only %d arenas: decodeEntry took too few entries itself", len(arenas))
-	}
-	if m.led.live+len(m.led.holds) == 0 {
-		t.Fatal("the ledger kept no hold: nothing was tested")
-	}
-	w := arenaWalk{arenas: arenas, seen: map[uintptr]bool{}}
-	w.walk(reflect.ValueOf(m).Elem(), "m")
-	for _, p := range w.found {
-		t.Error(p)
+		if len(arenas) < 1000 {
+			t.Fatalf("rooms %t: only %d arenas: decodeEntry took too few entries itself", rooms, len(arenas))
+		}
+		kept := len(m.led.holds) // with rooms: the room entries
+		if rooms {
+			kept = 0
+			for _, r := range m.led.rooms {
+				kept += len(r.entries)
+			}
+		}
+		if kept == 0 {
+			t.Fatalf("rooms %t: the ledger kept nothing to test", rooms)
+		}
+		w := arenaWalk{arenas: arenas, seen: map[uintptr]bool{}}
+		w.walk(reflect.ValueOf(m).Elem(), "m")
+		for _, p := range w.found {
+			t.Errorf("rooms %t: %s", rooms, p)
+		}
 	}
 	runtime.KeepAlive(keep)
 }

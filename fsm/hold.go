@@ -190,6 +190,16 @@ func cloneStrings(ss []string) []string {
 	return out
 }
 
+// clonePair copies a and b into one new string.
+func clonePair(a, b string) (string, string) {
+	var sb strings.Builder
+	sb.Grow(len(a) + len(b))
+	sb.WriteString(a)
+	sb.WriteString(b)
+	both := sb.String()
+	return both[:len(a)], both[len(a):]
+}
+
 // holdID names hold pos of the entry at index in group: h<group>-<index>-<pos>.
 func holdID(group uint32, index uint64, pos int) string {
 	b := make([]byte, 0, 32)

@@ -34,10 +34,11 @@ func (tx *txn) joinRoom(c *ledgerpb.Command, j *ledgerpb.JoinRoomCmd, pos int, h
 		return reject(ledgerpb.Code_CODE_ROOM_FULL, "the waiting room of show %s holds %d entries", j.ShowId, RoomEntriesMax)
 	}
 	id := roomEntryID(tx.m.group, tx.index, pos)
+	client, request := clonePair(c.ClientId, c.RequestId) // not the entry's bytes (decodeEntry)
 	e := &roomEntry{RoomEntryRecord: &ledgerpb.RoomEntryRecord{
-		EntryId: id, ClientId: c.ClientId, JoinedAtMs: tx.now, Window: tx.now / RoomWindowMs,
+		EntryId: id, ClientId: client, JoinedAtMs: tx.now, Window: tx.now / RoomWindowMs,
 		Rank: roomRank(j.Seed, id), State: ledgerpb.RoomEntryState_ROOM_ENTRY_STATE_WAITING,
-		RequestId: c.RequestId, PayloadHash: append([]byte(nil), hash...),
+		RequestId: request, PayloadHash: append([]byte(nil), hash...),
 	}}
 	e.JoinedPosition, e.JoinedSoldOut, e.JoinedAdmitPerSecond = r.add(e), r.rec.SoldOut, r.rec.AdmitPerSecond
 	tx.putRoomEntry(j.ShowId, e)
