@@ -105,7 +105,7 @@
 //	0x08 show_id                          raw bytes: the show's hold-token key
 //	0x0A bucket(u64) len(show_id) show_id revision(u64)   ledgerpb.SeatEventRecord
 //	0x0B bucket(u64)                      u64: the bucket's first revision
-//	0x16 bucket(u64) revision(u64) len(show_id) show_id   empty: changes by revision
+//	0x16 bucket(u64) revision(u64)        the shows the entry changed, each len-prefixed: changes by revision
 //	0x0C                                  u64: change log floor
 //	0x0D entry_id                         ledgerpb.QueueEntryRecord
 //	0x0E len(show) show join_index(u64) join_pos(u32)   entry_id: the line (waiting only)

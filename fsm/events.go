@@ -144,13 +144,16 @@ func (tx *txn) flushEvents() {
 		tx.scratch = appendEventRecord(tx.scratch[:0], tx.now, sc.changes, sc.offers)
 		tx.keyBuf = tx.m.appendEventKey(tx.keyBuf[:0], bucket, sc.show, tx.index)
 		must(tx.b.Set(tx.keyBuf, tx.scratch, nil), "write change record")
-		tx.keyBuf = tx.m.appendEventRevKey(tx.keyBuf[:0], bucket, tx.index, sc.show)
-		must(tx.b.Set(tx.keyBuf, nil, nil), "write change record revision")
 		if tx.touched == nil {
 			tx.touched = map[string]uint64{}
 		}
 		tx.touched[sc.show] = tx.index
 	}
+	// One revision record for the entry, naming its shows: a record per
+	// show would be one more memtable insert per command under load.
+	tx.scratch = appendEventRevShows(tx.scratch[:0], tx.events)
+	tx.keyBuf = tx.m.appendEventRevKey(tx.keyBuf[:0], bucket, tx.index)
+	must(tx.b.Set(tx.keyBuf, tx.scratch, nil), "write change record revision")
 	tx.events = tx.events[:0]
 	clear(tx.eventAt)
 }
@@ -286,31 +289,61 @@ func (m *Machine) appendEventKey(dst []byte, bucket uint64, show string, rev uin
 	return binary.BigEndian.AppendUint64(appendLenPrefixed(k, show), rev)
 }
 
-// eventRevKey indexes a change record by revision within its bucket, for
-// reads of the whole group's changes in revision order (GroupEvents): a
-// show's records are keyed for reads of one show.
-func (m *Machine) eventRevKey(bucket, rev uint64, show string) []byte {
-	return m.appendEventRevKey(nil, bucket, rev, show)
+// eventRevKey is the revision record of the entry at rev in bucket: it
+// names the shows whose change records the entry wrote
+// (appendEventRevShows), for reads of the whole group's changes in
+// revision order (GroupEvents); a show's records are keyed for reads of
+// one show.
+func (m *Machine) eventRevKey(bucket, rev uint64) []byte {
+	return m.appendEventRevKey(nil, bucket, rev)
 }
 
-func (m *Machine) appendEventRevKey(dst []byte, bucket, rev uint64, show string) []byte {
+func (m *Machine) appendEventRevKey(dst []byte, bucket, rev uint64) []byte {
 	k := binary.BigEndian.AppendUint64(m.appendKind(dst, kindEventRev), bucket)
-	return appendLenPrefixed(binary.BigEndian.AppendUint64(k, rev), show)
+	return binary.BigEndian.AppendUint64(k, rev)
 }
 
-// decodeEventRevKey returns the bucket, revision and show of a revision
-// index key.
-func decodeEventRevKey(k []byte) (uint64, uint64, string, error) {
-	if len(k) < groupPrefixLen+1+8+8+1 || k[groupPrefixLen] != kindEventRev {
-		return 0, 0, "", errBadKey
+// decodeEventRevKey returns the bucket and revision of a revision record's
+// key.
+func decodeEventRevKey(k []byte) (uint64, uint64, error) {
+	if len(k) != groupPrefixLen+1+8+8 || k[groupPrefixLen] != kindEventRev {
+		return 0, 0, errBadKey
 	}
 	body := k[groupPrefixLen+1:]
-	bucket, rev := binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:])
-	body = body[16:]
-	if n := int(body[0]); len(body) != 1+n {
-		return 0, 0, "", errBadKey
+	return binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:]), nil
+}
+
+// appendEventRevShows encodes a revision record: the entry's shows, each
+// length-prefixed, sorted as length-prefixed strings (the order of the
+// record per show that it replaced). It sorts events so.
+func appendEventRevShows(b []byte, events []showChanges) []byte {
+	slices.SortFunc(events, func(x, y showChanges) int {
+		if len(x.show) != len(y.show) {
+			return len(x.show) - len(y.show)
+		}
+		return strings.Compare(x.show, y.show)
+	})
+	for i := range events {
+		b = appendLenPrefixed(b, events[i].show)
 	}
-	return bucket, rev, string(body[1:]), nil
+	return b
+}
+
+// decodeEventRevShows returns the shows of a revision record.
+func decodeEventRevShows(v []byte) ([]string, error) {
+	var shows []string
+	for len(v) > 0 {
+		n := int(v[0])
+		if n == 0 || len(v) < 1+n {
+			return nil, errBadKey
+		}
+		shows = append(shows, string(v[1:1+n]))
+		v = v[1+n:]
+	}
+	if len(shows) == 0 {
+		return nil, errBadKey
+	}
+	return shows, nil
 }
 
 // eventBucketKey holds the first revision written to bucket: a reader

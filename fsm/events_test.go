@@ -310,7 +310,7 @@ func TestEventKeysSortByRevision(t *testing.T) {
 	if bytes.HasPrefix(m.eventKey(4, "s10", 1), m.eventShowPrefix(4, "s1")) {
 		t.Errorf("change records of show s10 fall under the prefix of show s1")
 	}
-	if bytes.Compare(m.eventRevKey(1, 99, "zz"), m.eventRevKey(1, 100, "a")) >= 0 {
+	if bytes.Compare(m.eventRevKey(1, 99), m.eventRevKey(1, 100)) >= 0 {
 		t.Errorf("eventRevKey(1, 99) >= eventRevKey(1, 100)")
 	}
 	if bytes.Compare(m.eventKey(1, "zz", 99), m.eventKey(2, "a", 1)) >= 0 {
@@ -334,7 +334,7 @@ func FuzzDecodeEventKeys(f *testing.F) {
 	f.Add(m.eventKey(0, "", 0))
 	f.Add(m.eventBucketKey(1000))
 	f.Add(m.eventBucketKey(1 << 63))
-	f.Add(m.eventRevKey(3, 12, "s1"))
+	f.Add(m.eventRevKey(3, 12))
 	f.Add([]byte("G\x00\x00\x00\x07\x0a\x05s1"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, k []byte) {
@@ -347,9 +347,18 @@ func FuzzDecodeEventKeys(f *testing.F) {
 				t.Fatalf("eventKey(decodeEventKey(%x)) = %x", k, got)
 			}
 		}
-		if bucket, rev, show, err := decodeEventRevKey(k); err == nil {
-			if got := mk.eventRevKey(bucket, rev, show); !bytes.Equal(got, k) {
+		if bucket, rev, err := decodeEventRevKey(k); err == nil {
+			if got := mk.eventRevKey(bucket, rev); !bytes.Equal(got, k) {
 				t.Fatalf("eventRevKey(decodeEventRevKey(%x)) = %x", k, got)
+			}
+		}
+		if shows, err := decodeEventRevShows(k); err == nil {
+			events := make([]showChanges, len(shows))
+			for i, s := range shows {
+				events[i].show = s
+			}
+			if got := appendEventRevShows(nil, events); !bytes.Equal(got, k) && isLenPrefixedSorted(shows) {
+				t.Fatalf("appendEventRevShows(decodeEventRevShows(%x)) = %x", k, got)
 			}
 		}
 		if bucket, err := decodeEventBucketKey(k); err == nil {
@@ -430,4 +439,15 @@ func TestShowChangedAfter(t *testing.T) {
 	}
 	check(dst, "s1", 0, true)
 	check(dst, "s1", 3, false)
+}
+
+// isLenPrefixedSorted tells whether shows are in a revision record's order.
+func isLenPrefixedSorted(shows []string) bool {
+	for i := 1; i < len(shows); i++ {
+		a, b := shows[i-1], shows[i]
+		if len(a) > len(b) || len(a) == len(b) && a > b {
+			return false
+		}
+	}
+	return true
 }

@@ -25,37 +25,44 @@ type ShowEvent struct {
 // before they were read (a sink behind by more than EventRetentionMs); the
 // read then starts at the oldest record kept.
 //
-// It walks the revision index (eventRevKey), which sorts by bucket of log
-// time and then revision; the clock never goes backwards, so that is
-// revision order, and the cursor's time names the bucket its revision is in.
+// It walks the revision records (eventRevKey), one per entry, which sort by
+// bucket of log time and then revision; the clock never goes backwards, so
+// that is revision order, and the cursor's time names the bucket its
+// revision is in.
 func (v *View) GroupEvents(after *ledgerpb.WebhookCursor, limit int) (out []ShowEvent, gap bool, err error) {
 	floor, err := v.EventFloor()
 	if err != nil {
 		return nil, false, err
 	}
 	gap = after.GetRevision() > 0 && after.GetRevision() < floor
-	lo := v.m.eventRevKey(eventBucket(after.GetAppliedAtMs()), after.GetRevision()+1, "")
+	lo := v.m.eventRevKey(eventBucket(after.GetAppliedAtMs()), after.GetRevision()+1)
 	it, err := v.snapIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(v.m.appendKind(nil, kindEventRev))})
 	if err != nil {
 		return nil, false, err
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		bucket, rev, show, err := decodeEventRevKey(it.Key())
+		bucket, rev, err := decodeEventRevKey(it.Key())
 		if err != nil {
 			return nil, false, fmt.Errorf("fsm: change record revision key %x: %w", it.Key(), err)
 		}
 		if rev <= after.GetRevision() {
 			continue
 		}
-		if rev > v.applied || (len(out) >= limit && out[len(out)-1].Revision != rev) {
+		if rev > v.applied || len(out) >= limit {
 			break // whole entries only, so that a cursor never splits one
 		}
-		ev, err := v.eventAt(bucket, show, rev)
+		shows, err := decodeEventRevShows(it.Value())
 		if err != nil {
-			return nil, false, err
+			return nil, false, fmt.Errorf("fsm: change record revision %d: %w", rev, err)
 		}
-		out = append(out, ShowEvent{ShowID: show, SeatEvent: ev})
+		for _, show := range shows {
+			ev, err := v.eventAt(bucket, show, rev)
+			if err != nil {
+				return nil, false, err
+			}
+			out = append(out, ShowEvent{ShowID: show, SeatEvent: ev})
+		}
 	}
 	return out, gap, it.Error()
 }
