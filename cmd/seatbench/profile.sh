@@ -4,7 +4,9 @@
 # three `seatd serve --admin-http` on 127.0.0.1, seatbench against them,
 # and a 12 s profile of each node from the fifth second of the measured
 # phase. It prints the run's figures and, from the merged profiles, node
-# CPU per command and the shares of a few hot spots.
+# CPU per command and the shares of a few hot spots; each node's heap
+# profile, taken after the CPU profile, is left in OUTDIR/nN.heap
+# (`go tool pprof -sample_index=inuse_space -top OUTDIR/n1.heap`).
 #
 #   cmd/seatbench/profile.sh BINDIR OUTDIR   # BINDIR holds seatd and seatbench
 #   DURATION=30s PORT=21100 cmd/seatbench/profile.sh .bin /tmp/prof-new
@@ -58,7 +60,10 @@ for i in 1 2 3; do
 	curls+=($!)
 done
 for c in "${curls[@]}"; do wait "$c"; done
-for i in 1 2 3; do curl -s -o "$OUT/n$i.metrics" "http://127.0.0.1:$((PORT + 200 + i))/metrics" || true; done
+for i in 1 2 3; do
+	curl -s -o "$OUT/n$i.metrics" "http://127.0.0.1:$((PORT + 200 + i))/metrics" || true
+	curl -s -o "$OUT/n$i.heap" "http://127.0.0.1:$((PORT + 300 + i))/debug/pprof/heap" || true
+done
 wait "$bench" || echo "seatbench failed: see $OUT/bench.txt" >&2
 grep -v '^\[' "$OUT/bench.txt" | tail -8
 
