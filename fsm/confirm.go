@@ -31,14 +31,14 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	tx.untrackHold(h)
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
 	tx.m.led.live--
-	// The booking keeps its seats in the ledger (the live index keeps it
-	// too); they now read BOOKED, so the show's seat states must be built
-	// again.
+	// The booking keeps its seats in the ledger (and its record stays
+	// under its show's live holds); they now read BOOKED, so the show's
+	// seat states must be built again.
 	tx.m.led.shows[h.ShowId].states.Store(nil)
 	h.PaymentRef = strings.Clone(c.PaymentRef) // not the entry's bytes (decodeEntry)
 	h.ClosedAtMs = tx.now
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED)
-	tx.put(tx.holdKey(h.HoldId), h)
+	tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
 	must(tx.b.Set(tx.bookingKey(h.ClientId, tx.index, h.HoldId), nil, nil), "write booking index")
 	return holdResult(h)
 }

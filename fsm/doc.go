@@ -96,11 +96,12 @@
 //
 // Keys (all under the group prefix 'G' + uint32 group, big-endian; seats,
 // the expiry index and the clients' live holds are not stored: load
-// derives them from the live holds and bookings, which 0x12 lists):
+// derives them from the live holds and bookings, which 0x05 holds):
 //
 //	0x01                                  meta: applied index, clock
 //	0x02 show_id                          ledgerpb.Show
-//	0x04 hold_id                          ledgerpb.HoldRecord
+//	0x04 hold_id                          ledgerpb.HoldRecord of a hold that ended (cancelled, expired, refunded)
+//	0x05 len(show) show hold_id           ledgerpb.HoldRecord of a live hold or booking, by show
 //	0x06 hour(u64) len(client) client request   ledgerpb.RequestRecord (hour of log time applied: requests.go)
 //	0x08 show_id                          raw bytes: the show's hold-token key
 //	0x0A bucket(u64) len(show_id) show_id revision(u64)   ledgerpb.SeatEventRecord
@@ -112,7 +113,6 @@
 //	0x0F len(show) show len(client) client               entry_id: a client's waiting entry
 //	0x10 show_id                          waiting(u32) seats(u32): the line's totals
 //	0x11 len(client) client confirm_index(u64) hold_id   empty: a client's bookings
-//	0x12 len(show) show hold_id           empty: the show's live holds and bookings
 //	0x13 len(show) show revision(u64) hold_id   empty: the show's refunded bookings (revocation feed)
 //	0x1C sink_id                          ledgerpb.WebhookCursor: how far the group's events reached a sink (webhook.go)
 //	0x14 show_id                          ledgerpb.RoomRecord: the show's open waiting room (waitroom.go)

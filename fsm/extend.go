@@ -27,7 +27,7 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 	}
 	if at != h.ExpiresAtMs {
 		h.ExpiresAtMs = at
-		tx.put(tx.holdKey(h.HoldId), h)
+		tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
 		tx.m.led.due(h)                            // its entry at the old expiry is stale now
 		tx.m.led.shows[h.ShowId].states.Store(nil) // its seats are held longer
 	}

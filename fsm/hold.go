@@ -161,8 +161,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		tx.putSeat(s, n, ref)
 		tx.seatChanged(h.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
-	tx.put(tx.holdKey(h.HoldId), h)
-	must(tx.b.Set(tx.liveKey(h.ShowId, h.HoldId), nil, nil), "write live index")
+	tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
 	tx.m.led.due(h)
 	tx.trackHold(h)
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_HOLD_CREATED)
@@ -213,9 +212,9 @@ func holdID(group uint32, index uint64, pos int) string {
 }
 
 // putSeat gives seat n of show s to the hold or booking with reference
-// ref (seatOwners.add); clearSeat frees it. Seats are not stored: the live
-// index (liveKey) and the holds' records tell load and snapshot readers
-// who owns what.
+// ref (seatOwners.add); clearSeat frees it. Seats are not stored: the
+// records of the live holds and bookings (liveKey) tell load and snapshot
+// readers who owns what.
 func (tx *txn) putSeat(s *showState, n uint16, ref uint32) {
 	s.owners.put(int(n), ref)
 	s.states.Store(nil)

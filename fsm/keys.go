@@ -9,7 +9,8 @@ import (
 const (
 	kindMeta        byte = 0x01
 	kindShow        byte = 0x02
-	kindHold        byte = 0x04
+	kindHold        byte = 0x04 // a hold that ended
+	kindLiveHold    byte = 0x05 // a show's live hold or booking
 	kindRequest     byte = 0x06 // by hour of log time (requestBucketMs)
 	kindShowKey     byte = 0x08 // a show's hold-token key
 	kindEvent       byte = 0x0A // a show's seat changes at one revision, by time bucket
@@ -20,7 +21,6 @@ const (
 	kindQueueOwner  byte = 0x0F // a client's waiting entry in a show
 	kindQueueStat   byte = 0x10 // a show's waiting count and seats asked for
 	kindBooking     byte = 0x11 // a client's bookings by confirm index
-	kindLive        byte = 0x12 // a show's live holds and bookings
 	kindRevoked     byte = 0x13 // a show's refunded bookings by revision
 	kindRoom        byte = 0x14 // a show's open waiting room
 	kindRoomEntry   byte = 0x15 // a waiting room's entries
@@ -132,10 +132,11 @@ func (m *Machine) appendBookingKey(dst []byte, client string, index uint64, hold
 	return append(k, hold...)
 }
 
-// livePrefix is the prefix of a show's liveKeys: the index of its live
+// livePrefix is the prefix of a show's liveKeys: the records of its live
 // holds and bookings, from which load and snapshot readers learn who owns
-// which seat (the seats themselves are not stored).
-func (m *Machine) livePrefix(show string) []byte { return m.key(kindLive, lenPrefixed(show)) }
+// which seat (the seats themselves are not stored). A hold's record moves
+// to its holdKey when it ends.
+func (m *Machine) livePrefix(show string) []byte { return m.key(kindLiveHold, lenPrefixed(show)) }
 
 // revokedKey lists a booking refunded at revision (raft index) in its
 // show's revocation feed (View.Revocations).
@@ -149,7 +150,7 @@ func (m *Machine) revokedPrefix(show string) []byte { return m.key(kindRevoked, 
 func (m *Machine) liveKey(show, hold string) []byte { return m.appendLiveKey(nil, show, hold) }
 
 func (m *Machine) appendLiveKey(dst []byte, show, hold string) []byte {
-	return append(appendLenPrefixed(m.appendKind(dst, kindLive), show), hold...)
+	return append(appendLenPrefixed(m.appendKind(dst, kindLiveHold), show), hold...)
 }
 
 // requestBucketMs is the span of log time whose request records share a

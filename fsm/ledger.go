@@ -21,9 +21,10 @@ import (
 // authoritative: the hold, confirm, release, extend, refund and expire
 // paths read it and nothing else, and what it does not have is absent (a
 // FREE seat, an unknown show, a client without live holds). Pebble is
-// written behind it, in the same batch as the applied index: the shows, the
-// holds, and per show the index of its live holds and bookings (liveKey),
-// from which load rebuilds the rest: seats are not stored.
+// written behind it, in the same batch as the applied index: the shows and
+// the holds, a live hold or booking under its show (liveKey), from which
+// load rebuilds the rest: seats are not stored. A hold that ends moves to
+// its id (holdKey).
 //
 // What it leaves in Pebble alone: holds that ended (cancelled, expired,
 // refunded; read through the batch by the rare command that names one),
@@ -78,7 +79,7 @@ func newLedger() ledger {
 }
 
 // load reads the group's ledger from the store: the shows, then each
-// show's live holds and bookings (its live index) and their seats, then the
+// show's live holds and bookings (liveKey) and their seats, then the
 // waiting lines' totals; it derives the clients' lists and the expiry
 // queue.
 func (m *Machine) load(r pebble.Reader) (ledger, error) {
@@ -128,43 +129,26 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 	return led, nil
 }
 
-// loadSeats reads every show's live holds and bookings (the live index)
-// and gives them their seats. The holds are read in key order through one
-// iterator: a point read each was most of a restart.
+// loadSeats reads every show's live holds and bookings (their records
+// under liveKey, in one walk) and gives them their seats.
 func (m *Machine) loadSeats(r pebble.Reader, led *ledger) error {
-	byShow := map[string][]string{}
-	var ids []string
-	err := scanPrefix(r, m.key(kindLive), func(k, _ []byte) error {
-		body := k[groupPrefixLen+1:]
-		n := int(body[0])
-		if len(body) < 1+n {
-			return errBadKey
+	byShow := map[string][]*ledgerpb.HoldRecord{}
+	err := scanPrefix(r, m.key(kindLiveHold), func(k, v []byte) error {
+		h, err := decodeLiveHold(k[groupPrefixLen+1:], v)
+		if err != nil {
+			return err
 		}
-		show, id := string(body[1:1+n]), string(body[1+n:])
-		byShow[show] = append(byShow[show], id)
-		ids = append(ids, id)
+		byShow[h.ShowId] = append(byShow[h.ShowId], h)
+		led.holds[h.HoldId] = h
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	holds, err := m.readHolds(r, ids)
-	if err != nil {
-		return err
-	}
-	for show, list := range byShow {
+	for show, hs := range byShow {
 		s := led.shows[show]
 		if s == nil {
-			return fmt.Errorf("the live index names missing show %s", show)
-		}
-		hs := make([]*ledgerpb.HoldRecord, len(list))
-		for i, id := range list {
-			h := holds[id]
-			if h.ShowId != show || (h.State != ledgerpb.HoldState_HOLD_STATE_HELD && h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED) {
-				return fmt.Errorf("the live index of show %s names hold %s of show %s in state %s", show, id, h.ShowId, h.State)
-			}
-			hs[i] = h
-			led.holds[id] = h
+			return fmt.Errorf("live hold %s of missing show %s", hs[0].HoldId, show)
 		}
 		if s.owners, err = m.placeSeats(s.l, hs); err != nil {
 			return err
@@ -173,46 +157,31 @@ func (m *Machine) loadSeats(r pebble.Reader, led *ledger) error {
 	return nil
 }
 
-// readHolds reads the hold records of ids through one iterator, seeking
-// in key order.
-func (m *Machine) readHolds(r pebble.Reader, ids []string) (map[string]*ledgerpb.HoldRecord, error) {
-	slices.Sort(ids) // hold keys sort as their ids
-	lo := m.key(kindHold)
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
-	if err != nil {
-		return nil, err
+// decodeLiveHold decodes the record of a live hold or booking; body is its
+// key past the group prefix and kind. The record must be HELD or
+// CONFIRMED and name the show and id its key does.
+func decodeLiveHold(body, v []byte) (*ledgerpb.HoldRecord, error) {
+	if len(body) < 1 || len(body) < 1+int(body[0]) {
+		return nil, errBadKey
 	}
-	defer it.Close()
-	out := make(map[string]*ledgerpb.HoldRecord, len(ids))
-	for _, id := range ids {
-		key := m.holdKey(id)
-		if !it.SeekGE(key) || string(it.Key()) != string(key) {
-			return nil, errors.Join(fmt.Errorf("hold %s is missing", id), it.Error())
-		}
-		h := &ledgerpb.HoldRecord{}
-		if err := proto.Unmarshal(it.Value(), h); err != nil {
-			return nil, fmt.Errorf("decode hold %s: %w", id, err)
-		}
-		out[id] = h
+	show, id := string(body[1:1+int(body[0])]), string(body[1+int(body[0]):])
+	h := &ledgerpb.HoldRecord{}
+	if err := proto.Unmarshal(v, h); err != nil {
+		return nil, fmt.Errorf("decode live hold %s of show %s: %w", id, show, err)
 	}
-	return out, it.Error()
+	if h.ShowId != show || h.HoldId != id || (h.State != ledgerpb.HoldState_HOLD_STATE_HELD && h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED) {
+		return nil, fmt.Errorf("the live hold %s of show %s is hold %s of show %s in state %s", id, show, h.HoldId, h.ShowId, h.State)
+	}
+	return h, nil
 }
 
-// liveHolds reads a show's live holds and bookings: the holds its live
-// index names, each checked to be of the show and HELD or CONFIRMED.
+// liveHolds reads a show's live holds and bookings.
 func (m *Machine) liveHolds(r pebble.Reader, show string) ([]*ledgerpb.HoldRecord, error) {
-	prefix := m.livePrefix(show)
 	var holds []*ledgerpb.HoldRecord
-	err := scanPrefix(r, prefix, func(k, _ []byte) error {
-		h, err := m.loadHold(r, string(k[len(prefix):]))
-		if err != nil {
-			return err
-		}
-		if h.ShowId != show || (h.State != ledgerpb.HoldState_HOLD_STATE_HELD && h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED) {
-			return fmt.Errorf("the live index of show %s names hold %s of show %s in state %s", show, h.HoldId, h.ShowId, h.State)
-		}
+	err := scanPrefix(r, m.livePrefix(show), func(k, v []byte) error {
+		h, err := decodeLiveHold(k[groupPrefixLen+1:], v)
 		holds = append(holds, h)
-		return nil
+		return err
 	})
 	return holds, err
 }
@@ -261,17 +230,6 @@ func (m *Machine) loadQueues(r pebble.Reader, led *ledger) error {
 		s.queue = decodeQueueStat(v)
 		return nil
 	})
-}
-
-func (m *Machine) loadHold(r pebble.Reader, id string) (*ledgerpb.HoldRecord, error) {
-	h, err := getHold(r, m.holdKey(id))
-	if err == nil && h == nil {
-		err = errors.New("missing")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("hold %s: %w", id, err)
-	}
-	return h, nil
 }
 
 // scanPrefix calls fn for every key under prefix, in order.

@@ -197,7 +197,7 @@ func (v *View) Hold(id string) (*ledgerpb.HoldRecord, error) {
 			h, err = getHold(v.m.db, v.m.holdKey(id))
 		})
 	} else {
-		h, err = getHold(v.snap, v.m.holdKey(id))
+		h, err = v.snapHold(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fsm: read hold %s: %w", id, err)
@@ -209,6 +209,34 @@ func (v *View) Hold(id string) (*ledgerpb.HoldRecord, error) {
 		h.State = ledgerpb.HoldState_HOLD_STATE_EXPIRED
 	}
 	return h, nil
+}
+
+// snapHold reads hold id from the view's snapshot: under its id if it had
+// ended there, else under its show's live holds. Which show is the
+// ledger's answer now, or the store's for a hold that ended since: a
+// hold's show never changes, and a hold unknown to both did not exist at
+// the snapshot either.
+func (v *View) snapHold(id string) (*ledgerpb.HoldRecord, error) {
+	h, err := getHold(v.snap, v.m.holdKey(id))
+	if h != nil || err != nil {
+		return h, err
+	}
+	// While apply waits, a hold is in the ledger or its ended record is
+	// committed. (Not inLedger: the view stays at its snapshot's point.)
+	show := ""
+	v.m.mu.RLock()
+	if lh := v.m.led.holds[id]; lh != nil {
+		show = lh.ShowId
+	} else if ended, gerr := getHold(v.m.db, v.m.holdKey(id)); ended != nil {
+		show = ended.ShowId
+	} else {
+		err = gerr
+	}
+	v.m.mu.RUnlock()
+	if show == "" || err != nil {
+		return nil, err
+	}
+	return getHold(v.snap, v.m.liveKey(show, id))
 }
 
 // getHold reads a hold record, nil when there is none.
