@@ -48,9 +48,12 @@ type upstreamServer struct {
 	ledgerpb.UnimplementedBookingServer
 	hub  *Hub
 	open atomic.Int64
+	wg   sync.WaitGroup // the Watch handlers: the node closes after them
 }
 
 func (s *upstreamServer) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]) error {
+	s.wg.Add(1)
+	defer s.wg.Done()
 	s.open.Add(1)
 	defer s.open.Add(-1)
 	err := s.hub.Watch(stream.Context(), req.ShowId, req.FromRevision, Forwarded(stream.Context()), upstreamSink{stream})
@@ -120,7 +123,8 @@ func startRelayCluster(t *testing.T) *relayCluster {
 	go gs.Serve(grpcLn)
 	t.Cleanup(func() {
 		rc.n2.hub.Close() // its relay feeds' upstreams end first
-		gs.Stop()
+		gs.Stop()         // cancels the handlers, and may return before they do
+		rc.up.wg.Wait()
 		rc.n1.hub.Close()
 		for i, n := range nodes {
 			n.router.Close()
