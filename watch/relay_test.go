@@ -5,8 +5,10 @@
 // change after it exactly once, in order, and then joins the ring (its own
 // upstream closes); a watcher that stops reading while the ring moves past
 // it, shared or direct, delays nobody and then catches up through an
-// upstream of its own without a gap; and a resume from before the change
-// log's floor gets a reset seat map, then exactly the changes after it.
+// upstream of its own without a gap; a resume from before the change
+// log's floor gets a reset seat map, then exactly the changes after it;
+// and a new watcher, once the feed's seat map left the ring, gets a seat
+// map read upstream for it, which the next new watcher shares.
 package watch
 
 import (
@@ -400,4 +402,59 @@ func seatOf(sm *ledgerpb.SeatMap, seat string) ledgerpb.SeatState {
 		}
 	}
 	return ledgerpb.SeatState_SEAT_STATE_UNSPECIFIED
+}
+
+func TestRelayNewWatcherPastTheBaseGetsAFreshSeatMap(t *testing.T) {
+	rc := startRelayCluster(t)
+	rc.n2.hub.feeds.framesMax = 4
+	hold := feedShow(t, rc.n1, "r5")
+	format := &countingFormat{}
+	live := newTestSink(format)
+	watchFrom(t, rc.n2.hub, "r5", 0, live)
+	live.waitRev(t, "live watcher's seat map", 1)
+	live.mu.Lock()
+	base := live.mu.revs[0]
+	live.mu.Unlock()
+	var revs []uint64
+	for i := range 20 {
+		revs = append(revs, hold(i+1))
+	}
+	live.waitRev(t, "live watcher", revs[len(revs)-1])
+	if lo := rc.ringLo(t, "r5"); lo <= base {
+		t.Fatalf("relay ring starts at %d, want past its first seat map's %d", lo, base)
+	}
+
+	// The feed's first seat map left the ring: a new watcher's is read
+	// upstream for it, and becomes the base of the next.
+	var fresh uint64
+	for i, what := range []string{"watcher after the base left the ring", "next new watcher"} {
+		s := newTestSink(format)
+		watchFrom(t, rc.n2.hub, "r5", 0, s)
+		s.waitRev(t, what+"'s seat map", revs[len(revs)-1])
+		s.mu.Lock()
+		first := s.mu.events[0]
+		s.mu.Unlock()
+		held := uint32(0) // the holds the seat map must show
+		for _, r := range revs {
+			if r <= first.Revision {
+				held++
+			}
+		}
+		if first.Snapshot == nil || first.Reset_ || first.Revision < revs[19] || first.Snapshot.Free != 200-held {
+			t.Fatalf("%s: first event at %d snapshot %v reset %v, want a seat map at %d or later with %d seats free", what, first.Revision,
+				first.Snapshot != nil, first.Reset_, revs[19], 200-held)
+		}
+		if i == 0 {
+			fresh = first.Revision
+		} else if first.Revision != fresh {
+			t.Errorf("%s: seat map at %d, want the base the watcher before read upstream, at %d", what, first.Revision, fresh)
+		}
+		more := hold(21 + i)
+		revs = append(revs, more)
+		s.waitRev(t, what, more)
+		wantRevs(t, what+" after its seat map", s, 1, rc.logRevs(t, "r5", first.Revision))
+	}
+	live.waitRev(t, "live watcher", revs[len(revs)-1])
+	rc.waitUpstreams(t, 1)
+	wantRevs(t, "live watcher after its seat map", live, 1, revs)
 }
