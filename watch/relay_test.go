@@ -7,8 +7,10 @@
 // it, shared or direct, delays nobody and then catches up through an
 // upstream of its own without a gap; a resume from before the change
 // log's floor gets a reset seat map, then exactly the changes after it;
-// and a new watcher, once the feed's seat map left the ring, gets a seat
-// map read upstream for it, which the next new watcher shares.
+// a new watcher, once the feed's seat map left the ring, gets a seat map
+// read upstream for it, which the next new watcher shares; and a resume
+// from a quiet show's last change, before the feed's first seat map, gets
+// keepalives while it waits upstream, then the next change once.
 package watch
 
 import (
@@ -457,4 +459,38 @@ func TestRelayNewWatcherPastTheBaseGetsAFreshSeatMap(t *testing.T) {
 	live.waitRev(t, "live watcher", revs[len(revs)-1])
 	rc.waitUpstreams(t, 1)
 	wantRevs(t, "live watcher after its seat map", live, 1, revs)
+}
+
+func TestRelayResumeBeforeTheFeedsSeatMapOnAQuietShow(t *testing.T) {
+	rc := startRelayCluster(t)
+	hold := feedShow(t, rc.n1, "r6")
+	other := feedShow(t, rc.n1, "o6") // the same group: its entries pass r6 by
+	last := hold(1)
+	for i := range 5 {
+		other(i + 101) // clients apart from r6's (the helper names them by seat)
+	}
+	live := newTestSink(&countingFormat{})
+	watchFrom(t, rc.n2.hub, "r6", 0, live) // the feed starts from a later seat map
+	live.waitRev(t, "live watcher's seat map", last+1)
+	if lo := rc.ringLo(t, "r6"); lo <= last {
+		t.Fatalf("relay ring starts at %d, want past the show's last change at %d", lo, last)
+	}
+
+	// A client resumes from the show's last change, which the ring does
+	// not reach back to; nothing changes for a while. Its stream is open
+	// and idle: it gets keepalives, as every idle stream does.
+	resumed := newDirectSink()
+	resumed.idle = 50 * time.Millisecond
+	watchFrom(t, rc.n2.hub, "r6", last, resumed)
+	for deadline := time.Now().Add(fwdWait); resumed.keepalives() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("watcher resumed from %d at a quiet show: %d keepalives in %v, want 2 or more (idle interval %v)",
+				last, resumed.keepalives(), fwdWait, resumed.idle)
+		}
+	}
+	next := hold(2)
+	if got := resumed.waitRevs(t, "resumed watcher", next); fmt.Sprint(got) != fmt.Sprint([]uint64{next}) {
+		t.Errorf("watcher resumed from %d got %v, want [%d]: the change after it, once", last, got, next)
+	}
+	rc.waitUpstreams(t, 1)
 }
