@@ -3,13 +3,17 @@
 // SSE and gRPC watchers at n2 cost n1 one watch, each gets the seat map and
 // then every change once, in order; a later watcher, one resuming from a
 // revision the relay holds and one resuming from past its last change join
-// the same upstream; and the upstream ends with the last watcher.
+// the same upstream; and the upstream ends with the last watcher. A
+// resume over SSE from a quiet show's last change, which the relay's first
+// seat map is past, gets keepalive comments while it waits upstream for
+// the next change, then that change.
 package gateway
 
 import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -112,4 +116,35 @@ func relayedWatch(t *testing.T, n *watchNode, from uint64) (grpc.ServerStreaming
 		t.Fatalf("Watch(r1, %d) via %s: %v", from, n.id, err)
 	}
 	return s, cancel
+}
+
+func TestWatchRelayedResumeOnAQuietShowKeepsAlive(t *testing.T) {
+	wc := startWatchCluster(t)
+	wc.nodes[1].srv.watchKeepalive.Store(int64(30 * time.Millisecond))
+	wc.createShow("r1")
+	wc.createShow("other")
+	a := wc.hold("r1", "ca", "A1")
+	for i := range 3 {
+		wc.hold("other", fmt.Sprint("co", i), fmt.Sprint("A", i+1)) // past r1's last change
+	}
+	first := wc.openSSE(1, "r1", nil, "") // n2's relay feed starts at a later seat map
+	if e := first.next(t); e.kind != "snapshot" || e.ev.Revision <= a.Revision {
+		t.Fatalf("first watcher via n2: event %q at %d, want a seat map after r1's last change at %d", e.kind, e.ev.Revision, a.Revision)
+	}
+
+	// Resumed from r1's last change, the stream waits upstream for the next
+	// one: it is open, and idle, so it gets keepalive comments meanwhile.
+	resumed := wc.openSSE(1, "r1", map[string]string{"Last-Event-ID": fmt.Sprint(a.Revision)}, "")
+	if b, _ := resumed.block(t); len(b) != 1 || b[0] != "retry: 1000" {
+		t.Errorf("resumed SSE via n2: first block %q, want [retry: 1000]", b)
+	}
+	for i := range 2 {
+		if b, _ := resumed.block(t); len(b) != 1 || b[0] != ": keepalive" {
+			t.Fatalf("resumed SSE via n2 at a quiet show: block %d %q, want [: keepalive]", i, b)
+		}
+	}
+	b := wc.hold("r1", "cb", "A2")
+	if e := resumed.next(t); e.kind != "changes" || e.ev.Revision != b.Revision || changes(e.ev) != "A2=HELD" {
+		t.Errorf("resumed SSE via n2: event %q at %d with %q, want changes A2=HELD at %d", e.kind, e.ev.Revision, changes(e.ev), b.Revision)
+	}
 }

@@ -7,9 +7,10 @@
 // log gets a reset seat map (gRPC and SSE); the SSE framing (id, event,
 // data, keepalive comments, Last-Event-ID over ?from_revision=); and the
 // limits and errors: a bad show id (400), an unknown show (404), the
-// node's watcher limit (429 TOO_MANY_WATCHERS), a drain that ends open
-// streams and refuses new ones (503), and how watchError maps each ending
-// (a forwarded node's status passes through unchanged).
+// node's watcher limit (429 TOO_MANY_WATCHERS, Retry-After and a message),
+// a drain that ends open streams and refuses new ones (503), and how
+// watchError maps each ending (a forwarded node's status passes through
+// unchanged).
 package gateway
 
 import (
@@ -548,6 +549,12 @@ func TestWatchErrorsAndLimits(t *testing.T) {
 		t.Errorf("second Watch with a limit of 1 = %v, want ResourceExhausted TOO_MANY_WATCHERS", err)
 	}
 	httpErr("over the watcher limit", "w1", nil, "", http.StatusTooManyRequests, "TOO_MANY_WATCHERS")
+	// The refusal says when to retry, and why, in words (docs/API.md).
+	resp := wc.getEvents(0, "w1", nil, "")
+	body, _ := io.ReadAll(resp.Body)
+	if ra := resp.Header.Get("Retry-After"); ra != "1" || !strings.Contains(string(body), "this node serves as many watches as it may") {
+		t.Errorf("GET events over the watcher limit: Retry-After %q, body %s; want Retry-After 1 and the reason in words", ra, body)
+	}
 
 	// A drain ends open streams, gRPC and SSE, and refuses new ones.
 	n1.srv.watchersMax.Store(10)

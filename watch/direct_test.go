@@ -51,7 +51,7 @@ func (s *directSink) Open(string) error           { return nil }
 func (s *directSink) OpenShared(string) error     { return nil }
 func (s *directSink) Format() Format              { return lineFormat{} }
 func (s *directSink) IdleInterval() time.Duration { return s.idle }
-func (s *directSink) Idle() error                 { return nil }
+func (s *directSink) Idle() error                 { return s.Write(s.Keepalive()) } // as an SSE sink's
 func (s *directSink) Direct() bool                { return true }
 func (s *directSink) Keepalive() []byte           { return []byte("k\n") }
 func (s *directSink) Send(e *ledgerpb.WatchEvent) error {

@@ -87,7 +87,8 @@ type testSink struct {
 		sync.Mutex
 		gate   chan struct{}
 		revs   []uint64
-		shared int // frames with the feed's encoding
+		events []*ledgerpb.WatchEvent // in the order sent
+		shared int                    // frames with the feed's encoding
 	}
 	got chan struct{} // signalled after each send (buffered 1)
 }
@@ -115,6 +116,7 @@ func (s *testSink) SendFrames(frames []*Frame) error {
 	s.mu.Lock()
 	for _, f := range frames {
 		s.mu.revs = append(s.mu.revs, f.Event.Revision)
+		s.mu.events = append(s.mu.events, f.Event)
 		if len(f.enc) > 0 {
 			s.mu.shared++
 		}

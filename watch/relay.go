@@ -185,6 +185,12 @@ func (f *feed) offerBase(e *ledgerpb.WatchEvent) {
 // every relayed watch was served before relay feeds, until the watcher
 // reaches the ring; it returns the watcher's position then. opened tells
 // whether the watcher's stream is open already.
+//
+// The upstream may send nothing for long: a resume from the show's last
+// change before the feed's first seat map waits for the show's next
+// change. Its events come through a goroutine of their own meanwhile, so
+// that the watcher gets its keepalives (Idle) as on any idle stream, and
+// a client that left is found out by the failed write.
 func (f *feed) ownUpstream(ctx context.Context, h *Hub, sink SharedSink, pos uint64, opened bool) (uint64, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel() // closes the upstream once the watcher reaches the ring
@@ -197,19 +203,42 @@ func (f *feed) ownUpstream(ctx context.Context, h *Hub, sink SharedSink, pos uin
 			return pos, err
 		}
 	}
+	events, errc := make(chan *ledgerpb.WatchEvent), make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		errc <- receive(sctx, stream, events)
+	}()
+	defer func() { cancel(); <-done }()
+	var tick <-chan time.Time
+	var timer *time.Timer
+	idle := sink.IdleInterval()
+	if idle > 0 {
+		timer = time.NewTimer(idle)
+		defer timer.Stop()
+		tick = timer.C
+	}
 	// The upstream reached pos before it opened: the ring serves the rest.
 	for pos == 0 || !f.covers(pos) {
-		e, err := stream.Recv()
-		if err != nil {
+		select {
+		case e := <-events:
+			if e.Snapshot != nil {
+				f.offerBase(e)
+			}
+			if err := sink.SendFrames(framesOf([]*ledgerpb.WatchEvent{e}, sink.Format())); err != nil {
+				return pos, err
+			}
+			pos = e.Revision
+		case err := <-errc:
 			return pos, remoteWatchErr(ctx, servedBy, err)
+		case <-tick:
+			if err := sink.Idle(); err != nil {
+				return pos, err
+			}
 		}
-		if e.Snapshot != nil {
-			f.offerBase(e)
+		if timer != nil {
+			timer.Reset(idle) // an event or a keepalive went out
 		}
-		if err := sink.SendFrames(framesOf([]*ledgerpb.WatchEvent{e}, sink.Format())); err != nil {
-			return pos, err
-		}
-		pos = e.Revision
 	}
 	return pos, nil
 }
