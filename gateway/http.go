@@ -50,7 +50,11 @@ func NewGRPCServer(srv *Server, router *shard.Router, opts ...grpc.ServerOption)
 		// cost that showed in seat-map profiles (docs/PERFORMANCE.md). When
 		// all are busy (or held by Watch streams) a call gets its own
 		// goroutine as before.
-		grpc.NumStreamWorkers(grpcStreamWorkers)), opts...)...)
+		grpc.NumStreamWorkers(grpcStreamWorkers),
+		// Stop returns once the handlers it cancelled have: seatd closes
+		// raft and Pebble right after, and a Watch or read handler still
+		// running would use them closed (a "pebble: closed" panic).
+		grpc.WaitForHandlers(true)), opts...)...)
 	// Every service answers a request it cannot decode INVALID_ARGUMENT;
 	// the Peer service authenticates and checks the cluster before it
 	// decodes anything (decode.go).
