@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -33,6 +34,18 @@ type Metrics struct {
 	// log, if set, receives one line per request that failed on the
 	// server's side (not the client's, and not a retryable 503).
 	log *slog.Logger
+
+	// The gRPC series already made (grpcSeriesOf): a Vec's WithLabelValues
+	// hashes, checks and copies its labels on every call.
+	mu            sync.RWMutex
+	grpcCounters  map[grpcSeries]prometheus.Counter
+	grpcObservers map[string]prometheus.Observer
+}
+
+// grpcSeries names a request counter: a method and a code.
+type grpcSeries struct {
+	method string
+	code   codes.Code
 }
 
 // NewMetrics registers the API's metrics with reg; log may be nil.
@@ -46,7 +59,9 @@ func NewMetrics(reg prometheus.Registerer, log *slog.Logger) (*Metrics, error) {
 			Help: "HTTP requests served, by route pattern and status code."}, []string{"route", "code"}),
 		httpLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "http", Name: "request_duration_seconds",
 			Help: "HTTP request latency by route pattern.", Buckets: requestBuckets}, []string{"route"}),
-		log: log,
+		log:           log,
+		grpcCounters:  map[grpcSeries]prometheus.Counter{},
+		grpcObservers: map[string]prometheus.Observer{},
 	}
 	for _, c := range []prometheus.Collector{m.grpcRequests, m.grpcLatency, m.httpRequests, m.httpLatency} {
 		if err := reg.Register(c); err != nil {
@@ -111,11 +126,36 @@ func (m *Metrics) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 func (m *Metrics) observeGRPC(method string, start time.Time, err error) {
 	took := time.Since(start)
 	code := status.Code(err)
-	m.grpcRequests.WithLabelValues(method, code.String()).Inc()
-	m.grpcLatency.WithLabelValues(method).Observe(took.Seconds())
+	requests, latency := m.grpcSeriesOf(method, code)
+	requests.Inc()
+	latency.Observe(took.Seconds())
 	if m.log != nil && serverFault(code) {
 		m.log.Error("grpc request failed", "method", method, "code", code.String(), "duration", took, "err", err)
 	}
+}
+
+// grpcSeriesOf returns the request counter of method and code and the
+// latency observer of method, each made on its first use. The labels are
+// bounded (Metrics), so are the maps.
+func (m *Metrics) grpcSeriesOf(method string, code codes.Code) (prometheus.Counter, prometheus.Observer) {
+	key := grpcSeries{method, code}
+	m.mu.RLock()
+	requests, latency := m.grpcCounters[key], m.grpcObservers[method]
+	m.mu.RUnlock()
+	if requests != nil && latency != nil {
+		return requests, latency
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if requests = m.grpcCounters[key]; requests == nil {
+		requests = m.grpcRequests.WithLabelValues(method, code.String())
+		m.grpcCounters[key] = requests
+	}
+	if latency = m.grpcObservers[method]; latency == nil {
+		latency = m.grpcLatency.WithLabelValues(method)
+		m.grpcObservers[method] = latency
+	}
+	return requests, latency
 }
 
 // serverFault reports codes that mean the server is broken rather than the
