@@ -11,7 +11,7 @@ func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 	}
 	tx.put(tx.m.showKey(c.Show.ShowId), c.Show)
 	must(tx.b.Set(tx.m.showTokenKey(c.Show.ShowId), c.TokenKey, nil), "write token key")
-	l := newLayout(c.Show)
+	l := tx.m.led.sharedLayout(c.Show)
 	l.tokenKey = append([]byte(nil), c.TokenKey...)
 	tx.m.led.shows[c.Show.ShowId] = &showState{id: l.show.ShowId, l: l, owners: newSeatOwners(l.total)}
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK}

@@ -51,6 +51,9 @@ type ledger struct {
 	// shows whose rooms open by themselves (roomauto.go).
 	rooms    map[string]*room
 	roomAuto map[string]*ledgerpb.RoomAutoRecord
+	// geometries are the shows' layouts by their encoded rows and
+	// categories, shared by the shows that have them (sharedLayout).
+	geometries map[string]*geometry
 }
 
 // showState is one show in the ledger.
@@ -75,7 +78,7 @@ type showState struct {
 }
 
 func newLedger() ledger {
-	return ledger{shows: map[string]*showState{}, holds: map[string]*ledgerpb.HoldRecord{}}
+	return ledger{shows: map[string]*showState{}, holds: map[string]*ledgerpb.HoldRecord{}, geometries: map[string]*geometry{}}
 }
 
 // load reads the group's ledger from the store: the shows, then each
@@ -90,7 +93,7 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 		if err := proto.Unmarshal(v, show); err != nil {
 			return fmt.Errorf("decode show %s: %w", id, err)
 		}
-		l := newLayout(show)
+		l := led.sharedLayout(show)
 		key, err := getCopy(r, m.showTokenKey(id))
 		if err != nil {
 			return err
