@@ -29,7 +29,7 @@ import (
 // clears the removal's range), and every removal. An append that only
 // extends the log writes its entries alone, so the recorded last may trail
 // the log: a start takes the last index from the store, as the end of the
-// run of entries that follows the recorded last (openRange). That run is
+// run of entries that follows the recorded last (findLast). That run is
 // contiguous and nothing of the group lies beyond it, as appends extend by
 // last+1 and anything else records the bounds. A removal writes the new
 // bounds first and deletes after, so a crash in between leaves only
