@@ -23,10 +23,18 @@ import (
 // Layout: entry i of group g is the store's entry g<<48 | i (48 bits of
 // index per group: 2.8e14 entries). Entry g<<48 | boundsIndex holds the
 // group's bounds: its first and last index and a range that a removal may
-// have left behind. The bounds are written in the same transaction as every
-// append, so a restart knows each group's range without scanning; a removal
-// writes the new bounds first and deletes after, so a crash in between
-// leaves only entries outside the bounds, which the next start deletes.
+// have left behind. The record is written only when something other than
+// the last index changes: an append to an empty group or one that does not
+// extend the log by last+1 onwards, the first append after a removal (which
+// clears the removal's range), and every removal. An append that only
+// extends the log writes its entries alone, so the recorded last may trail
+// the log: a start takes the last index from the store, as the end of the
+// run of entries that follows the recorded last (findLast). That run is
+// contiguous and nothing of the group lies beyond it, as appends extend by
+// last+1 and anything else records the bounds. A removal writes the new
+// bounds first and deletes after, so a crash in between leaves only
+// entries outside the bounds, which the next start deletes before it
+// looks for the last index.
 //
 // A group's stable store (current term, vote) stays in its own
 // group-N/raft.db: it is written only on elections.
@@ -130,13 +138,80 @@ func (nl *nodeLog) group(id uint32) (*groupLog, error) {
 		return nil, err
 	}
 	if b.delLast >= b.delFirst && b.delLast > 0 {
-		// A removal that a crash interrupted: finish it.
+		// A removal that a crash interrupted (or one that finished, with
+		// no bounds written since): finish it before looking for the last
+		// index, which its range may reach past.
 		if err := nl.store.DeleteRange(g.key(b.delFirst), g.key(b.delLast)); err != nil {
 			return nil, fmt.Errorf("raftnode: finish removing entries of group %d: %w", id, err)
 		}
 	}
-	g.first, g.last = b.first, b.last
+	last, err := g.findLast(b)
+	if err != nil {
+		return nil, err
+	}
+	g.recorded = b
+	g.first, g.last = b.first, last
 	return g, nil
+}
+
+// findLast returns the group's last index: the end of the run of entries
+// that follows the recorded last b.last (nodeLog's comment says why it is
+// one run). It doubles its step past b.last until it finds no entry, then
+// halves back: O(log n) reads for n entries appended since the bounds were
+// written. The entries at b.first and b.last must exist.
+func (g *groupLog) findLast(b logBounds) (uint64, error) {
+	if b.last == 0 {
+		return 0, nil
+	}
+	for _, i := range []uint64{b.first, b.last} {
+		if ok, err := g.stored(i); err != nil || !ok {
+			if err == nil {
+				err = fmt.Errorf("%w: group %d's bounds are [%d, %d] but entry %d is missing", ErrCorruptLog, g.id, b.first, b.last, i)
+			}
+			return 0, err
+		}
+	}
+	have, step := b.last, uint64(1) // have is stored
+	for {
+		next := min(have+step, logIndexMax)
+		if next == have {
+			return have, nil
+		}
+		ok, err := g.stored(next)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		have, step = next, step*2
+	}
+	// have is stored, have+step is not (or lies past logIndexMax).
+	for step > 1 {
+		step /= 2
+		next := min(have+step, logIndexMax)
+		ok, err := g.stored(next)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			have = next
+		}
+	}
+	return have, nil
+}
+
+// stored reports whether the store holds entry index of the group.
+func (g *groupLog) stored(index uint64) (bool, error) {
+	var l raft.Log
+	err := g.nl.store.GetLog(g.key(index), &l)
+	if errors.Is(err, raft.ErrLogNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("raftnode: read entry %d of group %d: %w", index, g.id, err)
+	}
+	return true, nil
 }
 
 // wipe deletes every entry of group id, for a replica that leaves the group
@@ -273,12 +348,14 @@ func (nl *nodeLog) linger(t *time.Timer, batch *[]*logReq) *logReq {
 	return nil
 }
 
-// append writes the entries of batch and the new bounds of their groups in
-// one transaction, then publishes the bounds.
+// append writes the entries of batch in one transaction, with the bounds
+// record of each group whose append changes more than its last index
+// (nodeLog's comment), then publishes the bounds.
 func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error) {
 	type update struct {
-		g *groupLog
-		b logBounds
+		g      *groupLog
+		b      logBounds
+		record bool // the bounds record must be written
 	}
 	var updates []update
 	n := 0
@@ -295,11 +372,21 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 		}
 		if u < 0 {
 			first, last := r.g.bounds()
-			updates = append(updates, update{g: r.g, b: logBounds{first: first, last: last}})
+			rec := r.g.recorded
+			// A removal's range stays in the record until a write clears
+			// it: left there, the next start would delete what was
+			// appended since.
+			record := rec.delFirst != 0 || rec.delLast != 0 || rec.first != first
+			updates = append(updates, update{g: r.g, b: logBounds{first: first, last: last}, record: record})
 			u = len(updates) - 1
 		}
 		b := &updates[u].b
 		for _, l := range r.logs {
+			if b.last == 0 || l.Index != b.last+1 {
+				// The first entry of an empty group, a gap or an
+				// overwrite: no longer one run past the recorded last.
+				updates[u].record = true
+			}
 			if b.last == 0 {
 				b.first, b.last = l.Index, l.Index
 			}
@@ -312,12 +399,17 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 		}
 	}
 	for _, u := range updates {
-		logs = append(logs, u.g.boundsLog(u.b))
+		if u.record {
+			logs = append(logs, u.g.boundsLog(u.b))
+		}
 	}
 	if err := nl.store.StoreLogs(logs); err != nil {
 		return logs, err
 	}
 	for _, u := range updates {
+		if u.record {
+			u.g.recorded = u.b
+		}
 		u.g.setBounds(u.b.first, u.b.last)
 	}
 	if nl.observe != nil {
@@ -338,6 +430,10 @@ type groupLog struct {
 	// appendEnd is closed when the append in progress ends; nil when
 	// none is (appending).
 	appendEnd chan struct{}
+
+	// recorded is the group's bounds record as stored; its last may trail
+	// last. Owned by the writer goroutine (set before it sees the group).
+	recorded logBounds
 }
 
 func (g *groupLog) key(index uint64) uint64 { return g.base | index }
@@ -467,6 +563,7 @@ func (g *groupLog) remove(lo, hi uint64) error {
 	if err := g.nl.store.StoreLogs([]*raft.Log{g.boundsLog(b)}); err != nil {
 		return err
 	}
+	g.recorded = b
 	// Readers stop seeing the range before it goes.
 	g.setBounds(b.first, b.last)
 	return g.nl.store.DeleteRange(g.key(lo), g.key(hi))

@@ -47,13 +47,14 @@ func CorruptLogEntry(dataDir string, pick func(n int) int) (string, error) {
 	}
 	var spans []span
 	for _, id := range ids {
-		g := &groupLog{nl: nl, id: id, base: uint64(id) << logIndexBits}
-		b, err := g.readBounds()
+		// group finds the last index past the recorded bounds (and
+		// finishes an interrupted removal), as the node's start will.
+		g, err := nl.group(id)
 		if err != nil {
 			return "", err
 		}
-		if b.last > 0 {
-			spans = append(spans, span{g, b})
+		if first, last := g.bounds(); last > 0 {
+			spans = append(spans, span{g, logBounds{first: first, last: last}})
 		}
 	}
 	if len(spans) == 0 {

@@ -1,10 +1,13 @@
 // This file proves the node log (nodelog.go) keeps each group's raft log
 // as a store of its own would: entries, first and last index, removals of
 // a prefix, a suffix or everything; across a restart, including one that
-// interrupted a removal; with many groups appending at once (and sharing
-// commits, lingering for more only while the log is busy, a removal never
-// overtaken); and that a group's log tells when its append in progress ends
-// (the proposer waits for it).
+// interrupted a removal, one after appends that left the bounds record
+// behind the last index (found from the entries), and one after a removal
+// and appends past it (whose range the record no longer names); that
+// bounds naming missing entries are refused; with many groups appending at
+// once (and sharing commits, lingering for more only while the log is
+// busy, a removal never overtaken); and that a group's log tells when its
+// append in progress ends (the proposer waits for it).
 package raftnode
 
 import (
@@ -184,6 +187,181 @@ func TestNodeLogRefusesDamagedBounds(t *testing.T) {
 		t.Fatal("an index beyond the group's key space was stored")
 	}
 	nl.close()
+}
+
+// storeLogs appends entries(g.id, first, last) to g.
+func storeLogs(t *testing.T, g *groupLog, first, last uint64) {
+	t.Helper()
+	if err := g.StoreLogs(entries(g.id, first, last)); err != nil {
+		t.Fatalf("group %d StoreLogs(%d..%d): %v", g.id, first, last, err)
+	}
+}
+
+// checkRecord asserts the bounds record g's store holds.
+func checkRecord(t *testing.T, g *groupLog, want logBounds) {
+	t.Helper()
+	got, err := g.readBounds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("group %d bounds record = %+v, want %+v", g.id, got, want)
+	}
+}
+
+// reopen closes nl and opens it again with group id.
+func reopen(t *testing.T, nl *nodeLog, id uint32) (*nodeLog, *groupLog) {
+	t.Helper()
+	if err := nl.close(); err != nil {
+		t.Fatal(err)
+	}
+	nl = openTestLog(t, nl.path)
+	return nl, openTestGroup(t, nl, id)
+}
+
+// Appends that only extend a group's log leave its bounds record as it
+// was; a start finds the last index from the entries themselves.
+func TestNodeLogAppendsLeaveTheBoundsRecord(t *testing.T) {
+	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+	g := openTestGroup(t, nl, 4)
+	storeLogs(t, g, 1, 10) // the group's first entries: recorded
+	checkRecord(t, g, logBounds{first: 1, last: 10})
+	storeLogs(t, g, 11, 20)
+	storeLogs(t, g, 21, 21)
+	storeLogs(t, g, 22, 40)
+	checkRecord(t, g, logBounds{first: 1, last: 10})
+	checkRange(t, g, 1, 40)
+
+	nl, g = reopen(t, nl, 4)
+	checkRange(t, g, 1, 40)
+	storeLogs(t, g, 41, 45)
+	checkRecord(t, g, logBounds{first: 1, last: 10})
+	nl, g = reopen(t, nl, 4)
+	defer nl.close()
+	checkRange(t, g, 1, 45)
+}
+
+// A start finds the last index however many entries follow the recorded
+// last (the search doubles, then halves).
+func TestNodeLogFindsTheLastIndex(t *testing.T) {
+	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+	defer func() { nl.close() }()
+	for i, n := range []uint64{0, 1, 2, 3, 7, 8, 9, 100, 1000, 1025} {
+		id := uint32(10 + i)
+		g := openTestGroup(t, nl, id)
+		storeLogs(t, g, 1, 5)
+		if n > 0 {
+			storeLogs(t, g, 6, 5+n)
+		}
+		nl, g = reopen(t, nl, id)
+		if l, _ := g.LastIndex(); l != 5+n {
+			t.Fatalf("%d entries past the recorded last 5: LastIndex = %d, want %d", n, l, 5+n)
+		}
+	}
+}
+
+// Raft truncates a follower's tail on a conflict and appends anew after
+// it; compaction removes a prefix. Each is recorded, and the next append
+// clears the removal's range from the record: were it left, the next
+// start would delete the entries appended since.
+func TestNodeLogReopensAfterRemovals(t *testing.T) {
+	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+	g := openTestGroup(t, nl, 5)
+	storeLogs(t, g, 1, 30)
+	storeLogs(t, g, 31, 50)
+	if err := g.DeleteRange(41, 50); err != nil {
+		t.Fatal(err)
+	}
+	checkRecord(t, g, logBounds{first: 1, last: 40, delFirst: 41, delLast: 50})
+	nl, g = reopen(t, nl, 5)
+	checkRange(t, g, 1, 40)
+
+	storeLogs(t, g, 41, 45)
+	checkRecord(t, g, logBounds{first: 1, last: 45})
+	nl, g = reopen(t, nl, 5)
+	checkRange(t, g, 1, 45)
+
+	// Compaction, then appends past it.
+	storeLogs(t, g, 46, 60)
+	if err := g.DeleteRange(1, 20); err != nil {
+		t.Fatal(err)
+	}
+	checkRecord(t, g, logBounds{first: 21, last: 60, delFirst: 1, delLast: 20})
+	storeLogs(t, g, 61, 70)
+	storeLogs(t, g, 71, 80)
+	checkRecord(t, g, logBounds{first: 21, last: 70})
+	nl, g = reopen(t, nl, 5)
+	checkRange(t, g, 21, 80)
+
+	// A truncation right after a reopen, and an append right after it.
+	if err := g.DeleteRange(75, 80); err != nil {
+		t.Fatal(err)
+	}
+	storeLogs(t, g, 75, 76)
+	nl, g = reopen(t, nl, 5)
+	defer nl.close()
+	checkRange(t, g, 21, 76)
+}
+
+// A crash inside a removal, after it wrote the bounds and before it
+// deleted: the next start deletes the range before it looks for the last
+// index, which the leftover tail would otherwise extend.
+func TestNodeLogSurvivesACrashInsideARemoval(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		crash  logBounds // the bounds remove wrote before the crash
+		first  uint64
+		last   uint64
+		stored uint64 // entries 1..stored are in the store at the crash
+	}{
+		{"tail", logBounds{first: 1, last: 40, delFirst: 41, delLast: 50}, 1, 40, 50},
+		{"tail to the end of the key space", logBounds{first: 1, last: 40, delFirst: 41, delLast: logIndexMax}, 1, 40, 50},
+		{"prefix", logBounds{first: 21, last: 50, delFirst: 1, delLast: 20}, 21, 50, 50},
+		{"everything", logBounds{delFirst: 1, delLast: logIndexMax}, 0, 0, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+			g := openTestGroup(t, nl, 6)
+			storeLogs(t, g, 1, 10)
+			storeLogs(t, g, 11, tc.stored) // past the recorded last 10
+			if err := nl.store.StoreLogs([]*raft.Log{g.boundsLog(tc.crash)}); err != nil {
+				t.Fatal(err)
+			}
+			nl, g = reopen(t, nl, 6)
+			defer func() { nl.close() }()
+			checkRange(t, g, tc.first, tc.last)
+			var l raft.Log
+			for i := tc.last + 1; i <= tc.stored; i++ {
+				if err := nl.store.GetLog(g.key(i), &l); !errors.Is(err, raft.ErrLogNotFound) {
+					t.Fatalf("entry %d of the interrupted removal is still stored (%v)", i, err)
+				}
+			}
+			// The group appends on as usual, and keeps it across a start.
+			storeLogs(t, g, tc.last+1, tc.last+5)
+			if tc.first == 0 {
+				tc.first = 1
+			}
+			nl, g = reopen(t, nl, 6)
+			checkRange(t, g, tc.first, tc.last+5)
+		})
+	}
+}
+
+// A bounds record naming entries the store lacks is a damaged log, not a
+// shorter one.
+func TestNodeLogRefusesBoundsBeyondItsEntries(t *testing.T) {
+	for _, missing := range []uint64{1, 10} {
+		nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+		g := openTestGroup(t, nl, 7)
+		storeLogs(t, g, 1, 10)
+		if err := nl.store.DeleteRange(g.key(missing), g.key(missing)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nl.group(7); !errors.Is(err, ErrCorruptLog) {
+			t.Fatalf("bounds [1, 10] without entry %d: group = %v, want ErrCorruptLog", missing, err)
+		}
+		nl.close()
+	}
 }
 
 // Groups appending at once share commits, and each reads back exactly its
