@@ -129,8 +129,9 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 		e.extra["forwarded_per_s"] = fmt.Sprintf("%.0f", (fwd1-fwd0)/elapsed.Seconds())
 		e.extra["forwarded_per_call"] = fmt.Sprintf("%.1f", (fwd1-fwd0)/(calls1-calls0))
 	}
-	// Elections under load: a healthy run adds none (a leader kill adds
-	// one per surviving replica, and the restarted node's own).
+	// Elections under load: a run without faults adds only leadership
+	// balancing's moves (balance.go); a leader kill adds an election in
+	// each group the victim led, and the restarted node's own views.
 	if leaders1, err := e.leaderChanges(ctx); err == nil && leadersErr == nil {
 		e.extra["leader_changes"] = fmt.Sprintf("%.0f", leaders1-leaders0)
 	}
