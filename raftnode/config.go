@@ -130,8 +130,17 @@ type Config struct {
 
 // Defaults for a node on a LAN or loopback.
 const (
-	heartbeatTimeoutDefault   = 1000 * time.Millisecond
-	electionTimeoutDefault    = 1000 * time.Millisecond
+	// heartbeatTimeoutDefault and electionTimeoutDefault bound how soon a
+	// group replaces a dead leader: a follower stands after one to two
+	// heartbeat timeouts without contact, and one that still knows the
+	// leader refuses votes until its own timer runs out. At 1 s a leader
+	// kill often missed the waiting room's 2 s to resume admissions; at
+	// 500 ms it meets it, with no more elections under load
+	// (docs/PERFORMANCE.md, "Leader kill").
+	heartbeatTimeoutDefault = 500 * time.Millisecond
+	electionTimeoutDefault  = 500 * time.Millisecond
+	// leaderLeaseTimeoutDefault caps the lease; by default it is half the
+	// heartbeat timeout (setDefaults).
 	leaderLeaseTimeoutDefault = 500 * time.Millisecond
 	// commitTimeoutDefault is how often (randomly once to twice per
 	// interval) a leader sends each follower an AppendEntries when no new

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +118,7 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	e.stats = &stats{} // setup calls are not part of the figures
 	cpu0, idx0 := e.cpuNow(), e.appliedTotal(ctx)
 	calls0, fwd0 := e.forwardTotals(ctx)
+	leaders0, leadersErr := e.leaderChanges(ctx)
 	elapsed := w.run(ctx, e)
 	sum.CPU = e.cpuUse(cpu0, elapsed)
 	if idx1 := e.appliedTotal(ctx); idx0 > 0 && idx1 > idx0 {
@@ -125,6 +128,12 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	if calls1, fwd1 := e.forwardTotals(ctx); calls1 > calls0 {
 		e.extra["forwarded_per_s"] = fmt.Sprintf("%.0f", (fwd1-fwd0)/elapsed.Seconds())
 		e.extra["forwarded_per_call"] = fmt.Sprintf("%.1f", (fwd1-fwd0)/(calls1-calls0))
+	}
+	// Elections under load: a run without faults adds only leadership
+	// balancing's moves (balance.go); a leader kill adds an election in
+	// each group the victim led, and the restarted node's own views.
+	if leaders1, err := e.leaderChanges(ctx); err == nil && leadersErr == nil {
+		e.extra["leader_changes"] = fmt.Sprintf("%.0f", leaders1-leaders0)
 	}
 	sum.ElapsedS = elapsed.Seconds()
 	sum.Calls = e.stats.summarize(elapsed)
@@ -160,36 +169,51 @@ func (e *env) appliedTotal(ctx context.Context) uint64 {
 // (seatledger_forward_batch_commands' count and sum); zeros without a local
 // cluster or from a seatd that does not export it.
 func (e *env) forwardTotals(ctx context.Context) (calls, commands float64) {
+	m, _ := e.metricSums(ctx, "seatledger_forward_batch_commands_count", "seatledger_forward_batch_commands_sum")
+	return m["seatledger_forward_batch_commands_count"], m["seatledger_forward_batch_commands_sum"]
+}
+
+// leaderChanges sums seatledger_raft_leader_changes_total over the local
+// nodes: every replica counts each new leader it sees, so one election in
+// a group of three replicas counts up to three. A restarted node's count
+// starts again from its own elections.
+func (e *env) leaderChanges(ctx context.Context) (float64, error) {
+	m, err := e.metricSums(ctx, "seatledger_raft_leader_changes_total")
+	return m["seatledger_raft_leader_changes_total"], err
+}
+
+// metricSums sums each named metric over its labels and the local nodes'
+// /metrics; an error without a local cluster, or when a node does not
+// answer.
+func (e *env) metricSums(ctx context.Context, names ...string) (map[string]float64, error) {
+	sums := map[string]float64{}
 	if e.cluster == nil {
-		return 0, 0
+		return sums, errors.New("no local cluster")
 	}
 	for _, n := range e.cluster.Nodes() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.cluster.HTTPURL(n, "/metrics"), nil)
 		if err != nil {
-			return 0, 0
+			return map[string]float64{}, err
 		}
 		resp, err := e.healthc.Do(req)
 		if err != nil {
-			return 0, 0
+			return map[string]float64{}, err
 		}
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			return 0, 0
+			return map[string]float64{}, err
 		}
 		for line := range strings.Lines(string(b)) {
 			name, rest, _ := strings.Cut(line, "{")
 			_, val, _ := strings.Cut(rest, "} ")
-			v, _ := strconv.ParseFloat(strings.TrimSpace(val), 64)
-			switch name {
-			case "seatledger_forward_batch_commands_count":
-				calls += v
-			case "seatledger_forward_batch_commands_sum":
-				commands += v
+			if slices.Contains(names, name) {
+				v, _ := strconv.ParseFloat(strings.TrimSpace(val), 64)
+				sums[name] += v
 			}
 		}
 	}
-	return calls, commands
+	return sums, nil
 }
 
 // mutations counts the client commands sent (every call but reads).
