@@ -119,6 +119,7 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	cpu0, idx0 := e.cpuNow(), e.appliedTotal(ctx)
 	calls0, fwd0 := e.forwardTotals(ctx)
 	leaders0, leadersErr := e.leaderChanges(ctx)
+	mallocs0, mallocsErr := e.metricSums(ctx, "go_memstats_mallocs_total")
 	elapsed := w.run(ctx, e)
 	sum.CPU = e.cpuUse(cpu0, elapsed)
 	if idx1 := e.appliedTotal(ctx); idx0 > 0 && idx1 > idx0 {
@@ -134,6 +135,24 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	// each group the victim led, and the restarted node's own views.
 	if leaders1, err := e.leaderChanges(ctx); err == nil && leadersErr == nil {
 		e.extra["leader_changes"] = fmt.Sprintf("%.0f", leaders1-leaders0)
+	}
+	// The stable figures for A/B runs (docs/PERFORMANCE.md): the nodes'
+	// CPU and allocations per client command, all nodes together. A node
+	// restarted during the run starts its allocation count again, so a
+	// negative difference reports nothing.
+	if n := e.mutations(); n > 0 {
+		if sum.CPU != nil && len(sum.CPU.Nodes) > 0 {
+			cores := 0.0
+			for _, c := range sum.CPU.Nodes {
+				cores += c
+			}
+			e.extra["node_cpu_us_per_command"] = fmt.Sprintf("%.0f", cores*elapsed.Seconds()/float64(n)*1e6)
+		}
+		if m1, err := e.metricSums(ctx, "go_memstats_mallocs_total"); err == nil && mallocsErr == nil {
+			if d := m1["go_memstats_mallocs_total"] - mallocs0["go_memstats_mallocs_total"]; d > 0 {
+				e.extra["node_allocs_per_command"] = fmt.Sprintf("%.0f", d/float64(n))
+			}
+		}
 	}
 	sum.ElapsedS = elapsed.Seconds()
 	sum.Calls = e.stats.summarize(elapsed)
@@ -205,8 +224,14 @@ func (e *env) metricSums(ctx context.Context, names ...string) (map[string]float
 			return map[string]float64{}, err
 		}
 		for line := range strings.Lines(string(b)) {
-			name, rest, _ := strings.Cut(line, "{")
-			_, val, _ := strings.Cut(rest, "} ")
+			// name{labels} value, or name value without labels.
+			name, rest, labelled := strings.Cut(line, "{")
+			var val string
+			if labelled {
+				_, val, _ = strings.Cut(rest, "} ")
+			} else {
+				name, val, _ = strings.Cut(line, " ")
+			}
 			if slices.Contains(names, name) {
 				v, _ := strconv.ParseFloat(strings.TrimSpace(val), 64)
 				sums[name] += v
