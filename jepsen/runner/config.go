@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/seatledger/seatledger/jepsen/history"
 )
 
 // Nemeses the runner knows, by name.
@@ -143,14 +145,17 @@ func (c *Config) SetDefaults() {
 }
 
 // installsExpected reports whether a run should see a snapshot installed:
-// small enough snapshots, long enough, with faults that leave a replica
-// behind.
-func (c *Config) installsExpected() bool {
+// small enough snapshots, long enough, and a fault injected that leaves a
+// replica behind while the others go on. Counted are the faults the run
+// drew, not the nemeses it could draw from ("all" may draw none of them
+// in a short run), and not kill-all: every replica stops and restarts
+// together, so none is left behind.
+func (c *Config) installsExpected(faults []history.Fault) bool {
 	if c.Duration < installRunMin || c.SnapshotThreshold > snapshotThresholdDefault || c.TrailingLogs > trailingLogsDefault {
 		return false
 	}
-	for _, n := range c.Nemeses {
-		if slices.Contains(nemesisGroups["partitions"], n) || slices.Contains(nemesisGroups["kills"], n) {
+	for _, f := range faults {
+		if f.Kind != NemKillAll && (slices.Contains(nemesisGroups["partitions"], f.Kind) || slices.Contains(nemesisGroups["kills"], f.Kind)) {
 			return true
 		}
 	}

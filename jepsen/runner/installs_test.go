@@ -1,12 +1,14 @@
 // This file proves the harness counts snapshot installs by the line seatd
-// really logs, and counts each one.
+// really logs, and counts each one, and when a run expects one.
 package runner
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/seatledger/seatledger/jepsen/history"
 	"github.com/seatledger/seatledger/raftnode"
 )
 
@@ -20,5 +22,37 @@ func TestCountInstalls(t *testing.T) {
 	os.WriteFile(b, []byte("msg=\"installed a snapshot from the leader\"\nmsg=\"installed a snapshot from the leader\"\n"), 0o644)
 	if n := countInstalls([]string{a, b, filepath.Join(dir, "missing.log")}); n != 3 {
 		t.Errorf("countInstalls = %d, want 3", n)
+	}
+}
+
+// TestInstallsExpectedCountsFaultsThatLeaveAReplicaBehind: a run expects a
+// snapshot install only from faults it drew that leave one replica behind
+// the others, never from kill-all alone.
+func TestInstallsExpectedCountsFaultsThatLeaveAReplicaBehind(t *testing.T) {
+	c := &Config{Duration: time.Minute}
+	c.SetDefaults()
+	for _, tc := range []struct {
+		kinds []string
+		want  bool
+	}{
+		{nil, false},
+		{[]string{"heal", "clock-jump"}, false},
+		{[]string{NemKillAll, "heal"}, false},
+		{[]string{NemKillAll, NemPartitionOne}, true},
+		{[]string{NemKillLeader}, true},
+		{[]string{NemPauseLeader}, true},
+	} {
+		var faults []history.Fault
+		for _, k := range tc.kinds {
+			faults = append(faults, history.Fault{Kind: k})
+		}
+		if got := c.installsExpected(faults); got != tc.want {
+			t.Errorf("installsExpected(%v) = %t, want %t", tc.kinds, got, tc.want)
+		}
+	}
+	short := *c
+	short.Duration = installRunMin - time.Second
+	if short.installsExpected([]history.Fault{{Kind: NemKillLeader}}) {
+		t.Error("a run shorter than installRunMin expects an install")
 	}
 }

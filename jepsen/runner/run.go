@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 		Unavailability: Unavailability(h), Problems: nem.problems}
 	res.SnapshotInstalls = countInstalls(tc.logPaths())
 	fmt.Fprintf(log, "jepsen: %d snapshot installs\n", res.SnapshotInstalls)
-	if res.SnapshotInstalls == 0 && cfg.installsExpected() {
+	if res.SnapshotInstalls == 0 && cfg.installsExpected(h.Faults) {
 		res.Problems = append(res.Problems, fmt.Sprintf("no replica installed a snapshot, though the run (%v, snapshots every %d entries, %d kept) had faults that leave replicas behind: snapshot install went untested",
 			cfg.Duration, cfg.SnapshotThreshold, cfg.TrailingLogs))
 	}
