@@ -301,16 +301,18 @@ func (d *entryDecoder) show(v []byte, off, vn int) (string, bool) {
 
 // fields walks a message's fields: fn gets each field's number, wire
 // type, value bytes (for bytes fields) or varint, and the value's offset
-// within the entry; it says whether the field is known. Each field may
-// come once.
-func (d *entryDecoder) fields(data []byte, off int, fn func(num protowire.Number, v []byte, x uint64, voff, vn int) bool, varints uint64) bool {
+// within the entry; it says whether the field is known. varints and
+// repeated are sets of field numbers, by bit: the varint fields, and the
+// fields that may come more than once (any other coming twice is left to
+// DecodeCommand, which keeps the last).
+func (d *entryDecoder) fields(data []byte, off int, fn func(num protowire.Number, v []byte, x uint64, voff, vn int) bool, varints, repeated uint64) bool {
 	var seen uint64
 	for b := data; len(b) > 0; {
 		num, typ, tn := protowire.ConsumeTag(b)
 		if tn < 0 || num > 63 {
 			return false
 		}
-		if seen&(1<<num) != 0 && num != 2 {
+		if seen&(1<<num) != 0 && repeated&(1<<num) == 0 {
 			return false
 		}
 		seen |= 1 << num
@@ -334,10 +336,7 @@ func (d *entryDecoder) fields(data []byte, off int, fn func(num protowire.Number
 	return true
 }
 
-// The commands' fields: numbers as in ledger.proto. Repeated seat_ids
-// (HoldCmd field 2) is the only field that may come more than once; each
-// op's other field 2 is a string that fields lets repeat, so those refuse
-// a second one themselves.
+// The commands' fields: numbers as in ledger.proto and waitroom.proto.
 
 func (d *entryDecoder) hold(data []byte, off int, h *ledgerpb.HoldCmd) bool {
 	const varints = 1<<3 | 1<<4 | 1<<6
@@ -372,7 +371,7 @@ func (d *entryDecoder) hold(data []byte, off int, h *ledgerpb.HoldCmd) bool {
 			h.AdmissionToken, ok = d.string(v, voff, vn)
 		}
 		return ok
-	}, varints)
+	}, varints, 1<<2) // seat_ids repeats
 	if !ok {
 		return false
 	}
@@ -383,82 +382,65 @@ func (d *entryDecoder) hold(data []byte, off int, h *ledgerpb.HoldCmd) bool {
 }
 
 func (d *entryDecoder) confirm(data []byte, off int, c *ledgerpb.ConfirmCmd) bool {
-	twice := false
 	return d.fields(data, off, func(num protowire.Number, v []byte, _ uint64, voff, vn int) bool {
 		var ok bool
 		switch num {
 		case 1:
 			c.ShowId, ok = d.show(v, voff, vn)
 		case 2:
-			ok, twice = !twice, true
-			if ok {
-				c.HoldId, ok = d.string(v, voff, vn)
-			}
+			c.HoldId, ok = d.string(v, voff, vn)
 		case 3:
 			c.PaymentRef, ok = d.string(v, voff, vn)
 		case 4:
 			c.HoldToken, ok = d.string(v, voff, vn)
 		}
 		return ok
-	}, 0)
+	}, 0, 0)
 }
 
 func (d *entryDecoder) release(data []byte, off int, c *ledgerpb.ReleaseCmd) bool {
-	twice := false
 	return d.fields(data, off, func(num protowire.Number, v []byte, _ uint64, voff, vn int) bool {
 		var ok bool
 		switch num {
 		case 1:
 			c.ShowId, ok = d.show(v, voff, vn)
 		case 2:
-			ok, twice = !twice, true
-			if ok {
-				c.HoldId, ok = d.string(v, voff, vn)
-			}
+			c.HoldId, ok = d.string(v, voff, vn)
 		case 3:
 			c.HoldToken, ok = d.string(v, voff, vn)
 		}
 		return ok
-	}, 0)
+	}, 0, 0)
 }
 
 func (d *entryDecoder) extend(data []byte, off int, c *ledgerpb.ExtendCmd) bool {
-	twice := false
 	return d.fields(data, off, func(num protowire.Number, v []byte, x uint64, voff, vn int) bool {
 		var ok bool
 		switch num {
 		case 1:
 			c.ShowId, ok = d.show(v, voff, vn)
 		case 2:
-			ok, twice = !twice, true
-			if ok {
-				c.HoldId, ok = d.string(v, voff, vn)
-			}
+			c.HoldId, ok = d.string(v, voff, vn)
 		case 3:
 			c.HoldToken, ok = d.string(v, voff, vn)
 		case 4:
 			c.TtlMs, ok = int64(x), true
 		}
 		return ok
-	}, 1<<4)
+	}, 1<<4, 0)
 }
 
 func (d *entryDecoder) joinRoom(data []byte, off int, j *ledgerpb.JoinRoomCmd) bool {
-	seeds := 0
 	return d.fields(data, off, func(num protowire.Number, v []byte, _ uint64, voff, vn int) bool {
 		var ok bool
 		switch num {
 		case 1:
 			j.ShowId, ok = d.show(v, voff, vn)
 		case 2:
-			seeds++
-			ok = seeds == 1
-			if ok {
-				j.Seed = d.copyBytes(v)
-			}
+			j.Seed, ok = d.copyBytes(v), true
 		}
 		return ok
-	}, 0)
+	}, 0, 0)
 }
 
 // copyBytes is a bytes field's value: a copy in the entry's one array

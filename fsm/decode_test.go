@@ -82,6 +82,20 @@ func TestDecodeEntryTakesTheHotShapes(t *testing.T) {
 			t.Errorf("decodeEntry took %v itself", c)
 		}
 	}
+	// A field that is not repeated, twice (DecodeCommand keeps the last):
+	// a confirm's hold_id, a join's seed.
+	for _, data := range [][]byte{
+		{0x62, 0x06, 0x12, 0x01, 'a', 0x12, 0x01, 'b'},
+		{0x9a, 0x03, 0x06, 0x12, 0x01, 0x01, 0x12, 0x01, 0x02},
+	} {
+		d := entryDecoder{led: &m.led}
+		if _, ok := d.entry(data); ok {
+			t.Errorf("decodeEntry took %x itself", data)
+		}
+		if _, err := DecodeCommand(data); err != nil {
+			t.Errorf("DecodeCommand(%x): %v", data, err)
+		}
+	}
 }
 
 func FuzzDecodeEntry(f *testing.F) {
