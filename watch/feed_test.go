@@ -223,6 +223,30 @@ func TestFeedEncodesEachChangeOnceForAllWatchers(t *testing.T) {
 	}
 }
 
+// holdWhileStalled makes stalled stop reading, then makes n holds, each
+// of which live must get at once (hold fails past fwdWait): a watcher that
+// does not read delays nobody. It returns the holds' revisions and the
+// function that lets stalled read again (also run at cleanup, before the
+// watch's own).
+func holdWhileStalled(t *testing.T, stalled, live *testSink, hold func(int) uint64, n int) (revs []uint64, reopen func()) {
+	t.Helper()
+	gate := make(chan struct{})
+	var open sync.Once
+	reopen = func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(reopen)
+	stalled.mu.Lock()
+	stalled.mu.gate = gate
+	stalled.mu.Unlock()
+	for i := range n {
+		revs = append(revs, hold(i+1))
+		live.waitRev(t, fmt.Sprint("live watcher after hold ", i+1), revs[i])
+	}
+	if last := stalled.last(); last >= revs[0] {
+		t.Fatalf("stalled watcher got revision %d while stalled", last)
+	}
+	return revs, reopen
+}
+
 func TestFeedStalledWatcherDelaysNobodyAndCatchesUpFromTheLog(t *testing.T) {
 	n := startTestNode(t)
 	n.hub.feeds.framesMax = 4 // the ring moves past the stalled watcher
@@ -233,21 +257,8 @@ func TestFeedStalledWatcherDelaysNobodyAndCatchesUpFromTheLog(t *testing.T) {
 	live.waitRev(t, "live watcher's seat map", 1)
 	watchInto(t, n.hub, "f2", stalled)
 	stalled.waitRev(t, "stalled watcher's seat map", 1)
-	gate := make(chan struct{})
-	var open sync.Once
-	t.Cleanup(func() { open.Do(func() { close(gate) }) }) // before the watch's cleanup
-	stalled.mu.Lock()
-	stalled.mu.gate = gate // it stops reading
-	stalled.mu.Unlock()
-	var revs []uint64
-	for i := range 40 {
-		revs = append(revs, hold(i+1)) // each within fwdWait, or Fatal
-		live.waitRev(t, fmt.Sprint("live watcher after hold ", i+1), revs[i])
-	}
-	if last := stalled.last(); last >= revs[0] {
-		t.Fatalf("stalled watcher got revision %d while stalled", last)
-	}
-	open.Do(func() { close(gate) })
+	revs, reopen := holdWhileStalled(t, stalled, live, hold, 40)
+	reopen()
 	stalled.waitRev(t, "stalled watcher after it reads again", revs[len(revs)-1])
 	for _, s := range []*testSink{live, stalled} {
 		s.mu.Lock()

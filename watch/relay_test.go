@@ -265,24 +265,11 @@ func TestRelayStalledWatcherDelaysNobodyAndCatchesUpUpstream(t *testing.T) {
 	live.waitRev(t, "live watcher's seat map", 1)
 	watchFrom(t, rc.n2.hub, "r2", 0, stalled)
 	stalled.waitRev(t, "stalled watcher's seat map", 1)
-	gate := make(chan struct{})
-	var open sync.Once
-	t.Cleanup(func() { open.Do(func() { close(gate) }) }) // before the watch's cleanup
-	stalled.mu.Lock()
-	stalled.mu.gate = gate // it stops reading
-	stalled.mu.Unlock()
-	var revs []uint64
-	for i := range 40 {
-		revs = append(revs, hold(i+1)) // each within fwdWait, or Fatal
-		live.waitRev(t, fmt.Sprint("live watcher after hold ", i+1), revs[i])
-	}
-	if last := stalled.last(); last >= revs[0] {
-		t.Fatalf("stalled watcher got revision %d while stalled", last)
-	}
+	revs, reopen := holdWhileStalled(t, stalled, live, hold, 40)
 	if lo := rc.ringLo(t, "r2"); lo <= revs[0] {
 		t.Fatalf("relay ring starts at %d, want past the stalled watcher's %d", lo, revs[0])
 	}
-	open.Do(func() { close(gate) })
+	reopen()
 	stalled.waitRev(t, "stalled watcher after it reads again", revs[len(revs)-1])
 	rc.waitUpstreams(t, 1) // its own upstream closed in the ring
 	last := hold(41)
