@@ -113,23 +113,32 @@ func (p *procWatch) revision(r httpResult) uint64 {
 	return rev
 }
 
-func TestWatchSSEAcrossLeaderSIGKILL(t *testing.T) {
+// startWatchCluster builds seatd and starts three processes with fast
+// raft timeouts, nodeArgs (may be nil) adding to a node's flags; the
+// context bounds the test. Skipped with -short.
+func startWatchCluster(t *testing.T, nodeArgs func(*proccluster.Node) []string) (context.Context, *proccluster.Cluster) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts real seatd processes")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "seatd")
 	if err := proccluster.Build(ctx, bin); err != nil {
 		t.Fatal(err)
 	}
 	c, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: dir, Groups: procGroups, AdminToken: testAdminToken,
-		Args: []string{"--heartbeat-timeout", "300ms", "--election-timeout", "300ms"}})
+		Args: []string{"--heartbeat-timeout", "300ms", "--election-timeout", "300ms"}, NodeArgs: nodeArgs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	return ctx, c
+}
+
+func TestWatchSSEAcrossLeaderSIGKILL(t *testing.T) {
+	_, c := startWatchCluster(t, nil)
 	p := &procWatch{t: t, c: c}
 	for _, n := range c.Nodes() {
 		p.urls = append(p.urls, "http://"+n.HTTPAddr)

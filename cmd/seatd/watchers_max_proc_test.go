@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,28 +22,12 @@ import (
 )
 
 func TestWatchersMaxFlagCapsTheNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real seatd processes")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "seatd")
-	if err := proccluster.Build(ctx, bin); err != nil {
-		t.Fatal(err)
-	}
-	c, err := proccluster.Start(ctx, proccluster.Config{Binary: bin, Nodes: 3, Dir: dir, Groups: procGroups, AdminToken: testAdminToken,
-		Args: []string{"--heartbeat-timeout", "300ms", "--election-timeout", "300ms"},
-		NodeArgs: func(n *proccluster.Node) []string {
-			if n.ID == "n1" {
-				return []string{"--watchers-max", "1"}
-			}
-			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	ctx, c := startWatchCluster(t, func(n *proccluster.Node) []string {
+		if n.ID == "n1" {
+			return []string{"--watchers-max", "1"}
+		}
+		return nil
+	})
 	n1, n2 := "http://"+c.Nodes()[0].HTTPAddr, "http://"+c.Nodes()[1].HTTPAddr
 
 	const show = "capped"
