@@ -13,9 +13,10 @@
 // and expire paths read nothing else, and a request filter (requests.go)
 // tells a new request id without a store read. Each batch of entries is
 // written behind to the group's key range in the node's Pebble database,
-// with the applied index, without fsync: the raft log is the write-ahead
-// log. A restart loads the ledger from Pebble, and raft replays the entries
-// above the applied index.
+// with the applied index; Pebble has no WAL and nothing is synced: the raft
+// log is the write-ahead log. A restart loads the ledger from Pebble as its
+// last memtable flush left it, and raft replays the entries above that
+// applied index (a snapshot waits for a flush, store.go).
 //
 // Reads of seat maps and holds come from the ledger too, between apply
 // batches (View.inLedger): apply holds the machine's lock while it applies

@@ -126,7 +126,10 @@ func ResetNodes(db *pebble.DB, group uint32, nodes []*ledgerpb.NodeRecord) error
 			return fmt.Errorf("fsm: reset nodes of group %d: %w", group, err)
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("fsm: reset nodes of group %d: %w", group, err)
+	}
+	if err := db.Flush(); err != nil { // no WAL (OpenDB): durable once flushed
 		return fmt.Errorf("fsm: reset nodes of group %d: %w", group, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ package fsm
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -45,6 +46,26 @@ func TestRestart(t *testing.T) {
 	before := stateOf(t, m)
 	seatsBefore := seatStates(t, m, "s1")
 
+	// A crash: the store has no WAL, so it comes back as it was at its
+	// last flush (here, before the first entry), and raft's replay of
+	// the log brings the machine back to where it was.
+	m = crashReopen(t, db, dir, 2)
+	db = m.db
+	kept := m.Applied()
+	if kept > before.applied {
+		t.Fatalf("after a crash: applied %d, past the %d entries applied", kept, before.applied)
+	}
+	for i, cmd := range log {
+		want := len(batchOrSelf(cmd)) // results of an entry applied again
+		if uint64(i+1) <= kept {
+			want = 0 // skipped: the store kept it
+		}
+		mustApply(t, m, uint64(i+1), proto.Clone(cmd).(*ledgerpb.Command), want)
+	}
+	if got := stateOf(t, m); got != before {
+		t.Fatalf("after a crash and the log's replay: state %+v, want %+v", got, before)
+	}
+
 	m = reopen(t, db, dir, 2)
 	db = m.db
 	if got := stateOf(t, m); got != before {
@@ -75,7 +96,8 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("Restore: %v", err)
 	}
 	restored := stateOf(t, m)
-	m = reopen(t, db, dir, 2)
+	m = crashReopen(t, db, dir, 2) // Restore flushed: nothing to replay
+	db = m.db
 	t.Cleanup(func() { m.db.Close() })
 	if got := stateOf(t, m); got != restored {
 		t.Fatalf("after Restore and restart: state %+v, want %+v", got, restored)
@@ -85,9 +107,24 @@ func TestRestart(t *testing.T) {
 // reopen closes db and opens the directory again, as a restarted node does.
 func reopen(t *testing.T, db *pebble.DB, dir string, group uint32) *Machine {
 	t.Helper()
+	if err := CloseDB(db); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return openAgain(t, dir, group)
+}
+
+// crashReopen closes db without a flush, so that what only the memtables
+// held is lost as in a crash, and opens the directory again.
+func crashReopen(t *testing.T, db *pebble.DB, dir string, group uint32) *Machine {
+	t.Helper()
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+	return openAgain(t, dir, group)
+}
+
+func openAgain(t *testing.T, dir string, group uint32) *Machine {
+	t.Helper()
 	db, err := OpenDB(dir)
 	if err != nil {
 		t.Fatalf("OpenDB after restart: %v", err)
@@ -123,10 +160,49 @@ func equalStates(a, b map[string]ledgerpb.SeatState) bool {
 func TestNewMachineRejectsBadMeta(t *testing.T) {
 	db := newTestDB(t)
 	m := newTestMachine(t, db, 9)
-	if err := db.Set(m.metaKey(), []byte{1, 2, 3}, pebble.Sync); err != nil {
+	if err := db.Set(m.metaKey(), []byte{1, 2, 3}, pebble.NoSync); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := NewMachine(db, 9); err == nil {
 		t.Fatalf("NewMachine with a 3-byte meta record = nil error, want an error")
+	}
+}
+
+// TestSnapshotMakesItsIndexDurable: raft records a snapshot once WriteTo
+// returns and may then drop the log below it, so a crash after that must
+// keep every entry up to the snapshot's index in the store, which has no
+// WAL.
+func TestSnapshotMakesItsIndexDurable(t *testing.T) {
+	dir := t.TempDir()
+	db, err := OpenDB(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestMachine(t, db, 4)
+	g := newGen(randChooser{rand.New(rand.NewPCG(5, 6))})
+	apply := func(n int) {
+		for range n {
+			index, cmd := g.entry()
+			g.observe(cmd, mustApply(t, m, index, cmd, len(batchOrSelf(cmd))))
+		}
+	}
+	apply(60)
+	s, err := m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, want := s.Applied(), mustDigest(t, m)
+	if _, err := s.WriteTo(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	apply(20) // after the snapshot: a crash may lose these
+	m = crashReopen(t, m.db, dir, 4)
+	t.Cleanup(func() { m.db.Close() })
+	if got := m.Applied(); got < at {
+		t.Fatalf("after a crash: applied %d, below the snapshot's %d", got, at)
+	}
+	if got := mustDigest(t, m); m.Applied() == at && got != want {
+		t.Fatalf("after a crash: digest %v, want the snapshot's %v", got, want)
 	}
 }

@@ -36,19 +36,26 @@ const (
 type Snapshot struct {
 	m    *Machine
 	view *View
+	// flushed is closed once a flush has made every entry up to the
+	// snapshot's index durable in Pebble.
+	flushed <-chan struct{}
 }
 
-// Snapshot syncs the WAL, so that every applied entry is durable before raft
-// may compact its log past this index, and pins a Pebble snapshot.
+// Snapshot pins a Pebble snapshot and starts a flush of the memtables.
+// Pebble has no WAL (OpenDB): applied entries are durable once flushed, and
+// raft may forget the entries below a snapshot's index once it is
+// persisted, so WriteTo waits for the flush.
 func (m *Machine) Snapshot() (*Snapshot, error) {
-	if err := m.db.LogData(nil, pebble.Sync); err != nil {
-		return nil, fmt.Errorf("fsm: sync before snapshot: %w", err)
-	}
 	v, err := m.View()
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{m: m, view: v}, nil
+	flushed, err := m.db.AsyncFlush()
+	if err != nil {
+		v.Close()
+		return nil, fmt.Errorf("fsm: flush before snapshot: %w", err)
+	}
+	return &Snapshot{m: m, view: v, flushed: flushed}, nil
 }
 
 // Applied is the index the snapshot reflects.
@@ -61,7 +68,10 @@ func (s *Snapshot) Close() error { return s.view.Close() }
 // Machine.Digest reports on a replica at the same applied index.
 func (s *Snapshot) Digest() (Digest, error) { return s.view.Digest() }
 
-// WriteTo streams the snapshot.
+// WriteTo streams the snapshot. It returns once the state it streamed is
+// also durable in this node's Pebble (Snapshot), so a caller that records
+// the snapshot afterwards (raft's sink) never names an index that a crash
+// could take from the store.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	h := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(w, h)}
@@ -92,6 +102,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		return cw.n, err
 	}
 	n, err := w.Write(h.Sum(nil))
+	<-s.flushed
 	return cw.n + int64(n), err
 }
 
@@ -137,6 +148,12 @@ func (m *Machine) Restore(r io.Reader) error {
 	defer m.commits.Add(1)
 	if err := m.db.Ingest(context.Background(), []string{path}); err != nil {
 		return fmt.Errorf("fsm: ingest restore: %w", err)
+	}
+	// A table that overlaps the memtables is ingested as one of them, and
+	// without a WAL (OpenDB) it is durable only once flushed; raft drops
+	// the log behind the snapshot when Restore returns.
+	if err := m.db.Flush(); err != nil {
+		return fmt.Errorf("fsm: flush restore: %w", err)
 	}
 	// Before the index moves: a watcher that sees the new index must not
 	// trust what the index of changes knew of the old state.

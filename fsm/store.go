@@ -4,6 +4,7 @@ package fsm
 // opened, and how a group's records leave it.
 
 import (
+	"errors"
 	"fmt"
 	"log"
 
@@ -17,10 +18,15 @@ func OpenDB(dir string) (*pebble.DB, error) {
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
 		Cache: cache,
-		// The WAL stays on: Apply commits without fsync (the raft log is
-		// the durable record and replays past the persisted applied index),
-		// and Snapshot syncs the WAL before raft may compact its log.
-		DisableWAL:         false,
+		// No WAL: the raft log is the write-ahead log. A crash loses
+		// what no flush reached, and raft replays it: Pebble's applied
+		// index persists with every batch, and memtables flush in order,
+		// so what survives is a prefix of the applied entries. Raft may
+		// forget entries only below a snapshot's index, and a snapshot is
+		// not complete before a flush covers it (Snapshot.WriteTo); the
+		// writes that must last at once (Restore's ingestion, DropGroup,
+		// ResetNodes) flush themselves.
+		DisableWAL:         true,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{},
 		// Larger memtables than the 4 MiB default flush less often, so
@@ -64,13 +70,23 @@ func (quietLogger) Fatalf(format string, args ...any) {
 	log.Fatalf("pebble: "+format, args...)
 }
 
-// DropGroup deletes every record of a group from db (synced), for a replica
-// that leaves the group or joins it afresh. No Machine of the group may be
-// in use.
+// DropGroup deletes every record of a group from db (flushed), for a
+// replica that leaves the group or joins it afresh. No Machine of the group
+// may be in use.
 func DropGroup(db *pebble.DB, group uint32) error {
 	p := groupPrefix(group)
-	if err := db.DeleteRange(p, prefixEnd(p), pebble.Sync); err != nil {
+	if err := db.DeleteRange(p, prefixEnd(p), pebble.NoSync); err != nil {
+		return fmt.Errorf("fsm: drop group %d: %w", group, err)
+	}
+	if err := db.Flush(); err != nil {
 		return fmt.Errorf("fsm: drop group %d: %w", group, err)
 	}
 	return nil
+}
+
+// CloseDB flushes the store and closes it. Without the flush nothing is
+// lost (raft replays what no flush reached: OpenDB), but the next start
+// replays more.
+func CloseDB(db *pebble.DB) error {
+	return errors.Join(db.Flush(), db.Close())
 }

@@ -47,6 +47,9 @@ type Node struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	// noFlushOnClose makes Close leave the store unflushed, as a crash
+	// would (tests).
+	noFlushOnClose bool
 }
 
 // Start opens the node's storage, listens on its raft port and starts its
@@ -271,7 +274,11 @@ func (n *Node) Close() error {
 		errs = append(errs, n.mux.Close())
 		<-n.muxDone
 		errs = append(errs, n.log.close())
-		errs = append(errs, n.db.Close())
+		if n.noFlushOnClose {
+			errs = append(errs, n.db.Close())
+		} else {
+			errs = append(errs, fsm.CloseDB(n.db))
+		}
 		n.metrics.unregister()
 		n.closeErr = errors.Join(errs...)
 	})

@@ -276,3 +276,64 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	}
 	tc.nodes[fi] = n
 }
+
+// TestCrashReplaysWhatTheStoreLost: the state store has no WAL, so a crash
+// loses what no flush reached, and the replica must come back through
+// raft's replay to the state of its peers. Raft restarts from the last
+// snapshot's index (NoSnapshotRestoreOnStart), which the snapshot made
+// durable in the store before raft recorded it.
+func TestCrashReplaysWhatTheStoreLost(t *testing.T) {
+	tc := startTestCluster(t, nil)
+	leader, li := tc.leader()
+	mustPropose(t, leader, testShow())
+	for i := range 30 {
+		mustPropose(t, leader, holdCmd(fmt.Sprintf("c%d", i), "r", 0, fmt.Sprintf("A%d", i+1)))
+	}
+	fi := (li + 1) % 3
+	fg, _ := tc.nodes[fi].Group(0)
+	waitApplied(t, fg, leader.Machine().Applied())
+	if err := fg.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot on %s: %v", tc.peers[fi].ID, err)
+	}
+	snapAt := fg.Machine().Applied()
+	for i := range 20 {
+		mustPropose(t, leader, holdCmd(fmt.Sprintf("d%d", i), "r", 0, fmt.Sprintf("B%d", i+1)))
+	}
+	waitApplied(t, fg, leader.Machine().Applied())
+	tc.nodes[fi].noFlushOnClose = true
+	tc.nodes[fi].Close()
+	n, err := Start(tc.cfg(fi))
+	if err != nil {
+		t.Fatalf("restart %s: %v", tc.peers[fi].ID, err)
+	}
+	tc.nodes[fi] = n
+	fg, _ = n.Group(0)
+	if got := fg.Machine().Applied(); got < snapAt {
+		t.Fatalf("after a crash %s's store is at %d, below its snapshot at %d", tc.peers[fi].ID, got, snapAt)
+	}
+	leader, _ = tc.leader()
+	mustPropose(t, leader, holdCmd("e", "r", 0, "C1"))
+	waitApplied(t, fg, leader.Machine().Applied())
+	want, err := leader.Machine().Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fg.Machine().Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("after a crash and replay %s's digest %v, the leader's %v", tc.peers[fi].ID, got, want)
+	}
+}
+
+func waitApplied(t *testing.T, g *Group, index uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for g.Machine().Applied() < index {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s applied %d, want %d within 10s", g.self, g.Machine().Applied(), index)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
