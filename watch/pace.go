@@ -22,10 +22,11 @@ const (
 	feedBusyEntriesMin    = 4
 	// feedBusyRestFactor and feedBusyRestMax: a busy group's feed rests
 	// this many times its round's CPU time, at most feedBusyRestMax, so
-	// its rounds take at most about a ninth of a core from the holds and
-	// a change still reaches the watchers well within a second.
-	feedBusyRestFactor = 8
-	feedBusyRestMax    = 400 * time.Millisecond
+	// its rounds take at most about a seventeenth of a core from the
+	// holds, and a change still reaches the watchers within about a
+	// second (seed 004 asks for 2-3).
+	feedBusyRestFactor = 16
+	feedBusyRestMax    = 800 * time.Millisecond
 )
 
 // roundPace is what a feed's rest depends on: where and when its last
@@ -54,9 +55,9 @@ func (p *roundPace) rest(cpu time.Duration, start time.Time, index uint64) time.
 
 // pace waits, before a fan-out, until the last one's rest is over. A
 // feed of many watchers whose show changes without pause then spends at
-// most about half a core on them (a ninth while the group is busy), and
-// the changes that arrive meanwhile go out together, in one write to each
-// watcher; a change after a quiet spell goes out at once.
+// most about half a core on them (a seventeenth while the group is
+// busy), and the changes that arrive meanwhile go out together, in one
+// write to each watcher; a change after a quiet spell goes out at once.
 func (f *feed) pace(ctx context.Context) error {
 	wait := time.Until(f.nextRound)
 	if wait <= 0 {
