@@ -16,9 +16,10 @@ const (
 	// feedBusyEntriesPerSec is the rate of applied entries (of any show
 	// of the group) from which the group counts as busy, measured from
 	// one round's start to the next's over at least feedBusyEntriesMin
-	// entries. A show of the writer (a change every 50 ms or
-	// more) stays below it; a stampede is far above.
-	feedBusyEntriesPerSec = 50
+	// entries. The writer (a change every 50 ms or more: at most
+	// 4 in 150 ms) stays below it; a stampede is above, also when a
+	// loaded machine slows it to 40-70 entries a second.
+	feedBusyEntriesPerSec = 30
 	feedBusyEntriesMin    = 4
 	// feedBusyRestFactor and feedBusyRestMax: a busy group's feed rests
 	// this many times its round's CPU time, at most feedBusyRestMax, so

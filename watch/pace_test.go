@@ -45,6 +45,14 @@ func TestRoundPaceRest(t *testing.T) {
 			{ms(70), 110, ms(30), ms(30) * feedBusyRestFactor},
 			{ms(400), 160, ms(80), feedBusyRestMax},
 		}},
+		{"a stampede slowed by a loaded machine is still busy", []round{
+			{0, 100, ms(80), ms(80)},
+			{ms(1000), 140, ms(80), feedBusyRestMax},
+		}},
+		{"the writer's fastest: four changes 50 ms apart plus their calls", []round{
+			{0, 100, ms(1), ms(1)},
+			{ms(160), 104, ms(1), ms(1)},
+		}},
 		{"few watchers: a busy group's rest stays as small as the rounds", []round{
 			{0, 100, ms(1), ms(1)},
 			{ms(10), 105, ms(1), ms(1) * feedBusyRestFactor},
