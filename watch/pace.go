@@ -43,12 +43,15 @@ type roundPace struct {
 // watcher whatever it carries, so while the group is busy (a stampede),
 // fewer and larger rounds leave the cores to the holds; after a quiet
 // spell a change goes out at once, and at the pace of changes
-// each goes out in its own round.
-func (p *roundPace) rest(cpu time.Duration, start time.Time, index uint64) time.Duration {
+// each goes out in its own round. A round of a full read (records, as
+// many as one read takes) has more waiting: it rests the quiet rest, so
+// that a show changing faster than a full read per busy rest does not
+// leave its feed further behind with every round.
+func (p *roundPace) rest(cpu time.Duration, start time.Time, index uint64, records int) time.Duration {
 	busy := p.index > 0 && index >= p.index+feedBusyEntriesMin &&
 		float64(index-p.index) >= feedBusyEntriesPerSec*start.Sub(p.start).Seconds()
 	p.index, p.start = index, start
-	if busy {
+	if busy && records < watchReadMax {
 		return min(feedBusyRestFactor*cpu, feedBusyRestMax)
 	}
 	return min(cpu, feedRestMax)
