@@ -129,7 +129,7 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 	// also counts waiting for a core on a busy machine.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	start := threadCPU()
+	start, wallStart := threadCPU(), time.Now()
 	var formats []Format
 	var batches [][]byte
 	for _, d := range ds {
@@ -148,31 +148,7 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 		f.tryWrite(d, batches[i], pos)
 	}
 	now := time.Now()
-	f.lastWrite, f.nextRound = now, now.Add(min(threadCPU()-start, feedRestMax))
-}
-
-// feedRestMax bounds a feed's rest between fan-outs (pace), and so what it
-// adds to a delivery.
-const feedRestMax = 100 * time.Millisecond
-
-// pace waits, before a fan-out, until the last one's rest is over: as
-// long as its CPU time, at most feedRestMax. A feed of many watchers whose show
-// changes without pause then spends about half a core on them, and the
-// changes that arrive meanwhile go out together, in one write to each
-// watcher; a change after a quiet spell goes out at once.
-func (f *feed) pace(ctx context.Context) error {
-	wait := time.Until(f.nextRound)
-	if wait <= 0 {
-		return nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	f.lastWrite, f.nextRound = now, now.Add(f.rounds.rest(threadCPU()-start, wallStart, pos, len(frames)))
 }
 
 // keepalive writes each direct watcher its keepalive if the feed wrote

@@ -111,11 +111,13 @@ type feed struct {
 	// framesMax bounds the ring (feedFramesMax).
 	framesMax int
 	// scratch holds the direct watchers of one fan-out, lastWrite is
-	// when the feed last wrote to them, and nextRound is the earliest
-	// time of its next fan-out (direct.go); all the feed goroutine's own.
+	// when the feed last wrote to them, nextRound is the earliest time
+	// of its next fan-out and rounds what sets it (direct.go); all the
+	// feed goroutine's own.
 	scratch   []*directWatcher
 	lastWrite time.Time
 	nextRound time.Time
+	rounds    roundPace
 
 	mu struct {
 		sync.Mutex

@@ -89,6 +89,7 @@ type testSink struct {
 		revs   []uint64
 		events []*ledgerpb.WatchEvent // in the order sent
 		shared int                    // frames with the feed's encoding
+		sends  int                    // SendFrames calls: the watch's writes
 	}
 	got chan struct{} // signalled after each send (buffered 1)
 }
@@ -114,6 +115,7 @@ func (s *testSink) SendFrames(frames []*Frame) error {
 		<-gate
 	}
 	s.mu.Lock()
+	s.mu.sends++
 	for _, f := range frames {
 		s.mu.revs = append(s.mu.revs, f.Event.Revision)
 		s.mu.events = append(s.mu.events, f.Event)

@@ -203,7 +203,9 @@ func (f *feed) ownUpstream(ctx context.Context, h *Hub, sink SharedSink, pos uin
 			return pos, err
 		}
 	}
-	events, errc := make(chan *ledgerpb.WatchEvent), make(chan error, 1)
+	// Buffered: what arrives while the watcher writes goes out in its next
+	// write, all of it, as a catch-up from the ring or the log does.
+	events, errc := make(chan *ledgerpb.WatchEvent, watchReadMax), make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -222,13 +224,16 @@ func (f *feed) ownUpstream(ctx context.Context, h *Hub, sink SharedSink, pos uin
 	for pos == 0 || !f.covers(pos) {
 		select {
 		case e := <-events:
-			if e.Snapshot != nil {
-				f.offerBase(e)
+			batch := drain(events, []*ledgerpb.WatchEvent{e})
+			for _, e := range batch {
+				if e.Snapshot != nil {
+					f.offerBase(e)
+				}
 			}
-			if err := sink.SendFrames(framesOf([]*ledgerpb.WatchEvent{e}, sink.Format())); err != nil {
+			if err := sink.SendFrames(framesOf(batch, sink.Format())); err != nil {
 				return pos, err
 			}
-			pos = e.Revision
+			pos = batch[len(batch)-1].Revision
 		case err := <-errc:
 			return pos, remoteWatchErr(ctx, servedBy, err)
 		case <-tick:

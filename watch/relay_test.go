@@ -7,6 +7,8 @@
 // it, shared or direct, delays nobody and then catches up through an
 // upstream of its own without a gap; a resume from before the change
 // log's floor gets a reset seat map, then exactly the changes after it;
+// a watcher catching up through its own upstream gets what arrived while
+// it wrote in its next write, not one write per change;
 // a new watcher, once the feed's seat map left the ring, gets a seat map
 // read upstream for it, which the next new watcher shares; and a resume
 // from a quiet show's last change, before the feed's first seat map, gets
@@ -253,6 +255,45 @@ func TestRelayResumeFromBeforeTheRingGetsEveryChangeOnce(t *testing.T) {
 	last := hold(41)
 	resumed.waitRev(t, "resumed watcher from the ring", last)
 	wantRevs(t, "resumed watcher from the ring", resumed, 0, append(revs[3:], last))
+}
+
+func TestRelayOwnUpstreamCatchUpIsOneWrite(t *testing.T) {
+	rc := startRelayCluster(t)
+	rc.n2.hub.feeds.framesMax = 4 // the ring trims after a few changes
+	hold := feedShow(t, rc.n1, "r1")
+	format := &countingFormat{}
+	live := newTestSink(format)
+	watchFrom(t, rc.n2.hub, "r1", 0, live) // opens the relay feed
+	live.waitRev(t, "live watcher's seat map", 1)
+	var revs []uint64
+	for i := range 20 {
+		revs = append(revs, hold(i+1))
+	}
+	live.waitRev(t, "live watcher", revs[len(revs)-1])
+	from := revs[2]
+	if lo := rc.ringLo(t, "r1"); lo <= from {
+		t.Fatalf("relay ring starts at %d, want past the resume revision %d", lo, from)
+	}
+
+	// Its first write waits, as on a slow socket, while the rest of what
+	// it missed arrives from its upstream.
+	resumed := newTestSink(format)
+	gate := make(chan struct{})
+	resumed.mu.gate = gate
+	watchFrom(t, rc.n2.hub, "r1", from, resumed)
+	rc.waitUpstreams(t, 2)
+	time.Sleep(200 * time.Millisecond) // for the upstream to send the rest
+	resumed.mu.Lock()
+	resumed.mu.gate = nil
+	resumed.mu.Unlock()
+	close(gate)
+	resumed.waitRev(t, "resumed watcher", revs[len(revs)-1])
+	wantRevs(t, fmt.Sprint("watcher resumed from ", from), resumed, 0, revs[3:])
+	resumed.mu.Lock()
+	defer resumed.mu.Unlock()
+	if resumed.mu.sends > 2 {
+		t.Errorf("the watcher resumed from %d took %d writes for %d missed changes, want at most 2: the one under way and one for the rest", from, resumed.mu.sends, len(revs)-3)
+	}
 }
 
 func TestRelayStalledWatcherDelaysNobodyAndCatchesUpUpstream(t *testing.T) {

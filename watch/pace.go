@@ -1,0 +1,78 @@
+package watch
+
+import (
+	"context"
+	"time"
+)
+
+// Between fan-outs a feed rests (pace): as long as the last round's CPU
+// time, at most feedRestMax, while its group is quiet; feedBusyRestFactor
+// times as long, at most feedBusyRestMax, while the group applies entries
+// faster than feedBusyEntriesPerSec.
+const (
+	// feedRestMax bounds a feed's rest while its group is quiet, and so
+	// what the rest adds to a delivery.
+	feedRestMax = 100 * time.Millisecond
+	// feedBusyEntriesPerSec is the rate of applied entries (of any show
+	// of the group) from which the group counts as busy, measured from
+	// one round's start to the next's over at least feedBusyEntriesMin
+	// entries. The writer (a change every 50 ms or more: at most
+	// 4 in 150 ms) stays below it; a stampede is above, also when a
+	// loaded machine slows it to 40-70 entries a second.
+	feedBusyEntriesPerSec = 30
+	feedBusyEntriesMin    = 4
+	// feedBusyRestFactor and feedBusyRestMax: a busy group's feed rests
+	// this many times its round's CPU time, at most feedBusyRestMax, so
+	// its rounds take at most about a seventeenth of a core from the
+	// holds, and a change still reaches the watchers within about a
+	// second (seed 004 asks for 2-3).
+	feedBusyRestFactor = 16
+	feedBusyRestMax    = 800 * time.Millisecond
+)
+
+// roundPace is what a feed's rest depends on: where and when its last
+// round started. The feed goroutine's own.
+type roundPace struct {
+	index uint64 // the index the last round published up to; 0: none yet
+	start time.Time
+}
+
+// rest returns the rest after a round that took cpu, started at start
+// and published up to index (an applied index of the group: a relayed
+// change's revision is one too). Each round costs a write to every
+// watcher whatever it carries, so while the group is busy (a stampede),
+// fewer and larger rounds leave the cores to the holds; after a quiet
+// spell a change goes out at once, and at the pace of changes
+// each goes out in its own round. A round of a full read (records, as
+// many as one read takes) has more waiting: it rests the quiet rest, so
+// that a show changing faster than a full read per busy rest does not
+// leave its feed further behind with every round.
+func (p *roundPace) rest(cpu time.Duration, start time.Time, index uint64, records int) time.Duration {
+	busy := p.index > 0 && index >= p.index+feedBusyEntriesMin &&
+		float64(index-p.index) >= feedBusyEntriesPerSec*start.Sub(p.start).Seconds()
+	p.index, p.start = index, start
+	if busy && records < watchReadMax {
+		return min(feedBusyRestFactor*cpu, feedBusyRestMax)
+	}
+	return min(cpu, feedRestMax)
+}
+
+// pace waits, before a fan-out, until the last one's rest is over. A
+// feed of many watchers whose show changes without pause then spends at
+// most about half a core on them (a seventeenth while the group is
+// busy), and the changes that arrive meanwhile go out together, in one
+// write to each watcher; a change after a quiet spell goes out at once.
+func (f *feed) pace(ctx context.Context) error {
+	wait := time.Until(f.nextRound)
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
