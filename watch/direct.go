@@ -64,6 +64,7 @@ func (f *feed) attach(d *directWatcher, pos uint64) (bool, error) {
 		return false, f.mu.err
 	}
 	if pos != f.mu.pos {
+		f.mu.attachMisses++
 		return false, nil
 	}
 	d.attached, d.index, d.rest, d.pos, d.err = true, len(f.mu.direct), nil, pos, nil
@@ -226,8 +227,14 @@ func (f *feed) serveDirect(ctx context.Context, h *Hub, sink DirectSink, pos uin
 	defer f.leaveDirect(d)
 	stop := context.AfterFunc(ctx, sink.Wake)
 	defer stop()
+	var poll *time.Timer
+	defer func() {
+		if poll != nil {
+			poll.Stop()
+		}
+	}()
 	for {
-		next, _, sent, behind, err := f.sendAfter(ctx, h, sink, pos)
+		next, wake, sent, behind, err := f.sendAfter(ctx, h, sink, pos)
 		if err != nil {
 			return err
 		}
@@ -239,7 +246,23 @@ func (f *feed) serveDirect(ctx context.Context, h *Hub, sink DirectSink, pos uin
 			if err != nil {
 				return err
 			}
-			continue // the feed moved on: send that first
+			// The feed moved on (its wake is closed: send that first), or
+			// it is behind pos: a relayed watcher that caught up through
+			// an upstream of its own can be ahead of the relay feed. Wait
+			// for the feed to move, or poll, since it may reach pos
+			// without a change of this show; never spin.
+			if poll == nil {
+				poll = time.NewTimer(aheadPoll)
+			} else {
+				poll.Reset(aheadPoll)
+			}
+			select {
+			case <-wake:
+			case <-poll.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
 		}
 		if err := waitKick(ctx, d); err != nil {
 			return err
@@ -256,6 +279,10 @@ func (f *feed) serveDirect(ctx context.Context, h *Hub, sink DirectSink, pos uin
 		pos = at
 	}
 }
+
+// aheadPoll is how often a direct watcher ahead of its feed looks again
+// whether the feed reached it (serveDirect).
+const aheadPoll = 20 * time.Millisecond
 
 // waitKick parks an attached watcher's goroutine in its sink's Wait (a
 // read of the connection, which also learns when the client leaves) until

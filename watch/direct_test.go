@@ -8,6 +8,8 @@ package watch
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -198,5 +200,57 @@ func TestDirectWatcherKeepalivesWhileOtherShowsChange(t *testing.T) {
 		// Paced well under idle, so the feed never waits that long, and
 		// the 190 holds span several idles however fast each one is.
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestDirectWatcherAheadOfItsFeedWaits: a direct watcher whose position is
+// past its feed's (a relayed watcher that caught up through an upstream of
+// its own can be) waits for the feed instead of trying to attach in a
+// loop, and attaches once the feed reaches it, with no change missed.
+func TestDirectWatcherAheadOfItsFeedWaits(t *testing.T) {
+	n := startTestNode(t)
+	hold := feedShow(t, n, "d4")
+	s := newDirectSink()
+	watchInto(t, n.hub, "d4", s)
+	s.waitRevs(t, "seat map", 1)
+	rev := hold(1)
+	s.waitRevs(t, "first hold", rev)
+	n.hub.feeds.mu.Lock()
+	var f *feed
+	for k, x := range n.hub.feeds.mu.feeds {
+		if k.show == "d4" {
+			f = x
+		}
+	}
+	n.hub.feeds.mu.Unlock()
+	if f == nil {
+		t.Fatal("no feed of d4")
+	}
+	f.mu.Lock()
+	at, misses0 := f.mu.pos, f.mu.attachMisses
+	f.mu.Unlock()
+	ahead := newDirectSink()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.serveDirect(ctx, n.hub, ahead, at+1) }()
+	time.Sleep(200 * time.Millisecond)
+	f.mu.Lock()
+	misses := f.mu.attachMisses - misses0
+	f.mu.Unlock()
+	if misses > 40 { // about one per aheadPoll; a loop makes thousands
+		t.Errorf("a watcher ahead of its feed tried to attach %d times in 200ms, want it to wait", misses)
+	}
+	hold(2) // takes the feed to the watcher's position, or past it
+	next := hold(3)
+	if next <= at+1 {
+		t.Fatalf("hold at revision %d, not past the watcher's %d", next, at+1)
+	}
+	got := ahead.waitRevs(t, "the watcher that was ahead", next)
+	if len(got) == 0 || got[0] <= at+1 {
+		t.Errorf("the watcher that was at %d got %v, want only revisions after it", at+1, got)
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("serveDirect = %v", err)
 	}
 }

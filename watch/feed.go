@@ -137,6 +137,9 @@ type feed struct {
 		// them asked for (0: none).
 		direct []*directWatcher
 		idle   time.Duration
+		// attachMisses counts attaches refused because the watcher was
+		// not at pos (tests: a watcher ahead of its feed must not spin).
+		attachMisses int
 	}
 }
 
