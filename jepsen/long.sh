@@ -5,6 +5,10 @@
 # histories and reports stay in jepsen-out/<seed>-<nemesis>/.
 #
 #   SEEDS="1 2 3" DURATION=2m NODES=5 jepsen/long.sh
+#
+# A passing run's node data directories (0.2-1 GB each run) are deleted as
+# it ends, its logs, history and report kept: 54 runs kept whole filled a
+# disk once. KEEP_DATA=1 keeps them; a run that fails keeps them anyway.
 set -u
 cd "$(dirname "$0")/.."
 SEEDS=${SEEDS:-"1 2 3"}
@@ -27,6 +31,9 @@ for nem in $NEMESES; do
     rc=$?
     verdict=PASS; [ $rc -eq 1 ] && verdict=VIOLATION; [ $rc -gt 1 ] && verdict="ERROR($rc)"
     [ $rc -ne 0 ] && fail=1
+    if [ $rc -eq 0 ] && [ "${KEEP_DATA:-0}" != 1 ]; then
+      rm -rf "$dir"/n*/ # the nodes' data directories; nN.log files stay
+    fi
     ops=$(grep -m1 -o 'ops: [0-9]*' "$log" | grep -o '[0-9]*' || true)
     gaps=$(grep -m1 -o 'unavailability over.*' "$log" || echo "-")
     printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(date -u +%F)" "$seed" "$NODES" "$DURATION" "$nem" "$verdict" "${ops:--}" "$gaps" >> "$OUT"
