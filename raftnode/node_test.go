@@ -210,11 +210,7 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	}
 	fi := (li + 1) % 3
 	early, _ := tc.nodes[fi].Group(0)
-	for deadline := time.Now().Add(10 * time.Second); early.Machine().Applied() < g.Machine().Applied(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("follower applied %d, leader %d after 10s", early.Machine().Applied(), g.Machine().Applied())
-		}
-	}
+	waitApplied(t, early, g.Machine().Applied(), 10*time.Second)
 	tc.nodes[fi].Close()
 	tc.nodes[fi] = nil
 	for i := 0; i < 300; i++ {
@@ -234,12 +230,7 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	tc.nodes[fi] = n
 	fg, _ := n.Group(0)
 	deadline := time.Now().Add(15 * time.Second)
-	for fg.Machine().Applied() < g.Machine().Applied() {
-		if time.Now().After(deadline) {
-			t.Fatalf("follower applied %d, leader %d after 15s", fg.Machine().Applied(), g.Machine().Applied())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitApplied(t, fg, g.Machine().Applied(), 15*time.Second)
 	// raft records the installed snapshot only after the state machine's
 	// Restore has returned (and moved Applied): wait for it too.
 	for fg.Raft().Stats()["last_snapshot_index"] == "0" && time.Now().Before(deadline) {
@@ -248,27 +239,13 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	if idx := fg.Raft().Stats()["last_snapshot_index"]; idx == "0" {
 		t.Errorf("follower caught up without installing a snapshot (last_snapshot_index %s)", idx)
 	}
-	want, err := g.Machine().Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := fg.Machine().Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
-		t.Errorf("follower digest %v, leader %v: want equal", got, want)
-	}
+	sameDigest(t, "the follower after the install", fg, g)
 	// The follower restarts on the log the install left, with entries after
 	// the snapshot (every group verifies its whole log when it opens).
 	for i := 0; i < 5; i++ {
 		mustPropose(t, g, holdCmd(fmt.Sprintf("late%d", i), "r", 0, fmt.Sprintf("J%d", 30+i)))
 	}
-	for deadline := time.Now().Add(10 * time.Second); fg.Machine().Applied() < g.Machine().Applied(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("follower applied %d, leader %d after 10s", fg.Machine().Applied(), g.Machine().Applied())
-		}
-	}
+	waitApplied(t, fg, g.Machine().Applied(), 10*time.Second)
 	tc.nodes[fi].Close()
 	tc.nodes[fi] = nil
 	if n, err = Start(tc.cfg(fi)); err != nil {
@@ -291,7 +268,7 @@ func TestCrashReplaysWhatTheStoreLost(t *testing.T) {
 	}
 	fi := (li + 1) % 3
 	fg, _ := tc.nodes[fi].Group(0)
-	waitApplied(t, fg, leader.Machine().Applied())
+	waitApplied(t, fg, leader.Machine().Applied(), 10*time.Second)
 	if err := fg.raft.Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot on %s: %v", tc.peers[fi].ID, err)
 	}
@@ -299,7 +276,7 @@ func TestCrashReplaysWhatTheStoreLost(t *testing.T) {
 	for i := range 20 {
 		mustPropose(t, leader, holdCmd(fmt.Sprintf("d%d", i), "r", 0, fmt.Sprintf("B%d", i+1)))
 	}
-	waitApplied(t, fg, leader.Machine().Applied())
+	waitApplied(t, fg, leader.Machine().Applied(), 10*time.Second)
 	tc.nodes[fi].noFlushOnClose = true
 	tc.nodes[fi].Close()
 	n, err := Start(tc.cfg(fi))
@@ -313,27 +290,34 @@ func TestCrashReplaysWhatTheStoreLost(t *testing.T) {
 	}
 	leader, _ = tc.leader()
 	mustPropose(t, leader, holdCmd("e", "r", 0, "C1"))
-	waitApplied(t, fg, leader.Machine().Applied())
-	want, err := leader.Machine().Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := fg.Machine().Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != want {
-		t.Fatalf("after a crash and replay %s's digest %v, the leader's %v", tc.peers[fi].ID, got, want)
+	waitApplied(t, fg, leader.Machine().Applied(), 10*time.Second)
+	sameDigest(t, "after a crash and replay, "+tc.peers[fi].ID, fg, leader)
+}
+
+// waitApplied waits until g has applied index, at most within.
+func waitApplied(t *testing.T, g *Group, index uint64, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for g.Machine().Applied() < index {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s applied %d, want %d within %v", g.self, g.Machine().Applied(), index, within)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-func waitApplied(t *testing.T, g *Group, index uint64) {
+// sameDigest fails the test unless got's state digest is want's.
+func sameDigest(t *testing.T, what string, got, want *Group) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for g.Machine().Applied() < index {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s applied %d, want %d within 10s", g.self, g.Machine().Applied(), index)
-		}
-		time.Sleep(5 * time.Millisecond)
+	g, err := got.Machine().Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := want.Machine().Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g != w {
+		t.Errorf("%s: digest %v, the leader's %v: want equal", what, g, w)
 	}
 }
