@@ -220,23 +220,31 @@ func wantRevs(t *testing.T, what string, s *testSink, i int, want []uint64) {
 	}
 }
 
-func TestRelayResumeFromBeforeTheRingGetsEveryChangeOnce(t *testing.T) {
-	rc := startRelayCluster(t)
+// trimmedRelay starts a relay cluster whose relay ring keeps only a few
+// changes, opens the relay feed of show r1 with a live watcher at n2 and
+// makes 20 changes, which the live watcher got: revs[2] is before the ring.
+func trimmedRelay(t *testing.T) (rc *relayCluster, hold func(int) uint64, format *countingFormat, live *testSink, revs []uint64) {
+	t.Helper()
+	rc = startRelayCluster(t)
 	rc.n2.hub.feeds.framesMax = 4 // the ring trims after a few changes
-	hold := feedShow(t, rc.n1, "r1")
-	format := &countingFormat{}
-	live := newTestSink(format)
+	hold = feedShow(t, rc.n1, "r1")
+	format = &countingFormat{}
+	live = newTestSink(format)
 	watchFrom(t, rc.n2.hub, "r1", 0, live) // opens the relay feed
 	live.waitRev(t, "live watcher's seat map", 1)
-	var revs []uint64
 	for i := range 20 {
 		revs = append(revs, hold(i+1))
 	}
 	live.waitRev(t, "live watcher", revs[len(revs)-1])
-	from := revs[2]
-	if lo := rc.ringLo(t, "r1"); lo <= from {
-		t.Fatalf("relay ring starts at %d, want past the resume revision %d", lo, from)
+	if lo := rc.ringLo(t, "r1"); lo <= revs[2] {
+		t.Fatalf("relay ring starts at %d, want past the resume revision %d", lo, revs[2])
 	}
+	return rc, hold, format, live, revs
+}
+
+func TestRelayResumeFromBeforeTheRingGetsEveryChangeOnce(t *testing.T) {
+	rc, hold, format, live, revs := trimmedRelay(t)
+	from := revs[2]
 	rc.waitUpstreams(t, 1)
 
 	resumed := newTestSink(format)
@@ -258,22 +266,8 @@ func TestRelayResumeFromBeforeTheRingGetsEveryChangeOnce(t *testing.T) {
 }
 
 func TestRelayOwnUpstreamCatchUpIsOneWrite(t *testing.T) {
-	rc := startRelayCluster(t)
-	rc.n2.hub.feeds.framesMax = 4 // the ring trims after a few changes
-	hold := feedShow(t, rc.n1, "r1")
-	format := &countingFormat{}
-	live := newTestSink(format)
-	watchFrom(t, rc.n2.hub, "r1", 0, live) // opens the relay feed
-	live.waitRev(t, "live watcher's seat map", 1)
-	var revs []uint64
-	for i := range 20 {
-		revs = append(revs, hold(i+1))
-	}
-	live.waitRev(t, "live watcher", revs[len(revs)-1])
+	rc, _, format, _, revs := trimmedRelay(t)
 	from := revs[2]
-	if lo := rc.ringLo(t, "r1"); lo <= from {
-		t.Fatalf("relay ring starts at %d, want past the resume revision %d", lo, from)
-	}
 
 	// Its first write waits, as on a slow socket, while the rest of what
 	// it missed arrives from its upstream.
