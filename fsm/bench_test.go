@@ -213,8 +213,23 @@ func BenchmarkHoldConflict(b *testing.B) {
 // as raft hands it over. The entries are made in chunks with the timer
 // stopped, and the CPU spent making them is taken out of cpu-ns/op, so
 // time and allocations are the machine's alone.
-func BenchmarkApplyUniform(b *testing.B) {
-	const shows, perEntry, chunk = 2500, 4, 256
+func BenchmarkApplyUniform(b *testing.B) { benchApplyUniform(b, 4) }
+
+// BenchmarkApplyUniformEntrySize is BenchmarkApplyUniform with 1, 4 and 16
+// commands per entry: what an entry costs the state machine beyond its
+// commands (docs/PERFORMANCE.md, "Per entry, not per command").
+func BenchmarkApplyUniformEntrySize(b *testing.B) {
+	for _, n := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("cmds=%d", n), func(b *testing.B) { benchApplyUniform(b, n) })
+	}
+}
+
+// benchApplyUniform applies entries of perEntry uniform commands (holds,
+// and confirms and releases of earlier holds) over 2,500 shows, each entry
+// through ApplyEntries as raft hands it over; the making of entries is
+// left out of its figures.
+func benchApplyUniform(b *testing.B, perEntry int) {
+	const shows, chunk = 2500, 256
 	m := newTestMachine(b, newTestDB(b), 1)
 	index := uint64(0)
 	rows := "A:20:std,B:20:std,C:20:std,D:20:std,E:20:std,F:20:std,G:20:std,H:20:std,I:20:std,J:20:std"
