@@ -1,0 +1,311 @@
+package fsm
+
+// The overlay: a group's writes since its last checkpoint, held in memory
+// and read over Pebble (issue 16: state in memory, the raft log as the
+// write-ahead log, Pebble written behind at checkpoints).
+//
+// Readers may hold a view of the overlay across later applies (a View's
+// reads run outside the machine's lock), so what a reader sees never
+// changes: the overlay is a stack of immutable sorted runs, like a small
+// LSM tree in memory. Apply appends records to an arena, seals them into a
+// run (sorted, one entry per key) and pushes it; runs of like size merge,
+// so a stack of n records holds O(log n) runs. A merge copies offsets
+// only: the records stay where the arena put them. Nothing here holds a
+// Go pointer but a few slice headers, so a full overlay costs the garbage
+// collector next to nothing to mark.
+//
+// Semantics are Pebble's: a newer run's record of a key hides older runs'
+// and Pebble's; a record may be a deletion; a range deletion hides older
+// runs' and Pebble's keys in [start, end). Within one run every point
+// record is newer than every range deletion that covers it (Seal keeps it
+// so: a range deletion seals the records before it into their own run).
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Record kinds in the arena.
+const (
+	recSet byte = 1
+	recDel byte = 2
+	recDR  byte = 3 // range deletion: key start, value end
+)
+
+// The arena's records: kind(1) | key length u16 | value length u32 | key |
+// value. An offset is chunk<<arenaChunkBits | position.
+const (
+	recHeaderLen   = 7
+	arenaChunkBits = 20
+	arenaChunkLen  = 1 << arenaChunkBits
+	arenaChunksMax = 1 << (32 - arenaChunkBits)
+	recKeyLenMax   = 1<<16 - 1
+)
+
+// arena holds records, never moving one: a record written stays readable
+// at its offset by every reader that learned the offset. A chunk's slice
+// header is written once, when the chunk is made, so readers may copy the
+// chunk list while apply writes on: they read only what they were told.
+// A record larger than a chunk gets one of its own.
+type arena struct {
+	c     chunks
+	used  int // bytes used of the last chunk
+	bytes int // bytes of records written, for the checkpoint bound
+}
+
+// chunks are an arena's memory as a reader sees it.
+type chunks [][]byte
+
+func (a *arena) add(kind byte, key, val []byte) uint32 {
+	n := recHeaderLen + len(key) + len(val)
+	if len(key) > recKeyLenMax || n > 1<<31 {
+		violated("overlay record of %d bytes, key %d", n, len(key))
+	}
+	last := len(a.c) - 1
+	if last < 0 || a.used+n > len(a.c[last]) {
+		if len(a.c) == arenaChunksMax {
+			violated("overlay arena full")
+		}
+		a.c = append(a.c, make([]byte, max(arenaChunkLen, n)))
+		a.used = 0
+		last++
+	}
+	pos := a.used
+	b := a.c[last][pos : pos+n]
+	b[0] = kind
+	binary.LittleEndian.PutUint16(b[1:], uint16(len(key)))
+	binary.LittleEndian.PutUint32(b[3:], uint32(len(val)))
+	copy(b[recHeaderLen:], key)
+	copy(b[recHeaderLen+len(key):], val)
+	a.used += n
+	a.bytes += n
+	return uint32(last)<<arenaChunkBits | uint32(pos)
+}
+
+// rec returns the record at off.
+func (c chunks) rec(off uint32) (kind byte, key, val []byte) {
+	b := c[off>>arenaChunkBits]
+	p := int(off & (arenaChunkLen - 1))
+	kl := int(binary.LittleEndian.Uint16(b[p+1:]))
+	vl := int(binary.LittleEndian.Uint32(b[p+3:]))
+	k := p + recHeaderLen
+	return b[p], b[k : k+kl : k+kl], b[k+kl : k+kl+vl : k+kl+vl]
+}
+
+func (c chunks) key(off uint32) []byte {
+	b := c[off>>arenaChunkBits]
+	p := int(off & (arenaChunkLen - 1))
+	kl := int(binary.LittleEndian.Uint16(b[p+1:]))
+	return b[p+recHeaderLen : p+recHeaderLen+kl : p+recHeaderLen+kl]
+}
+
+// run is an immutable sorted set of records: points in key order, one per
+// key, and range deletions.
+type run struct {
+	points []uint32 // offsets of recSet and recDel records, by key
+	dels   []uint32 // offsets of recDR records
+}
+
+// covers reports whether one of r's range deletions covers key.
+func (r *run) covers(a chunks, key []byte) bool {
+	for _, d := range r.dels {
+		_, s, e := a.rec(d)
+		if bytes.Compare(s, key) <= 0 && bytes.Compare(key, e) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// find returns the position of the first point >= key.
+func (r *run) find(a chunks, key []byte) int {
+	i, _ := slices.BinarySearchFunc(r.points, key, func(off uint32, k []byte) int {
+		return bytes.Compare(a.key(off), k)
+	})
+	return i
+}
+
+// layers is what a reader sees of an overlay: its arena and runs, oldest
+// first. A layers value is never changed once a reader may hold it.
+type layers struct {
+	a    chunks
+	runs []run
+}
+
+// get looks key up in the runs, newest first: found reports whether the
+// overlay decides the key (set or deleted), ok whether it is set.
+func (l layers) get(key []byte) (val []byte, ok, found bool) {
+	for i := len(l.runs) - 1; i >= 0; i-- {
+		r := &l.runs[i]
+		if j := r.find(l.a, key); j < len(r.points) {
+			kind, k, v := l.a.rec(r.points[j])
+			if bytes.Equal(k, key) {
+				return v, kind == recSet, true
+			}
+		}
+		if r.covers(l.a, key) {
+			return nil, false, true
+		}
+	}
+	return nil, false, false
+}
+
+// overlay is a machine's writes since its last checkpoint: the published
+// layers and the records written since (pending), not yet sealed.
+type overlay struct {
+	a    *arena
+	runs []run
+	// pend holds the offsets of point records not yet sealed, in write
+	// order; pendDels the range deletions among them, which are older
+	// than every record of pend (DeleteRange seals first).
+	pend     []uint32
+	pendDels []uint32
+	// sorted is scratch for seal.
+	sorted []uint32
+}
+
+func newOverlay() *overlay { return &overlay{a: &arena{}} }
+
+func (o *overlay) set(key, val []byte) { o.pend = append(o.pend, o.a.add(recSet, key, val)) }
+
+func (o *overlay) del(key []byte) { o.pend = append(o.pend, o.a.add(recDel, key, nil)) }
+
+func (o *overlay) deleteRange(start, end []byte) {
+	if bytes.Compare(start, end) >= 0 {
+		return
+	}
+	o.seal()
+	o.pendDels = append(o.pendDels, o.a.add(recDR, start, end))
+}
+
+// bytes is the size of the overlay's records, garbage included: what a
+// checkpoint bound counts.
+func (o *overlay) bytes() int { return o.a.bytes }
+
+// empty reports whether the overlay holds no record.
+func (o *overlay) empty() bool { return o.a.bytes == 0 }
+
+// seal makes the pending records a run on top of the stack, then merges
+// runs of like size.
+func (o *overlay) seal() {
+	if len(o.pend) == 0 && len(o.pendDels) == 0 {
+		return
+	}
+	a := o.a.c
+	s := append(o.sorted[:0], o.pend...)
+	slices.SortStableFunc(s, func(x, y uint32) int { return bytes.Compare(a.key(x), a.key(y)) })
+	// Keep the last write of each key: it is the latest of equal ones.
+	pts := make([]uint32, 0, len(s))
+	for i, off := range s {
+		if i+1 < len(s) && bytes.Equal(a.key(off), a.key(s[i+1])) {
+			continue
+		}
+		pts = append(pts, off)
+	}
+	o.sorted = s[:0]
+	r := run{points: pts, dels: slices.Clone(o.pendDels)}
+	o.pend, o.pendDels = o.pend[:0], o.pendDels[:0]
+	// The stack is copied, never changed in place: readers may hold it.
+	runs := append(o.runs[:len(o.runs):len(o.runs)], r)
+	for n := len(runs); n >= 2 && mergeable(&runs[n-2], &runs[n-1]); n = len(runs) {
+		m := mergeRuns(a, &runs[n-2], &runs[n-1])
+		runs = append(runs[:n-2:n-2], m)
+	}
+	o.runs = runs
+}
+
+// mergeable says when the newer of two runs is big enough to merge into
+// the older: sizes then fall by half or more down the stack, so a record
+// is merged O(log n) times and a stack of n records has O(log n) runs.
+func mergeable(older, newer *run) bool {
+	return 2*(len(newer.points)+len(newer.dels)) >= len(older.points)+len(older.dels)
+}
+
+// mergeRuns merges newer over older: newer's records win, and its range
+// deletions drop older's points they cover.
+func mergeRuns(a chunks, older, newer *run) run {
+	out := make([]uint32, 0, len(older.points)+len(newer.points))
+	i, j := 0, 0
+	for i < len(older.points) || j < len(newer.points) {
+		if j == len(newer.points) {
+			if off := older.points[i]; !newer.covers(a, a.key(off)) {
+				out = append(out, off)
+			}
+			i++
+			continue
+		}
+		if i == len(older.points) {
+			out = append(out, newer.points[j])
+			j++
+			continue
+		}
+		c := bytes.Compare(a.key(older.points[i]), a.key(newer.points[j]))
+		switch {
+		case c < 0:
+			if off := older.points[i]; len(newer.dels) == 0 || !newer.covers(a, a.key(off)) {
+				out = append(out, off)
+			}
+			i++
+		case c > 0:
+			out = append(out, newer.points[j])
+			j++
+		default:
+			out = append(out, newer.points[j])
+			i++
+			j++
+		}
+	}
+	dels := append(slices.Clip(older.dels), newer.dels...)
+	return run{points: out, dels: dels}
+}
+
+// view returns the overlay as a reader sees it once pending records are
+// sealed. The caller seals first when the pending records must be seen.
+func (o *overlay) view() layers {
+	return layers{a: o.a.c[:len(o.a.c):len(o.a.c)], runs: o.runs[:len(o.runs):len(o.runs)]}
+}
+
+// reader is a group's state as one reader sees it: layers over a Pebble
+// reader. Every read of group state goes through one.
+type reader struct {
+	l layers
+	r pebble.Reader
+}
+
+// Get is pebble.Reader's Get over the layers: pebble.ErrNotFound when the
+// key is not set.
+func (s reader) Get(key []byte) ([]byte, io.Closer, error) {
+	v, ok, found := s.l.get(key)
+	if found {
+		if !ok {
+			return nil, nil, pebble.ErrNotFound
+		}
+		return v, nopCloser{}, nil
+	}
+	return s.r.Get(key)
+}
+
+// NewIter opens an iterator over the layers and the store.
+func (s reader) NewIter(o *pebble.IterOptions) (*overlayIter, error) {
+	p, err := s.r.NewIter(o)
+	if err != nil {
+		return nil, err
+	}
+	return newOverlayIter(s.l, p, o), nil
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// overlayBytesMax bounds a group's overlay (records, overwritten ones
+// included): past it apply checkpoints. A loaded node holds 8 groups, so
+// the overlays take at most 8 x 32 MiB (twice that while a merge copies
+// offsets and a checkpoint writes its table), next to Pebble's memtables
+// it spares (store.go); and a checkpoint's table stays small enough to
+// write between batches.
+const overlayBytesMax = 32 << 20
