@@ -1,0 +1,237 @@
+package fsm
+
+// This file proves that a group's state reaches Pebble only at
+// checkpoints, and whole: a checkpoint folds the overlay into the store
+// exactly as Pebble would have taken the same writes (range deletions
+// too); a crash between checkpoints leaves the last checkpoint, from which
+// raft's replay reaches the same digest as a machine that never crashed;
+// and a crash during a checkpoint, its table written but not ingested,
+// leaves the checkpoint before it.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+// TestCheckpointFoldsAsPebble: random sets, deletes and range deletions
+// through a machine's overlay, checkpointed at random points, leave the
+// store holding what one Pebble database that took the same writes holds,
+// and a checkpoint's table never overlaps the memtables.
+func TestCheckpointFoldsAsPebble(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 3))
+			db, want := newTestDB(t), memDB(t)
+			m := &Machine{db: db, group: 3, prefix: groupPrefix(3), ov: newOverlay(), scratchDir: t.TempDir()}
+			other := groupPrefix(4) // another group's writes share the memtable
+			key := func() []byte { return fmt.Appendf(append([]byte(nil), m.prefix...), "\x02k%03d", rng.IntN(150)) }
+			for range 600 {
+				switch n := rng.IntN(100); {
+				case n < 55:
+					k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
+					must(want.Set(k, v, nil), "set")
+					m.ov.set(k, v)
+				case n < 80:
+					k := key()
+					must(want.Delete(k, nil), "delete")
+					m.ov.del(k)
+				case n < 85:
+					s, e := key(), key()
+					if bytes.Compare(s, e) > 0 {
+						s, e = e, s
+					}
+					must(want.DeleteRange(s, e, nil), "delete range")
+					m.ov.deleteRange(s, e)
+				case n < 95:
+					must(db.Set(fmt.Appendf(append([]byte(nil), other...), "x%d", rng.IntN(50)), []byte("o"), pebble.NoSync), "set")
+				default:
+					must(m.Checkpoint(), "checkpoint")
+					if !m.ov.empty() || m.pub.runs != nil {
+						t.Fatalf("after a checkpoint the overlay holds %d bytes", m.ov.bytes())
+					}
+					sameRange(t, want, db, m.prefix)
+				}
+			}
+			must(m.Checkpoint(), "checkpoint")
+			sameRange(t, want, db, m.prefix)
+			if m.checkpoints == 0 || m.checkpointFlushes != 0 {
+				t.Fatalf("%d checkpoints, %d of them overlapping the memtables, want some and none", m.checkpoints, m.checkpointFlushes)
+			}
+		})
+	}
+}
+
+// sameRange fails unless got holds want's records under prefix.
+func sameRange(t *testing.T, want, got *pebble.DB, prefix []byte) {
+	t.Helper()
+	read := func(db *pebble.DB) []string {
+		var out []string
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+		must(err, "iter")
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			out = append(out, fmt.Sprintf("%q=%q", it.Key(), it.Value()))
+		}
+		return out
+	}
+	if w, g := read(want), read(got); fmt.Sprint(w) != fmt.Sprint(g) {
+		t.Fatalf("store after checkpoints:\n%v\nwant\n%v", g, w)
+	}
+}
+
+// crashLog applies generated entries to m and its twin and keeps the log.
+type crashLog struct {
+	t   *testing.T
+	g   *gen
+	log []*ledgerpb.Command
+}
+
+func (c *crashLog) step(n int, ms ...*Machine) {
+	for range n {
+		index, cmd := c.g.entry()
+		c.log = append(c.log, cmd)
+		var res []*ledgerpb.Result
+		for _, m := range ms {
+			res = mustApply(c.t, m, index, proto.Clone(cmd).(*ledgerpb.Command), len(batchOrSelf(cmd)))
+		}
+		c.g.observe(cmd, res)
+	}
+}
+
+// replay applies the whole log to m as raft replays it after a crash.
+func (c *crashLog) replay(m *Machine) {
+	for i, cmd := range c.log {
+		want := len(batchOrSelf(cmd))
+		if uint64(i+1) <= m.Applied() {
+			want = 0
+		}
+		mustApply(c.t, m, uint64(i+1), proto.Clone(cmd).(*ledgerpb.Command), want)
+	}
+}
+
+// TestCrashBetweenCheckpoints: a crash after a checkpoint leaves the store
+// exactly at it, whatever was applied since, and raft's replay brings the
+// machine to its twin's digest.
+func TestCrashBetweenCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	db, err := OpenDB(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestMachine(t, db, 5)
+	twin := newTestMachine(t, newTestDB(t), 5)
+	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(21, 22))})}
+	c.step(70, m, twin)
+	s, err := m.Snapshot() // raft's snapshot checkpoints
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, atDigest := s.Applied(), mustDigest(t, m)
+	s.Close()
+	c.step(50, m, twin)
+	// Later entries reach no store: many small ones, then a crash.
+	m = crashReopen(t, m.db, dir, 5)
+	t.Cleanup(func() { m.db.Close() })
+	if got := m.Applied(); got != at {
+		t.Fatalf("after a crash: applied %d, want the checkpoint's %d", got, at)
+	}
+	if got := mustDigest(t, m); got != atDigest {
+		t.Fatalf("after a crash: digest %v, want the checkpoint's %v", got, atDigest)
+	}
+	c.replay(m)
+	if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
+		t.Fatalf("after the log's replay: digest %v, want the twin's %v", got, want)
+	}
+	c.step(30, m, twin)
+	if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
+		t.Fatalf("after more entries: digest %v, want the twin's %v", got, want)
+	}
+}
+
+// TestCrashDuringCheckpoint: a checkpoint whose table was written but not
+// ingested when the node crashed leaves the checkpoint before it, and the
+// table is removed when the group starts again; one that was ingested
+// leaves its own state.
+func TestCrashDuringCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	scratch := t.TempDir()
+	db, err := OpenDB(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestMachine(t, db, 6)
+	must(m.UseScratchDir(scratch), "scratch dir")
+	twin := newTestMachine(t, newTestDB(t), 6)
+	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(31, 32))})}
+	c.step(60, m, twin)
+	must(m.Checkpoint(), "checkpoint")
+	first, firstDigest := m.Applied(), mustDigest(t, m)
+	c.step(40, m, twin)
+	// The checkpoint's first half: its table, written, then the crash.
+	m.ov.seal()
+	l := m.ov.view()
+	folded := run{}
+	for i := range l.runs {
+		folded = mergeRuns(l.a, &folded, &l.runs[i])
+	}
+	path, err := m.writeCheckpointTable(l.a, &folded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the checkpoint's table: %v", err)
+	}
+	m = crashReopen(t, m.db, dir, 6)
+	must(m.UseScratchDir(scratch), "scratch dir")
+	if left, _ := filepath.Glob(filepath.Join(scratch, checkpointTablePattern)); len(left) != 0 {
+		t.Fatalf("tables left in the scratch dir: %v", left)
+	}
+	if got, d := m.Applied(), mustDigest(t, m); got != first || d != firstDigest {
+		t.Fatalf("after a crash before the ingestion: applied %d digest %v, want the previous checkpoint's %d %v", got, d, first, firstDigest)
+	}
+	c.replay(m)
+	must(m.Checkpoint(), "checkpoint")
+	second, secondDigest := m.Applied(), mustDigest(t, m)
+	m = crashReopen(t, m.db, dir, 6)
+	t.Cleanup(func() { m.db.Close() })
+	if got, d := m.Applied(), mustDigest(t, m); got != second || d != secondDigest {
+		t.Fatalf("after a crash after the ingestion: applied %d digest %v, want the checkpoint's %d %v", got, d, second, secondDigest)
+	}
+	if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
+		t.Fatalf("digest %v, want the twin's %v", got, want)
+	}
+}
+
+// TestOverlayBoundCheckpoints: past overlayBytesMax a commit checkpoints
+// by itself, so the overlay stays bounded when raft snapshots rarely.
+func TestOverlayBoundCheckpoints(t *testing.T) {
+	m := newTestMachine(t, newTestDB(t), 8)
+	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(41, 42))})}
+	c.step(5, m)
+	// Filler records (of no kind the machine reads) bring the overlay to
+	// its bound; the next commit checkpoints.
+	big := make([]byte, 1<<20)
+	for i := 0; m.ov.bytes() < overlayBytesMax; i++ {
+		m.ov.set(fmt.Appendf(m.key(kindEnd-1), "%d", i), big)
+	}
+	c.step(1, m)
+	if m.checkpoints != 1 || m.ov.bytes() >= overlayBytesMax {
+		t.Fatalf("%d checkpoints, overlay of %d bytes, want 1 and under %d", m.checkpoints, m.ov.bytes(), overlayBytesMax)
+	}
+	_, closer, err := m.db.Get(m.metaKey())
+	if errors.Is(err, pebble.ErrNotFound) {
+		t.Fatalf("after the checkpoint the store has no meta record")
+	}
+	must(err, "read meta")
+	closer.Close()
+}
