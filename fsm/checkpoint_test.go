@@ -235,3 +235,46 @@ func TestOverlayBoundCheckpoints(t *testing.T) {
 	must(err, "read meta")
 	closer.Close()
 }
+
+// TestViewsAcrossCheckpoints: a view reads the state of its own index
+// however many entries apply and checkpoints run while it is open, on
+// another goroutine too (run with -race): its overlay never changes and
+// its Pebble snapshot predates every later checkpoint.
+func TestViewsAcrossCheckpoints(t *testing.T) {
+	m := newTestMachine(t, newTestDB(t), 9)
+	twin := newTestMachine(t, newTestDB(t), 9)
+	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(51, 52))})}
+	digests := map[uint64]Digest{}
+	type held struct {
+		v    *View
+		want Digest
+	}
+	views := make(chan held, 64)
+	done := make(chan error)
+	go func() {
+		var err error
+		for h := range views {
+			if d, derr := h.v.Digest(); derr != nil || d != h.want {
+				err = fmt.Errorf("view at %d: digest %v %v, want %v", h.v.Applied(), d, derr, h.want)
+			}
+			h.v.Close()
+		}
+		done <- err
+	}()
+	for i := range 60 {
+		c.step(3, m, twin)
+		digests[twin.Applied()] = mustDigest(t, twin)
+		v, err := m.View()
+		if err != nil {
+			t.Fatal(err)
+		}
+		views <- held{v: v, want: digests[v.Applied()]}
+		if i%7 == 0 {
+			must(m.Checkpoint(), "checkpoint")
+		}
+	}
+	close(views)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -221,9 +221,17 @@ func (o *overlay) seal() {
 // mergeable says when the newer of two runs is big enough to merge into
 // the older: sizes then fall by half or more down the stack, so a record
 // is merged O(log n) times and a stack of n records has O(log n) runs.
+// A run of runPointsMerged points or more takes no more merges: merging
+// into it would walk its records all over the arena, out of the caches,
+// for a run that the next checkpoint folds anyway; an overlay of
+// overlayBytesMax holds a few such runs.
 func mergeable(older, newer *run) bool {
-	return 2*(len(newer.points)+len(newer.dels)) >= len(older.points)+len(older.dels)
+	return len(older.points) < runPointsMerged &&
+		2*(len(newer.points)+len(newer.dels)) >= len(older.points)+len(older.dels)
 }
+
+// runPointsMerged is the size of a run past which it takes no merges.
+const runPointsMerged = 1 << 15
 
 // mergeRuns merges newer over older: newer's records win, and its range
 // deletions drop older's points they cover.

@@ -100,6 +100,9 @@ func compareReads(t *testing.T, rng *rand.Rand, keys int, want *pebble.DB, got r
 		if rng.IntN(2) == 0 {
 			o.UpperBound = fmt.Appendf(nil, "k%03d", rng.IntN(keys+1))
 		}
+		if o.LowerBound != nil && o.UpperBound != nil && bytes.Compare(o.LowerBound, o.UpperBound) > 0 {
+			o.LowerBound, o.UpperBound = o.UpperBound, o.LowerBound
+		}
 		wi, err := want.NewIter(o)
 		must(err, "iter")
 		gi, err := got.NewIter(o)
@@ -114,10 +117,10 @@ func compareReads(t *testing.T, rng *rand.Rand, keys int, want *pebble.DB, got r
 			case n == 1:
 				op, wok, gok = "Last", wi.Last(), gi.Last()
 			case n == 2:
-				k := fmt.Appendf(nil, "k%03d", rng.IntN(keys+1))
+				k := seekKey(rng, keys, o)
 				op, wok, gok = "SeekGE "+string(k), wi.SeekGE(k), gi.SeekGE(k)
 			case n == 3:
-				k := fmt.Appendf(nil, "k%03d", rng.IntN(keys+1))
+				k := seekKey(rng, keys, o)
 				op, wok, gok = "SeekLT "+string(k), wi.SeekLT(k), gi.SeekLT(k)
 			case n < 8:
 				if !wi.Valid() {
@@ -145,4 +148,16 @@ func compareReads(t *testing.T, rng *rand.Rand, keys int, want *pebble.DB, got r
 		must(wi.Close(), "close")
 		must(gi.Close(), "close")
 	}
+}
+
+// seekKey is a random key within o's bounds, as Pebble requires of a seek.
+func seekKey(rng *rand.Rand, keys int, o *pebble.IterOptions) []byte {
+	k := fmt.Appendf(nil, "k%03d", rng.IntN(keys+1))
+	if o.LowerBound != nil && bytes.Compare(k, o.LowerBound) < 0 {
+		k = o.LowerBound
+	}
+	if o.UpperBound != nil && bytes.Compare(k, o.UpperBound) > 0 {
+		k = o.UpperBound
+	}
+	return k
 }
