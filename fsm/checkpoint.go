@@ -85,8 +85,7 @@ func (m *Machine) checkpointLocked() error {
 		}
 	}
 	m.checkpoints++
-	m.ov = newOverlay()
-	m.pub = m.ov.view()
+	m.replaceOverlay()
 	return nil
 }
 
@@ -157,3 +156,12 @@ func disjointSpans(a chunks, dels []uint32) [][2][]byte {
 // checkpointTablePattern names checkpoints' tables (os.CreateTemp's
 // pattern).
 const checkpointTablePattern = "checkpoint-*.sst"
+
+// replaceOverlay starts an empty overlay, holding mu, and retires the old
+// one's arena: its chunks return to the pool once no view reads them.
+func (m *Machine) replaceOverlay() {
+	old := m.ov.a
+	m.ov = newOverlay(&m.chunks)
+	m.pub = m.ov.view()
+	old.retire()
+}

@@ -32,7 +32,8 @@ func TestCheckpointFoldsAsPebble(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			db, want := newTestDB(t), memDB(t)
-			m := &Machine{db: db, group: 3, prefix: groupPrefix(3), ov: newOverlay(), scratchDir: t.TempDir()}
+			m := &Machine{db: db, group: 3, prefix: groupPrefix(3), scratchDir: t.TempDir()}
+			m.ov = newOverlay(&m.chunks)
 			other := groupPrefix(4) // another group's writes share the memtable
 			key := func() []byte { return fmt.Appendf(append([]byte(nil), m.prefix...), "\x02k%03d", rng.IntN(150)) }
 			for range 600 {
@@ -276,5 +277,36 @@ func TestViewsAcrossCheckpoints(t *testing.T) {
 	close(views)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRetiredOverlayWaitsForViews: a checkpoint's overlay gives its memory
+// to the next overlays only once no view reads it, so a view open across a
+// checkpoint keeps its state while later entries fill new overlays.
+func TestRetiredOverlayWaitsForViews(t *testing.T) {
+	m := newTestMachine(t, newTestDB(t), 10)
+	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(61, 62))})}
+	c.step(40, m)
+	v, err := m.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustDigest(t, m)
+	must(m.Checkpoint(), "checkpoint")
+	c.step(40, m)
+	if n := len(m.chunks.free); n != 0 {
+		t.Fatalf("%d chunks pooled while a view reads them, want 0", n)
+	}
+	if got, err := v.Digest(); err != nil || got != want {
+		t.Fatalf("view across a checkpoint: digest %v %v, want %v", got, err, want)
+	}
+	v.Close()
+	if n := len(m.chunks.free); n == 0 {
+		t.Fatalf("no chunk pooled once the view closed")
+	}
+	must(m.Checkpoint(), "checkpoint")
+	c.step(40, m) // takes the pooled chunk
+	if got, want := m.Applied(), uint64(120); got != want {
+		t.Fatalf("applied %d, want %d", got, want)
 	}
 }

@@ -69,6 +69,8 @@ type Machine struct {
 	// mu.
 	checkpoints       uint64
 	checkpointFlushes uint64
+	// chunks keeps the memory of retired overlays for the next ones.
+	chunks chunkPool
 	// pub is ov as of the last commit: what readers see over Pebble.
 	// Written holding mu, read holding it for reading.
 	pub layers
@@ -80,7 +82,8 @@ func (m *Machine) SetUnsafe(u Unsafe) { m.unsafe = u }
 
 // NewMachine loads group's applied index, clock and ledger from db.
 func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
-	m := &Machine{db: db, group: group, prefix: groupPrefix(group), ov: newOverlay()}
+	m := &Machine{db: db, group: group, prefix: groupPrefix(group)}
+	m.ov = newOverlay(&m.chunks)
 	m.pub = m.ov.view()
 	applied, clock, err := readMeta(m.store(), m.metaKey())
 	if err != nil {

@@ -25,6 +25,8 @@ import (
 	"encoding/binary"
 	"io"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -55,6 +57,63 @@ type arena struct {
 	c     chunks
 	used  int // bytes used of the last chunk
 	bytes int // bytes of records written, for the checkpoint bound
+	// pool gives chunks, and takes them back once the arena is retired
+	// (a checkpoint or a restore replaced it) and no view reads it:
+	// refs counts the views that do, plus arenaRetired once retired,
+	// and whoever brings it to exactly arenaRetired recycles the chunks.
+	pool *chunkPool
+	refs atomic.Int64
+}
+
+const arenaRetired = 1 << 40
+
+func (a *arena) acquire() { a.refs.Add(1) }
+
+func (a *arena) release() {
+	if a.refs.Add(-1) == arenaRetired {
+		a.pool.put(a.c)
+	}
+}
+
+func (a *arena) retire() {
+	if a.refs.Add(arenaRetired) == arenaRetired {
+		a.pool.put(a.c)
+	}
+}
+
+// chunkPool keeps retired arenas' chunks for the next arenas of a
+// machine: it writes about overlayBytesMax between checkpoints, and
+// reusing that memory spares the collector as much allocation (and the
+// pacing of its cycles) each time.
+type chunkPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+// chunkPoolMax bounds the pool: an overlay's worth, and a few more.
+const chunkPoolMax = overlayBytesMax/arenaChunkLen + 8
+
+func (p *chunkPool) get() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.free)
+	if n == 0 {
+		return nil
+	}
+	c := p.free[n-1]
+	p.free[n-1] = nil
+	p.free = p.free[:n-1]
+	return c
+}
+
+func (p *chunkPool) put(cs chunks) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		if len(c) == arenaChunkLen && len(p.free) < chunkPoolMax {
+			p.free = append(p.free, c)
+		}
+	}
 }
 
 // chunks are an arena's memory as a reader sees it.
@@ -70,7 +129,11 @@ func (a *arena) add(kind byte, key, val []byte) uint32 {
 		if len(a.c) == arenaChunksMax {
 			violated("overlay arena full")
 		}
-		a.c = append(a.c, make([]byte, max(arenaChunkLen, n)))
+		c := a.pool.get()
+		if c == nil || n > len(c) {
+			c = make([]byte, max(arenaChunkLen, n))
+		}
+		a.c = append(a.c, c)
 		a.used = 0
 		last++
 	}
@@ -134,6 +197,7 @@ func (r *run) find(a chunks, key []byte) int {
 type layers struct {
 	a    chunks
 	runs []run
+	ar   *arena // a's owner, for a view to hold (acquire)
 }
 
 // get looks key up in the runs, newest first: found reports whether the
@@ -168,7 +232,7 @@ type overlay struct {
 	sorted []uint32
 }
 
-func newOverlay() *overlay { return &overlay{a: &arena{}} }
+func newOverlay(pool *chunkPool) *overlay { return &overlay{a: &arena{pool: pool}} }
 
 func (o *overlay) set(key, val []byte) { o.pend = append(o.pend, o.a.add(recSet, key, val)) }
 
@@ -274,7 +338,7 @@ func mergeRuns(a chunks, older, newer *run) run {
 // view returns the overlay as a reader sees it once pending records are
 // sealed. The caller seals first when the pending records must be seen.
 func (o *overlay) view() layers {
-	return layers{a: o.a.c[:len(o.a.c):len(o.a.c)], runs: o.runs[:len(o.runs):len(o.runs)]}
+	return layers{a: o.a.c[:len(o.a.c):len(o.a.c)], runs: o.runs[:len(o.runs):len(o.runs)], ar: o.a}
 }
 
 // reader is a group's state as one reader sees it: layers over a Pebble

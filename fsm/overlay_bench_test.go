@@ -75,7 +75,7 @@ func BenchmarkWriteBehindPebble(b *testing.B) {
 }
 
 func BenchmarkWriteBehindOverlay(b *testing.B) {
-	o := newOverlay()
+	o := newOverlay(&chunkPool{})
 	g := newBenchRecords()
 	records := 0
 	b.ReportAllocs()
@@ -85,7 +85,7 @@ func BenchmarkWriteBehindOverlay(b *testing.B) {
 		}
 		o.seal()
 		if o.bytes() > overlayBytesMax {
-			o = newOverlay() // a checkpoint's write is not counted
+			o = newOverlay(&chunkPool{}) // a checkpoint's write is not counted
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/record")

@@ -43,7 +43,7 @@ func overlayAgainstPebble(t *testing.T, seed uint64) {
 		must(want.Set(k, v, nil), "set")
 		must(base.Set(k, v, nil), "set")
 	}
-	o := newOverlay()
+	o := newOverlay(&chunkPool{})
 	for range 1 + rng.IntN(400) {
 		switch n := rng.IntN(100); {
 		case n < 60:

@@ -29,6 +29,7 @@ type View struct {
 	m       *Machine
 	snap    *pebble.Snapshot // nil until the first read that needs it
 	l       layers           // the overlay over snap
+	held    bool             // l's arena is held (acquire) until Close
 	applied uint64
 	clock   int64
 	// next is the earliest expiry of a live hold at applied; nextKnown is
@@ -87,6 +88,8 @@ func (v *View) snapshot() (reader, error) {
 	p := v.m.published.Load()
 	snap := v.m.db.NewSnapshot()
 	v.l = v.m.pub
+	v.l.ar.acquire() // its memory stays until Close
+	v.held = true
 	v.m.mu.RUnlock()
 	if p.index != v.applied || p.clock != v.clock {
 		v.applied, v.clock, v.next, v.nextKnown = p.index, p.clock, p.next, true
@@ -147,6 +150,10 @@ func (v *View) checkPublished() {
 func (v *View) Close() error {
 	if v.snap == nil {
 		return nil
+	}
+	if v.held {
+		v.held = false
+		v.l.ar.release()
 	}
 	return v.snap.Close()
 }

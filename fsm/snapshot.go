@@ -150,8 +150,7 @@ func (m *Machine) Restore(r io.Reader) error {
 		return fmt.Errorf("fsm: flush restore: %w", err)
 	}
 	// The restored state replaces what the overlay held.
-	m.ov = newOverlay()
-	m.pub = m.ov.view()
+	m.replaceOverlay()
 	// Before the index moves: a watcher that sees the new index must not
 	// trust what the index of changes knew of the old state.
 	m.changes.reset(applied)
