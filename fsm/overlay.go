@@ -228,6 +228,9 @@ type overlay struct {
 	// than every record of pend (DeleteRange seals first).
 	pend     []uint32
 	pendDels []uint32
+	// shared is set once runs' array may be read by others (view): the
+	// next seal copies the stack before it changes it.
+	shared bool
 	// sorted is scratch for seal.
 	sorted []uint32
 }
@@ -273,11 +276,17 @@ func (o *overlay) seal() {
 	o.sorted = s[:0]
 	r := run{points: pts, dels: slices.Clone(o.pendDels)}
 	o.pend, o.pendDels = o.pend[:0], o.pendDels[:0]
-	// The stack is copied, never changed in place: readers may hold it.
-	runs := append(o.runs[:len(o.runs):len(o.runs)], r)
+	// A stack others may read is copied before it changes.
+	runs := o.runs
+	if o.shared {
+		runs = append(make([]run, 0, len(runs)+8), runs...)
+		o.shared = false
+	}
+	runs = append(runs, r)
 	for n := len(runs); n >= 2 && mergeable(&runs[n-2], &runs[n-1]); n = len(runs) {
-		m := mergeRuns(a, &runs[n-2], &runs[n-1])
-		runs = append(runs[:n-2:n-2], m)
+		runs[n-2] = mergeRuns(a, &runs[n-2], &runs[n-1])
+		runs[n-1] = run{}
+		runs = runs[:n-1]
 	}
 	o.runs = runs
 }
@@ -338,6 +347,7 @@ func mergeRuns(a chunks, older, newer *run) run {
 // view returns the overlay as a reader sees it once pending records are
 // sealed. The caller seals first when the pending records must be seen.
 func (o *overlay) view() layers {
+	o.shared = true
 	return layers{a: o.a.c[:len(o.a.c):len(o.a.c)], runs: o.runs[:len(o.runs):len(o.runs)], ar: o.a}
 }
 

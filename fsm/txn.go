@@ -62,6 +62,7 @@ func (m *Machine) begin() *txn {
 		tx = &txn{}
 	}
 	m.spare = nil
+	m.ov.shared = true // tx.runs keeps the stack for end
 	*tx = txn{m: m, runs: m.ov.runs, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
 		freed: tx.freed, events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
 		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0]}
