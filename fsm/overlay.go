@@ -385,9 +385,12 @@ type nopCloser struct{}
 func (nopCloser) Close() error { return nil }
 
 // overlayBytesMax bounds a group's overlay (records, overwritten ones
-// included): past it apply checkpoints. A loaded node holds 8 groups, so
-// the overlays take at most 8 x 32 MiB (twice that while a merge copies
-// offsets and a checkpoint writes its table), next to Pebble's memtables
-// it spares (store.go); and a checkpoint's table stays small enough to
-// write between batches.
-const overlayBytesMax = 32 << 20
+// included): past it apply checkpoints, so the overlay stays bounded when
+// raft snapshots rarely (raftnode's SnapshotThreshold). A loaded node holds
+// 8 groups: at most 8 x 16 MiB of arenas (and their run indexes, a tenth
+// of that), next to which Pebble's memtables now hold almost nothing
+// (store.go). Smaller overlays checkpoint more often, each a table Pebble
+// must sync, ingest into L0 and compact; larger ones merge runs that no
+// longer fit the caches, and hold the lock longer while they fold
+// (docs/PERFORMANCE.md has the measurements).
+const overlayBytesMax = 16 << 20
