@@ -62,18 +62,66 @@ func (m *Machine) checkpointLocked() error {
 	if m.ov.empty() {
 		return nil
 	}
-	l := m.ov.view()
-	folded := run{}
-	for i := range l.runs {
-		folded = mergeRuns(l.a, &folded, &l.runs[i])
-	}
-	path, err := m.writeCheckpointTable(l.a, &folded)
+	path, err := m.foldTable(m.ov.view())
 	if path != "" {
 		defer os.Remove(path) // Pebble links or copies what it ingests
 	}
 	if err != nil {
 		return err
 	}
+	if err := m.ingestCheckpoint(path); err != nil {
+		return err
+	}
+	m.replaceOverlay()
+	return nil
+}
+
+// checkpointIfDue checkpoints on the apply goroutine once a commit found
+// the overlay past overlayBytesMax. It writes the table without the lock,
+// so readers go on meanwhile (the published overlay is the whole overlay
+// after a commit, and only this goroutine adds to it), and holds the lock
+// only to ingest the table and start a new overlay. A Checkpoint that ran
+// in between (a backup's, under the lock) covered the same state: then the
+// table is dropped.
+func (m *Machine) checkpointIfDue() {
+	if !m.checkpointDue {
+		return
+	}
+	m.checkpointDue = false
+	m.mu.RLock()
+	l := m.pub
+	l.ar.acquire() // a Checkpoint in between may retire it: it stays readable
+	m.mu.RUnlock()
+	path, err := m.foldTable(l)
+	if path != "" {
+		defer os.Remove(path)
+	}
+	must(err, "checkpoint")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer l.ar.release()
+	if m.ov.a != l.ar {
+		return
+	}
+	must(m.ingestCheckpoint(path), "checkpoint")
+	m.replaceOverlay()
+}
+
+// foldTable folds layers to one run and writes it as a table (in the
+// scratch directory); it returns the table's path once the file exists,
+// even with an error.
+func (m *Machine) foldTable(l layers) (string, error) {
+	folded := run{}
+	for i := range l.runs {
+		folded = mergeRuns(l.a, &folded, &l.runs[i])
+	}
+	return m.writeCheckpointTable(l.a, &folded)
+}
+
+// ingestCheckpoint ingests a checkpoint's table, and flushes if it
+// overlapped the memtables (then Pebble took it as a memtable, durable
+// only once flushed).
+func (m *Machine) ingestCheckpoint(path string) error {
 	stats, err := m.db.IngestWithStats(context.Background(), []string{path})
 	if err != nil {
 		return fmt.Errorf("fsm: checkpoint group %d: ingest: %w", m.group, err)
@@ -85,7 +133,6 @@ func (m *Machine) checkpointLocked() error {
 		}
 	}
 	m.checkpoints++
-	m.replaceOverlay()
 	return nil
 }
 

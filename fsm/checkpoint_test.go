@@ -180,12 +180,7 @@ func TestCrashDuringCheckpoint(t *testing.T) {
 	c.step(40, m, twin)
 	// The checkpoint's first half: its table, written, then the crash.
 	m.ov.seal()
-	l := m.ov.view()
-	folded := run{}
-	for i := range l.runs {
-		folded = mergeRuns(l.a, &folded, &l.runs[i])
-	}
-	path, err := m.writeCheckpointTable(l.a, &folded)
+	path, err := m.foldTable(m.ov.view())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +208,9 @@ func TestCrashDuringCheckpoint(t *testing.T) {
 	}
 }
 
-// TestOverlayBoundCheckpoints: past overlayBytesMax a commit checkpoints
-// by itself, so the overlay stays bounded when raft snapshots rarely.
+// TestOverlayBoundCheckpoints: past overlayBytesMax an apply checkpoints
+// by itself, so the overlay stays bounded when raft snapshots rarely, and
+// views read on meanwhile.
 func TestOverlayBoundCheckpoints(t *testing.T) {
 	m := newTestMachine(t, newTestDB(t), 8)
 	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(41, 42))})}
@@ -225,7 +221,33 @@ func TestOverlayBoundCheckpoints(t *testing.T) {
 	for i := 0; m.ov.bytes() < overlayBytesMax; i++ {
 		m.ov.set(fmt.Appendf(m.key(kindEnd-1), "%d", i), big)
 	}
+	// Readers go on while the checkpoint writes its table (run with
+	// -race): they read the published overlay, which it only reads.
+	stop, read := make(chan struct{}), make(chan error)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				read <- nil
+				return
+			default:
+			}
+			v, err := m.View()
+			if err == nil {
+				_, err = v.Digest()
+				v.Close()
+			}
+			if err != nil {
+				read <- err
+				return
+			}
+		}
+	}()
 	c.step(1, m)
+	close(stop)
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
 	if m.checkpoints != 1 || m.ov.bytes() >= overlayBytesMax {
 		t.Fatalf("%d checkpoints, overlay of %d bytes, want 1 and under %d", m.checkpoints, m.ov.bytes(), overlayBytesMax)
 	}

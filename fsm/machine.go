@@ -69,6 +69,9 @@ type Machine struct {
 	// mu.
 	checkpoints       uint64
 	checkpointFlushes uint64
+	// checkpointDue is set by a commit that finds the overlay past
+	// overlayBytesMax; apply goroutine only.
+	checkpointDue bool
 	// chunks keeps the memory of retired overlays for the next ones.
 	chunks chunkPool
 	// pub is ov as of the last commit: what readers see over Pebble.
@@ -119,6 +122,12 @@ func (m *Machine) Apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result 
 	if index <= m.Applied() {
 		return nil
 	}
+	results := m.apply(index, cmd)
+	m.checkpointIfDue()
+	return results
+}
+
+func (m *Machine) apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	tx := m.begin()
@@ -144,6 +153,12 @@ const applyBatchBytesMax = 4 << 20
 // entry at or below the applied index. Like ApplyEntry it panics on data that
 // does not decode.
 func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
+	out := m.applyEntries(entries)
+	m.checkpointIfDue()
+	return out
+}
+
+func (m *Machine) applyEntries(entries []Entry) [][]*ledgerpb.Result {
 	out := make([][]*ledgerpb.Result, len(entries))
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -235,7 +250,7 @@ func (m *Machine) commit(tx *txn) {
 	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now, next: m.led.nextExpiry(), live: m.led.live})
 	m.commits.Add(1)
 	if m.ov.bytes() >= overlayBytesMax {
-		must(m.checkpointLocked(), "checkpoint")
+		m.checkpointDue = true // once the lock is released (checkpointIfDue)
 	}
 	if checkLedger {
 		stored, err := m.load(m.store())

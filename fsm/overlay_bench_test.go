@@ -90,3 +90,28 @@ func BenchmarkWriteBehindOverlay(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/record")
 }
+
+// BenchmarkCheckpointFull: how long a checkpoint of a full overlay holds
+// the machine's lock (readers of the ledger wait that long).
+func BenchmarkCheckpointFull(b *testing.B) {
+	db, err := OpenDB(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	m := &Machine{db: db, group: 1, prefix: groupPrefix(1), scratchDir: b.TempDir()}
+	m.ov = newOverlay(&m.chunks)
+	m.pub = m.ov.view()
+	g := newBenchRecords()
+	for b.Loop() {
+		b.StopTimer()
+		for m.ov.bytes() < overlayBytesMax {
+			for range overlayBenchBatch {
+				g.command(func(k, v []byte) { m.ov.set(k, v) })
+			}
+			m.ov.seal()
+		}
+		b.StartTimer()
+		must(m.Checkpoint(), "checkpoint")
+	}
+}
