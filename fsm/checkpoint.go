@@ -47,64 +47,54 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// Checkpoint writes the group's overlay to Pebble, durably, between apply
-// batches (it holds the machine's lock). A closing node calls it so that
-// its next start replays less.
+// Checkpoint writes the group's state as of its last commit to Pebble,
+// durably. It folds and writes the table without the machine's lock, so
+// readers and apply go on meanwhile, and holds the lock only to ingest the
+// table and start a new overlay: a loaded group's table takes tens of
+// milliseconds (BenchmarkCheckpointFull). On the apply goroutine (raft's
+// Snapshot, a full overlay) the state written is the latest. Elsewhere (a
+// backup's Snapshot) apply may have committed more meanwhile: then Pebble
+// holds a prefix of the overlay, which reads the same, and the overlay
+// stays for the next checkpoint. Checkpoints run one at a time.
 func (m *Machine) Checkpoint() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.checkpointLocked()
-}
-
-// checkpointLocked checkpoints holding mu, between batches.
-func (m *Machine) checkpointLocked() error {
-	m.ov.seal()
-	if m.ov.empty() {
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
+	m.mu.RLock()
+	l, bytes := m.pub, m.ov.bytes()
+	l.ar.acquire() // a Restore in between may retire it: it stays readable
+	m.mu.RUnlock()
+	defer l.ar.release()
+	if len(l.runs) == 0 {
 		return nil
 	}
-	path, err := m.foldTable(m.ov.view())
+	path, err := m.foldTable(l)
 	if path != "" {
 		defer os.Remove(path) // Pebble links or copies what it ingests
 	}
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ov.a != l.ar {
+		return nil // a Restore replaced the state: the table is stale
+	}
 	if err := m.ingestCheckpoint(path); err != nil {
 		return err
 	}
-	m.replaceOverlay()
+	if m.ov.bytes() == bytes {
+		m.replaceOverlay()
+	}
 	return nil
 }
 
-// checkpointIfDue checkpoints on the apply goroutine once a commit found
-// the overlay past overlayBytesMax. It writes the table without the lock,
-// so readers go on meanwhile (the published overlay is the whole overlay
-// after a commit, and only this goroutine adds to it), and holds the lock
-// only to ingest the table and start a new overlay. A Checkpoint that ran
-// in between (a backup's, under the lock) covered the same state: then the
-// table is dropped.
+// checkpointIfDue checkpoints, on the apply goroutine without the lock,
+// once a commit found the overlay past overlayBytesMax.
 func (m *Machine) checkpointIfDue() {
-	if !m.checkpointDue {
-		return
+	if m.checkpointDue {
+		m.checkpointDue = false
+		must(m.Checkpoint(), "checkpoint")
 	}
-	m.checkpointDue = false
-	m.mu.RLock()
-	l := m.pub
-	l.ar.acquire() // a Checkpoint in between may retire it: it stays readable
-	m.mu.RUnlock()
-	path, err := m.foldTable(l)
-	if path != "" {
-		defer os.Remove(path)
-	}
-	must(err, "checkpoint")
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	defer l.ar.release()
-	if m.ov.a != l.ar {
-		return
-	}
-	must(m.ingestCheckpoint(path), "checkpoint")
-	m.replaceOverlay()
 }
 
 // foldTable folds layers to one run and writes it as a table (in the

@@ -69,6 +69,8 @@ type Machine struct {
 	// mu.
 	checkpoints       uint64
 	checkpointFlushes uint64
+	// checkpointMu makes checkpoints run one at a time.
+	checkpointMu sync.Mutex
 	// checkpointDue is set by a commit that finds the overlay past
 	// overlayBytesMax; apply goroutine only.
 	checkpointDue bool
