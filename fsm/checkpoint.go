@@ -103,7 +103,10 @@ func (m *Machine) checkpointIfDue() {
 func (m *Machine) foldTable(l layers) (string, error) {
 	folded := run{}
 	for i := range l.runs {
-		folded = mergeRuns(l.a, &folded, &l.runs[i])
+		// Not from the arena: a checkpoint may run beside apply, which
+		// alone allocates there.
+		out := make([]uint32, 0, len(folded.points)+len(l.runs[i].points))
+		folded = mergeRuns(l.a, &folded, &l.runs[i], out)
 	}
 	return m.writeCheckpointTable(l.a, &folded)
 }

@@ -63,6 +63,35 @@ type arena struct {
 	// and whoever brings it to exactly arenaRetired recycles the chunks.
 	pool *chunkPool
 	refs atomic.Int64
+	// idx holds the runs' offsets (offsets), bump-allocated so that
+	// sealing and merging allocate nothing of the collector's; recycled
+	// with the chunks. Only the apply goroutine allocates, holding mu.
+	idx     [][]uint32
+	idxUsed int
+}
+
+// idxChunkLen is the offsets in one chunk of an arena's run indexes.
+const idxChunkLen = 1 << 16
+
+// offsets returns an empty slice with room for n offsets, from the
+// arena's index chunks.
+func (a *arena) offsets(n int) []uint32 {
+	last := len(a.idx) - 1
+	if last < 0 || a.idxUsed+n > len(a.idx[last]) {
+		if n > idxChunkLen {
+			return make([]uint32, 0, n)
+		}
+		c := a.pool.getIdx()
+		if c == nil {
+			c = make([]uint32, idxChunkLen)
+		}
+		a.idx = append(a.idx, c)
+		a.idxUsed = 0
+		last++
+	}
+	out := a.idx[last][a.idxUsed : a.idxUsed : a.idxUsed+n]
+	a.idxUsed += n
+	return out
 }
 
 const arenaRetired = 1 << 40
@@ -71,13 +100,13 @@ func (a *arena) acquire() { a.refs.Add(1) }
 
 func (a *arena) release() {
 	if a.refs.Add(-1) == arenaRetired {
-		a.pool.put(a.c)
+		a.pool.put(a.c, a.idx)
 	}
 }
 
 func (a *arena) retire() {
 	if a.refs.Add(arenaRetired) == arenaRetired {
-		a.pool.put(a.c)
+		a.pool.put(a.c, a.idx)
 	}
 }
 
@@ -86,8 +115,9 @@ func (a *arena) retire() {
 // reusing that memory spares the collector as much allocation (and the
 // pacing of its cycles) each time.
 type chunkPool struct {
-	mu   sync.Mutex
-	free [][]byte
+	mu      sync.Mutex
+	free    [][]byte
+	freeIdx [][]uint32
 }
 
 // chunkPoolMax bounds the pool: an overlay's worth, and a few more.
@@ -106,7 +136,20 @@ func (p *chunkPool) get() []byte {
 	return c
 }
 
-func (p *chunkPool) put(cs chunks) {
+func (p *chunkPool) getIdx() []uint32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.freeIdx)
+	if n == 0 {
+		return nil
+	}
+	c := p.freeIdx[n-1]
+	p.freeIdx[n-1] = nil
+	p.freeIdx = p.freeIdx[:n-1]
+	return c
+}
+
+func (p *chunkPool) put(cs chunks, idx [][]uint32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range cs {
@@ -114,7 +157,16 @@ func (p *chunkPool) put(cs chunks) {
 			p.free = append(p.free, c)
 		}
 	}
+	for _, c := range idx {
+		if len(c) == idxChunkLen && len(p.freeIdx) < idxPoolMax {
+			p.freeIdx = append(p.freeIdx, c)
+		}
+	}
 }
+
+// idxPoolMax bounds the pooled index chunks: an overlay's records are
+// merged about log2(records) times, each merge a new index.
+const idxPoolMax = 64
 
 // chunks are an arena's memory as a reader sees it.
 type chunks [][]byte
@@ -266,7 +318,7 @@ func (o *overlay) seal() {
 	s := append(o.sorted[:0], o.pend...)
 	slices.SortStableFunc(s, func(x, y uint32) int { return bytes.Compare(a.key(x), a.key(y)) })
 	// Keep the last write of each key: it is the latest of equal ones.
-	pts := make([]uint32, 0, len(s))
+	pts := o.a.offsets(len(s))
 	for i, off := range s {
 		if i+1 < len(s) && bytes.Equal(a.key(off), a.key(s[i+1])) {
 			continue
@@ -284,7 +336,8 @@ func (o *overlay) seal() {
 	}
 	runs = append(runs, r)
 	for n := len(runs); n >= 2 && mergeable(&runs[n-2], &runs[n-1]); n = len(runs) {
-		runs[n-2] = mergeRuns(a, &runs[n-2], &runs[n-1])
+		out := o.a.offsets(len(runs[n-2].points) + len(runs[n-1].points))
+		runs[n-2] = mergeRuns(a, &runs[n-2], &runs[n-1], out)
 		runs[n-1] = run{}
 		runs = runs[:n-1]
 	}
@@ -308,8 +361,8 @@ const runPointsMerged = 1 << 15
 
 // mergeRuns merges newer over older: newer's records win, and its range
 // deletions drop older's points they cover.
-func mergeRuns(a chunks, older, newer *run) run {
-	out := make([]uint32, 0, len(older.points)+len(newer.points))
+// The points go to out's array, which has room for both runs'.
+func mergeRuns(a chunks, older, newer *run, out []uint32) run {
 	i, j := 0, 0
 	for i < len(older.points) || j < len(newer.points) {
 		if j == len(newer.points) {
