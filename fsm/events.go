@@ -150,7 +150,7 @@ func (tx *txn) flushEvents() {
 		tx.touched[sc.show] = tx.index
 	}
 	// One revision record for the entry, naming its shows: a record per
-	// show would be one more memtable insert per command under load.
+	// show would be one more record per command under load.
 	tx.scratch = appendEventRevShows(tx.scratch[:0], tx.events)
 	tx.keyBuf = tx.m.appendEventRevKey(tx.keyBuf[:0], bucket, tx.index)
 	tx.set(tx.keyBuf, tx.scratch)
