@@ -18,7 +18,8 @@ type overlayIter struct {
 	pv     bool // p is positioned on a key
 	dir    int  // +1 forward, -1 backward, 0 unpositioned
 	valid  bool
-	key    []byte // the current key, a copy
+	key    []byte // the current key, a copy (in keyBuf while it fits)
+	keyBuf [64]byte
 	val    []byte
 	from   int // the source of the current key: a run, or -1 for p
 }
@@ -27,7 +28,9 @@ type overlayIter struct {
 // bounds.
 func newOverlayIter(l layers, p *pebble.Iterator, o *pebble.IterOptions) *overlayIter {
 	n := len(l.runs)
-	it := &overlayIter{l: l, p: p, lo: make([]int, n), hi: make([]int, n), pos: make([]int, n)}
+	pos := make([]int, 3*n) // one allocation for the three
+	it := &overlayIter{l: l, p: p, lo: pos[:n:n], hi: pos[n : 2*n : 2*n], pos: pos[2*n:]}
+	it.key = it.keyBuf[:0]
 	for i := range l.runs {
 		r := &l.runs[i]
 		it.lo[i], it.hi[i] = 0, len(r.points)
