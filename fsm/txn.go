@@ -81,7 +81,8 @@ func (m *Machine) end(tx *txn) {
 		m.spare = tx
 		return
 	}
-	m.ov.runs, m.ov.pend, m.ov.pendDels = tx.runs, m.ov.pend[:0], m.ov.pendDels[:0]
+	// The runs may be published: the next seal copies them (shared).
+	m.ov.runs, m.ov.pend, m.ov.pendDels, m.ov.shared = tx.runs, m.ov.pend[:0], m.ov.pendDels[:0], true
 	m.reload()
 }
 
