@@ -42,6 +42,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -144,7 +145,7 @@ func (m *Machine) writeCheckpointTable(a chunks, r *run) (string, error) {
 	if err != nil {
 		return path, fmt.Errorf("fsm: checkpoint: %w", err)
 	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{TableFormat: m.db.TableFormat()})
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), m.tableOptions())
 	for _, d := range disjointSpans(a, r.dels) {
 		if err := w.DeleteRange(d[0], d[1]); err != nil {
 			f.Close()
@@ -204,4 +205,11 @@ func (m *Machine) replaceOverlay() {
 	m.ov = newOverlay(&m.chunks)
 	m.pub = m.ov.view()
 	old.retire()
+}
+
+// tableOptions are the options of the tables the machine writes for Pebble
+// to ingest: the store's format, and the bloom filters its flushes would
+// give them (OpenDB), so point reads that find nothing skip the table.
+func (m *Machine) tableOptions() sstable.WriterOptions {
+	return sstable.WriterOptions{TableFormat: m.db.TableFormat(), FilterPolicy: bloom.FilterPolicy(bloomBitsPerKey)}
 }

@@ -424,3 +424,29 @@ func TestAbortedBatchLeavesViews(t *testing.T) {
 		t.Fatalf("digest %v, want the twin's %v", got, want)
 	}
 }
+
+// TestCheckpointTablesHaveFilters: a checkpoint's table carries the bloom
+// filters Pebble's own flushes write (OpenDB), so that the store's point
+// reads that find nothing, most of apply's, skip it.
+func TestCheckpointTablesHaveFilters(t *testing.T) {
+	m := newTestMachine(t, newTestDB(t), 13)
+	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(91, 92))})}
+	c.step(30, m)
+	must(m.Checkpoint(), "checkpoint")
+	levels, err := m.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, level := range levels {
+		for _, info := range level {
+			n++
+			if info.Properties.FilterPolicyName == "" {
+				t.Fatalf("table %+v has no filter", info.TableInfo)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no table after a checkpoint")
+	}
+}

@@ -177,7 +177,7 @@ func (m *Machine) writeRestoreTable(br *hashReader, applied uint64, clock int64)
 	if err != nil {
 		return path, fmt.Errorf("fsm: restore: %w", err)
 	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{TableFormat: m.db.TableFormat()})
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), m.tableOptions())
 	fail := func(err error) (string, error) {
 		// The file closes first, so that the writer's Close (which stops
 		// its goroutine) fails at once instead of finishing and syncing a

@@ -39,13 +39,17 @@ func OpenDB(dir string) (*pebble.DB, error) {
 	// cannot rule out, or a hold that ended: most such reads find nothing,
 	// and bloom filters answer those without reading blocks. Set on L0;
 	// later levels inherit it.
-	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: open pebble at %s: %w", dir, err)
 	}
 	return db, nil
 }
+
+// bloomBitsPerKey sizes the bloom filters of the store's tables (about 1 %
+// false positives).
+const bloomBitsPerKey = 10
 
 // blockCacheBytes is the node's Pebble block cache, shared by all groups.
 // The ledger and seat maps are read from memory; Pebble serves loads,
