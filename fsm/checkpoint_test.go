@@ -450,3 +450,54 @@ func TestCheckpointTablesHaveFilters(t *testing.T) {
 		t.Fatalf("no table after a checkpoint")
 	}
 }
+
+// TestRandomCrashesAndCheckpoints: entries, checkpoints, raft snapshots,
+// clean restarts and crashes in random order; after each crash the store
+// is at the last checkpoint exactly, and the log's replay always reaches
+// the twin's digest.
+func TestRandomCrashesAndCheckpoints(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 101))
+			dir := t.TempDir()
+			db, err := OpenDB(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := newTestMachine(t, db, 14)
+			t.Cleanup(func() { m.db.Close() }) // the last one opened
+			twin := newTestMachine(t, newTestDB(t), 14)
+			c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(seed, 102))})}
+			durable := uint64(0) // the last checkpoint's index
+			for range 40 {
+				switch n := rng.IntN(10); {
+				case n < 5:
+					c.step(1+rng.IntN(15), m, twin)
+				case n < 6:
+					must(m.Checkpoint(), "checkpoint")
+					durable = m.Applied()
+				case n < 7:
+					s, err := m.Snapshot()
+					if err != nil {
+						t.Fatal(err)
+					}
+					durable = s.Applied()
+					s.Close()
+				case n < 8:
+					m = reopen(t, m, dir, 14)
+					durable = m.Applied()
+					c.replay(m)
+				default:
+					m = crashReopen(t, m.db, dir, 14)
+					if got := m.Applied(); got != durable {
+						t.Fatalf("after a crash: applied %d, want the last checkpoint's %d", got, durable)
+					}
+					c.replay(m)
+				}
+				if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
+					t.Fatalf("digest %v, want the twin's %v", got, want)
+				}
+			}
+		})
+	}
+}
