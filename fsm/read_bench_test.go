@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
 func BenchmarkViewReads(b *testing.B) {
@@ -48,5 +46,4 @@ func BenchmarkViewReads(b *testing.B) {
 			}
 		}
 	})
-	_ = ledgerpb.Code_CODE_OK
 }
