@@ -36,8 +36,10 @@ import (
 // reaches the ring, then closes. So a watcher sees exactly what a watch
 // served by that node would send: the changes after its revision, or a
 // reset seat map where that node's log no longer reaches back, never a
-// gap. (The last change is a record that node's log still holds, so a
-// resume from it is never one that node would reset.)
+// gap. (The last change is a record that node's log held when it read
+// the seat map, so a resume from it was not one to reset; later, like any
+// revision the ring covers, it is served from the ring, which holds every
+// change after it, even once that node's log no longer does.)
 
 // relayBaseLagMax bounds how many changes a new watcher gets after the
 // base seat map; past it, the watcher's seat map is read upstream for it
@@ -196,9 +198,9 @@ func (f *feed) offerBase(e *ledgerpb.WatchEvent) {
 // The upstream may send nothing for long: a resume from past the last
 // change the feed has seen, or from a quiet show's last change when the
 // upstream did not name it (a node of an older version), waits for the
-// show's next change. Its events come through a goroutine of their own meanwhile, so
-// that the watcher gets its keepalives (Idle) as on any idle stream, and
-// a client that left is found out by the failed write.
+// show's next change. Its events come through a goroutine of their own
+// meanwhile, so that the watcher gets its keepalives (Idle) as on any idle
+// stream, and a client that left is found out by the failed write.
 func (f *feed) ownUpstream(ctx context.Context, h *Hub, sink SharedSink, pos uint64, opened bool) (uint64, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel() // closes the upstream once the watcher reaches the ring
