@@ -5,13 +5,17 @@
 // revision the relay holds and one resuming from past its last change join
 // the same upstream; and the upstream ends with the last watcher. A
 // resume over SSE from a quiet show's last change, which the relay's first
-// seat map is past, gets keepalive comments while it waits upstream for
-// the next change, then that change.
+// seat map is past (and names), gets keepalive comments while it waits for
+// the next change, then that change. Seat maps over SSE and gRPC name the
+// show's last change (last_change_revision), and after the relay restarts
+// on a quiet show, a storm of SSE and gRPC watchers resuming from that
+// change costs n1 one upstream, and each gets the next change once.
 package gateway
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,8 +136,8 @@ func TestWatchRelayedResumeOnAQuietShowKeepsAlive(t *testing.T) {
 		t.Fatalf("first watcher via n2: event %q at %d, want a seat map after r1's last change at %d", e.kind, e.ev.Revision, a.Revision)
 	}
 
-	// Resumed from r1's last change, the stream waits upstream for the next
-	// one: it is open, and idle, so it gets keepalive comments meanwhile.
+	// Resumed from r1's last change, the stream waits for the next one: it
+	// is open, and idle, so it gets keepalive comments meanwhile.
 	resumed := wc.openSSE(1, "r1", map[string]string{"Last-Event-ID": fmt.Sprint(a.Revision)}, "")
 	if b, _ := resumed.block(t); len(b) != 1 || b[0] != "retry: 1000" {
 		t.Errorf("resumed SSE via n2: first block %q, want [retry: 1000]", b)
@@ -147,4 +151,60 @@ func TestWatchRelayedResumeOnAQuietShowKeepsAlive(t *testing.T) {
 	if e := resumed.next(t); e.kind != "changes" || e.ev.Revision != b.Revision || changes(e.ev) != "A2=HELD" {
 		t.Errorf("resumed SSE via n2: event %q at %d with %q, want changes A2=HELD at %d", e.kind, e.ev.Revision, changes(e.ev), b.Revision)
 	}
+}
+
+func TestWatchRelayedReconnectStormSharesOneUpstream(t *testing.T) {
+	const sse, grpcs = 20, 10
+	wc := startWatchCluster(t)
+	n1, n2 := wc.nodes[0], wc.nodes[1]
+	wc.createShow("r1")
+	wc.createShow("other")
+	a := wc.hold("r1", "ca", "A1")
+
+	// n2 relays r1 for a while: each wire's seat map names r1's last
+	// change. Then its watchers go (n2 restarts, say): the relay stops.
+	first := wc.openSSE(1, "r1", nil, "")
+	if e := first.next(t); e.kind != "snapshot" || e.ev.LastChangeRevision != a.Revision || !strings.Contains(strings.Join(e.lines, "\n"), `"last_change_revision":"`) {
+		t.Fatalf("SSE via n2: event %q last change %d (%.200q), want a seat map with last_change_revision %d", e.kind, e.ev.LastChangeRevision, e.lines, a.Revision)
+	}
+	s, cancel := relayedWatch(t, n2, 0)
+	if e := recv(t, s); e.Snapshot == nil || e.LastChangeRevision != a.Revision {
+		t.Fatalf("gRPC via n2: first event snapshot %v last change %d, want a seat map naming r1's last change %d", e.Snapshot != nil, e.LastChangeRevision, a.Revision)
+	}
+	first.resp.Body.Close()
+	cancel()
+	waitWatches(t, n2, 0)
+	waitWatches(t, n1, 0)
+	for i := range 3 {
+		wc.hold("other", fmt.Sprint("co", i), fmt.Sprint("A", i+1)) // the group moves on; r1 stays quiet
+	}
+
+	// Every watcher reconnects at once, resuming from r1's last change,
+	// which is before the restarted relay's seat map.
+	before := admitted(n1)
+	var streams []func() *ledgerpb.WatchEvent
+	for i := range sse + grpcs {
+		if i < sse {
+			c := wc.openSSE(1, "r1", map[string]string{"Last-Event-ID": fmt.Sprint(a.Revision)}, "")
+			streams = append(streams, func() *ledgerpb.WatchEvent { return c.next(t).ev })
+			continue
+		}
+		s, _ := relayedWatch(t, n2, a.Revision)
+		streams = append(streams, func() *ledgerpb.WatchEvent { return recv(t, s) })
+	}
+	waitWatches(t, n2, sse+grpcs)
+	b := wc.hold("r1", "cb", "A2")
+	for i, next := range streams {
+		wantChanges(t, fmt.Sprint("watcher ", i, " resumed from r1's last change via n2"), next(), b.Revision, "A2=HELD")
+	}
+	if got := admitted(n1) - before; got != 1 {
+		t.Errorf("n1 admitted %d watches for n2's %d watchers resuming from r1's last change, want 1 upstream", got, sse+grpcs)
+	}
+}
+
+// admitted is how many watches n has admitted since it started.
+func admitted(n *watchNode) uint64 {
+	n.srv.watches.mu.Lock()
+	defer n.srv.watches.mu.Unlock()
+	return n.srv.watches.mu.next
 }

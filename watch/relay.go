@@ -22,15 +22,24 @@ import (
 //
 // The upstream starts from a seat map (the feed's base) and then streams
 // every change after it, so the ring holds every change of the show after
-// its lo, as a local feed's does. A watcher starts from the base when it
-// is recent, or from the ring when it resumes from a revision the ring
-// covers. Anything else (a resume from before the ring, or after the last
-// change the feed has seen, or a base that fell too far behind) is what a
-// relayed watch was before: a stream of the watcher's own from a node with
-// a replica, which the hub follows only until the watcher reaches the ring,
-// then closes. So a watcher sees exactly what a watch served by that node
-// would send: the changes after its revision, or a reset seat map where
-// that node's log no longer reaches back, never a gap.
+// its lo, as a local feed's does. The seat map also names the show's last
+// change before it (WatchEvent.last_change_revision): nothing of the show
+// changed between the two, so the ring starts there, and a watcher
+// resuming from the show's last change (an EventSource reconnecting to a
+// quiet show, thousands at once after a node restarts) joins the ring
+// instead of opening an upstream of its own. A watcher starts from the
+// base when it is recent, or from the ring when it resumes from a revision
+// the ring covers. Anything else (a resume from before the ring, or after
+// the last change the feed has seen, or a base that fell too far behind)
+// is what a relayed watch was before: a stream of the watcher's own from a
+// node with a replica, which the hub follows only until the watcher
+// reaches the ring, then closes. So a watcher sees exactly what a watch
+// served by that node would send: the changes after its revision, or a
+// reset seat map where that node's log no longer reaches back, never a
+// gap. (The last change is a record that node's log held when it read
+// the seat map, so a resume from it was not one to reset; later, like any
+// revision the ring covers, it is served from the ring, which holds every
+// change after it, even once that node's log no longer does.)
 
 // relayBaseLagMax bounds how many changes a new watcher gets after the
 // base seat map; past it, the watcher's seat map is read upstream for it
@@ -186,11 +195,12 @@ func (f *feed) offerBase(e *ledgerpb.WatchEvent) {
 // reaches the ring; it returns the watcher's position then. opened tells
 // whether the watcher's stream is open already.
 //
-// The upstream may send nothing for long: a resume from the show's last
-// change before the feed's first seat map waits for the show's next
-// change. Its events come through a goroutine of their own meanwhile, so
-// that the watcher gets its keepalives (Idle) as on any idle stream, and
-// a client that left is found out by the failed write.
+// The upstream may send nothing for long: a resume from past the last
+// change the feed has seen, or from a quiet show's last change when the
+// upstream did not name it (a node of an older version), waits for the
+// show's next change. Its events come through a goroutine of their own
+// meanwhile, so that the watcher gets its keepalives (Idle) as on any idle
+// stream, and a client that left is found out by the failed write.
 func (f *feed) ownUpstream(ctx context.Context, h *Hub, sink SharedSink, pos uint64, opened bool) (uint64, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel() // closes the upstream once the watcher reaches the ring
@@ -295,10 +305,15 @@ func (f *feed) followRelay(ctx context.Context, h *Hub) error {
 }
 
 // openRelay records the upstream's first event, a seat map, as the base
-// and the ring's start, and lets the watchers waiting for it in.
+// and the ring's position, and lets the watchers waiting for it in. The
+// ring starts at the show's last change before the seat map when the
+// upstream names it: the ring holds every change after that too, none.
 func (f *feed) openRelay(first *ledgerpb.WatchEvent, servedBy string) {
 	f.mu.Lock()
 	f.mu.lo, f.mu.pos = first.Revision, first.Revision
+	if last := first.LastChangeRevision; last > 0 && last <= first.Revision {
+		f.mu.lo = last
+	}
 	f.relay.servedBy = servedBy
 	f.mu.Unlock()
 	f.offerBase(first)

@@ -10,9 +10,13 @@
 // a watcher catching up through its own upstream gets what arrived while
 // it wrote in its next write, not one write per change;
 // a new watcher, once the feed's seat map left the ring, gets a seat map
-// read upstream for it, which the next new watcher shares; and a resume
-// from a quiet show's last change, before the feed's first seat map, gets
-// keepalives while it waits upstream, then the next change once.
+// read upstream for it, which the next new watcher shares; a resume from
+// a quiet show's last change, before the feed's first seat map, when the
+// upstream (of an older version) does not name that change, gets
+// keepalives while it waits upstream, then the next change once; and when
+// it does name it, a reconnect storm of many watchers resuming from it
+// after the relay restarts joins the ring: n1 serves one upstream, and
+// each watcher gets the next change once.
 package watch
 
 import (
@@ -31,6 +35,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -49,12 +54,16 @@ type relayCluster struct {
 }
 
 // upstreamServer is n1's Booking service, Watch only: as the gateway
-// serves it, and counting the watches it serves now.
+// serves it, and counting the watches it serves now and has served.
 type upstreamServer struct {
 	ledgerpb.UnimplementedBookingServer
-	hub  *Hub
-	open atomic.Int64
-	wg   sync.WaitGroup // the Watch handlers: the node closes after them
+	hub    *Hub
+	open   atomic.Int64
+	served atomic.Int64
+	// legacy: seat maps go out without last_change_revision, as a node of
+	// an older version sends them.
+	legacy atomic.Bool
+	wg     sync.WaitGroup // the Watch handlers: the node closes after them
 }
 
 func (s *upstreamServer) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]) error {
@@ -62,7 +71,8 @@ func (s *upstreamServer) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStr
 	defer s.wg.Done()
 	s.open.Add(1)
 	defer s.open.Add(-1)
-	err := s.hub.Watch(stream.Context(), req.ShowId, req.FromRevision, Forwarded(stream.Context()), upstreamSink{stream})
+	s.served.Add(1)
+	err := s.hub.Watch(stream.Context(), req.ShowId, req.FromRevision, Forwarded(stream.Context()), upstreamSink{stream, s.legacy.Load()})
 	switch {
 	case errors.Is(err, shard.ErrShowNotFound):
 		return status.Error(codes.NotFound, err.Error())
@@ -75,10 +85,17 @@ func (s *upstreamServer) Watch(req *ledgerpb.WatchRequest, stream grpc.ServerStr
 // upstreamSink sends a watch over a gRPC stream, one event at a time.
 type upstreamSink struct {
 	stream grpc.ServerStreamingServer[ledgerpb.WatchEvent]
+	legacy bool
 }
 
-func (u upstreamSink) Open(servedBy string) error        { return u.stream.SendHeader(OpenHeader(servedBy)) }
-func (u upstreamSink) Send(e *ledgerpb.WatchEvent) error { return u.stream.Send(e) }
+func (u upstreamSink) Open(servedBy string) error { return u.stream.SendHeader(OpenHeader(servedBy)) }
+func (u upstreamSink) Send(e *ledgerpb.WatchEvent) error {
+	if u.legacy && e.LastChangeRevision != 0 {
+		e = proto.CloneOf(e) // shared with the feed's other watchers
+		e.LastChangeRevision = 0
+	}
+	return u.stream.Send(e)
+}
 
 func startRelayCluster(t *testing.T) *relayCluster {
 	t.Helper()
@@ -485,6 +502,7 @@ func TestRelayNewWatcherPastTheBaseGetsAFreshSeatMap(t *testing.T) {
 
 func TestRelayResumeBeforeTheFeedsSeatMapOnAQuietShow(t *testing.T) {
 	rc := startRelayCluster(t)
+	rc.up.legacy.Store(true) // its seat map does not name r6's last change
 	hold := feedShow(t, rc.n1, "r6")
 	other := feedShow(t, rc.n1, "o6") // the same group: its entries pass r6 by
 	last := hold(1)
@@ -513,6 +531,81 @@ func TestRelayResumeBeforeTheFeedsSeatMapOnAQuietShow(t *testing.T) {
 	next := hold(2)
 	if got := resumed.waitRevs(t, "resumed watcher", next); fmt.Sprint(got) != fmt.Sprint([]uint64{next}) {
 		t.Errorf("watcher resumed from %d got %v, want [%d]: the change after it, once", last, got, next)
+	}
+	rc.waitUpstreams(t, 1)
+}
+
+func TestRelayReconnectStormOnAQuietShowSharesOneUpstream(t *testing.T) {
+	const shared, direct = 40, 40
+	rc := startRelayCluster(t)
+	hold := feedShow(t, rc.n1, "r7")
+	other := feedShow(t, rc.n1, "o7") // the same group: its entries pass r7 by
+	last := hold(1)
+
+	// n2 relays r7 for a while; its seat map names r7's last change. Then
+	// its watchers go (n2 restarts, say): the relay feed stops.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	first := newTestSink(&countingFormat{})
+	go func() {
+		defer close(done)
+		rc.n2.hub.Watch(ctx, "r7", 0, false, first)
+	}()
+	first.waitRev(t, "first watcher's seat map", last)
+	first.mu.Lock()
+	e := first.mu.events[0]
+	first.mu.Unlock()
+	if e.Snapshot == nil || e.LastChangeRevision != last {
+		t.Fatalf("first watcher via n2: event at %d snapshot %v last change %d, want a seat map naming r7's last change %d",
+			e.Revision, e.Snapshot != nil, e.LastChangeRevision, last)
+	}
+	cancel()
+	<-done
+	rc.waitUpstreams(t, 0)
+	for i := range 5 {
+		other(i + 101) // the group moves on: the next seat map is past last
+	}
+
+	// Every watcher reconnects at once, resuming from r7's last change,
+	// which is before the restarted relay feed's seat map.
+	before := rc.up.served.Load()
+	format := &countingFormat{}
+	var sinks []*testSink
+	var directs []*directSink
+	for i := range shared + direct {
+		if i < shared {
+			sinks = append(sinks, newTestSink(format))
+			watchFrom(t, rc.n2.hub, "r7", last, sinks[i])
+			continue
+		}
+		d := newDirectSink()
+		d.idle = 50 * time.Millisecond
+		directs = append(directs, d)
+		watchFrom(t, rc.n2.hub, "r7", last, d)
+	}
+	// Nothing changes for a while: the direct watchers get keepalives.
+	for i, d := range directs {
+		for deadline := time.Now().Add(fwdWait); d.keepalives() < 2; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("direct watcher %d resumed from %d at a quiet show: %d keepalives in %v, want 2 or more", i, last, d.keepalives(), fwdWait)
+			}
+		}
+	}
+	if lo := rc.ringLo(t, "r7"); lo != last {
+		t.Errorf("restarted relay ring starts at %d, want r7's last change %d, which its seat map names", lo, last)
+	}
+	next := hold(2)
+	for i, s := range sinks {
+		s.waitRev(t, fmt.Sprint("shared watcher ", i), next)
+		wantRevs(t, fmt.Sprint("shared watcher ", i, " resumed from ", last), s, 0, []uint64{next})
+	}
+	for i, d := range directs {
+		if got := d.waitRevs(t, fmt.Sprint("direct watcher ", i), next); fmt.Sprint(got) != fmt.Sprint([]uint64{next}) {
+			t.Errorf("direct watcher %d resumed from %d got %v, want [%d]: the change after it, once", i, last, got, next)
+		}
+	}
+	if got := rc.up.served.Load() - before; got != 1 {
+		t.Errorf("n1 served %d watches for %d watchers resuming at n2 from r7's last change, want 1: the relay's upstream", got, shared+direct)
 	}
 	rc.waitUpstreams(t, 1)
 }

@@ -254,7 +254,9 @@ func (h *Hub) changeEvents(v *fsm.View, show string, pos uint64) ([]*ledgerpb.Wa
 	return events, max(pos, v.Applied()), nil
 }
 
-// snapshotEvent is the show's seat map at the view's index as an event.
+// snapshotEvent is the show's seat map at the view's index as an event,
+// with the show's last change at or before it (a relay feed's ring covers
+// the revisions between: relay.go).
 func (h *Hub) snapshotEvent(v *fsm.View, show string, reset bool) (*ledgerpb.WatchEvent, error) {
 	sm, err := v.SeatMap(show)
 	if errors.Is(err, fsm.ErrNotFound) {
@@ -263,9 +265,14 @@ func (h *Hub) snapshotEvent(v *fsm.View, show string, reset bool) (*ledgerpb.Wat
 	if err != nil {
 		return nil, err
 	}
+	last, err := v.ShowLastChange(show)
+	if err != nil {
+		return nil, err
+	}
 	at := timestamppb.New(time.UnixMilli(v.Clock()))
 	sm.AsOf, sm.Consistency, sm.ServedBy = at, ledgerpb.Consistency_STALE, h.node.ID()
-	return &ledgerpb.WatchEvent{ShowId: show, Revision: v.Applied(), AppliedAt: at, Snapshot: sm, Reset_: reset}, nil
+	return &ledgerpb.WatchEvent{ShowId: show, Revision: v.Applied(), AppliedAt: at, Snapshot: sm, Reset_: reset,
+		LastChangeRevision: last}, nil
 }
 
 // catchUp waits, at most watchCatchUpMax, until the replica applied index.

@@ -12,6 +12,7 @@
 #   DURATION=30s PORT=21100 cmd/seatbench/profile.sh .bin /tmp/prof-new
 #   SEATD_ARGS="--max-inflight 2" cmd/seatbench/profile.sh .bin /tmp/prof-inflight2
 #   WORKLOAD=browse BENCH_ARGS="--seat-states --read stale" cmd/seatbench/profile.sh .bin /tmp/prof-browse
+#   ulimit -n 20000; WORKLOAD=watchers BENCH_ARGS="--clients 30000 --watch-nodes 3" cmd/seatbench/profile.sh .bin /tmp/prof-watch
 #
 # Ports PORT+1..PORT+3 (raft), +101.. (gRPC), +201.. (HTTP), +301.. (admin)
 # must be free; the default stays below Linux's ephemeral port range, so a
@@ -45,7 +46,12 @@ for i in 1 2 3; do
 	pids+=($!)
 done
 endpoints="127.0.0.1:$((PORT + 101)),127.0.0.1:$((PORT + 102)),127.0.0.1:$((PORT + 103))"
-"$BIN/seatbench" --endpoints "$endpoints" --admin-token-file "$DATA/admin.token" \
+api=()
+if [ "$WORKLOAD" = watchers ]; then # the watchers workload speaks HTTP (SSE)
+	endpoints="127.0.0.1:$((PORT + 201)),127.0.0.1:$((PORT + 202)),127.0.0.1:$((PORT + 203))"
+	api=(--http)
+fi
+"$BIN/seatbench" --endpoints "$endpoints" "${api[@]}" --admin-token-file "$DATA/admin.token" \
 	--workload "$WORKLOAD" --duration "$DURATION" $BENCH_ARGS >"$OUT/bench.txt" 2>&1 &
 bench=$!
 # The progress lines start with the measured phase (setup prints none).
@@ -70,7 +76,11 @@ grep -v '^\[' "$OUT/bench.txt" | tail -8
 go tool pprof -top -cum -nodecount=100000 "$OUT"/n{1,2,3}.prof 2>/dev/null >"$OUT/top.txt"
 total=$(grep -oP 'Total samples = \K[0-9.]+' "$OUT/top.txt")
 commands=$(awk '/^(hold|confirm|release) /{s += $7} END {print s}' "$OUT/bench.txt")
-echo "node CPU in the 12 s profiles: ${total}s; per command (all three nodes): $(echo "$total / 12 / $commands * 1000000" | bc -l | cut -d. -f1) µs"
+if [ "$WORKLOAD" != watchers ] && [ "${commands:-0}" != 0 ]; then
+	echo "node CPU in the 12 s profiles: ${total}s; per command (all three nodes): $(echo "$total / 12 / $commands * 1000000" | bc -l | cut -d. -f1) µs"
+else
+	echo "node CPU in the 12 s profiles: ${total}s"
+fi
 # Commands per proposed entry and per applied batch, from the leaders' and
 # replicas' histograms (whole run, setup included).
 awk '/^seatledger_raft_(batch_commands|apply_batch_commands)_(sum|count)/{n=$1; sub(/\{.*/, "", n); v[n] += $2}

@@ -2111,6 +2111,13 @@ type WatchEvent struct {
 	// that sees its entry id reads its entry (GetQueueEntry, with its queue
 	// token) for the hold's token.
 	Offers []*QueueOffer `protobuf:"bytes,7,rep,name=offers,proto3" json:"offers,omitempty"`
+	// With a seat map (snapshot or reset): the revision of the show's last
+	// change at or before this one, the newest change record the group's
+	// change log holds for the show; 0 when it holds none (the show has not
+	// changed within the retention, or at all). Between the two revisions
+	// nothing of the show changed, so a client at any revision from it up to
+	// this one is already up to date. Unset on change events.
+	LastChangeRevision uint64 `protobuf:"varint,8,opt,name=last_change_revision,json=lastChangeRevision,proto3" json:"last_change_revision,omitempty"`
 	// The show's waiting room changed (open, rate, sold out, admitted
 	// through which place).
 	Room          *RoomEvent `protobuf:"bytes,50,opt,name=room,proto3" json:"room,omitempty"`
@@ -2195,6 +2202,13 @@ func (x *WatchEvent) GetOffers() []*QueueOffer {
 		return x.Offers
 	}
 	return nil
+}
+
+func (x *WatchEvent) GetLastChangeRevision() uint64 {
+	if x != nil {
+		return x.LastChangeRevision
+	}
+	return 0
 }
 
 func (x *WatchEvent) GetRoom() *RoomEvent {
@@ -3783,7 +3797,7 @@ const file_booking_proto_rawDesc = "" +
 	"\n" +
 	"SeatChange\x12\x17\n" +
 	"\aseat_id\x18\x01 \x01(\tR\x06seatId\x12.\n" +
-	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\xdc\x02\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x18.seatledger.v1.SeatStateR\x05state\"\x8e\x03\n" +
 	"\n" +
 	"WatchEvent\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x1a\n" +
@@ -3793,7 +3807,8 @@ const file_booking_proto_rawDesc = "" +
 	"\bsnapshot\x18\x04 \x01(\v2\x16.seatledger.v1.SeatMapR\bsnapshot\x123\n" +
 	"\achanges\x18\x05 \x03(\v2\x19.seatledger.v1.SeatChangeR\achanges\x12\x14\n" +
 	"\x05reset\x18\x06 \x01(\bR\x05reset\x121\n" +
-	"\x06offers\x18\a \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\x12,\n" +
+	"\x06offers\x18\a \x03(\v2\x19.seatledger.v1.QueueOfferR\x06offers\x120\n" +
+	"\x14last_change_revision\x18\b \x01(\x04R\x12lastChangeRevision\x12,\n" +
 	"\x04room\x182 \x01(\v2\x18.seatledger.v1.RoomEventR\x04room\"@\n" +
 	"\n" +
 	"QueueOffer\x12\x19\n" +
