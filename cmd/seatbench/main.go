@@ -70,6 +70,7 @@ type config struct {
 	fans         string
 	fill         float64
 	noBatch      bool
+	clientBatch  bool
 	compareBatch bool
 	allowRemote  bool
 	seatd        string
@@ -147,6 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.killLeader, "kill-leader", false, "waitingroom, local cluster: halfway through the measurement SIGKILL the seatd process leading the room's group, time until admissions resume and check that no sampled place changed; then restart it")
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
 	fs.BoolVar(&c.noBatch, "no-batch", false, "start the cluster with seatd serve --max-batch 1 (one command per raft entry)")
+	fs.BoolVar(&c.clientBatch, "client-batch", true, "gRPC with --route leader: the Go client sends concurrent writes to a node together in Batch calls (client/); false sends every call alone")
 	fs.BoolVar(&c.compareBatch, "compare-batch", false, "run the workload on a batched cluster, then on a --no-batch one, and print the ratio")
 	fs.BoolVar(&c.allowRemote, "allow-remote", false, "allow non-loopback --endpoints")
 	fs.StringVar(&c.seatd, "seatd", "", "seatd binary for the local cluster (default: build ./cmd/seatd)")
@@ -255,6 +257,8 @@ func (c *config) validate() error {
 		return errors.New("--admit-rate must be in 1..10000")
 	case c.killLeader && c.workload != "waitingroom":
 		return errors.New("--kill-leader is for --workload waitingroom")
+	case !c.clientBatch && (c.http || c.route != "leader"):
+		return errors.New("--client-batch is the Go client's (gRPC with --route leader)")
 	case c.fans == fansBoth && c.compareBatch:
 		return errors.New("--fans both and --compare-batch each run twice: pick one")
 	}
@@ -381,23 +385,25 @@ func startCPUProfile(path string) (stop func(), err error) {
 
 // Summary is the JSON summary of one run.
 type Summary struct {
-	Workload  string         `json:"workload"`
-	Mode      string         `json:"mode,omitempty"`  // the workload's variant, see modeOf
-	Transport string         `json:"transport"`       // grpc or http, +tls over TLS
-	Route     string         `json:"route,omitempty"` // grpc: leader (client/) or any node (--route)
-	Clients   int            `json:"clients"`
-	Shows     int            `json:"shows"`
-	Seats     int            `json:"seats_per_show"`
-	DurationS float64        `json:"duration_s"`
-	ElapsedS  float64        `json:"elapsed_s"`
-	SetupS    float64        `json:"setup_s"`
-	Cluster   ClusterInfo    `json:"cluster"`
-	Machine   MachineInfo    `json:"machine"`
-	Calls     []CallSummary  `json:"calls"`
-	CPU       *CPUUse        `json:"cpu,omitempty"`
-	Extra     map[string]any `json:"extra,omitempty"`
-	Checks    []Check        `json:"checks"`
-	Passed    bool           `json:"passed"`
+	Workload  string `json:"workload"`
+	Mode      string `json:"mode,omitempty"`  // the workload's variant, see modeOf
+	Transport string `json:"transport"`       // grpc or http, +tls over TLS
+	Route     string `json:"route,omitempty"` // grpc: leader (client/) or any node (--route)
+	// ClientBatch is on or off with the Go client (--client-batch), else "".
+	ClientBatch string         `json:"client_batch,omitempty"`
+	Clients     int            `json:"clients"`
+	Shows       int            `json:"shows"`
+	Seats       int            `json:"seats_per_show"`
+	DurationS   float64        `json:"duration_s"`
+	ElapsedS    float64        `json:"elapsed_s"`
+	SetupS      float64        `json:"setup_s"`
+	Cluster     ClusterInfo    `json:"cluster"`
+	Machine     MachineInfo    `json:"machine"`
+	Calls       []CallSummary  `json:"calls"`
+	CPU         *CPUUse        `json:"cpu,omitempty"`
+	Extra       map[string]any `json:"extra,omitempty"`
+	Checks      []Check        `json:"checks"`
+	Passed      bool           `json:"passed"`
 }
 
 // ClusterInfo says what was loaded.
