@@ -19,7 +19,9 @@ import (
 // connection, a Hold, Confirm, Release, Extend or Refund goes out at once
 // as a Batch of one when no Batch to that node is in flight; while one is,
 // calls queue, and when it returns everything queued goes out as the next
-// Batch (up to the node's limits). A lone call on an idle client waits for
+// Batch (up to the node's limits). Config.BatchesInFlight allows more than
+// one Batch in flight per node (as shard/forward.go does between nodes): a
+// call then goes out at once while fewer are. A lone call on an idle client waits for
 // nothing; under load one Batch carries what a node would otherwise take
 // as many calls. Each caller gets its own answer, which Invoke treats as
 // the unary call's (the same status, the same retries and route
@@ -35,6 +37,9 @@ const (
 	// callBytesMax is the largest call that is batched: a larger one
 	// (never a valid one) goes alone, to get the answer it would alone.
 	callBytesMax = 64 << 10
+	// batchesInFlightMax bounds Config.BatchesInFlight: the node's streams
+	// per connection are bounded too (256).
+	batchesInFlightMax = 64
 	// callOverheadBytes bounds what a call adds to a Batch beyond its own
 	// encoding (a field tag and a length).
 	callOverheadBytes = 8
@@ -75,9 +80,10 @@ type batcher struct {
 	cc *grpc.ClientConn
 	mu struct {
 		sync.Mutex
-		sending bool         // a Batch is in flight, or about to be
-		queue   []*batchCall // waiting for the next Batch, in arrival order
-		unary   bool         // the node answered Batch Unimplemented
+		inflight int          // Batches in flight or about to be, at most c.cfg.BatchesInFlight
+		starting int          // senders started that have not taken the queue yet
+		queue    []*batchCall // waiting for the next Batch, in arrival order
+		unary    bool         // the node answered Batch Unimplemented
 	}
 }
 
@@ -231,10 +237,10 @@ func (b *batcher) do(ctx context.Context, call *ledgerpb.BatchCall) (*ledgerpb.B
 		b.mu.Unlock()
 		return nil, errUnbatched
 	}
-	if !b.mu.sending {
+	if len(b.mu.queue) == 0 && b.mu.inflight < b.c.cfg.BatchesInFlight {
 		// Idle: sent now, on this goroutine and with the caller's ctx, so
 		// a lone call costs what it cost unbatched, plus the wrapping.
-		b.mu.sending = true
+		b.mu.inflight++
 		bc.state = batchSent
 		b.mu.Unlock()
 		b.send(ctx, []*batchCall{bc})
@@ -243,6 +249,10 @@ func (b *batcher) do(ctx context.Context, call *ledgerpb.BatchCall) (*ledgerpb.B
 		return o.res, o.err
 	}
 	b.mu.queue = append(b.mu.queue, bc)
+	if b.mu.starting == 0 && b.mu.inflight < b.c.cfg.BatchesInFlight {
+		b.mu.inflight++
+		b.startLocked()
+	}
 	b.mu.Unlock()
 	select {
 	case o := <-bc.done:
@@ -264,17 +274,23 @@ func (b *batcher) abandon(ctx context.Context, bc *batchCall) error {
 	return status.FromContextError(ctx.Err()).Err()
 }
 
-// next starts a sender for what queued while a Batch was in flight, or
-// marks b idle.
+// next is a Batch sent on its caller's goroutine returning: a sender takes
+// over its slot for what queued meanwhile, unless one is about to.
 func (b *batcher) next() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.mu.queue) == 0 {
-		b.mu.sending = false
+	if len(b.mu.queue) == 0 || b.mu.starting > 0 {
+		b.mu.inflight--
 		return
 	}
-	// Added under mu while sending: Close waits for senders after the
-	// connections closed, which ends their calls.
+	b.startLocked()
+}
+
+// startLocked starts a sender in a slot already counted in inflight.
+func (b *batcher) startLocked() {
+	b.mu.starting++
+	// Added under mu: Close waits for senders after the connections
+	// closed, which ends their calls.
 	b.c.senders.Add(1)
 	go b.run()
 }
@@ -282,8 +298,8 @@ func (b *batcher) next() {
 // run sends the queue as Batches until it is empty.
 func (b *batcher) run() {
 	defer b.c.senders.Done()
-	for {
-		batch, deadline := b.take()
+	for first := true; ; first = false {
+		batch, deadline := b.take(first)
 		if batch == nil {
 			return
 		}
@@ -298,14 +314,18 @@ func (b *batcher) run() {
 	}
 }
 
-// take removes the next Batch from the queue: the queued calls in order,
-// at most batchCallsMax and batchBytesMax, and the latest deadline among
-// them (zero when one has none). It returns nil, and b goes idle, when
-// nothing is queued; once the node is known to serve no Batch it hands
-// every queued call back to be sent alone.
-func (b *batcher) take() ([]*batchCall, time.Time) {
+// take removes the next Batch from the queue for a sender (on its first
+// take, one that was starting): the queued calls in order, at most
+// batchCallsMax and batchBytesMax, and the latest deadline among them
+// (zero when one has none). It returns nil, and the sender gives up its
+// slot, when nothing is queued; once the node is known to serve no Batch
+// it hands every queued call back to be sent alone.
+func (b *batcher) take(first bool) ([]*batchCall, time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if first {
+		b.mu.starting--
+	}
 	var batch []*batchCall
 	var deadline time.Time
 	unbounded := false
@@ -335,7 +355,7 @@ func (b *batcher) take() ([]*batchCall, time.Time) {
 	clear(b.mu.queue[n:]) // no stale pointers keep answered calls alive
 	b.mu.queue = b.mu.queue[:n]
 	if len(batch) == 0 {
-		b.mu.sending = false
+		b.mu.inflight--
 		return nil, time.Time{}
 	}
 	if unbounded {

@@ -5,7 +5,8 @@
 // a batch is retried at another node as the unary call is; a caller whose
 // ctx ends leaves, and a call still queued is never sent; a node that
 // answers Batch Unimplemented gets unary calls from then on; NoBatching,
-// call options or extra metadata send a call alone.
+// call options or extra metadata send a call alone; with BatchesInFlight 2
+// a second call goes out at once while one Batch is in flight.
 package client
 
 import (
@@ -347,5 +348,35 @@ func TestCallsThatGoAlone(t *testing.T) {
 	}
 	if got := len(n.batches()); got != 1 {
 		t.Errorf("a call with WithFirstSent went in %d Batches, want 1", got)
+	}
+}
+
+func TestBatchesInFlight(t *testing.T) {
+	n := &batchNode{gate: make(chan struct{}, 3), arrived: make(chan []string, 3)}
+	c := serve(t, Config{BatchesInFlight: 2}, n)
+	errs := make(chan error, 4)
+	hold := func(rid string) {
+		_, err := c.Booking().Hold(t.Context(), holdReq(rid))
+		errs <- err
+	}
+	go hold("r1")
+	arrival(t, n)
+	go hold("r2")
+	if ids := arrival(t, n); !slices.Equal(ids, []string{"r2"}) {
+		t.Errorf("with one Batch in flight of 2 allowed, the next call arrived as %v, want [r2] at once", ids)
+	}
+	go hold("r3")
+	go hold("r4")
+	queued(t, c, 2)
+	n.gate <- struct{}{}
+	if ids := arrival(t, n); len(ids) != 2 {
+		t.Errorf("after a Batch returned, the next carried %v, want the 2 queued", ids)
+	}
+	n.gate <- struct{}{}
+	n.gate <- struct{}{}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

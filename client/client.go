@@ -22,7 +22,8 @@
 // ctx ended). A node that answers Batch Unimplemented (an older node) gets
 // unary calls. Calls made with call options or outgoing metadata other
 // than the first send time (WithFirstSent) go alone. Config.NoBatching
-// turns batching off; BatchStats counts the Batch calls made.
+// turns batching off, Config.BatchesInFlight allows more than one Batch
+// in flight per node; BatchStats counts the Batch calls made.
 //
 //	c, err := client.New(ctx, client.Config{Endpoints: []string{"127.0.0.1:7001"},
 //		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}})
@@ -63,6 +64,10 @@ type Config struct {
 	// Confirm, Release, Extend and Refund calls to one node share Batch
 	// calls (batch.go).
 	NoBatching bool
+	// BatchesInFlight bounds the Batch calls in flight to one node at once
+	// (default 1, TigerBeetle's rule: calls made while one is in flight
+	// wait for it and go together in the next).
+	BatchesInFlight int
 }
 
 // refreshIntervalDefault and routingTimeout bound the background refresh.
@@ -82,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if c.RefreshInterval < 0 {
 		return errors.New("client: refresh interval must not be negative")
+	}
+	if c.BatchesInFlight < 0 || c.BatchesInFlight > batchesInFlightMax {
+		return fmt.Errorf("client: batches in flight must be in 0..%d (0: the default, 1)", batchesInFlightMax)
 	}
 	return nil
 }
@@ -126,6 +134,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.RefreshInterval == 0 {
 		cfg.RefreshInterval = refreshIntervalDefault
+	}
+	if cfg.BatchesInFlight == 0 {
+		cfg.BatchesInFlight = 1
 	}
 	c := &Client{cfg: cfg, refresh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.mu.conns = map[string]*grpc.ClientConn{}

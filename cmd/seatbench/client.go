@@ -95,10 +95,10 @@ type grpcAPI struct {
 // dialGRPC opens conns connections to each endpoint, with TLS when
 // tlsCfg is set. With route, conns Go clients (client/) each reach every
 // endpoint and send each call to its group's leader, batching concurrent
-// writes to a node into Batch calls unless noClientBatch; batchStats then
-// sums their client.BatchStats. Without route, every api returned shares
+// writes to a node into Batch calls (at most batchesInFlight at once)
+// unless noClientBatch; batchStats then sums their client.BatchStats. Without route, every api returned shares
 // one connection to one endpoint, and batchStats is nil.
-func dialGRPC(endpoints []string, conns int, route, noClientBatch bool, adminToken string, tlsCfg *tls.Config) (apis []api, closeAll func(), batchStats func() (batches, calls uint64), err error) {
+func dialGRPC(endpoints []string, conns int, route, noClientBatch bool, batchesInFlight int, adminToken string, tlsCfg *tls.Config) (apis []api, closeAll func(), batchStats func() (batches, calls uint64), err error) {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
@@ -115,7 +115,8 @@ func dialGRPC(endpoints []string, conns int, route, noClientBatch bool, adminTok
 	for range conns {
 		if route {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			cl, err := client.New(ctx, client.Config{Endpoints: endpoints, DialOptions: opts, NoBatching: noClientBatch})
+			cl, err := client.New(ctx, client.Config{Endpoints: endpoints, DialOptions: opts,
+				NoBatching: noClientBatch, BatchesInFlight: batchesInFlight})
 			cancel()
 			if err != nil {
 				closeAll()

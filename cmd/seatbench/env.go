@@ -75,7 +75,10 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 		sum.Route = cfg.route
 	}
 	if !cfg.http && cfg.route == "leader" {
-		sum.ClientBatch = map[bool]string{true: "on", false: "off"}[cfg.clientBatch]
+		sum.ClientBatch = "off"
+		if cfg.clientBatch {
+			sum.ClientBatch = fmt.Sprintf("on, %d in flight", cfg.clientBatches)
+		}
 	}
 	if cfg.http {
 		sum.Transport = "http"
@@ -277,7 +280,7 @@ func (e *env) dial(endpoints []string) (func(), error) {
 		e.apis = apis
 		return closeFn, nil
 	}
-	apis, closeFn, batchStats, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.route == "leader", !e.cfg.clientBatch, e.cfg.adminToken, e.tls)
+	apis, closeFn, batchStats, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.route == "leader", !e.cfg.clientBatch, e.cfg.clientBatches, e.cfg.adminToken, e.tls)
 	e.apis, e.batchStats = apis, batchStats
 	return closeFn, err
 }

@@ -71,17 +71,19 @@ type config struct {
 	fill         float64
 	noBatch      bool
 	clientBatch  bool
-	compareBatch bool
-	allowRemote  bool
-	seatd        string
-	dir          string
-	keep         bool
-	groups       int
-	nodes        int
-	jsonPath     string
-	cpuProfile   string
-	prefix       string
-	seatdArgs    []string
+	// clientBatches is the Go client's Batch calls in flight per node.
+	clientBatches int
+	compareBatch  bool
+	allowRemote   bool
+	seatd         string
+	dir           string
+	keep          bool
+	groups        int
+	nodes         int
+	jsonPath      string
+	cpuProfile    string
+	prefix        string
+	seatdArgs     []string
 	// watchers: SSE watchers of the stampeded show (stampede); watchNodes:
 	// how many nodes the watchers connect to, round robin (watchers).
 	watchers   int
@@ -149,6 +151,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
 	fs.BoolVar(&c.noBatch, "no-batch", false, "start the cluster with seatd serve --max-batch 1 (one command per raft entry)")
 	fs.BoolVar(&c.clientBatch, "client-batch", true, "gRPC with --route leader: the Go client sends concurrent writes to a node together in Batch calls (client/); false sends every call alone")
+	fs.IntVar(&c.clientBatches, "client-batches-in-flight", 1, "with --client-batch: Batch calls in flight per node and Go client (client.Config.BatchesInFlight; 1 is TigerBeetle's rule)")
 	fs.BoolVar(&c.compareBatch, "compare-batch", false, "run the workload on a batched cluster, then on a --no-batch one, and print the ratio")
 	fs.BoolVar(&c.allowRemote, "allow-remote", false, "allow non-loopback --endpoints")
 	fs.StringVar(&c.seatd, "seatd", "", "seatd binary for the local cluster (default: build ./cmd/seatd)")
@@ -259,6 +262,8 @@ func (c *config) validate() error {
 		return errors.New("--kill-leader is for --workload waitingroom")
 	case !c.clientBatch && (c.http || c.route != "leader"):
 		return errors.New("--client-batch is the Go client's (gRPC with --route leader)")
+	case c.clientBatches < 1 || c.clientBatches > 64:
+		return errors.New("--client-batches-in-flight must be in 1..64")
 	case c.fans == fansBoth && c.compareBatch:
 		return errors.New("--fans both and --compare-batch each run twice: pick one")
 	}
@@ -389,7 +394,8 @@ type Summary struct {
 	Mode      string `json:"mode,omitempty"`  // the workload's variant, see modeOf
 	Transport string `json:"transport"`       // grpc or http, +tls over TLS
 	Route     string `json:"route,omitempty"` // grpc: leader (client/) or any node (--route)
-	// ClientBatch is on or off with the Go client (--client-batch), else "".
+	// ClientBatch is "on, N in flight" or "off" with the Go client
+	// (--client-batch, --client-batches-in-flight), else "".
 	ClientBatch string         `json:"client_batch,omitempty"`
 	Clients     int            `json:"clients"`
 	Shows       int            `json:"shows"`

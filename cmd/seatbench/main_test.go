@@ -95,7 +95,7 @@ func TestWorkloads(t *testing.T) {
 		if s.Mode != "a client id per fan" {
 			t.Errorf("uniform: mode %q, want %q", s.Mode, "a client id per fan")
 		}
-		if s.ClientBatch != "on" || s.Extra["calls_per_client_batch"] == nil {
+		if s.ClientBatch != "on, 1 in flight" || s.Extra["calls_per_client_batch"] == nil {
 			t.Errorf("uniform: client batching %q, extra %v: want on, with calls_per_client_batch", s.ClientBatch, s.Extra)
 		}
 	})
@@ -205,6 +205,7 @@ func TestFlags(t *testing.T) {
 		{"--workload=stampede", "--fans=both", "--compare-batch"},
 		{"--http", "--client-batch=false"},
 		{"--route=any", "--client-batch=false"},
+		{"--client-batches-in-flight=0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {
