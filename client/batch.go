@@ -37,6 +37,11 @@ const (
 	// callBytesMax is the largest call that is batched: a larger one
 	// (never a valid one) goes alone, to get the answer it would alone.
 	callBytesMax = 64 << 10
+	// batchTimeoutMax bounds a Batch sent for callers of whom one has no
+	// deadline: nodes bound each write (5 s, forwarding included), so only
+	// a wedged connection meets it, and it must not hold the calls queued
+	// behind it for ever.
+	batchTimeoutMax = 30 * time.Second
 	// batchesInFlightMax bounds Config.BatchesInFlight: the node's streams
 	// per connection are bounded too (256).
 	batchesInFlightMax = 64
@@ -258,20 +263,27 @@ func (b *batcher) do(ctx context.Context, call *ledgerpb.BatchCall) (*ledgerpb.B
 	case o := <-bc.done:
 		return o.res, o.err
 	case <-ctx.Done():
-		return nil, b.abandon(ctx, bc)
+		o := b.abandon(ctx, bc)
+		return o.res, o.err
 	}
 }
 
 // abandon is a caller leaving before its answer came, with the error a
-// unary call whose ctx ended returns: a call still queued is never sent,
-// one sent may yet be applied (retry it with the same request_id).
-func (b *batcher) abandon(ctx context.Context, bc *batchCall) error {
+// unary call whose ctx ended returns (or the answer, if it came
+// meanwhile): a call still queued is never sent, one sent may yet be
+// applied (retry it with the same request_id).
+func (b *batcher) abandon(ctx context.Context, bc *batchCall) batchOutcome {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	select {
+	case o := <-bc.done:
+		return o
+	default:
+	}
 	if bc.state == batchQueued {
 		bc.state = batchAbandoned
 	}
-	return status.FromContextError(ctx.Err()).Err()
+	return batchOutcome{err: status.FromContextError(ctx.Err()).Err()}
 }
 
 // next is a Batch sent on its caller's goroutine returning: a sender takes
@@ -304,11 +316,11 @@ func (b *batcher) run() {
 			return
 		}
 		// Not any caller's ctx: the Batch serves them all, until the last
-		// gives up (or without a deadline if one has none).
-		ctx, cancel := context.Background(), context.CancelFunc(func() {})
-		if !deadline.IsZero() {
-			ctx, cancel = context.WithDeadline(ctx, deadline)
+		// gives up, and at most batchTimeoutMax when one has no deadline.
+		if deadline.IsZero() {
+			deadline = time.Now().Add(batchTimeoutMax)
 		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		b.send(ctx, batch)
 		cancel()
 	}
