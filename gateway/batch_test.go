@@ -7,7 +7,8 @@
 // call, too large) is refused whole with nothing applied; each call goes
 // through the server's interceptors as its own method (metrics, or any
 // policy an interceptor applies) and through the per-client rate limit;
-// and POST /v1/batch answers the same over HTTP.
+// and POST /v1/batch answers the same over HTTP. BenchmarkBatchRaftEntries
+// reports how many raft entries a batch's calls for one group take.
 package gateway
 
 import (
@@ -50,7 +51,7 @@ type batchNode struct {
 // show of group g. n1's gRPC server counts into reg and runs seen, an
 // interceptor that records every method it is called for.
 type batchCluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*batchNode
 	show  [2]string
 	reg   *prometheus.Registry
@@ -59,7 +60,7 @@ type batchCluster struct {
 	admit Admission
 }
 
-func startBatchCluster(t *testing.T, admit Admission) *batchCluster {
+func startBatchCluster(t testing.TB, admit Admission) *batchCluster {
 	t.Helper()
 	bc := &batchCluster{t: t, reg: prometheus.NewRegistry(), admit: admit}
 	metrics, err := NewMetrics(bc.reg, nil)
@@ -378,4 +379,33 @@ func batchFieldOf(err error) string {
 		}
 	}
 	return ""
+}
+
+// BenchmarkBatchRaftEntries sends batches of 16 holds of one show, on a
+// group of one voter with nothing else to do, and reports the raft
+// entries they took per batch: the calls run concurrently, and how many
+// reach the group's proposer before it takes its queue decides how many
+// entries the batch costs (docs/PERFORMANCE.md, "Per entry, not per
+// command").
+func BenchmarkBatchRaftEntries(b *testing.B) {
+	bc := startBatchCluster(b, Admission{})
+	g, err := bc.nodes[0].srv.router.Node().Group(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const calls = 16
+	round, entries := 0, uint64(0)
+	for b.Loop() {
+		cs := make([]*ledgerpb.BatchCall, calls)
+		for i := range cs {
+			// Each fan asks for the same seat every round: one hold, then
+			// rejections, all of them commands.
+			cs[i] = holdCall(bc.show[0], fmt.Sprintf("fan%d", i), fmt.Sprintf("r%d", round), fmt.Sprintf("A%d", i%10+1))
+		}
+		before := g.Machine().Applied()
+		bc.batch(cs...)
+		entries += g.Machine().Applied() - before
+		round++
+	}
+	b.ReportMetric(float64(entries)/float64(round), "entries/batch")
 }
