@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -263,8 +265,14 @@ func TestBatchErrorsMatchUnary(t *testing.T) {
 			}
 			tt.call.FirstSentAtMs = tt.firstSent
 			res := bc.batch(tt.call, holdCall(a, "c", "ok-"+strings.NewReplacer(" ", "-", ",", "").Replace(tt.name), "A10"))
-			got := res[0].GetError()
-			if want := status.Convert(alone).Proto(); !proto.Equal(got, want) {
+			got, want := res[0].GetError(), status.Convert(alone).Proto()
+			equal := proto.Equal(got, want)
+			if tt.firstSent != 0 {
+				// The message says how far ahead the stamp is of the node's
+				// clock, read at each call: the same but for the figures.
+				equal = digits.ReplaceAllString(prototext.Format(got), "N") == digits.ReplaceAllString(prototext.Format(want), "N")
+			}
+			if !equal {
 				t.Errorf("in a batch: %v\nalone:       %v", got, want)
 			}
 			if res[1].GetHold() == nil && status.Code(errOf(res[1])) != codes.Aborted {
@@ -370,6 +378,8 @@ func TestBatchOverHTTP(t *testing.T) {
 		t.Errorf("POST /v1/batch with an empty call = %d %s, want 400 naming calls[0]", got.code, got.body)
 	}
 }
+
+var digits = regexp.MustCompile(`[0-9]+`)
 
 // batchFieldOf is the field a status's BadRequest names first.
 func batchFieldOf(err error) string {
