@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/shard"
 )
 
 // Booking.Batch: many independent writes in one gRPC call, so that a busy
@@ -21,10 +23,13 @@ import (
 // through the server's interceptors too, labelled with the call's own
 // method: it is validated, rate limited, forwarded, counted and timed as
 // the call alone, and answers exactly what the call alone would have. The
-// calls run concurrently, so that those of one group ride the same raft
-// entry, as Peer.ProposeBatch's do between nodes. Only a batch that is
-// malformed as a whole (no calls, too many, an empty call, too large) is
-// refused, and then none of it runs.
+// calls run concurrently up to the proposal; there the batch gathers their
+// commands (batchProposals) and proposes them together, so that those of
+// one group share one raft entry (shard.Router.ProposeAll): run one by
+// one, they would reach the group's proposer at different moments and be
+// cut into several entries. Only a batch that is malformed as a whole (no
+// calls, too many, an empty call, too large) is refused, and then none of
+// it runs.
 
 const (
 	// BatchCallsMax bounds the calls of one Batch request.
@@ -53,15 +58,93 @@ func (s *Server) Batch(ctx context.Context, req *ledgerpb.BatchRequest) (*ledger
 	chain, _ := ctx.Value(chainKey{}).(grpc.UnaryServerInterceptor) // nil over HTTP
 	n := len(req.Calls)
 	resp := &ledgerpb.BatchResponse{Results: make([]*ledgerpb.BatchResult, n)}
+	if n == 1 {
+		// Nothing to gather: a batch of one costs what the call alone
+		// costs, plus the wrapping.
+		resp.Results[0] = s.batchCall(ctx, chain, req.Calls[0], nil)
+		return resp, nil
+	}
+	// The commands go together under the batch's ctx, bounded as each
+	// write is (propose).
+	pctx := ctx
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > s.timeout {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	bp := &batchProposals{router: s.router, ctx: pctx}
+	bp.mu.left = n
 	var wg sync.WaitGroup
 	for i, call := range req.Calls[:n-1] {
-		wg.Go(func() { resp.Results[i] = s.batchCall(ctx, chain, call) })
+		wg.Go(func() { resp.Results[i] = s.batchCall(ctx, chain, call, bp) })
 	}
-	// The last on this goroutine: a batch of one costs what the call alone
-	// costs, plus the wrapping.
-	resp.Results[n-1] = s.batchCall(ctx, chain, req.Calls[n-1])
+	resp.Results[n-1] = s.batchCall(ctx, chain, req.Calls[n-1], bp) // one goroutine fewer
 	wg.Wait()
 	return resp, nil
+}
+
+// batchProposals gathers the commands of a batch's calls and proposes them
+// together once every call has either handed its command in (send) or
+// ended without one (skip). A call does only checks before it hands its
+// command in (validation, admission, the first send time), never a wait,
+// so no call waits long for the others.
+type batchProposals struct {
+	router *shard.Router
+	ctx    context.Context // the batch's, bounded as a write
+	mu     struct {
+		sync.Mutex
+		left  int // calls that may still hand a command in
+		shows []string
+		cmds  []*ledgerpb.Command
+		done  []chan proposed
+	}
+}
+
+// proposed is one command's answer.
+type proposed struct {
+	res *ledgerpb.Result
+	err error
+}
+
+// send hands a command in and waits for its answer: a send for a call's
+// handler, in place of the router's Propose.
+func (b *batchProposals) send(_ context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
+	done := make(chan proposed, 1)
+	b.mu.Lock()
+	b.mu.shows = append(b.mu.shows, showID)
+	b.mu.cmds = append(b.mu.cmds, cmd)
+	b.mu.done = append(b.mu.done, done)
+	b.mu.left--
+	last := b.mu.left == 0
+	b.mu.Unlock()
+	if last {
+		b.flush()
+	}
+	p := <-done
+	return p.res, p.err
+}
+
+// skip is a call ending without a command (refused before it proposed).
+func (b *batchProposals) skip() {
+	b.mu.Lock()
+	b.mu.left--
+	last := b.mu.left == 0
+	b.mu.Unlock()
+	if last {
+		b.flush()
+	}
+}
+
+// flush proposes what was handed in and answers each. Only the call that
+// brought left to zero calls it, so the slices are no longer appended to.
+func (b *batchProposals) flush() {
+	if len(b.mu.cmds) == 0 {
+		return
+	}
+	results, errs := b.router.ProposeAll(b.ctx, b.mu.shows, b.mu.cmds)
+	for i, done := range b.mu.done {
+		done <- proposed{results[i], errs[i]}
+	}
 }
 
 // checkBatch refuses a batch that is malformed as a whole.
@@ -91,9 +174,17 @@ func batchError(reason, field, msg string) error {
 
 // batchCall runs one call as its unary RPC would run: through chain (the
 // gRPC server's interceptors) when there is one, with the call's own
-// first send time, and wraps what it answers.
-func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerInterceptor, call *ledgerpb.BatchCall) *ledgerpb.BatchResult {
-	req, info, handler := s.unaryOf(call)
+// first send time and its command sent through bp (nil: alone), and wraps
+// what it answers.
+func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerInterceptor, call *ledgerpb.BatchCall, bp *batchProposals) *ledgerpb.BatchResult {
+	via, sent := s.router.Propose, false
+	if bp != nil {
+		via = func(ctx context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
+			sent = true
+			return bp.send(ctx, showID, cmd)
+		}
+	}
+	req, info, handler := s.unaryOf(call, via)
 	if call.FirstSentAtMs != 0 {
 		ctx = context.WithValue(ctx, firstSentCallKey{}, call.FirstSentAtMs)
 	}
@@ -103,6 +194,9 @@ func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerIntercepto
 		resp, err = chain(ctx, req, info, handler)
 	} else {
 		resp, err = handler(ctx, req)
+	}
+	if bp != nil && !sent {
+		bp.skip()
 	}
 	if err != nil {
 		return &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Error{Error: status.Convert(err).Proto()}}
@@ -120,20 +214,25 @@ var (
 	infoRefund  = &grpc.UnaryServerInfo{FullMethod: methodRefund}
 )
 
-// unaryOf returns a call's request, its method's server info and the unary
-// handler that serves it. checkBatch made sure the call names one.
-func (s *Server) unaryOf(call *ledgerpb.BatchCall) (any, *grpc.UnaryServerInfo, grpc.UnaryHandler) {
+// unaryOf returns a call's request, its method's server info and the
+// handler that serves it as its unary RPC does, with its command sent by
+// via. checkBatch made sure the call names one.
+func (s *Server) unaryOf(call *ledgerpb.BatchCall, via send) (any, *grpc.UnaryServerInfo, grpc.UnaryHandler) {
 	switch c := call.Call.(type) {
 	case *ledgerpb.BatchCall_Hold:
-		return c.Hold, infoHold, func(ctx context.Context, r any) (any, error) { return s.Hold(ctx, r.(*ledgerpb.HoldRequest)) }
+		return c.Hold, infoHold, func(ctx context.Context, r any) (any, error) { return s.hold(ctx, r.(*ledgerpb.HoldRequest), via) }
 	case *ledgerpb.BatchCall_Confirm:
-		return c.Confirm, infoConfirm, func(ctx context.Context, r any) (any, error) { return s.Confirm(ctx, r.(*ledgerpb.ConfirmRequest)) }
+		return c.Confirm, infoConfirm, func(ctx context.Context, r any) (any, error) {
+			return s.confirm(ctx, r.(*ledgerpb.ConfirmRequest), via)
+		}
 	case *ledgerpb.BatchCall_Release:
-		return c.Release, infoRelease, func(ctx context.Context, r any) (any, error) { return s.Release(ctx, r.(*ledgerpb.ReleaseRequest)) }
+		return c.Release, infoRelease, func(ctx context.Context, r any) (any, error) {
+			return s.release(ctx, r.(*ledgerpb.ReleaseRequest), via)
+		}
 	case *ledgerpb.BatchCall_Extend:
-		return c.Extend, infoExtend, func(ctx context.Context, r any) (any, error) { return s.Extend(ctx, r.(*ledgerpb.ExtendRequest)) }
+		return c.Extend, infoExtend, func(ctx context.Context, r any) (any, error) { return s.extend(ctx, r.(*ledgerpb.ExtendRequest), via) }
 	case *ledgerpb.BatchCall_Refund:
-		return c.Refund, infoRefund, func(ctx context.Context, r any) (any, error) { return s.Refund(ctx, r.(*ledgerpb.RefundRequest)) }
+		return c.Refund, infoRefund, func(ctx context.Context, r any) (any, error) { return s.refund(ctx, r.(*ledgerpb.RefundRequest), via) }
 	}
 	panic(fmt.Sprintf("gateway: batch call of type %T", call.Call)) // checkBatch refused it
 }

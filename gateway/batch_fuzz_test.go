@@ -50,7 +50,7 @@ func FuzzCheckBatch(f *testing.F) {
 			t.Fatalf("checkBatch accepted %d calls of %d bytes", n, proto.Size(req))
 		}
 		for i, c := range req.Calls {
-			r, info, h := s.unaryOf(c)
+			r, info, h := s.unaryOf(c, nil)
 			if r == nil || info == nil || h == nil {
 				t.Fatalf("unaryOf(calls[%d] %v) = %v, %v, %v", i, c, r, info, h)
 			}

@@ -7,8 +7,9 @@
 // call, too large) is refused whole with nothing applied; each call goes
 // through the server's interceptors as its own method (metrics, or any
 // policy an interceptor applies) and through the per-client rate limit;
-// and POST /v1/batch answers the same over HTTP. BenchmarkBatchRaftEntries
-// reports how many raft entries a batch's calls for one group take.
+// the calls of one group share a raft entry; and POST /v1/batch answers
+// the same over HTTP. BenchmarkBatchRaftEntries reports how many raft
+// entries a batch's calls for one group take.
 package gateway
 
 import (
@@ -212,6 +213,36 @@ func TestBatchMixesKindsAndGroups(t *testing.T) {
 	}
 	if got, want := bc.seats(1), "FHFFFFFFFF"; got != want {
 		t.Errorf("show of group 1 = %s, want %s", got, want)
+	}
+}
+
+func TestBatchCallsOfOneGroupShareAnEntry(t *testing.T) {
+	bc := startBatchCluster(t, Admission{})
+	g, err := bc.nodes[0].srv.router.Node().Group(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []*ledgerpb.BatchCall{holdCall(bc.show[0], "c", "bad id!", "A1")} // refused before it proposes
+	for i := range 16 {
+		calls = append(calls, holdCall(bc.show[0], fmt.Sprintf("fan%d", i), "r", fmt.Sprintf("A%d", i%10+1)))
+	}
+	calls = append(calls, holdCall(bc.show[1], "c", "r", "A1")) // another group's, forwarded
+	before := g.Machine().Applied()
+	res := bc.batch(calls...)
+	// At most one more entry, should a leader-issued one come between.
+	if got := g.Machine().Applied() - before; got > 2 {
+		t.Errorf("16 holds of one show in a batch took %d entries of its group, want 1", got)
+	}
+	won := 0
+	for _, r := range res[1:17] {
+		if r.GetHold() != nil {
+			won++
+		} else if reasonOf(status.Convert(errOf(r))) != "SEATS_TAKEN" {
+			t.Errorf("hold = %v, want OK or SEATS_TAKEN", r)
+		}
+	}
+	if won != 10 || status.Code(errOf(res[0])) != codes.InvalidArgument || res[17].GetHold() == nil {
+		t.Errorf("%d of 16 holds of 10 seats won, the bad call = %v, the other group's = %v; want 10, InvalidArgument, a hold", won, res[0], res[17])
 	}
 }
 
