@@ -1,12 +1,16 @@
 // This file proves Router.ProposeAll: at the node that leads the groups,
 // the commands of each group share one raft entry and each gets its own
 // result, in order; at a node that leads none, every command is forwarded
-// and answered as Propose answers it.
+// and answered as Propose answers it. And Peer.ProposeBatch: the commands
+// of one group it is sent share one entry too.
 package shard
 
 import (
 	"context"
 	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -50,5 +54,40 @@ func TestProposeAllSharesEntriesPerGroup(t *testing.T) {
 		if got := applied() - before; tt.entries > 0 && got != tt.entries {
 			t.Errorf("%s: %d commands over %d groups took %d entries, want one per group", tt.name, len(cmds), fwdGroups, got)
 		}
+	}
+}
+
+func TestProposeBatchSharesEntriesPerGroup(t *testing.T) {
+	c := startFwdCluster(t)
+	shows := c.shows("peer")
+	conn, err := grpc.NewClient(c.leadAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	holds := fwdHolds(shows, 20)
+	req := &ledgerpb.ProposeBatchRequest{}
+	for _, h := range holds {
+		req.Requests = append(req.Requests, &ledgerpb.ProposeRequest{GroupId: c.lead.smap.GroupFor(h.show), Command: h.cmd, Hops: 1})
+	}
+	g, err := c.lead.node.Group(c.lead.smap.GroupFor(shows[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := g.Machine().Applied()
+	ctx, cancel := context.WithTimeout(t.Context(), fwdWait)
+	defer cancel()
+	resp, err := ledgerpb.NewPeerClient(conn).ProposeBatch(ctx, req)
+	if err != nil || len(resp.Responses) != len(holds) {
+		t.Fatalf("ProposeBatch = %v, %v", resp, err)
+	}
+	for i, r := range resp.Responses {
+		if r.Status != ledgerpb.ForwardStatus_FORWARD_STATUS_OK || r.Result.GetCode() != ledgerpb.Code_CODE_OK ||
+			r.Result.SeatIds[0] != holds[i].cmd.GetHold().SeatIds[0] {
+			t.Errorf("ProposeBatch [%d] = %v, want OK holding %v", i, r, holds[i].cmd.GetHold().SeatIds)
+		}
+	}
+	if got := g.Machine().Applied() - before; got != 1 {
+		t.Errorf("10 commands of one group in a ProposeBatch took %d entries, want 1", got)
 	}
 }
