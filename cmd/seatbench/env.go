@@ -52,12 +52,12 @@ type env struct {
 	// healthc reads the local cluster's /healthz (https with --tls).
 	healthc *http.Client
 	// tls is what the APIs dial with; nil is plaintext.
-	tls *tls.Config
+	tls    *tls.Config
+	extra  map[string]any
+	checks []Check
 	// batchStats sums the Go clients' Batch calls and the calls they
 	// carried (nil when no Go client is in use: HTTP, --route any).
 	batchStats func() (batches, calls uint64)
-	extra      map[string]any
-	checks     []Check
 }
 
 func (e *env) addCheck(name string, ok bool, format string, args ...any) {

@@ -70,20 +70,21 @@ type config struct {
 	fans         string
 	fill         float64
 	noBatch      bool
-	clientBatch  bool
-	// clientBatches is the Go client's Batch calls in flight per node.
+	compareBatch bool
+	allowRemote  bool
+	seatd        string
+	dir          string
+	keep         bool
+	groups       int
+	nodes        int
+	jsonPath     string
+	cpuProfile   string
+	prefix       string
+	seatdArgs    []string
+	// clientBatch: the Go client batches writes (--client-batch);
+	// clientBatches: its Batch calls in flight per node.
+	clientBatch   bool
 	clientBatches int
-	compareBatch  bool
-	allowRemote   bool
-	seatd         string
-	dir           string
-	keep          bool
-	groups        int
-	nodes         int
-	jsonPath      string
-	cpuProfile    string
-	prefix        string
-	seatdArgs     []string
 	// watchers: SSE watchers of the stampeded show (stampede); watchNodes:
 	// how many nodes the watchers connect to, round robin (watchers).
 	watchers   int
@@ -390,26 +391,26 @@ func startCPUProfile(path string) (stop func(), err error) {
 
 // Summary is the JSON summary of one run.
 type Summary struct {
-	Workload  string `json:"workload"`
-	Mode      string `json:"mode,omitempty"`  // the workload's variant, see modeOf
-	Transport string `json:"transport"`       // grpc or http, +tls over TLS
-	Route     string `json:"route,omitempty"` // grpc: leader (client/) or any node (--route)
+	Workload  string         `json:"workload"`
+	Mode      string         `json:"mode,omitempty"`  // the workload's variant, see modeOf
+	Transport string         `json:"transport"`       // grpc or http, +tls over TLS
+	Route     string         `json:"route,omitempty"` // grpc: leader (client/) or any node (--route)
+	Clients   int            `json:"clients"`
+	Shows     int            `json:"shows"`
+	Seats     int            `json:"seats_per_show"`
+	DurationS float64        `json:"duration_s"`
+	ElapsedS  float64        `json:"elapsed_s"`
+	SetupS    float64        `json:"setup_s"`
+	Cluster   ClusterInfo    `json:"cluster"`
+	Machine   MachineInfo    `json:"machine"`
+	Calls     []CallSummary  `json:"calls"`
+	CPU       *CPUUse        `json:"cpu,omitempty"`
+	Extra     map[string]any `json:"extra,omitempty"`
+	Checks    []Check        `json:"checks"`
+	Passed    bool           `json:"passed"`
 	// ClientBatch is "on, N in flight" or "off" with the Go client
 	// (--client-batch, --client-batches-in-flight), else "".
-	ClientBatch string         `json:"client_batch,omitempty"`
-	Clients     int            `json:"clients"`
-	Shows       int            `json:"shows"`
-	Seats       int            `json:"seats_per_show"`
-	DurationS   float64        `json:"duration_s"`
-	ElapsedS    float64        `json:"elapsed_s"`
-	SetupS      float64        `json:"setup_s"`
-	Cluster     ClusterInfo    `json:"cluster"`
-	Machine     MachineInfo    `json:"machine"`
-	Calls       []CallSummary  `json:"calls"`
-	CPU         *CPUUse        `json:"cpu,omitempty"`
-	Extra       map[string]any `json:"extra,omitempty"`
-	Checks      []Check        `json:"checks"`
-	Passed      bool           `json:"passed"`
+	ClientBatch string `json:"client_batch,omitempty"`
 }
 
 // ClusterInfo says what was loaded.
