@@ -49,13 +49,13 @@ func (tx *txn) putOnce(key []byte, rec, stored proto.Message) (same bool) {
 
 // mark writes an empty index key.
 func (tx *txn) mark(key []byte) {
-	must(tx.b.Set(key, nil, nil), "write index")
+	tx.set(key, nil)
 }
 
 // raiseLast stores at under key unless a later time is stored there: the
 // last start of any show a browse index entry stands for.
 func (tx *txn) raiseLast(key []byte, at int64) {
-	v, closer, err := tx.b.Get(key)
+	v, closer, err := tx.store().Get(key)
 	switch {
 	case err == nil:
 		if len(v) != 8 {
@@ -69,5 +69,5 @@ func (tx *txn) raiseLast(key []byte, at int64) {
 	case !errors.Is(err, pebble.ErrNotFound):
 		must(err, "read last start")
 	}
-	must(tx.b.Set(key, u64(uint64(at)), nil), "write last start")
+	tx.set(key, u64(uint64(at)))
 }

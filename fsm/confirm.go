@@ -39,6 +39,6 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	h.ClosedAtMs = tx.now
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED)
 	tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
-	must(tx.b.Set(tx.bookingKey(h.ClientId, tx.index, h.HoldId), nil, nil), "write booking index")
+	tx.set(tx.bookingKey(h.ClientId, tx.index, h.HoldId), nil)
 	return holdResult(h)
 }

@@ -10,7 +10,7 @@ func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 		return reject(ledgerpb.Code_CODE_SHOW_EXISTS, "show %s already exists", c.Show.ShowId)
 	}
 	tx.put(tx.m.showKey(c.Show.ShowId), c.Show)
-	must(tx.b.Set(tx.m.showTokenKey(c.Show.ShowId), c.TokenKey, nil), "write token key")
+	tx.set(tx.m.showTokenKey(c.Show.ShowId), c.TokenKey)
 	l := tx.m.led.sharedLayout(c.Show)
 	l.tokenKey = append([]byte(nil), c.TokenKey...)
 	tx.m.led.shows[c.Show.ShowId] = &showState{id: l.show.ShowId, l: l, owners: newSeatOwners(l.total)}

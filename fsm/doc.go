@@ -4,25 +4,28 @@
 // group. Apply is a pure function of (state, entry): no wall clock, no
 // randomness, no goroutines, no map-order dependence. Time comes from the
 // log: the leader stamps proposed_at_ms and the machine keeps clock =
-// max(clock, proposed_at) in the same Pebble batch as the applied index, so a
+// max(clock, proposed_at) in the same meta record as the applied index, so a
 // replayed entry (index <= applied) is skipped and time never goes backwards.
 //
 // The seat ledger lives in memory (ledger.go): every show's seats, live
 // holds and bookings, clients' live holds, live holds by expiry (expiry.go)
 // and the waiting lines' totals. The hold, confirm, release, extend, refund
 // and expire paths read nothing else, and a request filter (requests.go)
-// tells a new request id without a store read. Each batch of entries is
-// written behind to the group's key range in the node's Pebble database,
-// with the applied index; Pebble has no WAL and nothing is synced: the raft
-// log is the write-ahead log. A restart loads the ledger from Pebble as its
-// last memtable flush left it, and raft replays the entries above that
-// applied index (a snapshot waits for a flush, store.go).
+// tells a new request id without a store read. Each batch of entries writes
+// its records, with the applied index, to the group's overlay in memory
+// (overlay.go), and checkpoints fold the overlay into the group's key range
+// in the node's Pebble database, atomically (checkpoint.go): at every raft
+// snapshot, past overlayBytesMax and as a node closes. Pebble has no WAL:
+// the raft log is the write-ahead log. A restart loads the ledger from
+// Pebble as the group's last checkpoint left it, and raft replays the
+// entries above that applied index (checkpoint.go argues why it can).
 //
 // Reads of seat maps and holds come from the ledger too, between apply
 // batches (View.inLedger): apply holds the machine's lock while it applies
 // and publishes a batch, readers hold it for reading. The change log, the
 // waiting line's entries, clients' bookings, the catalog and the node
-// registry are read from Pebble snapshots.
+// registry are read from the overlay, as published at a commit, over a
+// Pebble snapshot taken with it (View.snapshot).
 //
 // Bad input is a result; impossible state is a crash. Every rejection is a
 // ledgerpb.Code, checked in this order for each client command:
@@ -159,7 +162,7 @@
 // entry the changes become one SeatEventRecord per show the entry touched
 // (0x0A, keyed by the bucket of log time it was applied in, then the show
 // and the entry's index: the revision), written in sorted show
-// order in the same Pebble batch as the writes. A record lists every change
+// order with the entry's other writes. A record lists every change
 // in the order the entry made it: a Batch of many commands yields one record
 // per show, and a hold that takes the seats of a hold expired by the log
 // clock lists those seats FREE and then HELD. The log is replicated state:

@@ -129,7 +129,7 @@ func (tx *txn) flushEvents() {
 	if bucket >= tx.m.eventBuckets {
 		// The bucket's first record: note where it starts. The log clock
 		// never goes back, so no older bucket gets records any more.
-		must(tx.b.Set(tx.m.eventBucketKey(bucket), u64(tx.index), nil), "write change bucket")
+		tx.set(tx.m.eventBucketKey(bucket), u64(tx.index))
 		tx.m.eventBuckets = bucket + 1
 	}
 	for i := range tx.events {
@@ -143,17 +143,17 @@ func (tx *txn) flushEvents() {
 		// asserts is above every index applied before.
 		tx.scratch = appendEventRecord(tx.scratch[:0], tx.now, sc.changes, sc.offers)
 		tx.keyBuf = tx.m.appendEventKey(tx.keyBuf[:0], bucket, sc.show, tx.index)
-		must(tx.b.Set(tx.keyBuf, tx.scratch, nil), "write change record")
+		tx.set(tx.keyBuf, tx.scratch)
 		if tx.touched == nil {
 			tx.touched = map[string]uint64{}
 		}
 		tx.touched[sc.show] = tx.index
 	}
 	// One revision record for the entry, naming its shows: a record per
-	// show would be one more memtable insert per command under load.
+	// show would be one more record per command under load.
 	tx.scratch = appendEventRevShows(tx.scratch[:0], tx.events)
 	tx.keyBuf = tx.m.appendEventRevKey(tx.keyBuf[:0], bucket, tx.index)
-	must(tx.b.Set(tx.keyBuf, tx.scratch, nil), "write change record revision")
+	tx.set(tx.keyBuf, tx.scratch)
 	tx.events = tx.events[:0]
 	clear(tx.eventAt)
 }
@@ -174,9 +174,9 @@ func (tx *txn) pruneEvents() {
 	if !pruned {
 		return
 	}
-	must(tx.b.DeleteRange(tx.m.appendKind(nil, kindEvent), binary.BigEndian.AppendUint64(tx.m.appendKind(nil, kindEvent), below), nil), "prune change records")
-	must(tx.b.DeleteRange(tx.m.appendKind(nil, kindEventRev), binary.BigEndian.AppendUint64(tx.m.appendKind(nil, kindEventRev), below), nil), "prune change record revisions")
-	must(tx.b.DeleteRange(tx.m.eventBucketKey(0), tx.m.eventBucketKey(below), nil), "prune change buckets")
+	tx.deleteRange(tx.m.appendKind(nil, kindEvent), binary.BigEndian.AppendUint64(tx.m.appendKind(nil, kindEvent), below))
+	tx.deleteRange(tx.m.appendKind(nil, kindEventRev), binary.BigEndian.AppendUint64(tx.m.appendKind(nil, kindEventRev), below))
+	tx.deleteRange(tx.m.eventBucketKey(0), tx.m.eventBucketKey(below))
 	floor := tx.index - 1
 	tx.scan(tx.m.eventBucketKey(below), prefixEnd(tx.m.key(kindEventBucket)), 1, func(k []byte) {
 		v, ok := tx.read(k)
@@ -185,12 +185,12 @@ func (tx *txn) pruneEvents() {
 		}
 		floor = binary.BigEndian.Uint64(v) - 1
 	})
-	must(tx.b.Set(tx.m.eventFloorKey(), u64(max(floor, tx.eventFloor())), nil), "write change log floor")
+	tx.set(tx.m.eventFloorKey(), u64(max(floor, tx.eventFloor())))
 }
 
 // eventFloor reads the floor through the batch; 0 when nothing was pruned.
 func (tx *txn) eventFloor() uint64 {
-	v, closer, err := tx.b.Get(tx.m.eventFloorKey())
+	v, closer, err := tx.store().Get(tx.m.eventFloorKey())
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0
 	}
@@ -459,7 +459,7 @@ func (v *View) SeatEvents(show string, after uint64, limit int) ([]SeatEvent, er
 
 // loadEventBuckets returns 1 + the newest bucket of change records the store
 // has begun, 0 when it has none (Machine.eventBuckets).
-func (m *Machine) loadEventBuckets(r pebble.Reader) (uint64, error) {
+func (m *Machine) loadEventBuckets(r reader) (uint64, error) {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: m.eventBucketKey(0), UpperBound: prefixEnd(m.appendKind(nil, kindEventBucket))})
 	if err != nil {
 		return 0, err

@@ -427,6 +427,9 @@ func TestShowChangedAfter(t *testing.T) {
 	check(m, "s1", 2, false)
 	check(m, "s2", 0, false)
 	// A restarted machine knows nothing before its applied index.
+	if err := m.Checkpoint(); err != nil { // as the node closed
+		t.Fatal(err)
+	}
 	again := newTestMachine(t, db, 1)
 	check(again, "s1", 1, true)
 	check(again, "s2", 2, true)

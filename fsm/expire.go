@@ -35,7 +35,7 @@ func (tx *txn) expire(c *ledgerpb.ExpireCmd) *ledgerpb.Result {
 
 // scan calls fn for at most limit keys in [lo, hi) as the batch sees them.
 func (tx *txn) scan(lo, hi []byte, limit int, fn func(k []byte)) {
-	it, err := tx.b.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := tx.store().NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	must(err, "open iterator")
 	defer it.Close()
 	n := 0

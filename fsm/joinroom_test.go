@@ -32,7 +32,7 @@ func sameAnswer(t *testing.T, what string, again, first *ledgerpb.Result) {
 func requestRecords(t *testing.T, m *Machine) int {
 	t.Helper()
 	n := 0
-	err := scanPrefix(m.db, m.key(kindRequest), func(_, _ []byte) error { n++; return nil })
+	err := scanPrefix(m.store(), m.key(kindRequest), func(_, _ []byte) error { n++; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestJoinExactlyOnce(t *testing.T) {
 	sameAnswer(t, "retried second join", rt.want(3400, cmdJoin("c1", "j2", "s1"), ok), second)
 
 	// After a restart the entries, loaded from the store, answer alike.
-	rt.m = reopen(t, rt.m.db, dir, 0)
+	rt.m = reopen(t, rt.m, dir, 0)
 	retry("retried join after a restart", 3500)
 	rt.want(3500, cmdJoin("c1", "j", "s2"), reused)
 
@@ -101,7 +101,7 @@ func TestJoinExactlyOnce(t *testing.T) {
 	}
 	retry("retried join after the room closed", 3700)
 	rt.want(3700, cmdJoin("c1", "j", "s2"), reused)
-	rt.m = reopen(t, rt.m.db, dir, 0)
+	rt.m = reopen(t, rt.m, dir, 0)
 	retry("retried join after the room closed and a restart", 3800)
 }
 

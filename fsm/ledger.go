@@ -85,7 +85,7 @@ func newLedger() ledger {
 // show's live holds and bookings (liveKey) and their seats, then the
 // waiting lines' totals; it derives the clients' lists and the expiry
 // queue.
-func (m *Machine) load(r pebble.Reader) (ledger, error) {
+func (m *Machine) load(r reader) (ledger, error) {
 	led := newLedger()
 	err := scanPrefix(r, m.key(kindShow), func(k, v []byte) error {
 		id := string(k[groupPrefixLen+1:])
@@ -134,7 +134,7 @@ func (m *Machine) load(r pebble.Reader) (ledger, error) {
 
 // loadSeats reads every show's live holds and bookings (their records
 // under liveKey, in one walk) and gives them their seats.
-func (m *Machine) loadSeats(r pebble.Reader, led *ledger) error {
+func (m *Machine) loadSeats(r reader, led *ledger) error {
 	byShow := map[string][]*ledgerpb.HoldRecord{}
 	err := scanPrefix(r, m.key(kindLiveHold), func(k, v []byte) error {
 		h, err := decodeLiveHold(k[groupPrefixLen+1:], v)
@@ -179,7 +179,7 @@ func decodeLiveHold(body, v []byte) (*ledgerpb.HoldRecord, error) {
 }
 
 // liveHolds reads a show's live holds and bookings.
-func (m *Machine) liveHolds(r pebble.Reader, show string) ([]*ledgerpb.HoldRecord, error) {
+func (m *Machine) liveHolds(r reader, show string) ([]*ledgerpb.HoldRecord, error) {
 	var holds []*ledgerpb.HoldRecord
 	err := scanPrefix(r, m.livePrefix(show), func(k, v []byte) error {
 		h, err := decodeLiveHold(k[groupPrefixLen+1:], v)
@@ -223,7 +223,7 @@ func later(a, b *ledgerpb.HoldRecord) bool {
 }
 
 // loadQueues reads each show's waiting line totals.
-func (m *Machine) loadQueues(r pebble.Reader, led *ledger) error {
+func (m *Machine) loadQueues(r reader, led *ledger) error {
 	return scanPrefix(r, m.key(kindQueueStat), func(k, v []byte) error {
 		show := string(k[groupPrefixLen+1:])
 		s := led.shows[show]
@@ -236,7 +236,7 @@ func (m *Machine) loadQueues(r pebble.Reader, led *ledger) error {
 }
 
 // scanPrefix calls fn for every key under prefix, in order.
-func scanPrefix(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) error {
+func scanPrefix(r reader, prefix []byte, fn func(k, v []byte) error) error {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return err
@@ -251,7 +251,7 @@ func scanPrefix(r pebble.Reader, prefix []byte, fn func(k, v []byte) error) erro
 }
 
 // getCopy reads a key's value, nil when absent.
-func getCopy(r pebble.Reader, key []byte) ([]byte, error) {
+func getCopy(r reader, key []byte) ([]byte, error) {
 	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil

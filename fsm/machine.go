@@ -13,7 +13,8 @@ import (
 
 // Machine is the seat state machine of one raft group. Apply, Restore and
 // Snapshot are called only from raft's FSM goroutine (one owner); readers use
-// Pebble snapshots and the atomically published applied index and clock.
+// the published overlay over Pebble snapshots, and the atomically published
+// applied index and clock.
 type Machine struct {
 	db     *pebble.DB
 	group  uint32
@@ -44,7 +45,7 @@ type Machine struct {
 	// deleted, as far as this machine knows (it only spares repeating the
 	// deletion); apply goroutine only.
 	requestsPruned uint64
-	// scratchDir is where Restore writes the table it ingests ("": the
+	// scratchDir is where Restore and checkpoints write the tables they ingest ("": the
 	// system's temporary directory).
 	scratchDir string
 	// eventBuckets is 1 + the newest bucket of change records the store has
@@ -58,8 +59,26 @@ type Machine struct {
 	storeReads uint64
 	// storeWrites counts the records the apply path's batches wrote or
 	// deleted, range deletions and the meta record included, for the
-	// same benchmarks: each is one insert into Pebble's memtable.
+	// same benchmarks: each is one insert into the overlay.
 	storeWrites uint64
+	// ov holds the group's writes since its last checkpoint (overlay.go,
+	// checkpoint.go); only the apply goroutine uses it, holding mu.
+	ov *overlay
+	// checkpoints counts checkpoints, and checkpointFlushes those whose
+	// table overlapped the memtables (checkpoint.go), for tests; held by
+	// mu.
+	checkpoints       uint64
+	checkpointFlushes uint64
+	// checkpointMu makes checkpoints run one at a time.
+	checkpointMu sync.Mutex
+	// checkpointDue is set by a commit that finds the overlay past
+	// overlayBytesMax; apply goroutine only.
+	checkpointDue bool
+	// chunks keeps the memory of retired overlays for the next ones.
+	chunks chunkPool
+	// pub is ov as of the last commit: what readers see over Pebble.
+	// Written holding mu, read holding it for reading.
+	pub layers
 }
 
 // SetUnsafe switches off safety checks (unsafe_faults.go); call it before
@@ -69,17 +88,19 @@ func (m *Machine) SetUnsafe(u Unsafe) { m.unsafe = u }
 // NewMachine loads group's applied index, clock and ledger from db.
 func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	m := &Machine{db: db, group: group, prefix: groupPrefix(group)}
-	applied, clock, err := readMeta(db, m.metaKey())
+	m.ov = newOverlay(&m.chunks)
+	m.pub = m.ov.view()
+	applied, clock, err := readMeta(m.store(), m.metaKey())
 	if err != nil {
 		return nil, fmt.Errorf("fsm: read meta of group %d: %w", group, err)
 	}
-	if m.led, err = m.load(db); err != nil {
+	if m.led, err = m.load(m.store()); err != nil {
 		return nil, err
 	}
-	if m.requests, err = m.loadRequests(db); err != nil {
+	if m.requests, err = m.loadRequests(m.store()); err != nil {
 		return nil, fmt.Errorf("fsm: load request filter of group %d: %w", group, err)
 	}
-	if m.eventBuckets, err = m.loadEventBuckets(db); err != nil {
+	if m.eventBuckets, err = m.loadEventBuckets(m.store()); err != nil {
 		return nil, fmt.Errorf("fsm: load change buckets of group %d: %w", group, err)
 	}
 	m.published.Store(&appliedPoint{index: applied, clock: clock, next: m.led.nextExpiry(), live: m.led.live})
@@ -103,6 +124,12 @@ func (m *Machine) Apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result 
 	if index <= m.Applied() {
 		return nil
 	}
+	results := m.apply(index, cmd)
+	m.checkpointIfDue()
+	return results
+}
+
+func (m *Machine) apply(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Result {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	tx := m.begin()
@@ -128,6 +155,12 @@ const applyBatchBytesMax = 4 << 20
 // entry at or below the applied index. Like ApplyEntry it panics on data that
 // does not decode.
 func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
+	out := m.applyEntries(entries)
+	m.checkpointIfDue()
+	return out
+}
+
+func (m *Machine) applyEntries(entries []Entry) [][]*ledgerpb.Result {
 	out := make([][]*ledgerpb.Result, len(entries))
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -149,7 +182,7 @@ func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
 			tx = m.begin()
 		}
 		out[i] = tx.applyEntry(e.Index, cmd)
-		if tx.b.Len() >= applyBatchBytesMax {
+		if tx.bytes() >= applyBatchBytesMax {
 			m.commit(tx)
 			m.end(tx)
 			tx = nil
@@ -194,11 +227,11 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 
 // reload reads the ledger and the request filter again from the store.
 func (m *Machine) reload() {
-	led, err := m.load(m.db)
+	led, err := m.load(m.store())
 	must(err, "load the ledger")
-	requests, err := m.loadRequests(m.db)
+	requests, err := m.loadRequests(m.store())
 	must(err, "load the request filter")
-	buckets, err := m.loadEventBuckets(m.db)
+	buckets, err := m.loadEventBuckets(m.store())
 	must(err, "load the change buckets")
 	m.led, m.requests, m.requestsPruned, m.eventBuckets = led, requests, 0, buckets
 }
@@ -206,18 +239,23 @@ func (m *Machine) reload() {
 // commit writes the applied index and clock of tx's last entry with its
 // changes and publishes them.
 func (m *Machine) commit(tx *txn) {
-	must(tx.b.Set(m.metaKey(), encodeMeta(tx.index, tx.now), nil), "write meta")
-	// No fsync: the raft log is durable and replays entries above the
-	// persisted applied index after a crash (see Snapshot for compaction).
+	tx.set(m.metaKey(), encodeMeta(tx.index, tx.now))
+	// Nothing reaches Pebble before a checkpoint: the raft log is durable
+	// and replays entries above the checkpoint's applied index after a
+	// crash (checkpoint.go).
 	m.commits.Add(1)
-	m.storeWrites += uint64(tx.b.Count())
-	must(tx.b.Commit(pebble.NoSync), "commit batch")
+	m.storeWrites += uint64(tx.writes)
+	m.ov.seal()
+	m.pub = m.ov.view()
 	tx.committed = true
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
 	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now, next: m.led.nextExpiry(), live: m.led.live})
 	m.commits.Add(1)
+	if m.ov.bytes() >= overlayBytesMax {
+		m.checkpointDue = true // once the lock is released (checkpointIfDue)
+	}
 	if checkLedger {
-		stored, err := m.load(m.db)
+		stored, err := m.load(m.store())
 		must(err, "load the ledger to check it")
 		if d := m.led.diff(&stored); d != "" {
 			violated("the ledger differs from the store at index %d: %s", tx.index, d)
@@ -373,3 +411,14 @@ func invalid(fe *FieldError) *ledgerpb.Result {
 func reject(code ledgerpb.Code, format string, args ...any) *ledgerpb.Result {
 	return &ledgerpb.Result{Code: code, Message: fmt.Sprintf(format, args...)}
 }
+
+// store is the group's state as the apply goroutine has it: the overlay
+// over Pebble. Pending records are sealed so that they are read too.
+func (m *Machine) store() reader {
+	m.ov.seal()
+	return reader{l: m.ov.view(), r: m.db}
+}
+
+// pubStore is the group's state as of its last commit, for a reader that
+// holds mu for reading.
+func (m *Machine) pubStore() reader { return reader{l: m.pub, r: m.db} }

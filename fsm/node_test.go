@@ -117,6 +117,11 @@ func TestResetNodes(t *testing.T) {
 	if res := m.Apply(1, add); res[0].Code != ledgerpb.Code_CODE_OK {
 		t.Fatalf("AddNode = %v, want OK", res[0].Code)
 	}
+	// A node resets a group no machine uses: its machine checkpointed as
+	// the node closed.
+	if err := m.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
 	if err := ResetNodes(db, 7, []*ledgerpb.NodeRecord{{NodeId: "n1", RaftAddr: "h:1", GrpcAddr: "h:2"}, {NodeId: "n1", RaftAddr: "h:5", GrpcAddr: "h:6"}}); err == nil {
 		t.Fatalf("ResetNodes with a repeated id = nil, want an error")
 	}

@@ -62,7 +62,7 @@ func (tx *txn) putQueueStat(show string, s queueStat) {
 	var b [8]byte
 	binary.BigEndian.PutUint32(b[:], s.waiting)
 	binary.BigEndian.PutUint32(b[4:], s.seats)
-	must(tx.b.Set(tx.m.queueStatKey(show), b[:], nil), "write queue stat")
+	tx.set(tx.m.queueStatKey(show), b[:])
 }
 
 // QueueTotals sums every show's waiting queue in the group: the entries
@@ -92,7 +92,7 @@ func queueToken(key []byte, entryID string) string { return HoldToken(key, "queu
 
 // joinQueue puts client in show's line for c.Count seats.
 func (tx *txn) joinQueue(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.Result {
-	if v, closer, err := tx.b.Get(tx.m.queueOwnerKey(c.ShowId, client)); err == nil {
+	if v, closer, err := tx.store().Get(tx.m.queueOwnerKey(c.ShowId, client)); err == nil {
 		id := string(v)
 		closer.Close()
 		rec := tx.queueEntry(id)
@@ -116,8 +116,8 @@ func (tx *txn) joinQueue(client string, c *ledgerpb.HoldCmd, pos int) *ledgerpb.
 		violated("queue entry id %s reused", rec.EntryId)
 	}
 	tx.put(tx.m.queueEntryKey(rec.EntryId), rec)
-	must(tx.b.Set(tx.m.queueLineKey(c.ShowId, rec.JoinIndex, rec.JoinPos), []byte(rec.EntryId), nil), "write queue line")
-	must(tx.b.Set(tx.m.queueOwnerKey(c.ShowId, client), []byte(rec.EntryId), nil), "write queue owner")
+	tx.set(tx.m.queueLineKey(c.ShowId, rec.JoinIndex, rec.JoinPos), []byte(rec.EntryId))
+	tx.set(tx.m.queueOwnerKey(c.ShowId, client), []byte(rec.EntryId))
 	tx.putQueueStat(c.ShowId, queueStat{st.waiting + 1, st.seats + c.Count})
 	return tx.queuedResult(rec, st.waiting+1, st.seats, true)
 }
@@ -135,7 +135,7 @@ func (tx *txn) queuedResult(rec *ledgerpb.QueueEntryRecord, position, ahead uint
 
 // placeInLine walks a waiting entry's line up to it.
 func (tx *txn) placeInLine(rec *ledgerpb.QueueEntryRecord) (position, ahead uint32) {
-	position, ahead, err := tx.m.placeInLine(tx.b, rec)
+	position, ahead, err := tx.m.placeInLine(tx.store(), rec)
 	must(err, "walk queue line")
 	return position, ahead
 }
@@ -233,7 +233,7 @@ func (tx *txn) offer(show string, k int) int {
 		if !slices.Contains(free, true) {
 			break
 		}
-		v, closer, err := tx.b.Get([]byte(lineKey))
+		v, closer, err := tx.store().Get([]byte(lineKey))
 		must(err, "read queue line")
 		rec := tx.queueEntry(string(v))
 		closer.Close()
@@ -334,7 +334,7 @@ func (v *View) placeInLine(rec *ledgerpb.QueueEntryRecord) (position, ahead uint
 
 // placeInLine counts the waiters ahead of rec and the seats they want, as
 // r (the apply batch or a read snapshot) sees the line.
-func (m *Machine) placeInLine(r pebble.Reader, rec *ledgerpb.QueueEntryRecord) (position, ahead uint32, err error) {
+func (m *Machine) placeInLine(r reader, rec *ledgerpb.QueueEntryRecord) (position, ahead uint32, err error) {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: m.queueLinePrefix(rec.ShowId),
 		UpperBound: m.queueLineKey(rec.ShowId, rec.JoinIndex, rec.JoinPos)})
 	if err != nil {

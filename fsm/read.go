@@ -28,6 +28,8 @@ var ErrNotFound = errors.New("fsm: not found")
 type View struct {
 	m       *Machine
 	snap    *pebble.Snapshot // nil until the first read that needs it
+	l       layers           // the overlay over snap
+	held    bool             // l's arena is held (acquire) until Close
 	applied uint64
 	clock   int64
 	// next is the earliest expiry of a live hold at applied; nextKnown is
@@ -72,36 +74,39 @@ func (m *Machine) ReadView() *View {
 	return &View{m: m, applied: p.index, clock: p.clock, next: p.next, nextKnown: true, seq: c}
 }
 
-// snapshot returns the view's snapshot, taking it on first use. The index
-// and clock the view was opened at are the snapshot's when no commit of the
-// group began or ended since (Machine.commits is odd during one, and commit
-// publishes before it ends), which spares serving reads a read of the meta
-// record. Otherwise the meta record tells.
-func (v *View) snapshot() (*pebble.Snapshot, error) {
+// snapshot returns the view's reader, the published overlay over a Pebble
+// snapshot, taking both on first use. They are taken together holding the
+// machine's lock for reading, so at one commit that no checkpoint splits:
+// a checkpoint moves the overlay into Pebble holding the lock, and the
+// overlay a view took never changes (overlay.go). The view moves to that
+// commit's index and clock.
+func (v *View) snapshot() (reader, error) {
 	if v.snap != nil {
-		return v.snap, nil
+		return v.rd(), nil
 	}
+	v.m.mu.RLock()
+	p := v.m.published.Load()
 	snap := v.m.db.NewSnapshot()
-	if v.seq%2 == 1 || v.m.commits.Load() != v.seq {
-		applied, clock, err := readMeta(snap, v.m.metaKey())
-		if err != nil {
-			snap.Close()
-			return nil, err
-		}
-		v.applied, v.clock = applied, clock
-		p := v.m.published.Load()
-		v.next, v.nextKnown = p.next, p.index == applied
+	v.l = v.m.pub
+	v.l.ar.acquire() // its memory stays until Close
+	v.held = true
+	v.m.mu.RUnlock()
+	if p.index != v.applied || p.clock != v.clock {
+		v.applied, v.clock, v.next, v.nextKnown = p.index, p.clock, p.next, true
 	}
 	v.snap = snap
 	if checkLedger {
 		v.checkPublished()
 	}
-	return snap, nil
+	return v.rd(), nil
 }
+
+// rd is the view's reader once it has a snapshot.
+func (v *View) rd() reader { return reader{l: v.l, r: v.snap} }
 
 // readMeta reads a group's applied index and clock (0, 0 before its first
 // entry).
-func readMeta(r pebble.Reader, key []byte) (uint64, int64, error) {
+func readMeta(r reader, key []byte) (uint64, int64, error) {
 	b, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, 0, nil
@@ -123,7 +128,7 @@ func (v *View) snapGet(key []byte) ([]byte, io.Closer, error) {
 }
 
 // snapIter opens an iterator on the view's snapshot.
-func (v *View) snapIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
+func (v *View) snapIter(o *pebble.IterOptions) (*overlayIter, error) {
 	s, err := v.snapshot()
 	if err != nil {
 		return nil, err
@@ -134,7 +139,7 @@ func (v *View) snapIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 // checkPublished asserts that the view's published index and clock are its
 // snapshot's (tests: see checkLedger).
 func (v *View) checkPublished() {
-	applied, clock, err := readMeta(v.snap, v.m.metaKey())
+	applied, clock, err := readMeta(v.rd(), v.m.metaKey())
 	must(err, "read meta")
 	if !(applied == v.applied && clock == v.clock) {
 		violated("view published index %d clock %d, its snapshot has %d and %d", v.applied, v.clock, applied, clock)
@@ -145,6 +150,10 @@ func (v *View) checkPublished() {
 func (v *View) Close() error {
 	if v.snap == nil {
 		return nil
+	}
+	if v.held {
+		v.held = false
+		v.l.ar.release()
 	}
 	return v.snap.Close()
 }
@@ -194,7 +203,7 @@ func (v *View) Hold(id string) (*ledgerpb.HoldRecord, error) {
 			}
 			// A hold that ended: the store has it, committed up to the
 			// ledger's point while apply waits.
-			h, err = getHold(v.m.db, v.m.holdKey(id))
+			h, err = getHold(v.m.pubStore(), v.m.holdKey(id))
 		})
 	} else {
 		h, err = v.snapHold(id)
@@ -217,7 +226,7 @@ func (v *View) Hold(id string) (*ledgerpb.HoldRecord, error) {
 // hold's show never changes, and a hold unknown to both did not exist at
 // the snapshot either.
 func (v *View) snapHold(id string) (*ledgerpb.HoldRecord, error) {
-	h, err := getHold(v.snap, v.m.holdKey(id))
+	h, err := getHold(v.rd(), v.m.holdKey(id))
 	if h != nil || err != nil {
 		return h, err
 	}
@@ -227,7 +236,7 @@ func (v *View) snapHold(id string) (*ledgerpb.HoldRecord, error) {
 	v.m.mu.RLock()
 	if lh := v.m.led.holds[id]; lh != nil {
 		show = lh.ShowId
-	} else if ended, gerr := getHold(v.m.db, v.m.holdKey(id)); ended != nil {
+	} else if ended, gerr := getHold(v.m.pubStore(), v.m.holdKey(id)); ended != nil {
 		show = ended.ShowId
 	} else {
 		err = gerr
@@ -236,11 +245,11 @@ func (v *View) snapHold(id string) (*ledgerpb.HoldRecord, error) {
 	if show == "" || err != nil {
 		return nil, err
 	}
-	return getHold(v.snap, v.m.liveKey(show, id))
+	return getHold(v.rd(), v.m.liveKey(show, id))
 }
 
 // getHold reads a hold record, nil when there is none.
-func getHold(r pebble.Reader, key []byte) (*ledgerpb.HoldRecord, error) {
+func getHold(r reader, key []byte) (*ledgerpb.HoldRecord, error) {
 	b, err := getCopy(r, key)
 	if err != nil || b == nil {
 		return nil, err
@@ -316,7 +325,7 @@ func (v *View) showStates(showID string) (*layout, *cachedStates, error) {
 // checkStates compares states read from the ledger with the store's, read
 // while apply waits (tests: see checkLedger).
 func (v *View) checkStates(showID string, c *cachedStates) error {
-	sv := &View{m: v.m, snap: v.m.db.NewSnapshot(), applied: v.applied, clock: v.clock}
+	sv := &View{m: v.m, snap: v.m.db.NewSnapshot(), l: v.m.pub, applied: v.applied, clock: v.clock}
 	defer sv.Close()
 	l, err := sv.snapLayout(showID)
 	if err != nil {

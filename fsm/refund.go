@@ -46,6 +46,6 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_REFUNDED)
 	tx.put(tx.holdKey(h.HoldId), h)
 	// Door scanners that check tickets offline follow the show's refunds.
-	must(tx.b.Set(tx.m.revokedKey(h.ShowId, tx.index, h.HoldId), nil, nil), "write revocation")
+	tx.set(tx.m.revokedKey(h.ShowId, tx.index, h.HoldId), nil)
 	return holdResult(h)
 }

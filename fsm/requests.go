@@ -7,7 +7,6 @@ import (
 	"math/bits"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -114,7 +113,7 @@ func (tx *txn) pruneRequests() {
 	if below <= tx.m.requestsPruned {
 		return
 	}
-	must(tx.b.DeleteRange(tx.m.requestKey(0, "", ""), tx.m.requestKey(below, "", ""), nil), "prune request records")
+	tx.deleteRange(tx.m.requestKey(0, "", ""), tx.m.requestKey(below, "", ""))
 	tx.m.requestsPruned = below
 	tx.m.requests.prunedBelow(below)
 }
@@ -241,7 +240,7 @@ func (f *requestFilter) last() *requestGen {
 
 // loadRequests builds the filter from the stored records, which sort by
 // bucket.
-func (m *Machine) loadRequests(r pebble.Reader) (requestFilter, error) {
+func (m *Machine) loadRequests(r reader) (requestFilter, error) {
 	var f requestFilter
 	err := scanPrefix(r, m.key(kindRequest), func(k, _ []byte) error {
 		bucket, client, request, err := decodeRequestKey(k)

@@ -66,7 +66,7 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("after a crash and the log's replay: state %+v, want %+v", got, before)
 	}
 
-	m = reopen(t, db, dir, 2)
+	m = reopen(t, m, dir, 2)
 	db = m.db
 	if got := stateOf(t, m); got != before {
 		t.Fatalf("after restart: state %+v, want %+v", got, before)
@@ -104,10 +104,14 @@ func TestRestart(t *testing.T) {
 	}
 }
 
-// reopen closes db and opens the directory again, as a restarted node does.
-func reopen(t *testing.T, db *pebble.DB, dir string, group uint32) *Machine {
+// reopen checkpoints m, closes its store and opens the directory again, as
+// a restarted node does.
+func reopen(t *testing.T, m *Machine, dir string, group uint32) *Machine {
 	t.Helper()
-	if err := CloseDB(db); err != nil {
+	if err := m.Checkpoint(); err != nil {
+		t.Fatalf("Checkpoint: %v", err)
+	}
+	if err := CloseDB(m.db); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	return openAgain(t, dir, group)

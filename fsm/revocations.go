@@ -41,7 +41,7 @@ func (v *View) Revocations(show string, after uint64, limit int) ([]Revocation, 
 			return nil, false, fmt.Errorf("fsm: revocation key %x: %w", it.Key(), errBadKey)
 		}
 		id := string(k[8:])
-		h, err := getHold(v.snap, v.m.holdKey(id))
+		h, err := getHold(v.rd(), v.m.holdKey(id))
 		if err != nil || h == nil {
 			return nil, false, fmt.Errorf("fsm: revocation of show %s names hold %s: %v", show, id, err)
 		}

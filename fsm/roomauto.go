@@ -3,7 +3,6 @@ package fsm
 import (
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -86,7 +85,7 @@ func (tx *txn) openRoom(show string, rate uint32, ttl int64) *room {
 }
 
 // loadRoomAuto reads the armings.
-func (m *Machine) loadRoomAuto(r pebble.Reader, led *ledger) error {
+func (m *Machine) loadRoomAuto(r reader, led *ledger) error {
 	return scanPrefix(r, m.key(kindRoomAuto), func(k, v []byte) error {
 		show := string(k[groupPrefixLen+1:])
 		a := &ledgerpb.RoomAutoRecord{}

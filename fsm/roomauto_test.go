@@ -58,7 +58,7 @@ func TestRoomAutoOpen(t *testing.T) {
 		t.Fatalf("room open after two holds a second, threshold 3")
 	}
 	// A restart keeps the count: the third hold of second 2 opens it.
-	rt.m = reopen(t, rt.m.db, dir, 0)
+	rt.m = reopen(t, rt.m, dir, 0)
 	rt.want(2200, cmdHold("c5", "h", "s1", 0, "A5"), required)
 	if v := roomOf(t, rt.m, "s1"); !v.Open || v.AdmitPerSecond != 7 || v.AdmissionTTLMs != RoomAdmissionTTLDefaultMs {
 		t.Fatalf("room after the third hold of a second = %+v, want open at 7 a second", v)

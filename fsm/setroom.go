@@ -24,7 +24,7 @@ func (tx *txn) setRoom(c *ledgerpb.SetRoomCmd) *ledgerpb.Result {
 			tx.recordJoins(r)
 			tx.del(tx.m.roomKey(c.ShowId))
 			p := tx.m.roomEntryPrefix(c.ShowId)
-			must(tx.b.DeleteRange(p, prefixEnd(p), nil), "delete room entries")
+			tx.deleteRange(p, prefixEnd(p))
 			delete(tx.m.led.rooms, c.ShowId)
 			tx.roomChanged(c.ShowId, nil)
 		}

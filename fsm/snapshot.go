@@ -36,26 +36,21 @@ const (
 type Snapshot struct {
 	m    *Machine
 	view *View
-	// flushed is closed once a flush has made every entry up to the
-	// snapshot's index durable in Pebble.
-	flushed <-chan struct{}
 }
 
-// Snapshot pins a Pebble snapshot and starts a flush of the memtables.
-// Pebble has no WAL (OpenDB): applied entries are durable once flushed, and
-// raft may forget the entries below a snapshot's index once it is
-// persisted, so WriteTo waits for the flush.
+// Snapshot checkpoints the group (checkpoint.go) and pins a Pebble
+// snapshot. Raft may forget the entries below a snapshot's index once it
+// is persisted, so that index must be durable in Pebble first: the
+// checkpoint makes it so before the snapshot is even written out.
 func (m *Machine) Snapshot() (*Snapshot, error) {
+	if err := m.Checkpoint(); err != nil {
+		return nil, fmt.Errorf("fsm: checkpoint before snapshot: %w", err)
+	}
 	v, err := m.View()
 	if err != nil {
 		return nil, err
 	}
-	flushed, err := m.db.AsyncFlush()
-	if err != nil {
-		v.Close()
-		return nil, fmt.Errorf("fsm: flush before snapshot: %w", err)
-	}
-	return &Snapshot{m: m, view: v, flushed: flushed}, nil
+	return &Snapshot{m: m, view: v}, nil
 }
 
 // Applied is the index the snapshot reflects.
@@ -68,10 +63,10 @@ func (s *Snapshot) Close() error { return s.view.Close() }
 // Machine.Digest reports on a replica at the same applied index.
 func (s *Snapshot) Digest() (Digest, error) { return s.view.Digest() }
 
-// WriteTo streams the snapshot. It returns once the state it streamed is
-// also durable in this node's Pebble (Snapshot), so a caller that records
-// the snapshot afterwards (raft's sink) never names an index that a crash
-// could take from the store.
+// WriteTo streams the snapshot. The state it streams is already durable in
+// this node's Pebble (Snapshot), so a caller that records the snapshot
+// afterwards (raft's sink) never names an index that a crash could take
+// from the store.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	h := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(w, h)}
@@ -102,7 +97,6 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		return cw.n, err
 	}
 	n, err := w.Write(h.Sum(nil))
-	<-s.flushed
 	return cw.n + int64(n), err
 }
 
@@ -155,6 +149,8 @@ func (m *Machine) Restore(r io.Reader) error {
 	if err := m.db.Flush(); err != nil {
 		return fmt.Errorf("fsm: flush restore: %w", err)
 	}
+	// The restored state replaces what the overlay held.
+	m.replaceOverlay()
 	// Before the index moves: a watcher that sees the new index must not
 	// trust what the index of changes knew of the old state.
 	m.changes.reset(applied)
@@ -181,7 +177,7 @@ func (m *Machine) writeRestoreTable(br *hashReader, applied uint64, clock int64)
 	if err != nil {
 		return path, fmt.Errorf("fsm: restore: %w", err)
 	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{TableFormat: m.db.TableFormat()})
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), m.tableOptions())
 	fail := func(err error) (string, error) {
 		// The file closes first, so that the writer's Close (which stops
 		// its goroutine) fails at once instead of finishing and syncing a
@@ -214,9 +210,9 @@ func (m *Machine) writeRestoreTable(br *hashReader, applied uint64, clock int64)
 	return path, nil
 }
 
-// UseScratchDir sets where Restore writes the table it ingests (the
-// system's temporary directory by default), and removes the tables a
-// restore interrupted by a crash left there. A directory on the data disk
+// UseScratchDir sets where Restore and checkpoints write the tables they
+// ingest (the system's temporary directory by default), and removes the
+// tables a restore or checkpoint interrupted by a crash left there. A directory on the data disk
 // lets Pebble link the table instead of copying it. Call it before the
 // first Restore.
 func (m *Machine) UseScratchDir(dir string) error {
@@ -224,6 +220,11 @@ func (m *Machine) UseScratchDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("fsm: scratch dir: %w", err)
 	}
+	checkpoints, err := filepath.Glob(filepath.Join(dir, checkpointTablePattern))
+	if err != nil {
+		return fmt.Errorf("fsm: scratch dir: %w", err)
+	}
+	left = append(left, checkpoints...)
 	for _, p := range left {
 		if err := os.Remove(p); err != nil {
 			return fmt.Errorf("fsm: scratch dir: %w", err)

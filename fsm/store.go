@@ -18,14 +18,14 @@ func OpenDB(dir string) (*pebble.DB, error) {
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
 		Cache: cache,
-		// No WAL: the raft log is the write-ahead log. A crash loses
-		// what no flush reached, and raft replays it: Pebble's applied
-		// index persists with every batch, and memtables flush in order,
-		// so what survives is a prefix of the applied entries. Raft may
-		// forget entries only below a snapshot's index, and a snapshot is
-		// not complete before a flush covers it (Snapshot.WriteTo); the
-		// writes that must last at once (Restore's ingestion, DropGroup,
-		// ResetNodes) flush themselves.
+		// No WAL: the raft log is the write-ahead log. A group's state
+		// reaches Pebble only as checkpoints' ingested tables, which
+		// are durable once ingested: a crash leaves each group at its
+		// last checkpoint, at or past raft's last snapshot, and raft
+		// replays the rest (checkpoint.go). The other writes that must
+		// last (Restore's ingestion, DropGroup, ResetNodes) flush
+		// themselves, which also keeps the group's keys out of the
+		// memtables that a checkpoint's table must not overlap.
 		DisableWAL:         true,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{},
@@ -39,13 +39,17 @@ func OpenDB(dir string) (*pebble.DB, error) {
 	// cannot rule out, or a hold that ended: most such reads find nothing,
 	// and bloom filters answer those without reading blocks. Set on L0;
 	// later levels inherit it.
-	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: open pebble at %s: %w", dir, err)
 	}
 	return db, nil
 }
+
+// bloomBitsPerKey sizes the bloom filters of the store's tables (about 1 %
+// false positives).
+const bloomBitsPerKey = 10
 
 // blockCacheBytes is the node's Pebble block cache, shared by all groups.
 // The ledger and seat maps are read from memory; Pebble serves loads,
@@ -84,9 +88,9 @@ func DropGroup(db *pebble.DB, group uint32) error {
 	return nil
 }
 
-// CloseDB flushes the store and closes it. Without the flush nothing is
-// lost (raft replays what no flush reached: OpenDB), but the next start
-// replays more.
+// CloseDB flushes the store and closes it. The groups' state is in it as
+// far as their last checkpoints (Machine.Checkpoint, which a closing node
+// calls first); raft replays the rest.
 func CloseDB(db *pebble.DB) error {
 	return errors.Join(db.Flush(), db.Close())
 }

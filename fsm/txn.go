@@ -1,8 +1,8 @@
 package fsm
 
-// A txn applies entries to one Pebble batch (Machine.begin, commit, end):
-// here are the records it reads and writes, and the buffers it keeps from
-// batch to batch.
+// A txn applies entries to the group's overlay (Machine.begin, commit,
+// end): here are the records it reads and writes, and the buffers it keeps
+// from batch to batch.
 
 import (
 	"errors"
@@ -18,10 +18,15 @@ import (
 // the entry being applied, and its seat changes by show (events.go; empty
 // between entries).
 type txn struct {
-	m     *Machine
-	b     *pebble.Batch
-	index uint64
-	now   int64
+	m *Machine
+	// runs and arenaBytes are the overlay's when the txn began: end
+	// puts the runs back if it did not commit.
+	runs       []run
+	arenaBytes int
+	// writes counts the records written (storeWrites).
+	writes int
+	index  uint64
+	now    int64
 	// freed names the shows whose seats the current entry freed, for the
 	// waiting queue's offers at the end of the entry (queue.go).
 	freed map[string]bool
@@ -57,7 +62,8 @@ func (m *Machine) begin() *txn {
 		tx = &txn{}
 	}
 	m.spare = nil
-	*tx = txn{m: m, b: m.db.NewIndexedBatch(), index: m.Applied(), now: m.Clock(),
+	m.ov.shared = true // tx.runs keeps the stack for end
+	*tx = txn{m: m, runs: m.ov.runs, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
 		freed: tx.freed, events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
 		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0]}
 	clear(tx.freed)
@@ -66,16 +72,46 @@ func (m *Machine) begin() *txn {
 	return tx
 }
 
-// end closes tx's batch. A batch that did not commit (apply panicked) is
-// discarded, and with it what the ledger learned from it: the ledger is
-// read again from the store, where nothing of the batch is.
+// end ends tx. A batch that did not commit (apply panicked) is discarded,
+// and with it what the ledger learned from it: the overlay drops the
+// batch's runs and records, and the ledger is read again from the store,
+// where nothing of the batch is.
 func (m *Machine) end(tx *txn) {
-	tx.b.Close()
 	if tx.committed {
 		m.spare = tx
 		return
 	}
+	// The runs may be published: the next seal copies them (shared).
+	m.ov.runs, m.ov.pend, m.ov.pendDels, m.ov.shared = tx.runs, m.ov.pend[:0], m.ov.pendDels[:0], true
 	m.reload()
+}
+
+// bytes is the size of the records tx wrote.
+func (tx *txn) bytes() int { return tx.m.ov.bytes() - tx.arenaBytes }
+
+// set writes a record; the overlay copies key and value.
+func (tx *txn) set(key, val []byte) {
+	tx.writes++
+	tx.m.ov.set(key, val)
+}
+
+// del deletes a record.
+func (tx *txn) del(key []byte) {
+	tx.writes++
+	tx.m.ov.del(key)
+}
+
+// deleteRange deletes the records in [start, end).
+func (tx *txn) deleteRange(start, end []byte) {
+	tx.writes++
+	tx.m.ov.deleteRange(start, end)
+}
+
+// store is the group's state as tx has it: its own writes so far, the
+// overlay's and Pebble's.
+func (tx *txn) store() reader {
+	tx.m.ov.seal()
+	return reader{l: tx.m.ov.view(), r: tx.m.db}
 }
 
 // get reads and decodes a record through the batch; false if absent.
@@ -94,7 +130,7 @@ func (tx *txn) get(key []byte, msg proto.Message) bool {
 // records the ledger does not keep (ledger.go). The value is a copy.
 func (tx *txn) read(key []byte) ([]byte, bool) {
 	tx.m.storeReads++
-	v, closer, err := tx.b.Get(key)
+	v, closer, err := tx.store().Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false
 	}
@@ -118,7 +154,7 @@ var checkHoldIDs = false
 func (tx *txn) put(key []byte, msg proto.Message) {
 	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], msg)
 	must(err, "marshal record")
-	must(tx.b.Set(key, b, nil), "write")
+	tx.set(key, b)
 	tx.scratch = b[:0]
 }
 
@@ -142,10 +178,6 @@ func (tx *txn) bookingKey(client string, index uint64, hold string) []byte {
 func (tx *txn) requestKey(bucket uint64, client, request string) []byte {
 	tx.keyBuf = tx.m.appendRequestKey(tx.keyBuf[:0], bucket, client, request)
 	return tx.keyBuf
-}
-
-func (tx *txn) del(key []byte) {
-	must(tx.b.Delete(key, nil), "delete")
 }
 
 // layout returns a show's layout, nil if the show does not exist.

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -181,7 +180,7 @@ func (m *Machine) roomEntryKey(show, entry string) []byte {
 // ---- load ----
 
 // loadRooms reads the open rooms and their entries and derives the lines.
-func (m *Machine) loadRooms(r pebble.Reader, led *ledger) error {
+func (m *Machine) loadRooms(r reader, led *ledger) error {
 	_, clock, err := readMeta(r, m.metaKey())
 	if err != nil {
 		return err
@@ -218,7 +217,7 @@ func (m *Machine) loadRooms(r pebble.Reader, led *ledger) error {
 // loadRoomEntries reads a room's entries and rebuilds its line as the
 // closing of its windows built it: every entry of a window the clock has
 // passed is placed, in order, and the admitted ones lead the line.
-func (m *Machine) loadRoomEntries(r pebble.Reader, rm *room, clock int64) error {
+func (m *Machine) loadRoomEntries(r reader, rm *room, clock int64) error {
 	show := rm.rec.ShowId
 	var all []*roomEntry
 	err := scanPrefix(r, m.roomEntryPrefix(show), func(_, v []byte) error {

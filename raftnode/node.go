@@ -268,6 +268,11 @@ func (n *Node) Close() error {
 		n.mu.closed = true
 		for _, g := range n.mu.groups {
 			errs = append(errs, g.close())
+			// Raft stopped applying: the next start replays only what
+			// came after this checkpoint (a crash replays more).
+			if !n.noFlushOnClose {
+				errs = append(errs, g.machine.Checkpoint())
+			}
 		}
 		n.mu.Unlock()
 		n.beats.close()

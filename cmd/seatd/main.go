@@ -15,11 +15,13 @@ import (
 	"github.com/seatledger/seatledger/internal/buildinfo"
 )
 
-// gcPercentDefault is seatd's GOGC unless the environment sets one. A loaded
-// node's heap is mostly long-lived ledger, so Go's default collects it often
-// for little garbage; a larger target trades some memory for fewer
-// collections (docs/PERFORMANCE.md, Settings and their measurements).
-const gcPercentDefault = 200
+// gcPercentDefault is seatd's GOGC unless the environment sets one: Go's
+// default. Each group's overlay of writes since its last checkpoint (fsm)
+// is live heap, and a larger target multiplies it: at 200 a node of the
+// recovery workload reached 500-545 MiB, at 100 375-405, for about 3 %
+// more CPU per command (docs/PERFORMANCE.md, Settings and their
+// measurements).
+const gcPercentDefault = 100
 
 const usage = `seatd: the seatledger server
 

@@ -1,0 +1,215 @@
+package fsm
+
+// Checkpoints: how a group's overlay (overlay.go) reaches Pebble.
+//
+// Between checkpoints apply writes nothing of the group to Pebble. A
+// checkpoint writes the overlay, folded to one sorted run with the meta
+// record (applied index, clock) among its records, as one table, and
+// ingests it: Pebble ingests a table atomically, and durably (the table is
+// synced and so is the manifest edit that adds it), so after a crash
+// Pebble holds exactly some checkpoint's state, at an entry boundary, with
+// its applied index. The overlay's range deletions become the table's,
+// which hide only older data: a table's range deletions never hide its
+// own points.
+//
+// None of the group's keys are in the memtables (the group writes to
+// Pebble only by ingesting, and the writes of DropGroup, ResetNodes and
+// Restore flush themselves), so the table does not overlap them and is
+// ingested into the LSM itself. A table that did overlap would be ingested
+// as a memtable, durable only once flushed (there is no WAL), so then the
+// checkpoint flushes.
+//
+// Crash safety. Let C be the index of the group's last checkpoint and S
+// the index of raft's last snapshot. Every raft snapshot checkpoints
+// before it is written out (Snapshot) and a Restore ingests its state
+// durably, so C >= S. After a crash Pebble holds the checkpoint at C;
+// raft (NoSnapshotRestoreOnStart) starts from S without restoring it and
+// applies its log from S+1, which it kept (it drops entries only below a
+// snapshot, keeping TrailingLogs more); the machine skips every entry at
+// or below C and applies the rest as before the crash, deterministically.
+// A crash during a checkpoint leaves the previous one: the table is not in
+// Pebble until the ingestion's manifest edit is.
+//
+// Checkpoints happen at every raft snapshot, when the overlay passes
+// overlayBytesMax (raft may snapshot rarely: see raftnode's
+// SnapshotThreshold), and at Checkpoint (a closing node). Restore drops
+// the overlay: the restored state replaces it.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Checkpoint writes the group's state as of its last commit to Pebble,
+// durably. It folds and writes the table without the machine's lock, so
+// readers and apply go on meanwhile, and holds the lock only to ingest the
+// table and start a new overlay: a loaded group's table takes tens of
+// milliseconds (BenchmarkCheckpointFull). On the apply goroutine (raft's
+// Snapshot, a full overlay) the state written is the latest. Elsewhere (a
+// backup's Snapshot) apply may have committed more meanwhile: then Pebble
+// holds a prefix of the overlay, which reads the same, and the overlay
+// stays for the next checkpoint. Checkpoints run one at a time.
+func (m *Machine) Checkpoint() error {
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
+	m.mu.RLock()
+	l, bytes := m.pub, m.ov.bytes()
+	l.ar.acquire() // a Restore in between may retire it: it stays readable
+	m.mu.RUnlock()
+	defer l.ar.release()
+	if len(l.runs) == 0 {
+		return nil
+	}
+	path, err := m.foldTable(l)
+	if path != "" {
+		defer os.Remove(path) // Pebble links or copies what it ingests
+	}
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ov.a != l.ar {
+		return nil // a Restore replaced the state: the table is stale
+	}
+	if err := m.ingestCheckpoint(path); err != nil {
+		return err
+	}
+	if m.ov.bytes() == bytes {
+		m.replaceOverlay()
+	}
+	return nil
+}
+
+// checkpointIfDue checkpoints, on the apply goroutine without the lock,
+// once a commit found the overlay past overlayBytesMax.
+func (m *Machine) checkpointIfDue() {
+	if m.checkpointDue {
+		m.checkpointDue = false
+		must(m.Checkpoint(), "checkpoint")
+	}
+}
+
+// foldTable folds layers to one run and writes it as a table (in the
+// scratch directory); it returns the table's path once the file exists,
+// even with an error.
+func (m *Machine) foldTable(l layers) (string, error) {
+	folded := run{}
+	for i := range l.runs {
+		// Not from the arena: a checkpoint may run beside apply, which
+		// alone allocates there.
+		out := make([]uint32, 0, len(folded.points)+len(l.runs[i].points))
+		folded = mergeRuns(l.a, &folded, &l.runs[i], out)
+	}
+	return m.writeCheckpointTable(l.a, &folded)
+}
+
+// ingestCheckpoint ingests a checkpoint's table, and flushes if it
+// overlapped the memtables (then Pebble took it as a memtable, durable
+// only once flushed).
+func (m *Machine) ingestCheckpoint(path string) error {
+	stats, err := m.db.IngestWithStats(context.Background(), []string{path})
+	if err != nil {
+		return fmt.Errorf("fsm: checkpoint group %d: ingest: %w", m.group, err)
+	}
+	if stats.MemtableOverlappingFiles > 0 {
+		m.checkpointFlushes++
+		if err := m.db.Flush(); err != nil {
+			return fmt.Errorf("fsm: checkpoint group %d: flush: %w", m.group, err)
+		}
+	}
+	m.checkpoints++
+	return nil
+}
+
+// writeCheckpointTable writes a folded run as a table in the scratch
+// directory: its range deletions, made disjoint, and its points in key
+// order. It returns the table's path once the file exists, even with an
+// error.
+func (m *Machine) writeCheckpointTable(a chunks, r *run) (string, error) {
+	tmp, err := os.CreateTemp(m.scratchDir, checkpointTablePattern)
+	if err != nil {
+		return "", fmt.Errorf("fsm: checkpoint: %w", err)
+	}
+	path := tmp.Name()
+	tmp.Close()
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return path, fmt.Errorf("fsm: checkpoint: %w", err)
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), m.tableOptions())
+	for _, d := range disjointSpans(a, r.dels) {
+		if err := w.DeleteRange(d[0], d[1]); err != nil {
+			f.Close()
+			w.Close()
+			return path, fmt.Errorf("fsm: checkpoint: %w", err)
+		}
+	}
+	for _, off := range r.points {
+		kind, k, v := a.rec(off)
+		if kind == recSet {
+			err = w.Set(k, v)
+		} else {
+			err = w.Delete(k)
+		}
+		if err != nil {
+			f.Close()
+			w.Close()
+			return path, fmt.Errorf("fsm: checkpoint: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return path, fmt.Errorf("fsm: checkpoint: write table: %w", err)
+	}
+	return path, nil
+}
+
+// disjointSpans returns the union of range deletions as sorted disjoint
+// spans, as a table takes them.
+func disjointSpans(a chunks, dels []uint32) [][2][]byte {
+	spans := make([][2][]byte, 0, len(dels))
+	for _, d := range dels {
+		_, s, e := a.rec(d)
+		spans = append(spans, [2][]byte{s, e})
+	}
+	slices.SortFunc(spans, func(x, y [2][]byte) int { return bytes.Compare(x[0], y[0]) })
+	out := spans[:0]
+	for _, s := range spans {
+		if n := len(out); n > 0 && bytes.Compare(s[0], out[n-1][1]) <= 0 {
+			if bytes.Compare(s[1], out[n-1][1]) > 0 {
+				out[n-1][1] = s[1]
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// checkpointTablePattern names checkpoints' tables (os.CreateTemp's
+// pattern).
+const checkpointTablePattern = "checkpoint-*.sst"
+
+// replaceOverlay starts an empty overlay, holding mu, and retires the old
+// one's arena: its chunks return to the pool once no view reads them.
+func (m *Machine) replaceOverlay() {
+	old := m.ov.a
+	m.ov = newOverlay(&m.chunks)
+	m.pub = m.ov.view()
+	old.retire()
+}
+
+// tableOptions are the options of the tables the machine writes for Pebble
+// to ingest: the store's format, and the bloom filters its flushes would
+// give them (OpenDB), so point reads that find nothing skip the table.
+func (m *Machine) tableOptions() sstable.WriterOptions {
+	return sstable.WriterOptions{TableFormat: m.db.TableFormat(), FilterPolicy: bloom.FilterPolicy(bloomBitsPerKey)}
+}

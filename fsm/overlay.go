@@ -1,0 +1,449 @@
+package fsm
+
+// The overlay: a group's writes since its last checkpoint, held in memory
+// and read over Pebble (issue 16: state in memory, the raft log as the
+// write-ahead log, Pebble written behind at checkpoints).
+//
+// Readers may hold a view of the overlay across later applies (a View's
+// reads run outside the machine's lock), so what a reader sees never
+// changes: the overlay is a stack of immutable sorted runs, like a small
+// LSM tree in memory. Apply appends records to an arena, seals them into a
+// run (sorted, one entry per key) and pushes it; runs of like size merge,
+// so a stack of n records holds O(log n) runs. A merge copies offsets
+// only: the records stay where the arena put them. Nothing here holds a
+// Go pointer but a few slice headers, so a full overlay costs the garbage
+// collector next to nothing to mark.
+//
+// Semantics are Pebble's: a newer run's record of a key hides older runs'
+// and Pebble's; a record may be a deletion; a range deletion hides older
+// runs' and Pebble's keys in [start, end). Within one run every point
+// record is newer than every range deletion that covers it (Seal keeps it
+// so: a range deletion seals the records before it into their own run).
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Record kinds in the arena.
+const (
+	recSet byte = 1
+	recDel byte = 2
+	recDR  byte = 3 // range deletion: key start, value end
+)
+
+// The arena's records: kind(1) | key length u16 | value length u32 | key |
+// value. An offset is chunk<<arenaChunkBits | position.
+const (
+	recHeaderLen   = 7
+	arenaChunkBits = 20
+	arenaChunkLen  = 1 << arenaChunkBits
+	arenaChunksMax = 1 << (32 - arenaChunkBits)
+	recKeyLenMax   = 1<<16 - 1
+)
+
+// arena holds records, never moving one: a record written stays readable
+// at its offset by every reader that learned the offset. A chunk's slice
+// header is written once, when the chunk is made, so readers may copy the
+// chunk list while apply writes on: they read only what they were told.
+// A record larger than a chunk gets one of its own.
+type arena struct {
+	c     chunks
+	used  int // bytes used of the last chunk
+	bytes int // bytes of records written, for the checkpoint bound
+	// pool gives chunks, and takes them back once the arena is retired
+	// (a checkpoint or a restore replaced it) and no view reads it:
+	// refs counts the views that do, plus arenaRetired once retired,
+	// and whoever brings it to exactly arenaRetired recycles the chunks.
+	pool *chunkPool
+	refs atomic.Int64
+	// idx holds the runs' offsets (offsets), bump-allocated so that
+	// sealing and merging allocate nothing of the collector's; recycled
+	// with the chunks. Only the apply goroutine allocates, holding mu.
+	idx     [][]uint32
+	idxUsed int
+}
+
+// idxChunkLen is the offsets in one chunk of an arena's run indexes.
+const idxChunkLen = 1 << 16
+
+// offsets returns an empty slice with room for n offsets, from the
+// arena's index chunks.
+func (a *arena) offsets(n int) []uint32 {
+	last := len(a.idx) - 1
+	if last < 0 || a.idxUsed+n > len(a.idx[last]) {
+		if n > idxChunkLen {
+			return make([]uint32, 0, n)
+		}
+		c := a.pool.getIdx()
+		if c == nil {
+			c = make([]uint32, idxChunkLen)
+		}
+		a.idx = append(a.idx, c)
+		a.idxUsed = 0
+		last++
+	}
+	out := a.idx[last][a.idxUsed : a.idxUsed : a.idxUsed+n]
+	a.idxUsed += n
+	return out
+}
+
+const arenaRetired = 1 << 40
+
+func (a *arena) acquire() { a.refs.Add(1) }
+
+func (a *arena) release() {
+	if a.refs.Add(-1) == arenaRetired {
+		a.pool.put(a.c, a.idx)
+	}
+}
+
+func (a *arena) retire() {
+	if a.refs.Add(arenaRetired) == arenaRetired {
+		a.pool.put(a.c, a.idx)
+	}
+}
+
+// chunkPool keeps retired arenas' chunks for the next arenas of a
+// machine: it writes about overlayBytesMax between checkpoints, and
+// reusing that memory spares the collector as much allocation (and the
+// pacing of its cycles) each time.
+type chunkPool struct {
+	mu      sync.Mutex
+	free    [][]byte
+	freeIdx [][]uint32
+}
+
+// chunkPoolMax bounds the pool: an overlay's worth, and a few more.
+const chunkPoolMax = overlayBytesMax/arenaChunkLen + 8
+
+func (p *chunkPool) get() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.free)
+	if n == 0 {
+		return nil
+	}
+	c := p.free[n-1]
+	p.free[n-1] = nil
+	p.free = p.free[:n-1]
+	return c
+}
+
+func (p *chunkPool) getIdx() []uint32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.freeIdx)
+	if n == 0 {
+		return nil
+	}
+	c := p.freeIdx[n-1]
+	p.freeIdx[n-1] = nil
+	p.freeIdx = p.freeIdx[:n-1]
+	return c
+}
+
+func (p *chunkPool) put(cs chunks, idx [][]uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		if len(c) == arenaChunkLen && len(p.free) < chunkPoolMax {
+			p.free = append(p.free, c)
+		}
+	}
+	for _, c := range idx {
+		if len(c) == idxChunkLen && len(p.freeIdx) < idxPoolMax {
+			p.freeIdx = append(p.freeIdx, c)
+		}
+	}
+}
+
+// idxPoolMax bounds the pooled index chunks: an overlay's records are
+// merged about log2(records) times, each merge a new index.
+const idxPoolMax = 64
+
+// chunks are an arena's memory as a reader sees it.
+type chunks [][]byte
+
+func (a *arena) add(kind byte, key, val []byte) uint32 {
+	n := recHeaderLen + len(key) + len(val)
+	if len(key) > recKeyLenMax || n > 1<<31 {
+		violated("overlay record of %d bytes, key %d", n, len(key))
+	}
+	last := len(a.c) - 1
+	if last < 0 || a.used+n > len(a.c[last]) {
+		if len(a.c) == arenaChunksMax {
+			violated("overlay arena full")
+		}
+		c := a.pool.get()
+		if c == nil || n > len(c) {
+			c = make([]byte, max(arenaChunkLen, n))
+		}
+		a.c = append(a.c, c)
+		a.used = 0
+		last++
+	}
+	pos := a.used
+	b := a.c[last][pos : pos+n]
+	b[0] = kind
+	binary.LittleEndian.PutUint16(b[1:], uint16(len(key)))
+	binary.LittleEndian.PutUint32(b[3:], uint32(len(val)))
+	copy(b[recHeaderLen:], key)
+	copy(b[recHeaderLen+len(key):], val)
+	a.used += n
+	a.bytes += n
+	return uint32(last)<<arenaChunkBits | uint32(pos)
+}
+
+// rec returns the record at off.
+func (c chunks) rec(off uint32) (kind byte, key, val []byte) {
+	b := c[off>>arenaChunkBits]
+	p := int(off & (arenaChunkLen - 1))
+	kl := int(binary.LittleEndian.Uint16(b[p+1:]))
+	vl := int(binary.LittleEndian.Uint32(b[p+3:]))
+	k := p + recHeaderLen
+	return b[p], b[k : k+kl : k+kl], b[k+kl : k+kl+vl : k+kl+vl]
+}
+
+func (c chunks) key(off uint32) []byte {
+	b := c[off>>arenaChunkBits]
+	p := int(off & (arenaChunkLen - 1))
+	kl := int(binary.LittleEndian.Uint16(b[p+1:]))
+	return b[p+recHeaderLen : p+recHeaderLen+kl : p+recHeaderLen+kl]
+}
+
+// run is an immutable sorted set of records: points in key order, one per
+// key, and range deletions.
+type run struct {
+	points []uint32 // offsets of recSet and recDel records, by key
+	dels   []uint32 // offsets of recDR records
+}
+
+// covers reports whether one of r's range deletions covers key.
+func (r *run) covers(a chunks, key []byte) bool {
+	for _, d := range r.dels {
+		_, s, e := a.rec(d)
+		if bytes.Compare(s, key) <= 0 && bytes.Compare(key, e) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// find returns the position of the first point >= key.
+func (r *run) find(a chunks, key []byte) int {
+	i, _ := slices.BinarySearchFunc(r.points, key, func(off uint32, k []byte) int {
+		return bytes.Compare(a.key(off), k)
+	})
+	return i
+}
+
+// layers is what a reader sees of an overlay: its arena and runs, oldest
+// first. A layers value is never changed once a reader may hold it.
+type layers struct {
+	a    chunks
+	runs []run
+	ar   *arena // a's owner, for a view to hold (acquire)
+}
+
+// get looks key up in the runs, newest first: found reports whether the
+// overlay decides the key (set or deleted), ok whether it is set.
+func (l layers) get(key []byte) (val []byte, ok, found bool) {
+	for i := len(l.runs) - 1; i >= 0; i-- {
+		r := &l.runs[i]
+		if j := r.find(l.a, key); j < len(r.points) {
+			kind, k, v := l.a.rec(r.points[j])
+			if bytes.Equal(k, key) {
+				return v, kind == recSet, true
+			}
+		}
+		if r.covers(l.a, key) {
+			return nil, false, true
+		}
+	}
+	return nil, false, false
+}
+
+// overlay is a machine's writes since its last checkpoint: the published
+// layers and the records written since (pending), not yet sealed.
+type overlay struct {
+	a    *arena
+	runs []run
+	// pend holds the offsets of point records not yet sealed, in write
+	// order; pendDels the range deletions among them, which are older
+	// than every record of pend (DeleteRange seals first).
+	pend     []uint32
+	pendDels []uint32
+	// shared is set once runs' array may be read by others (view): the
+	// next seal copies the stack before it changes it.
+	shared bool
+	// sorted is scratch for seal.
+	sorted []uint32
+}
+
+func newOverlay(pool *chunkPool) *overlay { return &overlay{a: &arena{pool: pool}} }
+
+func (o *overlay) set(key, val []byte) { o.pend = append(o.pend, o.a.add(recSet, key, val)) }
+
+func (o *overlay) del(key []byte) { o.pend = append(o.pend, o.a.add(recDel, key, nil)) }
+
+func (o *overlay) deleteRange(start, end []byte) {
+	if bytes.Compare(start, end) >= 0 {
+		return
+	}
+	o.seal()
+	o.pendDels = append(o.pendDels, o.a.add(recDR, start, end))
+}
+
+// bytes is the size of the overlay's records, garbage included: what a
+// checkpoint bound counts.
+func (o *overlay) bytes() int { return o.a.bytes }
+
+// empty reports whether the overlay holds no record.
+func (o *overlay) empty() bool { return o.a.bytes == 0 }
+
+// seal makes the pending records a run on top of the stack, then merges
+// runs of like size.
+func (o *overlay) seal() {
+	if len(o.pend) == 0 && len(o.pendDels) == 0 {
+		return
+	}
+	a := o.a.c
+	s := append(o.sorted[:0], o.pend...)
+	slices.SortStableFunc(s, func(x, y uint32) int { return bytes.Compare(a.key(x), a.key(y)) })
+	// Keep the last write of each key: it is the latest of equal ones.
+	pts := o.a.offsets(len(s))
+	for i, off := range s {
+		if i+1 < len(s) && bytes.Equal(a.key(off), a.key(s[i+1])) {
+			continue
+		}
+		pts = append(pts, off)
+	}
+	o.sorted = s[:0]
+	r := run{points: pts, dels: slices.Clone(o.pendDels)}
+	o.pend, o.pendDels = o.pend[:0], o.pendDels[:0]
+	// A stack others may read is copied before it changes.
+	runs := o.runs
+	if o.shared {
+		runs = append(make([]run, 0, len(runs)+8), runs...)
+		o.shared = false
+	}
+	runs = append(runs, r)
+	for n := len(runs); n >= 2 && mergeable(&runs[n-2], &runs[n-1]); n = len(runs) {
+		out := o.a.offsets(len(runs[n-2].points) + len(runs[n-1].points))
+		runs[n-2] = mergeRuns(a, &runs[n-2], &runs[n-1], out)
+		runs[n-1] = run{}
+		runs = runs[:n-1]
+	}
+	o.runs = runs
+}
+
+// mergeable says when the newer of two runs is big enough to merge into
+// the older: sizes then fall by half or more down the stack, so a record
+// is merged O(log n) times and a stack of n records has O(log n) runs.
+// A run of runPointsMerged points or more takes no more merges: merging
+// into it would walk its records all over the arena, out of the caches,
+// for a run that the next checkpoint folds anyway; an overlay of
+// overlayBytesMax holds a few such runs.
+func mergeable(older, newer *run) bool {
+	return len(older.points) < runPointsMerged &&
+		2*(len(newer.points)+len(newer.dels)) >= len(older.points)+len(older.dels)
+}
+
+// runPointsMerged is the size of a run past which it takes no merges.
+const runPointsMerged = 1 << 15
+
+// mergeRuns merges newer over older: newer's records win, and its range
+// deletions drop older's points they cover.
+// The points go to out's array, which has room for both runs'.
+func mergeRuns(a chunks, older, newer *run, out []uint32) run {
+	i, j := 0, 0
+	for i < len(older.points) || j < len(newer.points) {
+		if j == len(newer.points) {
+			if off := older.points[i]; !newer.covers(a, a.key(off)) {
+				out = append(out, off)
+			}
+			i++
+			continue
+		}
+		if i == len(older.points) {
+			out = append(out, newer.points[j])
+			j++
+			continue
+		}
+		c := bytes.Compare(a.key(older.points[i]), a.key(newer.points[j]))
+		switch {
+		case c < 0:
+			if off := older.points[i]; len(newer.dels) == 0 || !newer.covers(a, a.key(off)) {
+				out = append(out, off)
+			}
+			i++
+		case c > 0:
+			out = append(out, newer.points[j])
+			j++
+		default:
+			out = append(out, newer.points[j])
+			i++
+			j++
+		}
+	}
+	dels := append(slices.Clip(older.dels), newer.dels...)
+	return run{points: out, dels: dels}
+}
+
+// view returns the overlay as a reader sees it once pending records are
+// sealed. The caller seals first when the pending records must be seen.
+func (o *overlay) view() layers {
+	o.shared = true
+	return layers{a: o.a.c[:len(o.a.c):len(o.a.c)], runs: o.runs[:len(o.runs):len(o.runs)], ar: o.a}
+}
+
+// reader is a group's state as one reader sees it: layers over a Pebble
+// reader. Every read of group state goes through one.
+type reader struct {
+	l layers
+	r pebble.Reader
+}
+
+// Get is pebble.Reader's Get over the layers: pebble.ErrNotFound when the
+// key is not set.
+func (s reader) Get(key []byte) ([]byte, io.Closer, error) {
+	v, ok, found := s.l.get(key)
+	if found {
+		if !ok {
+			return nil, nil, pebble.ErrNotFound
+		}
+		return v, nopCloser{}, nil
+	}
+	return s.r.Get(key)
+}
+
+// NewIter opens an iterator over the layers and the store.
+func (s reader) NewIter(o *pebble.IterOptions) (*overlayIter, error) {
+	p, err := s.r.NewIter(o)
+	if err != nil {
+		return nil, err
+	}
+	return newOverlayIter(s.l, p, o), nil
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// overlayBytesMax bounds a group's overlay (records, overwritten ones
+// included): past it apply checkpoints, so the overlay stays bounded when
+// raft snapshots rarely (raftnode's SnapshotThreshold). A loaded node holds
+// 8 groups: at most 8 x 16 MiB of arenas (and their run indexes, a tenth
+// of that), next to which Pebble's memtables now hold almost nothing
+// (store.go). Smaller overlays checkpoint more often, each a table Pebble
+// must sync, ingest into L0 and compact; larger ones merge runs that no
+// longer fit the caches, and hold the lock longer while they fold
+// (docs/PERFORMANCE.md has the measurements).
+const overlayBytesMax = 16 << 20

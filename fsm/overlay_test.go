@@ -1,0 +1,163 @@
+package fsm
+
+// The overlay reads as Pebble does: random sets, deletes and range
+// deletions, sealed at random points, read through layers over a base
+// store give the same Get and iteration answers (seeks, both directions,
+// direction changes, bounds) as one Pebble database that took the same
+// writes.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+func memDB(t testing.TB) *pebble.DB {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOverlayReadsAsPebble(t *testing.T) {
+	for seed := range uint64(60) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { overlayAgainstPebble(t, seed) })
+	}
+}
+
+func overlayAgainstPebble(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	keys := 20 + rng.IntN(200)
+	key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+	want, base := memDB(t), memDB(t)
+	// The base holds a state the overlay's writes start from.
+	for range rng.IntN(keys) {
+		k, v := key(), fmt.Appendf(nil, "base%d", rng.Uint32())
+		must(want.Set(k, v, nil), "set")
+		must(base.Set(k, v, nil), "set")
+	}
+	o := newOverlay(&chunkPool{})
+	for range 1 + rng.IntN(400) {
+		switch n := rng.IntN(100); {
+		case n < 60:
+			k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
+			must(want.Set(k, v, nil), "set")
+			o.set(k, v)
+		case n < 85:
+			k := key()
+			must(want.Delete(k, nil), "delete")
+			o.del(k)
+		case n < 90:
+			s, e := key(), key()
+			if bytes.Compare(s, e) > 0 {
+				s, e = e, s
+			}
+			if bytes.Equal(s, e) {
+				continue
+			}
+			must(want.DeleteRange(s, e, nil), "delete range")
+			o.deleteRange(s, e)
+		default:
+			o.seal()
+		}
+		if rng.IntN(40) == 0 {
+			o.seal()
+			compareReads(t, rng, keys, want, reader{l: o.view(), r: base})
+		}
+	}
+	o.seal()
+	compareReads(t, rng, keys, want, reader{l: o.view(), r: base})
+}
+
+func compareReads(t *testing.T, rng *rand.Rand, keys int, want *pebble.DB, got reader) {
+	t.Helper()
+	for i := range keys + 1 {
+		k := fmt.Appendf(nil, "k%03d", i)
+		wv, wc, werr := want.Get(k)
+		gv, gc, gerr := got.Get(k)
+		if errors.Is(werr, pebble.ErrNotFound) != errors.Is(gerr, pebble.ErrNotFound) || !bytes.Equal(wv, gv) {
+			t.Fatalf("Get(%s) = %q %v, want %q %v", k, gv, gerr, wv, werr)
+		}
+		if wc != nil {
+			wc.Close()
+		}
+		if gc != nil {
+			gc.Close()
+		}
+	}
+	for range 30 {
+		o := &pebble.IterOptions{}
+		if rng.IntN(2) == 0 {
+			o.LowerBound = fmt.Appendf(nil, "k%03d", rng.IntN(keys))
+		}
+		if rng.IntN(2) == 0 {
+			o.UpperBound = fmt.Appendf(nil, "k%03d", rng.IntN(keys+1))
+		}
+		if o.LowerBound != nil && o.UpperBound != nil && bytes.Compare(o.LowerBound, o.UpperBound) > 0 {
+			o.LowerBound, o.UpperBound = o.UpperBound, o.LowerBound
+		}
+		wi, err := want.NewIter(o)
+		must(err, "iter")
+		gi, err := got.NewIter(o)
+		must(err, "iter")
+		var trace []string
+		for range 40 {
+			var op string
+			var wok, gok bool
+			switch n := rng.IntN(12); {
+			case n == 0:
+				op, wok, gok = "First", wi.First(), gi.First()
+			case n == 1:
+				op, wok, gok = "Last", wi.Last(), gi.Last()
+			case n == 2:
+				k := seekKey(rng, keys, o)
+				op, wok, gok = "SeekGE "+string(k), wi.SeekGE(k), gi.SeekGE(k)
+			case n == 3:
+				k := seekKey(rng, keys, o)
+				op, wok, gok = "SeekLT "+string(k), wi.SeekLT(k), gi.SeekLT(k)
+			case n < 8:
+				if !wi.Valid() {
+					continue
+				}
+				op, wok, gok = "Next", wi.Next(), gi.Next()
+			default:
+				if !wi.Valid() {
+					continue
+				}
+				op, wok, gok = "Prev", wi.Prev(), gi.Prev()
+			}
+			trace = append(trace, op)
+			if wok != gok || (wok && (!bytes.Equal(wi.Key(), gi.Key()) || !bytes.Equal(wi.Value(), gi.Value()))) {
+				var wk, gk []byte
+				if wok {
+					wk = wi.Key()
+				}
+				if gok {
+					gk = gi.Key()
+				}
+				t.Fatalf("bounds [%s, %s) after %v: overlay %v %s, pebble %v %s", o.LowerBound, o.UpperBound, trace, gok, gk, wok, wk)
+			}
+		}
+		must(wi.Close(), "close")
+		must(gi.Close(), "close")
+	}
+}
+
+// seekKey is a random key within o's bounds, as Pebble requires of a seek.
+func seekKey(rng *rand.Rand, keys int, o *pebble.IterOptions) []byte {
+	k := fmt.Appendf(nil, "k%03d", rng.IntN(keys+1))
+	if o.LowerBound != nil && bytes.Compare(k, o.LowerBound) < 0 {
+		k = o.LowerBound
+	}
+	if o.UpperBound != nil && bytes.Compare(k, o.UpperBound) > 0 {
+		k = o.UpperBound
+	}
+	return k
+}
