@@ -57,7 +57,7 @@ perf-scaling:
 OPENAPI_TMP := $(BIN)/openapi
 proto:
 	mkdir -p $(OPENAPI_TMP)
-	cd proto/ledgerpb && protoc -I . -I /usr/include \
+	cd proto/ledgerpb && protoc -I . -I ../third_party -I /usr/include \
 	  --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" \
 	  --plugin=protoc-gen-go-grpc="$$($(GO) tool -n protoc-gen-go-grpc)" \
 	  --plugin=protoc-gen-grpc-gateway="$$($(GO) tool -n protoc-gen-grpc-gateway)" \

@@ -9,6 +9,22 @@
 // (fail fast); the client then sends a call that is safe to repeat to
 // another node before it returns (Invoke).
 //
+// Writes are batched automatically. Concurrent Hold, Confirm, Release,
+// Extend and Refund calls to one node go out together as one Booking.Batch
+// call, group commit with no timer: a call is sent at once when no Batch
+// to that node is in flight; while one is, calls queue, and when it
+// returns everything queued goes out as the next Batch (up to 256 calls,
+// 1 MiB). A lone call on an idle client waits for nothing. Each caller
+// gets what the call alone would have answered, and the routing, retries
+// and fail-fast above apply to each call on its own; a caller whose ctx
+// ends stops waiting (a call not yet sent never is; one sent may still be
+// applied: retry it with the same request_id, as after a unary call whose
+// ctx ended). A node that answers Batch Unimplemented (an older node) gets
+// unary calls. Calls made with call options or outgoing metadata other
+// than the first send time (WithFirstSent) go alone. Config.NoBatching
+// turns batching off, Config.BatchesInFlight allows more than one Batch
+// in flight per node; BatchStats counts the Batch calls made.
+//
 //	c, err := client.New(ctx, client.Config{Endpoints: []string{"127.0.0.1:7001"},
 //		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}})
 //	...
@@ -44,6 +60,14 @@ type Config struct {
 	// (default 2 s). Leaders move rarely; a call that finds none asks at
 	// once.
 	RefreshInterval time.Duration
+	// NoBatching sends every call alone. By default concurrent Hold,
+	// Confirm, Release, Extend and Refund calls to one node share Batch
+	// calls (batch.go).
+	NoBatching bool
+	// BatchesInFlight bounds the Batch calls in flight to one node at once
+	// (default 1, TigerBeetle's rule: calls made while one is in flight
+	// wait for it and go together in the next).
+	BatchesInFlight int
 }
 
 // refreshIntervalDefault and routingTimeout bound the background refresh.
@@ -64,6 +88,9 @@ func (c Config) Validate() error {
 	if c.RefreshInterval < 0 {
 		return errors.New("client: refresh interval must not be negative")
 	}
+	if c.BatchesInFlight < 0 || c.BatchesInFlight > batchesInFlightMax {
+		return fmt.Errorf("client: batches in flight must be in 0..%d (0: the default, 1)", batchesInFlightMax)
+	}
 	return nil
 }
 
@@ -83,6 +110,12 @@ type Client struct {
 		sync.Mutex
 		conns map[string]*grpc.ClientConn // leaders' connections by address
 	}
+	// batchers batch the calls to each connection (batch.go), by
+	// *grpc.ClientConn; senders counts their sending goroutines.
+	batchers sync.Map
+	senders  sync.WaitGroup
+	// batchRPCs and batchCalls count Batch calls and the calls they carried.
+	batchRPCs, batchCalls atomic.Uint64
 }
 
 // table is one routing table: per group, the leader's connection (nil when
@@ -101,6 +134,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	if cfg.RefreshInterval == 0 {
 		cfg.RefreshInterval = refreshIntervalDefault
+	}
+	if cfg.BatchesInFlight == 0 {
+		cfg.BatchesInFlight = 1
 	}
 	c := &Client{cfg: cfg, refresh: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.mu.conns = map[string]*grpc.ClientConn{}
@@ -128,11 +164,15 @@ func (c *Client) Booking() ledgerpb.BookingClient { return ledgerpb.NewBookingCl
 // in all, so a fail-fast answer costs the caller one round trip, not its
 // own retry loop. A write states when it was first sent (firstsent.go).
 func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	ctx = stampFirstSent(ctx, args, time.Now()) // once: the retries below keep it
+	now := time.Now()
+	call := c.batchable(ctx, method, args, opts, now) // states its first send itself
+	if call == nil {
+		ctx = stampFirstSent(ctx, args, now) // once: the retries below keep it
+	}
 	cc, t, group := c.route(args)
 	var tried [attemptsMax]*grpc.ClientConn
 	for attempt := 0; ; attempt++ {
-		err := cc.Invoke(ctx, method, args, reply, opts...)
+		err := c.invoke(ctx, cc, method, args, reply, call, opts)
 		if !Unavailable(err) {
 			return err
 		}
@@ -280,7 +320,9 @@ func (c *Client) loop() {
 func (c *Client) Close() error {
 	close(c.stop)
 	<-c.done
-	return c.closeConns()
+	err := c.closeConns()
+	c.senders.Wait() // their calls end with the connections
+	return err
 }
 
 func (c *Client) closeConns() error {

@@ -35,7 +35,8 @@ func TestGroupForMatchesShardMap(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, c := range []Config{{}, {Endpoints: make([]string, endpointsMax+1)}, {Endpoints: []string{"a"}, RefreshInterval: -1}} {
+	for _, c := range []Config{{}, {Endpoints: make([]string, endpointsMax+1)}, {Endpoints: []string{"a"}, RefreshInterval: -1},
+		{Endpoints: []string{"a"}, BatchesInFlight: -1}, {Endpoints: []string{"a"}, BatchesInFlight: batchesInFlightMax + 1}} {
 		if c.Validate() == nil {
 			t.Errorf("Validate(%+v) = nil, want an error", c)
 		}

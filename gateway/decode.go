@@ -23,7 +23,9 @@ import (
 //     (undecodableRequest, errors.go) without calling the method;
 //   - a service may have a check that runs before a byte of its request is
 //     decoded: the Peer service refuses a caller without the admin token
-//     before it parses what the caller sent.
+//     before it parses what the caller sent;
+//   - Booking.Batch is handed the server's interceptor chain, through which
+//     it runs each of its calls (batch.go).
 
 // requestCodec is the proto codec with request failures recorded, not
 // returned. Marshal is the proto codec's.
@@ -81,7 +83,11 @@ func (c *requestCodec) guard(desc *grpc.ServiceDesc, check func(context.Context)
 	d := *desc
 	d.Methods = slices.Clone(desc.Methods)
 	for i, m := range d.Methods {
-		d.Methods[i].Handler = c.guardUnary(m.Handler, check)
+		h := m.Handler
+		if "/"+desc.ServiceName+"/"+m.MethodName == methodBatch {
+			h = withChain(h)
+		}
+		d.Methods[i].Handler = c.guardUnary(h, check)
 	}
 	d.Streams = slices.Clone(desc.Streams)
 	for i, s := range d.Streams {

@@ -33,6 +33,10 @@ const (
 // fsm.FirstSentAheadMaxMs ahead, is INVALID_ARGUMENT naming the header.
 // The FSM checks again against the log clock.
 func firstSentAt(ctx context.Context, now time.Time) (int64, error) {
+	if ms, ok := ctx.Value(firstSentCallKey{}).(int64); ok {
+		// A batched call's own (batch.go), checked as the metadata is.
+		return checkFirstSent(ms, now)
+	}
 	// ValueFromIncomingContext copies only this key's values, where
 	// FromIncomingContext would copy every header of every call.
 	vs := metadata.ValueFromIncomingContext(ctx, FirstSentKey)
@@ -40,20 +44,30 @@ func firstSentAt(ctx context.Context, now time.Time) (int64, error) {
 		return 0, nil
 	}
 	ms, err := parseFirstSent(vs)
-	if err == nil {
-		if fe := fsm.ValidateFirstSent(ms, now.UnixMilli()); fe != nil {
-			err = fmt.Errorf("%s", fe.Message)
-		}
-	}
 	if err != nil {
 		return 0, fieldError(&fsm.FieldError{Field: FirstSentKey, Message: err.Error()})
+	}
+	return checkFirstSent(ms, now)
+}
+
+// checkFirstSent checks a first send time against the node's clock, with
+// the status the metadata's check answers.
+func checkFirstSent(ms int64, now time.Time) (int64, error) {
+	if ms <= 0 {
+		return 0, fieldError(&fsm.FieldError{Field: FirstSentKey, Message: fmt.Sprintf("%d: %s", ms, firstSentWant)})
+	}
+	if fe := fsm.ValidateFirstSent(ms, now.UnixMilli()); fe != nil {
+		return 0, fieldError(&fsm.FieldError{Field: FirstSentKey, Message: fe.Message})
 	}
 	return ms, nil
 }
 
+// firstSentWant says what a first send time must be.
+const firstSentWant = "must be the Unix time in milliseconds (digits only, e.g. 1767225600000) of the request's first send, the same on every retry"
+
 // parseFirstSent reads one value of 1..firstSentLenMax digits, not zero.
 func parseFirstSent(vs []string) (int64, error) {
-	const want = "must be the Unix time in milliseconds (digits only, e.g. 1767225600000) of the request's first send, the same on every retry"
+	const want = firstSentWant
 	if len(vs) != 1 {
 		return 0, fmt.Errorf("given %d times: %s", len(vs), want)
 	}

@@ -72,9 +72,19 @@ func (s *Server) SetAdmission(a Admission) { s.admit = newLimiter(a) }
 
 func ms(t int64) *timestamppb.Timestamp { return timestamppb.New(time.UnixMilli(t)) }
 
+// send proposes a client command to its show's group: the router's
+// Propose, or within a batch the batch's (batch.go).
+type send func(ctx context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error)
+
 // propose sends a client command to its show's group and returns the FSM's
 // result, or the status for a rejection or routing failure.
 func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Command, o op) (*ledgerpb.Result, error) {
+	return s.proposeVia(ctx, showID, cmd, o, s.router.Propose)
+}
+
+// proposeVia is propose with the command sent by via: admission, the first
+// send time and the write's time bound first, the status mapping after.
+func (s *Server) proposeVia(ctx context.Context, showID string, cmd *ledgerpb.Command, o op, via send) (*ledgerpb.Result, error) {
 	if _, create := cmd.Op.(*ledgerpb.Command_CreateShow); !create {
 		if ok, wait := s.admit.allow(cmd.ClientId, time.Now()); !ok {
 			s.rateLimited.Add(1)
@@ -94,7 +104,7 @@ func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Comma
 		defer cancel()
 	}
 	s.faults.requestID(cmd)
-	res, err := s.router.Propose(ctx, showID, cmd)
+	res, err := via(ctx, showID, cmd)
 	if err != nil {
 		return nil, routeError(err)
 	}
@@ -164,6 +174,11 @@ func (s *Server) GetSeatMap(ctx context.Context, req *ledgerpb.GetSeatMapRequest
 
 // Hold holds the named seats, or the best available count, all or nothing.
 func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb.HoldResponse, error) {
+	return s.hold(ctx, req, s.router.Propose)
+}
+
+// hold is Hold with the command sent by via (a Batch's calls, batch.go).
+func (s *Server) hold(ctx context.Context, req *ledgerpb.HoldRequest, via send) (*ledgerpb.HoldResponse, error) {
 	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -173,7 +188,7 @@ func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb
 		return nil, fieldError(fe)
 	}
 	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Hold{Hold: hc}}
-	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	res, err := s.proposeVia(ctx, req.ShowId, cmd, opOther, via)
 	if res != nil && res.Code == ledgerpb.Code_CODE_QUEUED {
 		// Joined the line: the entry as GetQueueEntry would show it.
 		return nil, queuedError(res, &ledgerpb.QueueEntry{ShowId: req.ShowId, ClientId: req.ClientId,
@@ -192,6 +207,11 @@ func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb
 
 // Confirm turns a live hold into a booking.
 func (s *Server) Confirm(ctx context.Context, req *ledgerpb.ConfirmRequest) (*ledgerpb.ConfirmResponse, error) {
+	return s.confirm(ctx, req, s.router.Propose)
+}
+
+// confirm is Confirm with the command sent by via (a Batch's calls, batch.go).
+func (s *Server) confirm(ctx context.Context, req *ledgerpb.ConfirmRequest, via send) (*ledgerpb.ConfirmResponse, error) {
 	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -200,7 +220,7 @@ func (s *Server) Confirm(ctx context.Context, req *ledgerpb.ConfirmRequest) (*le
 		return nil, fieldError(fe)
 	}
 	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Confirm{Confirm: cc}}
-	res, err := s.propose(ctx, req.ShowId, cmd, opConfirm)
+	res, err := s.proposeVia(ctx, req.ShowId, cmd, opConfirm, via)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +233,11 @@ func (s *Server) Confirm(ctx context.Context, req *ledgerpb.ConfirmRequest) (*le
 
 // Release gives a hold's seats back.
 func (s *Server) Release(ctx context.Context, req *ledgerpb.ReleaseRequest) (*ledgerpb.ReleaseResponse, error) {
+	return s.release(ctx, req, s.router.Propose)
+}
+
+// release is Release with the command sent by via (a Batch's calls, batch.go).
+func (s *Server) release(ctx context.Context, req *ledgerpb.ReleaseRequest, via send) (*ledgerpb.ReleaseResponse, error) {
 	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -221,7 +246,7 @@ func (s *Server) Release(ctx context.Context, req *ledgerpb.ReleaseRequest) (*le
 		return nil, fieldError(fe)
 	}
 	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Release{Release: rc}}
-	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	res, err := s.proposeVia(ctx, req.ShowId, cmd, opOther, via)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +256,11 @@ func (s *Server) Release(ctx context.Context, req *ledgerpb.ReleaseRequest) (*le
 
 // Extend moves a live hold's expiry later, up to its lifetime cap.
 func (s *Server) Extend(ctx context.Context, req *ledgerpb.ExtendRequest) (*ledgerpb.ExtendResponse, error) {
+	return s.extend(ctx, req, s.router.Propose)
+}
+
+// extend is Extend with the command sent by via (a Batch's calls, batch.go).
+func (s *Server) extend(ctx context.Context, req *ledgerpb.ExtendRequest, via send) (*ledgerpb.ExtendResponse, error) {
 	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -239,7 +269,7 @@ func (s *Server) Extend(ctx context.Context, req *ledgerpb.ExtendRequest) (*ledg
 		return nil, fieldError(fe)
 	}
 	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Extend{Extend: ec}}
-	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	res, err := s.proposeVia(ctx, req.ShowId, cmd, opOther, via)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +279,11 @@ func (s *Server) Extend(ctx context.Context, req *ledgerpb.ExtendRequest) (*ledg
 
 // Refund cancels a confirmed booking and frees its seats.
 func (s *Server) Refund(ctx context.Context, req *ledgerpb.RefundRequest) (*ledgerpb.RefundResponse, error) {
+	return s.refund(ctx, req, s.router.Propose)
+}
+
+// refund is Refund with the command sent by via (a Batch's calls, batch.go).
+func (s *Server) refund(ctx context.Context, req *ledgerpb.RefundRequest, via send) (*ledgerpb.RefundResponse, error) {
 	if fe := fsm.ValidateIdentity(req.ClientId, req.RequestId); fe != nil {
 		return nil, fieldError(fe)
 	}
@@ -257,7 +292,7 @@ func (s *Server) Refund(ctx context.Context, req *ledgerpb.RefundRequest) (*ledg
 		return nil, fieldError(fe)
 	}
 	cmd := &ledgerpb.Command{ClientId: req.ClientId, RequestId: req.RequestId, Op: &ledgerpb.Command_Refund{Refund: rc}}
-	res, err := s.propose(ctx, req.ShowId, cmd, opOther)
+	res, err := s.proposeVia(ctx, req.ShowId, cmd, opOther, via)
 	if err != nil {
 		return nil, err
 	}

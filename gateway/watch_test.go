@@ -115,7 +115,7 @@ func startWatchCluster(t *testing.T) *watchCluster {
 	return wc
 }
 
-func listen(t *testing.T) net.Listener {
+func listen(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -125,7 +125,7 @@ func listen(t *testing.T) net.Listener {
 }
 
 // call retries a call while the group elects its leader.
-func call[T any](t *testing.T, what string, f func(ctx context.Context) (T, error)) T {
+func call[T any](t testing.TB, what string, f func(ctx context.Context) (T, error)) T {
 	t.Helper()
 	deadline := time.Now().Add(watchTimeout)
 	for {

@@ -18,7 +18,13 @@ type proposal struct {
 	done chan outcome // buffered(1): the proposer never blocks on a caller
 	// start is when Propose was called, for the commit latency metric.
 	start time.Time
+	// with are proposals queued together with this one (ProposeAll): the
+	// proposer takes them into the same entry.
+	with []*proposal
 }
+
+// size is how many commands p brings to an entry.
+func (p *proposal) size() int { return 1 + len(p.with) }
 
 type outcome struct {
 	res *ledgerpb.Result
@@ -55,6 +61,62 @@ func (g *Group) Propose(ctx context.Context, cmd *ledgerpb.Command) (*ledgerpb.R
 	}
 }
 
+// ProposeAll replicates each of cmds as Propose does, and answers each in
+// cmds' order with what Propose would. The commands are queued together,
+// so that the proposer takes them into one entry (into as few as
+// BatchCommandsMax allows) rather than into whichever entries their
+// arrival happens to straddle: a batch of calls from one client costs one
+// entry, not several.
+func (g *Group) ProposeAll(ctx context.Context, cmds []*ledgerpb.Command) ([]*ledgerpb.Result, []error) {
+	results, errs := make([]*ledgerpb.Result, len(cmds)), make([]error, len(cmds))
+	if !g.IsLeader() {
+		for i := range errs {
+			errs[i] = ErrNotLeader
+		}
+		return results, errs
+	}
+	now := time.Now()
+	ps := make([]*proposal, len(cmds))
+	for i, cmd := range cmds {
+		ps[i] = &proposal{cmd: cmd, done: make(chan outcome, 1), start: now}
+	}
+	max := g.node.cfg.BatchCommandsMax
+	queued := 0
+	for queued < len(ps) {
+		end := min(queued+max, len(ps))
+		head := ps[queued]
+		head.with = ps[queued+1 : end]
+		var err error
+		select {
+		case g.proposals <- head:
+			queued = end
+			continue
+		case <-g.stop:
+			err = ErrUnavailable
+		case <-ctx.Done():
+			err = fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
+		}
+		for i := queued; i < len(ps); i++ {
+			errs[i] = err // never queued: not appended
+		}
+		break
+	}
+	for i, p := range ps[:queued] {
+		select {
+		case o := <-p.done:
+			results[i], errs[i] = o.res, o.err
+		case <-ctx.Done():
+			errs[i] = fmt.Errorf("%w: %v", ErrOutcomeUnknown, ctx.Err())
+		}
+	}
+	return results, errs
+}
+
+// appendProposal appends p and the proposals queued with it.
+func appendProposal(batch []*proposal, p *proposal) []*proposal {
+	return append(append(batch, p), p.with...)
+}
+
 // runProposer is group commit: it takes every queued proposal (up to
 // BatchCommandsMax) into one Batch entry stamped with the leader's clock and
 // hands it to raft without waiting for the previous entry to commit. Raft
@@ -71,20 +133,29 @@ func (g *Group) runProposer() {
 	// batch is reused; each entry gets a copy of its size, not a fresh
 	// slice of max (docs/PERFORMANCE.md, "The proposer's batch").
 	batch := make([]*proposal, 0, max)
+	// carry is proposals queued together that did not fit in the last
+	// entry: the next one starts with them (ProposeAll queues at most max).
+	var carry *proposal
 	for {
-		select {
-		case <-g.stop:
-			g.failQueued()
-			return
-		case p := <-g.proposals:
-			batch = append(batch[:0], p)
+		if carry == nil {
+			select {
+			case <-g.stop:
+				g.failQueued()
+				return
+			case carry = <-g.proposals:
+			}
 		}
+		batch, carry = appendProposal(batch[:0], carry), nil
 		g.awaitLogWrite()
 	drain:
 		for len(batch) < max {
 			select {
 			case p := <-g.proposals:
-				batch = append(batch, p)
+				if len(batch)+p.size() > max {
+					carry = p
+					break drain
+				}
+				batch = appendProposal(batch, p)
 			default:
 				break drain
 			}
@@ -188,8 +259,10 @@ func (g *Group) failQueued() {
 	for {
 		select {
 		case p := <-g.proposals:
-			g.metrics.observeFailed(1, ErrUnavailable)
-			p.done <- outcome{err: ErrUnavailable}
+			g.metrics.observeFailed(p.size(), ErrUnavailable)
+			for _, q := range appendProposal(nil, p) {
+				q.done <- outcome{err: ErrUnavailable}
+			}
 		default:
 			return
 		}

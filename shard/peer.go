@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
 )
 
 // PeerServer serves forwarded work from other nodes. It acts only on this
@@ -22,10 +23,10 @@ func (p peerServer) Propose(ctx context.Context, req *ledgerpb.ProposeRequest) (
 	return p.propose(ctx, req), nil
 }
 
-// ProposeBatch answers each request as Propose would. The requests are
-// proposed concurrently, so that those of one group ride the same
-// group-commit entries (raftnode's proposer batches what is queued
-// together); the call returns once every one has its answer.
+// ProposeBatch answers each request as Propose would. The commands of one
+// group are proposed together (raftnode.Group.ProposeAll), so that they
+// share one entry, and the groups concurrently; the call returns once
+// every one has its answer.
 func (p peerServer) ProposeBatch(ctx context.Context, req *ledgerpb.ProposeBatchRequest) (*ledgerpb.ProposeBatchResponse, error) {
 	n := len(req.Requests)
 	if n > forwardBatchMax {
@@ -37,31 +38,66 @@ func (p peerServer) ProposeBatch(ctx context.Context, req *ledgerpb.ProposeBatch
 	if n == 0 {
 		return resp, nil
 	}
-	var wg sync.WaitGroup
-	for i, r := range req.Requests[:n-1] {
-		wg.Go(func() { resp.Responses[i] = p.propose(ctx, r) })
+	if n == 1 {
+		resp.Responses[0] = p.propose(ctx, req.Requests[0]) // what Propose costs
+		return resp, nil
 	}
-	// The last on this goroutine: one goroutine fewer, and a batch of one
-	// costs what Propose costs.
-	resp.Responses[n-1] = p.propose(ctx, req.Requests[n-1])
+	groups := map[*raftnode.Group][]int{}
+	for i, r := range req.Requests {
+		g, refused := p.check(r)
+		if refused != nil {
+			resp.Responses[i] = refused
+			continue
+		}
+		groups[g] = append(groups[g], i)
+	}
+	var wg sync.WaitGroup
+	for g, idx := range groups {
+		wg.Go(func() {
+			cmds := make([]*ledgerpb.Command, len(idx))
+			for k, i := range idx {
+				cmds[k] = req.Requests[i].GetCommand()
+			}
+			results, errs := g.ProposeAll(ctx, cmds)
+			leader := g.Leader()
+			for k, i := range idx {
+				resp.Responses[i] = proposeResponse(results[k], errs[k], leader)
+			}
+		})
+	}
 	wg.Wait()
 	return resp, nil
 }
 
-// propose is one forwarded command, whether it came alone or in a batch.
+// propose is one forwarded command alone.
 func (p peerServer) propose(ctx context.Context, req *ledgerpb.ProposeRequest) *ledgerpb.ProposeResponse {
+	g, refused := p.check(req)
+	if refused != nil {
+		return refused
+	}
+	res, err := g.Propose(ctx, req.GetCommand())
+	return proposeResponse(res, err, g.Leader())
+}
+
+// check returns the group a forwarded command is for, or the answer that
+// refuses it: a group not hosted here, or not a client command.
+func (p peerServer) check(req *ledgerpb.ProposeRequest) (*raftnode.Group, *ledgerpb.ProposeResponse) {
 	g, err := p.r.node.Group(req.GetGroupId())
 	if err != nil {
-		return &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER, Message: err.Error()}
+		return nil, &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_NOT_LEADER, Message: err.Error()}
 	}
 	cmd := req.GetCommand()
 	if cmd == nil || cmd.ClientId == "" || cmd.GetBatch() != nil || cmd.GetExpire() != nil || cmd.GetWebhookCursor() != nil {
 		// Only client commands travel between nodes: leader-issued entries
 		// are made by the leader itself.
-		return &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_INVALID, Message: "only client commands may be forwarded"}
+		return nil, &ledgerpb.ProposeResponse{Status: ledgerpb.ForwardStatus_FORWARD_STATUS_INVALID, Message: "only client commands may be forwarded"}
 	}
-	res, err := g.Propose(ctx, cmd)
-	resp := &ledgerpb.ProposeResponse{Status: forwardStatus(err), Result: res, LeaderId: g.Leader()}
+	return g, nil
+}
+
+// proposeResponse is the answer to a forwarded command that was proposed.
+func proposeResponse(res *ledgerpb.Result, err error, leader string) *ledgerpb.ProposeResponse {
+	resp := &ledgerpb.ProposeResponse{Status: forwardStatus(err), Result: res, LeaderId: leader}
 	if err != nil {
 		resp.Message = err.Error()
 	}

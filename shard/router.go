@@ -152,20 +152,31 @@ func (r *Router) observeForward(commands int) {
 // raftnode.ErrNoLeader, or ErrOutcomeUnknown if an earlier attempt may have
 // been appended.
 func (r *Router) Propose(ctx context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
-	group := r.smap.GroupFor(showID)
+	return r.proposeFrom(ctx, r.smap.GroupFor(showID), cmd, nil)
+}
+
+// proposeFrom is Propose's loop of attempts; first, if not nil, is the
+// error of an attempt already made (ProposeAll's), taken as the loop's
+// first.
+func (r *Router) proposeFrom(ctx context.Context, group uint32, cmd *ledgerpb.Command, first error) (*ledgerpb.Result, error) {
 	uncertain := false
 	var last error
 	for backoff := retryBackoffMin; ; backoff = min(2*backoff, retryBackoffMax) {
-		if err := r.checkLeader(group); err != nil {
-			if uncertain {
-				return nil, fmt.Errorf("%w: %v (after %v)", raftnode.ErrOutcomeUnknown, err, last)
+		err := first
+		if first == nil {
+			if err := r.checkLeader(group); err != nil {
+				if uncertain {
+					return nil, fmt.Errorf("%w: %v (after %v)", raftnode.ErrOutcomeUnknown, err, last)
+				}
+				return nil, err
 			}
-			return nil, err
+			var res *ledgerpb.Result
+			res, err = r.proposeOnce(ctx, group, cmd)
+			if err == nil {
+				return res, nil
+			}
 		}
-		res, err := r.proposeOnce(ctx, group, cmd)
-		if err == nil {
-			return res, nil
-		}
+		first = nil
 		last = err
 		if errors.Is(err, raftnode.ErrOutcomeUnknown) {
 			uncertain = true

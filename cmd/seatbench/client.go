@@ -94,9 +94,11 @@ type grpcAPI struct {
 
 // dialGRPC opens conns connections to each endpoint, with TLS when
 // tlsCfg is set. With route, conns Go clients (client/) each reach every
-// endpoint and send each call to its group's leader; without, every api
-// returned shares one connection to one endpoint.
-func dialGRPC(endpoints []string, conns int, route bool, adminToken string, tlsCfg *tls.Config) ([]api, func(), error) {
+// endpoint and send each call to its group's leader, batching concurrent
+// writes to a node into Batch calls (at most batchesInFlight at once)
+// unless noClientBatch; batchStats then sums their client.BatchStats. Without route, every api returned shares
+// one connection to one endpoint, and batchStats is nil.
+func dialGRPC(endpoints []string, conns int, route, noClientBatch bool, batchesInFlight int, adminToken string, tlsCfg *tls.Config) (apis []api, closeAll func(), batchStats func() (batches, calls uint64), err error) {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
@@ -104,7 +106,8 @@ func dialGRPC(endpoints []string, conns int, route bool, adminToken string, tlsC
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithPerRPCCredentials(shard.BearerCredentials(adminToken))}
 	var out []api
 	var closers []func() error
-	closeAll := func() {
+	var clients []*client.Client
+	closeAll = func() {
 		for _, c := range closers {
 			c()
 		}
@@ -112,13 +115,15 @@ func dialGRPC(endpoints []string, conns int, route bool, adminToken string, tlsC
 	for range conns {
 		if route {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			cl, err := client.New(ctx, client.Config{Endpoints: endpoints, DialOptions: opts})
+			cl, err := client.New(ctx, client.Config{Endpoints: endpoints, DialOptions: opts,
+				NoBatching: noClientBatch, BatchesInFlight: batchesInFlight})
 			cancel()
 			if err != nil {
 				closeAll()
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			closers = append(closers, cl.Close)
+			clients = append(clients, cl)
 			out = append(out, &grpcAPI{c: cl.Booking(), w: ledgerpb.NewWaitingRoomClient(cl)})
 			continue
 		}
@@ -126,13 +131,22 @@ func dialGRPC(endpoints []string, conns int, route bool, adminToken string, tlsC
 			cc, err := grpc.NewClient(ep, opts...)
 			if err != nil {
 				closeAll()
-				return nil, nil, fmt.Errorf("dial %s: %w", ep, err)
+				return nil, nil, nil, fmt.Errorf("dial %s: %w", ep, err)
 			}
 			closers = append(closers, cc.Close)
 			out = append(out, &grpcAPI{c: ledgerpb.NewBookingClient(cc), w: ledgerpb.NewWaitingRoomClient(cc)})
 		}
 	}
-	return out, closeAll, nil
+	if route {
+		batchStats = func() (batches, calls uint64) {
+			for _, cl := range clients {
+				b, c := cl.BatchStats()
+				batches, calls = batches+b, calls+c
+			}
+			return batches, calls
+		}
+	}
+	return out, closeAll, batchStats, nil
 }
 
 func grpcErr(err error) error {

@@ -55,6 +55,9 @@ type env struct {
 	tls    *tls.Config
 	extra  map[string]any
 	checks []Check
+	// batchStats sums the Go clients' Batch calls and the calls they
+	// carried (nil when no Go client is in use: HTTP, --route any).
+	batchStats func() (batches, calls uint64)
 }
 
 func (e *env) addCheck(name string, ok bool, format string, args ...any) {
@@ -70,6 +73,12 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 		DurationS: cfg.duration.Seconds(), Machine: machineInfo()}
 	if !cfg.http {
 		sum.Route = cfg.route
+	}
+	if !cfg.http && cfg.route == "leader" {
+		sum.ClientBatch = "off"
+		if cfg.clientBatch {
+			sum.ClientBatch = fmt.Sprintf("on, %d in flight", cfg.clientBatches)
+		}
 	}
 	if cfg.http {
 		sum.Transport = "http"
@@ -120,7 +129,11 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	calls0, fwd0 := e.forwardTotals(ctx)
 	leaders0, leadersErr := e.leaderChanges(ctx)
 	mallocs0, mallocsErr := e.metricSums(ctx, "go_memstats_mallocs_total")
+	batches0, batched0 := e.clientBatches()
 	elapsed := w.run(ctx, e)
+	if batches1, batched1 := e.clientBatches(); batches1 > batches0 {
+		e.extra["calls_per_client_batch"] = fmt.Sprintf("%.1f", float64(batched1-batched0)/float64(batches1-batches0))
+	}
 	sum.CPU = e.cpuUse(cpu0, elapsed)
 	if idx1 := e.appliedTotal(ctx); idx0 > 0 && idx1 > idx0 {
 		e.extra["raft_entries_per_s"] = fmt.Sprintf("%.0f", float64(idx1-idx0)/elapsed.Seconds())
@@ -164,6 +177,15 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	}
 	printSummary(stdout, sum)
 	return sum, nil
+}
+
+// clientBatches is the Go clients' Batch calls and the calls they carried
+// so far (zeros without Go clients).
+func (e *env) clientBatches() (batches, calls uint64) {
+	if e.batchStats == nil {
+		return 0, 0
+	}
+	return e.batchStats()
 }
 
 // appliedTotal is the sum of every group's applied index on the first local
@@ -258,8 +280,8 @@ func (e *env) dial(endpoints []string) (func(), error) {
 		e.apis = apis
 		return closeFn, nil
 	}
-	apis, closeFn, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.route == "leader", e.cfg.adminToken, e.tls)
-	e.apis = apis
+	apis, closeFn, batchStats, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.route == "leader", !e.cfg.clientBatch, e.cfg.clientBatches, e.cfg.adminToken, e.tls)
+	e.apis, e.batchStats = apis, batchStats
 	return closeFn, err
 }
 
@@ -567,6 +589,9 @@ func printSummary(w io.Writer, s *Summary) {
 	over := s.Transport
 	if s.Route != "" {
 		over += ", calls to " + map[string]string{"leader": "their leaders", "any": "any node"}[s.Route]
+	}
+	if s.ClientBatch != "" {
+		over += ", client batching " + s.ClientBatch
 	}
 	fmt.Fprintf(w, "\nseatbench %s over %s: %d clients, %d shows x %d seats, measured %.1fs (setup %.1fs), load %s -> %s\n",
 		name, over, s.Clients, s.Shows, s.Seats, s.ElapsedS, s.SetupS, s.Machine.LoadAvgStart, s.Machine.LoadAvgEnd)

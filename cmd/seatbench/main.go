@@ -81,6 +81,10 @@ type config struct {
 	cpuProfile   string
 	prefix       string
 	seatdArgs    []string
+	// clientBatch: the Go client batches writes (--client-batch);
+	// clientBatches: its Batch calls in flight per node.
+	clientBatch   bool
+	clientBatches int
 	// watchers: SSE watchers of the stampeded show (stampede); watchNodes:
 	// how many nodes the watchers connect to, round robin (watchers).
 	watchers   int
@@ -147,6 +151,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.killLeader, "kill-leader", false, "waitingroom, local cluster: halfway through the measurement SIGKILL the seatd process leading the room's group, time until admissions resume and check that no sampled place changed; then restart it")
 	fs.Float64Var(&c.fill, "fill", 0.25, "recovery: share of seats held (half of them confirmed) before the restart")
 	fs.BoolVar(&c.noBatch, "no-batch", false, "start the cluster with seatd serve --max-batch 1 (one command per raft entry)")
+	fs.BoolVar(&c.clientBatch, "client-batch", true, "gRPC with --route leader: the Go client sends concurrent writes to a node together in Batch calls (client/); false sends every call alone")
+	fs.IntVar(&c.clientBatches, "client-batches-in-flight", 1, "with --client-batch: Batch calls in flight per node and Go client (client.Config.BatchesInFlight; 1 is TigerBeetle's rule)")
 	fs.BoolVar(&c.compareBatch, "compare-batch", false, "run the workload on a batched cluster, then on a --no-batch one, and print the ratio")
 	fs.BoolVar(&c.allowRemote, "allow-remote", false, "allow non-loopback --endpoints")
 	fs.StringVar(&c.seatd, "seatd", "", "seatd binary for the local cluster (default: build ./cmd/seatd)")
@@ -255,6 +261,10 @@ func (c *config) validate() error {
 		return errors.New("--admit-rate must be in 1..10000")
 	case c.killLeader && c.workload != "waitingroom":
 		return errors.New("--kill-leader is for --workload waitingroom")
+	case !c.clientBatch && (c.http || c.route != "leader"):
+		return errors.New("--client-batch is the Go client's (gRPC with --route leader)")
+	case c.clientBatches < 1 || c.clientBatches > 64:
+		return errors.New("--client-batches-in-flight must be in 1..64")
 	case c.fans == fansBoth && c.compareBatch:
 		return errors.New("--fans both and --compare-batch each run twice: pick one")
 	}
@@ -398,6 +408,9 @@ type Summary struct {
 	Extra     map[string]any `json:"extra,omitempty"`
 	Checks    []Check        `json:"checks"`
 	Passed    bool           `json:"passed"`
+	// ClientBatch is "on, N in flight" or "off" with the Go client
+	// (--client-batch, --client-batches-in-flight), else "".
+	ClientBatch string `json:"client_batch,omitempty"`
 }
 
 // ClusterInfo says what was loaded.

@@ -95,6 +95,16 @@ func TestWorkloads(t *testing.T) {
 		if s.Mode != "a client id per fan" {
 			t.Errorf("uniform: mode %q, want %q", s.Mode, "a client id per fan")
 		}
+		if s.ClientBatch != "on, 1 in flight" || s.Extra["calls_per_client_batch"] == nil {
+			t.Errorf("uniform: client batching %q, extra %v: want on, with calls_per_client_batch", s.ClientBatch, s.Extra)
+		}
+	})
+	t.Run("uniform-unbatched", func(t *testing.T) {
+		var s Summary
+		runJSON(t, &s, eps, "--workload=uniform", "--shows=200", "--clients=32", "--duration=1s", "--client-batch=false")
+		if h := call(&s, "hold"); h.OK == 0 || s.ClientBatch != "off" || s.Extra["calls_per_client_batch"] != nil {
+			t.Errorf("uniform --client-batch=false: hold %+v, client batching %q, extra %v: want successes, off, no Batch calls", h, s.ClientBatch, s.Extra)
+		}
 	})
 	t.Run("uniform-http", func(t *testing.T) {
 		var s Summary
@@ -193,6 +203,9 @@ func TestFlags(t *testing.T) {
 		{"--workload=uniform", "--fans=map"},
 		{"--workload=stampede", "--fans=nope"},
 		{"--workload=stampede", "--fans=both", "--compare-batch"},
+		{"--http", "--client-batch=false"},
+		{"--route=any", "--client-batch=false"},
+		{"--client-batches-in-flight=0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {

@@ -10,6 +10,7 @@
 package ledgerpb
 
 import (
+	status "google.golang.org/genproto/googleapis/rpc/status"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -3593,11 +3594,391 @@ func (x *Revocation) GetRefundedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// BatchRequest is 1..256 calls (at most 1 MiB encoded).
+type BatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calls         []*BatchCall           `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRequest) Reset() {
+	*x = BatchRequest{}
+	mi := &file_booking_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRequest) ProtoMessage() {}
+
+func (x *BatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
+func (*BatchRequest) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *BatchRequest) GetCalls() []*BatchCall {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+// BatchCall is one call of a batch: exactly one of the requests.
+type BatchCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Call:
+	//
+	//	*BatchCall_Hold
+	//	*BatchCall_Confirm
+	//	*BatchCall_Release
+	//	*BatchCall_Extend
+	//	*BatchCall_Refund
+	Call isBatchCall_Call `protobuf_oneof:"call"`
+	// When this call's request was first sent (Unix milliseconds), as the
+	// seatledger-first-sent-at metadata (Seatledger-First-Sent-At header)
+	// states it for a call alone; 0 takes the batch's own, if any.
+	FirstSentAtMs int64 `protobuf:"varint,15,opt,name=first_sent_at_ms,json=firstSentAtMs,proto3" json:"first_sent_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchCall) Reset() {
+	*x = BatchCall{}
+	mi := &file_booking_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchCall) ProtoMessage() {}
+
+func (x *BatchCall) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchCall.ProtoReflect.Descriptor instead.
+func (*BatchCall) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *BatchCall) GetCall() isBatchCall_Call {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *BatchCall) GetHold() *HoldRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BatchCall_Hold); ok {
+			return x.Hold
+		}
+	}
+	return nil
+}
+
+func (x *BatchCall) GetConfirm() *ConfirmRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BatchCall_Confirm); ok {
+			return x.Confirm
+		}
+	}
+	return nil
+}
+
+func (x *BatchCall) GetRelease() *ReleaseRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BatchCall_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+func (x *BatchCall) GetExtend() *ExtendRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BatchCall_Extend); ok {
+			return x.Extend
+		}
+	}
+	return nil
+}
+
+func (x *BatchCall) GetRefund() *RefundRequest {
+	if x != nil {
+		if x, ok := x.Call.(*BatchCall_Refund); ok {
+			return x.Refund
+		}
+	}
+	return nil
+}
+
+func (x *BatchCall) GetFirstSentAtMs() int64 {
+	if x != nil {
+		return x.FirstSentAtMs
+	}
+	return 0
+}
+
+type isBatchCall_Call interface {
+	isBatchCall_Call()
+}
+
+type BatchCall_Hold struct {
+	Hold *HoldRequest `protobuf:"bytes,1,opt,name=hold,proto3,oneof"`
+}
+
+type BatchCall_Confirm struct {
+	Confirm *ConfirmRequest `protobuf:"bytes,2,opt,name=confirm,proto3,oneof"`
+}
+
+type BatchCall_Release struct {
+	Release *ReleaseRequest `protobuf:"bytes,3,opt,name=release,proto3,oneof"`
+}
+
+type BatchCall_Extend struct {
+	Extend *ExtendRequest `protobuf:"bytes,4,opt,name=extend,proto3,oneof"`
+}
+
+type BatchCall_Refund struct {
+	Refund *RefundRequest `protobuf:"bytes,5,opt,name=refund,proto3,oneof"`
+}
+
+func (*BatchCall_Hold) isBatchCall_Call() {}
+
+func (*BatchCall_Confirm) isBatchCall_Call() {}
+
+func (*BatchCall_Release) isBatchCall_Call() {}
+
+func (*BatchCall_Extend) isBatchCall_Call() {}
+
+func (*BatchCall_Refund) isBatchCall_Call() {}
+
+// BatchResponse answers each call of the batch, in the batch's order.
+type BatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*BatchResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResponse) Reset() {
+	*x = BatchResponse{}
+	mi := &file_booking_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResponse) ProtoMessage() {}
+
+func (x *BatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
+func (*BatchResponse) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *BatchResponse) GetResults() []*BatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// BatchResult is one call's answer: the response of its kind, or the
+// status (code, message, details) the call alone would have failed with.
+type BatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*BatchResult_Hold
+	//	*BatchResult_Confirm
+	//	*BatchResult_Release
+	//	*BatchResult_Extend
+	//	*BatchResult_Refund
+	//	*BatchResult_Error
+	Result        isBatchResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResult) Reset() {
+	*x = BatchResult{}
+	mi := &file_booking_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResult) ProtoMessage() {}
+
+func (x *BatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_booking_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResult.ProtoReflect.Descriptor instead.
+func (*BatchResult) Descriptor() ([]byte, []int) {
+	return file_booking_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *BatchResult) GetResult() isBatchResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *BatchResult) GetHold() *HoldResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Hold); ok {
+			return x.Hold
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetConfirm() *ConfirmResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Confirm); ok {
+			return x.Confirm
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetRelease() *ReleaseResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetExtend() *ExtendResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Extend); ok {
+			return x.Extend
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetRefund() *RefundResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Refund); ok {
+			return x.Refund
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetError() *status.Status {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isBatchResult_Result interface {
+	isBatchResult_Result()
+}
+
+type BatchResult_Hold struct {
+	Hold *HoldResponse `protobuf:"bytes,1,opt,name=hold,proto3,oneof"`
+}
+
+type BatchResult_Confirm struct {
+	Confirm *ConfirmResponse `protobuf:"bytes,2,opt,name=confirm,proto3,oneof"`
+}
+
+type BatchResult_Release struct {
+	Release *ReleaseResponse `protobuf:"bytes,3,opt,name=release,proto3,oneof"`
+}
+
+type BatchResult_Extend struct {
+	Extend *ExtendResponse `protobuf:"bytes,4,opt,name=extend,proto3,oneof"`
+}
+
+type BatchResult_Refund struct {
+	Refund *RefundResponse `protobuf:"bytes,5,opt,name=refund,proto3,oneof"`
+}
+
+type BatchResult_Error struct {
+	Error *status.Status `protobuf:"bytes,15,opt,name=error,proto3,oneof"`
+}
+
+func (*BatchResult_Hold) isBatchResult_Result() {}
+
+func (*BatchResult_Confirm) isBatchResult_Result() {}
+
+func (*BatchResult_Release) isBatchResult_Result() {}
+
+func (*BatchResult_Extend) isBatchResult_Result() {}
+
+func (*BatchResult_Refund) isBatchResult_Result() {}
+
+func (*BatchResult_Error) isBatchResult_Result() {}
+
 var File_booking_proto protoreflect.FileDescriptor
 
 const file_booking_proto_rawDesc = "" +
 	"\n" +
-	"\rbooking.proto\x12\rseatledger.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0ewaitroom.proto\"\xb8\x01\n" +
+	"\rbooking.proto\x12\rseatledger.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x0ewaitroom.proto\"\xb8\x01\n" +
 	"\x04Show\x12\x17\n" +
 	"\ashow_id\x18\x01 \x01(\tR\x06showId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -3932,7 +4313,27 @@ const file_booking_proto_rawDesc = "" +
 	"\bseat_ids\x18\x02 \x03(\tR\aseatIds\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12;\n" +
 	"\vrefunded_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"refundedAt*G\n" +
+	"refundedAt\">\n" +
+	"\fBatchRequest\x12.\n" +
+	"\x05calls\x18\x01 \x03(\v2\x18.seatledger.v1.BatchCallR\x05calls\"\xd4\x02\n" +
+	"\tBatchCall\x120\n" +
+	"\x04hold\x18\x01 \x01(\v2\x1a.seatledger.v1.HoldRequestH\x00R\x04hold\x129\n" +
+	"\aconfirm\x18\x02 \x01(\v2\x1d.seatledger.v1.ConfirmRequestH\x00R\aconfirm\x129\n" +
+	"\arelease\x18\x03 \x01(\v2\x1d.seatledger.v1.ReleaseRequestH\x00R\arelease\x126\n" +
+	"\x06extend\x18\x04 \x01(\v2\x1c.seatledger.v1.ExtendRequestH\x00R\x06extend\x126\n" +
+	"\x06refund\x18\x05 \x01(\v2\x1c.seatledger.v1.RefundRequestH\x00R\x06refund\x12'\n" +
+	"\x10first_sent_at_ms\x18\x0f \x01(\x03R\rfirstSentAtMsB\x06\n" +
+	"\x04call\"E\n" +
+	"\rBatchResponse\x124\n" +
+	"\aresults\x18\x01 \x03(\v2\x1a.seatledger.v1.BatchResultR\aresults\"\xe0\x02\n" +
+	"\vBatchResult\x121\n" +
+	"\x04hold\x18\x01 \x01(\v2\x1b.seatledger.v1.HoldResponseH\x00R\x04hold\x12:\n" +
+	"\aconfirm\x18\x02 \x01(\v2\x1e.seatledger.v1.ConfirmResponseH\x00R\aconfirm\x12:\n" +
+	"\arelease\x18\x03 \x01(\v2\x1e.seatledger.v1.ReleaseResponseH\x00R\arelease\x127\n" +
+	"\x06extend\x18\x04 \x01(\v2\x1d.seatledger.v1.ExtendResponseH\x00R\x06extend\x127\n" +
+	"\x06refund\x18\x05 \x01(\v2\x1d.seatledger.v1.RefundResponseH\x00R\x06refund\x12*\n" +
+	"\x05error\x18\x0f \x01(\v2\x12.google.rpc.StatusH\x00R\x05errorB\b\n" +
+	"\x06result*G\n" +
 	"\tSeatState\x12\x1a\n" +
 	"\x16SEAT_STATE_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04FREE\x10\x01\x12\b\n" +
@@ -3949,7 +4350,8 @@ const file_booking_proto_rawDesc = "" +
 	"\vConsistency\x12\x1b\n" +
 	"\x17CONSISTENCY_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fLINEARIZABLE\x10\x01\x12\t\n" +
-	"\x05STALE\x10\x022\xc4\t\n" +
+	"\x05STALE\x10\x022\x88\n" +
+	"\n" +
 	"\aBooking\x12Q\n" +
 	"\n" +
 	"CreateShow\x12 .seatledger.v1.CreateShowRequest\x1a!.seatledger.v1.CreateShowResponse\x12F\n" +
@@ -3971,7 +4373,8 @@ const file_booking_proto_rawDesc = "" +
 	"\fGetTicketKey\x12\".seatledger.v1.GetTicketKeyRequest\x1a\x18.seatledger.v1.TicketKey\x12F\n" +
 	"\n" +
 	"GetRouting\x12 .seatledger.v1.GetRoutingRequest\x1a\x16.seatledger.v1.Routing\x12T\n" +
-	"\x0fListRevocations\x12%.seatledger.v1.ListRevocationsRequest\x1a\x1a.seatledger.v1.RevocationsB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
+	"\x0fListRevocations\x12%.seatledger.v1.ListRevocationsRequest\x1a\x1a.seatledger.v1.Revocations\x12B\n" +
+	"\x05Batch\x12\x1b.seatledger.v1.BatchRequest\x1a\x1c.seatledger.v1.BatchResponseB1Z/github.com/seatledger/seatledger/proto/ledgerpbb\x06proto3"
 
 var (
 	file_booking_proto_rawDescOnce sync.Once
@@ -3986,7 +4389,7 @@ func file_booking_proto_rawDescGZIP() []byte {
 }
 
 var file_booking_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_booking_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_booking_proto_goTypes = []any{
 	(SeatState)(0),                 // 0: seatledger.v1.SeatState
 	(HoldState)(0),                 // 1: seatledger.v1.HoldState
@@ -4033,96 +4436,116 @@ var file_booking_proto_goTypes = []any{
 	(*ListRevocationsRequest)(nil), // 42: seatledger.v1.ListRevocationsRequest
 	(*Revocations)(nil),            // 43: seatledger.v1.Revocations
 	(*Revocation)(nil),             // 44: seatledger.v1.Revocation
-	(*timestamppb.Timestamp)(nil),  // 45: google.protobuf.Timestamp
-	(*RoomEvent)(nil),              // 46: seatledger.v1.RoomEvent
+	(*BatchRequest)(nil),           // 45: seatledger.v1.BatchRequest
+	(*BatchCall)(nil),              // 46: seatledger.v1.BatchCall
+	(*BatchResponse)(nil),          // 47: seatledger.v1.BatchResponse
+	(*BatchResult)(nil),            // 48: seatledger.v1.BatchResult
+	(*timestamppb.Timestamp)(nil),  // 49: google.protobuf.Timestamp
+	(*RoomEvent)(nil),              // 50: seatledger.v1.RoomEvent
+	(*status.Status)(nil),          // 51: google.rpc.Status
 }
 var file_booking_proto_depIdxs = []int32{
 	4,  // 0: seatledger.v1.Show.rows:type_name -> seatledger.v1.Row
 	5,  // 1: seatledger.v1.Show.categories:type_name -> seatledger.v1.Category
 	3,  // 2: seatledger.v1.CreateShowRequest.show:type_name -> seatledger.v1.Show
-	45, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
+	49, // 3: seatledger.v1.CreateShowResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 4: seatledger.v1.GetSeatMapRequest.consistency:type_name -> seatledger.v1.Consistency
 	0,  // 5: seatledger.v1.Seat.state:type_name -> seatledger.v1.SeatState
 	9,  // 6: seatledger.v1.SeatMap.seats:type_name -> seatledger.v1.Seat
 	5,  // 7: seatledger.v1.SeatMap.categories:type_name -> seatledger.v1.Category
-	45, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
+	49, // 8: seatledger.v1.SeatMap.as_of:type_name -> google.protobuf.Timestamp
 	2,  // 9: seatledger.v1.SeatMap.consistency:type_name -> seatledger.v1.Consistency
-	45, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
-	45, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
-	45, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	49, // 10: seatledger.v1.HoldResponse.expires_at:type_name -> google.protobuf.Timestamp
+	49, // 11: seatledger.v1.HoldResponse.applied_at:type_name -> google.protobuf.Timestamp
+	49, // 12: seatledger.v1.HoldResponse.max_expires_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: seatledger.v1.ConfirmResponse.state:type_name -> seatledger.v1.HoldState
-	45, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
+	49, // 14: seatledger.v1.ConfirmResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 15: seatledger.v1.ReleaseResponse.state:type_name -> seatledger.v1.HoldState
-	45, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
+	49, // 16: seatledger.v1.ReleaseResponse.applied_at:type_name -> google.protobuf.Timestamp
 	2,  // 17: seatledger.v1.GetHoldRequest.consistency:type_name -> seatledger.v1.Consistency
 	1,  // 18: seatledger.v1.HoldInfo.state:type_name -> seatledger.v1.HoldState
-	45, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
-	45, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
-	45, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
-	45, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
-	45, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
-	45, // 24: seatledger.v1.HoldInfo.closed_at:type_name -> google.protobuf.Timestamp
-	45, // 25: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
-	45, // 26: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
-	45, // 27: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
+	49, // 19: seatledger.v1.HoldInfo.expires_at:type_name -> google.protobuf.Timestamp
+	49, // 20: seatledger.v1.HoldInfo.as_of:type_name -> google.protobuf.Timestamp
+	49, // 21: seatledger.v1.HoldInfo.created_at:type_name -> google.protobuf.Timestamp
+	49, // 22: seatledger.v1.HoldInfo.max_expires_at:type_name -> google.protobuf.Timestamp
+	49, // 23: seatledger.v1.HoldInfo.refunded_at:type_name -> google.protobuf.Timestamp
+	49, // 24: seatledger.v1.HoldInfo.closed_at:type_name -> google.protobuf.Timestamp
+	49, // 25: seatledger.v1.ExtendResponse.expires_at:type_name -> google.protobuf.Timestamp
+	49, // 26: seatledger.v1.ExtendResponse.max_expires_at:type_name -> google.protobuf.Timestamp
+	49, // 27: seatledger.v1.ExtendResponse.applied_at:type_name -> google.protobuf.Timestamp
 	1,  // 28: seatledger.v1.RefundResponse.state:type_name -> seatledger.v1.HoldState
-	45, // 29: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
+	49, // 29: seatledger.v1.RefundResponse.applied_at:type_name -> google.protobuf.Timestamp
 	0,  // 30: seatledger.v1.SeatChange.state:type_name -> seatledger.v1.SeatState
-	45, // 31: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
+	49, // 31: seatledger.v1.WatchEvent.applied_at:type_name -> google.protobuf.Timestamp
 	10, // 32: seatledger.v1.WatchEvent.snapshot:type_name -> seatledger.v1.SeatMap
 	24, // 33: seatledger.v1.WatchEvent.changes:type_name -> seatledger.v1.SeatChange
 	26, // 34: seatledger.v1.WatchEvent.offers:type_name -> seatledger.v1.QueueOffer
-	46, // 35: seatledger.v1.WatchEvent.room:type_name -> seatledger.v1.RoomEvent
+	50, // 35: seatledger.v1.WatchEvent.room:type_name -> seatledger.v1.RoomEvent
 	1,  // 36: seatledger.v1.ErrorDetail.hold_state:type_name -> seatledger.v1.HoldState
-	45, // 37: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
-	45, // 38: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
+	49, // 37: seatledger.v1.ErrorDetail.applied_at:type_name -> google.protobuf.Timestamp
+	49, // 38: seatledger.v1.QueueEntry.joined_at:type_name -> google.protobuf.Timestamp
 	1,  // 39: seatledger.v1.QueueEntry.hold_state:type_name -> seatledger.v1.HoldState
-	45, // 40: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
-	45, // 41: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
-	45, // 42: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
+	49, // 40: seatledger.v1.QueueEntry.offer_expires_at:type_name -> google.protobuf.Timestamp
+	49, // 41: seatledger.v1.QueueEntry.as_of:type_name -> google.protobuf.Timestamp
+	49, // 42: seatledger.v1.LeaveQueueResponse.applied_at:type_name -> google.protobuf.Timestamp
 	18, // 43: seatledger.v1.BookingDetail.booking:type_name -> seatledger.v1.HoldInfo
 	33, // 44: seatledger.v1.BookingDetail.tickets:type_name -> seatledger.v1.Ticket
 	18, // 45: seatledger.v1.ListBookingsResponse.bookings:type_name -> seatledger.v1.HoldInfo
 	41, // 46: seatledger.v1.Routing.routes:type_name -> seatledger.v1.GroupRoute
 	44, // 47: seatledger.v1.Revocations.revocations:type_name -> seatledger.v1.Revocation
-	45, // 48: seatledger.v1.Revocation.refunded_at:type_name -> google.protobuf.Timestamp
-	6,  // 49: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
-	8,  // 50: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
-	11, // 51: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
-	13, // 52: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
-	15, // 53: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
-	17, // 54: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
-	19, // 55: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
-	21, // 56: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
-	23, // 57: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
-	28, // 58: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
-	30, // 59: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
-	32, // 60: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
-	35, // 61: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
-	37, // 62: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
-	39, // 63: seatledger.v1.Booking.GetRouting:input_type -> seatledger.v1.GetRoutingRequest
-	42, // 64: seatledger.v1.Booking.ListRevocations:input_type -> seatledger.v1.ListRevocationsRequest
-	7,  // 65: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
-	10, // 66: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
-	12, // 67: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
-	14, // 68: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
-	16, // 69: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
-	18, // 70: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
-	20, // 71: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
-	22, // 72: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
-	25, // 73: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
-	29, // 74: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
-	31, // 75: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
-	34, // 76: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
-	36, // 77: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
-	38, // 78: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
-	40, // 79: seatledger.v1.Booking.GetRouting:output_type -> seatledger.v1.Routing
-	43, // 80: seatledger.v1.Booking.ListRevocations:output_type -> seatledger.v1.Revocations
-	65, // [65:81] is the sub-list for method output_type
-	49, // [49:65] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	49, // 48: seatledger.v1.Revocation.refunded_at:type_name -> google.protobuf.Timestamp
+	46, // 49: seatledger.v1.BatchRequest.calls:type_name -> seatledger.v1.BatchCall
+	11, // 50: seatledger.v1.BatchCall.hold:type_name -> seatledger.v1.HoldRequest
+	13, // 51: seatledger.v1.BatchCall.confirm:type_name -> seatledger.v1.ConfirmRequest
+	15, // 52: seatledger.v1.BatchCall.release:type_name -> seatledger.v1.ReleaseRequest
+	19, // 53: seatledger.v1.BatchCall.extend:type_name -> seatledger.v1.ExtendRequest
+	21, // 54: seatledger.v1.BatchCall.refund:type_name -> seatledger.v1.RefundRequest
+	48, // 55: seatledger.v1.BatchResponse.results:type_name -> seatledger.v1.BatchResult
+	12, // 56: seatledger.v1.BatchResult.hold:type_name -> seatledger.v1.HoldResponse
+	14, // 57: seatledger.v1.BatchResult.confirm:type_name -> seatledger.v1.ConfirmResponse
+	16, // 58: seatledger.v1.BatchResult.release:type_name -> seatledger.v1.ReleaseResponse
+	20, // 59: seatledger.v1.BatchResult.extend:type_name -> seatledger.v1.ExtendResponse
+	22, // 60: seatledger.v1.BatchResult.refund:type_name -> seatledger.v1.RefundResponse
+	51, // 61: seatledger.v1.BatchResult.error:type_name -> google.rpc.Status
+	6,  // 62: seatledger.v1.Booking.CreateShow:input_type -> seatledger.v1.CreateShowRequest
+	8,  // 63: seatledger.v1.Booking.GetSeatMap:input_type -> seatledger.v1.GetSeatMapRequest
+	11, // 64: seatledger.v1.Booking.Hold:input_type -> seatledger.v1.HoldRequest
+	13, // 65: seatledger.v1.Booking.Confirm:input_type -> seatledger.v1.ConfirmRequest
+	15, // 66: seatledger.v1.Booking.Release:input_type -> seatledger.v1.ReleaseRequest
+	17, // 67: seatledger.v1.Booking.GetHold:input_type -> seatledger.v1.GetHoldRequest
+	19, // 68: seatledger.v1.Booking.Extend:input_type -> seatledger.v1.ExtendRequest
+	21, // 69: seatledger.v1.Booking.Refund:input_type -> seatledger.v1.RefundRequest
+	23, // 70: seatledger.v1.Booking.Watch:input_type -> seatledger.v1.WatchRequest
+	28, // 71: seatledger.v1.Booking.GetQueueEntry:input_type -> seatledger.v1.GetQueueEntryRequest
+	30, // 72: seatledger.v1.Booking.LeaveQueue:input_type -> seatledger.v1.LeaveQueueRequest
+	32, // 73: seatledger.v1.Booking.GetBooking:input_type -> seatledger.v1.GetBookingRequest
+	35, // 74: seatledger.v1.Booking.ListBookings:input_type -> seatledger.v1.ListBookingsRequest
+	37, // 75: seatledger.v1.Booking.GetTicketKey:input_type -> seatledger.v1.GetTicketKeyRequest
+	39, // 76: seatledger.v1.Booking.GetRouting:input_type -> seatledger.v1.GetRoutingRequest
+	42, // 77: seatledger.v1.Booking.ListRevocations:input_type -> seatledger.v1.ListRevocationsRequest
+	45, // 78: seatledger.v1.Booking.Batch:input_type -> seatledger.v1.BatchRequest
+	7,  // 79: seatledger.v1.Booking.CreateShow:output_type -> seatledger.v1.CreateShowResponse
+	10, // 80: seatledger.v1.Booking.GetSeatMap:output_type -> seatledger.v1.SeatMap
+	12, // 81: seatledger.v1.Booking.Hold:output_type -> seatledger.v1.HoldResponse
+	14, // 82: seatledger.v1.Booking.Confirm:output_type -> seatledger.v1.ConfirmResponse
+	16, // 83: seatledger.v1.Booking.Release:output_type -> seatledger.v1.ReleaseResponse
+	18, // 84: seatledger.v1.Booking.GetHold:output_type -> seatledger.v1.HoldInfo
+	20, // 85: seatledger.v1.Booking.Extend:output_type -> seatledger.v1.ExtendResponse
+	22, // 86: seatledger.v1.Booking.Refund:output_type -> seatledger.v1.RefundResponse
+	25, // 87: seatledger.v1.Booking.Watch:output_type -> seatledger.v1.WatchEvent
+	29, // 88: seatledger.v1.Booking.GetQueueEntry:output_type -> seatledger.v1.QueueEntry
+	31, // 89: seatledger.v1.Booking.LeaveQueue:output_type -> seatledger.v1.LeaveQueueResponse
+	34, // 90: seatledger.v1.Booking.GetBooking:output_type -> seatledger.v1.BookingDetail
+	36, // 91: seatledger.v1.Booking.ListBookings:output_type -> seatledger.v1.ListBookingsResponse
+	38, // 92: seatledger.v1.Booking.GetTicketKey:output_type -> seatledger.v1.TicketKey
+	40, // 93: seatledger.v1.Booking.GetRouting:output_type -> seatledger.v1.Routing
+	43, // 94: seatledger.v1.Booking.ListRevocations:output_type -> seatledger.v1.Revocations
+	47, // 95: seatledger.v1.Booking.Batch:output_type -> seatledger.v1.BatchResponse
+	79, // [79:96] is the sub-list for method output_type
+	62, // [62:79] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_booking_proto_init() }
@@ -4131,13 +4554,28 @@ func file_booking_proto_init() {
 		return
 	}
 	file_waitroom_proto_init()
+	file_booking_proto_msgTypes[43].OneofWrappers = []any{
+		(*BatchCall_Hold)(nil),
+		(*BatchCall_Confirm)(nil),
+		(*BatchCall_Release)(nil),
+		(*BatchCall_Extend)(nil),
+		(*BatchCall_Refund)(nil),
+	}
+	file_booking_proto_msgTypes[45].OneofWrappers = []any{
+		(*BatchResult_Hold)(nil),
+		(*BatchResult_Confirm)(nil),
+		(*BatchResult_Release)(nil),
+		(*BatchResult_Extend)(nil),
+		(*BatchResult_Refund)(nil),
+		(*BatchResult_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_booking_proto_rawDesc), len(file_booking_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   42,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

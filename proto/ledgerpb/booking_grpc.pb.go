@@ -38,6 +38,7 @@ const (
 	Booking_GetTicketKey_FullMethodName    = "/seatledger.v1.Booking/GetTicketKey"
 	Booking_GetRouting_FullMethodName      = "/seatledger.v1.Booking/GetRouting"
 	Booking_ListRevocations_FullMethodName = "/seatledger.v1.Booking/ListRevocations"
+	Booking_Batch_FullMethodName           = "/seatledger.v1.Booking/Batch"
 )
 
 // BookingClient is the client API for Booking service.
@@ -85,6 +86,13 @@ type BookingClient interface {
 	// refunded after a revision, oldest first, so that a scanner that checks
 	// ticket signatures offline learns which tickets no longer admit.
 	ListRevocations(ctx context.Context, in *ListRevocationsRequest, opts ...grpc.CallOption) (*Revocations, error)
+	// Batch makes up to 256 independent Hold, Confirm, Release, Extend and
+	// Refund calls in one request and answers each in order, with what the
+	// call alone would have answered: its response, or its status. The
+	// calls are not atomic together and run concurrently (no order among
+	// them); each is validated, rate limited and counted as the call alone
+	// (docs/API.md, "Batches"). A malformed batch is refused whole.
+	Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error)
 }
 
 type bookingClient struct {
@@ -264,6 +272,16 @@ func (c *bookingClient) ListRevocations(ctx context.Context, in *ListRevocations
 	return out, nil
 }
 
+func (c *bookingClient) Batch(ctx context.Context, in *BatchRequest, opts ...grpc.CallOption) (*BatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchResponse)
+	err := c.cc.Invoke(ctx, Booking_Batch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BookingServer is the server API for Booking service.
 // All implementations must embed UnimplementedBookingServer
 // for forward compatibility.
@@ -309,6 +327,13 @@ type BookingServer interface {
 	// refunded after a revision, oldest first, so that a scanner that checks
 	// ticket signatures offline learns which tickets no longer admit.
 	ListRevocations(context.Context, *ListRevocationsRequest) (*Revocations, error)
+	// Batch makes up to 256 independent Hold, Confirm, Release, Extend and
+	// Refund calls in one request and answers each in order, with what the
+	// call alone would have answered: its response, or its status. The
+	// calls are not atomic together and run concurrently (no order among
+	// them); each is validated, rate limited and counted as the call alone
+	// (docs/API.md, "Batches"). A malformed batch is refused whole.
+	Batch(context.Context, *BatchRequest) (*BatchResponse, error)
 	mustEmbedUnimplementedBookingServer()
 }
 
@@ -366,6 +391,9 @@ func (UnimplementedBookingServer) GetRouting(context.Context, *GetRoutingRequest
 }
 func (UnimplementedBookingServer) ListRevocations(context.Context, *ListRevocationsRequest) (*Revocations, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListRevocations not implemented")
+}
+func (UnimplementedBookingServer) Batch(context.Context, *BatchRequest) (*BatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Batch not implemented")
 }
 func (UnimplementedBookingServer) mustEmbedUnimplementedBookingServer() {}
 func (UnimplementedBookingServer) testEmbeddedByValue()                 {}
@@ -669,6 +697,24 @@ func _Booking_ListRevocations_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Booking_Batch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookingServer).Batch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Booking_Batch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookingServer).Batch(ctx, req.(*BatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Booking_ServiceDesc is the grpc.ServiceDesc for Booking service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -735,6 +781,10 @@ var Booking_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListRevocations",
 			Handler:    _Booking_ListRevocations_Handler,
+		},
+		{
+			MethodName: "Batch",
+			Handler:    _Booking_Batch_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,71 @@
+// This file proves ProposeAll: commands queued together go into one entry
+// (into ceil(n/BatchCommandsMax) entries when there are more), each caller
+// position gets its own command's result, single proposals made meanwhile
+// still get theirs, and a follower refuses them all with ErrNotLeader.
+package raftnode
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+func TestProposeAllSharesEntries(t *testing.T) {
+	const max = 8
+	tc := startTestCluster(t, func(c *Config) { c.BatchCommandsMax = max })
+	g, li := tc.leader()
+	mustPropose(t, g, testShow())
+	seatOf := func(i int) string { return fmt.Sprintf("%c%d", 'A'+i/50, i%50+1) }
+	for _, tt := range []struct{ n, entries int }{{5, 1}, {max, 1}, {20, 3}} {
+		cmds := make([]*ledgerpb.Command, tt.n)
+		for i := range cmds {
+			cmds[i] = holdCmd(fmt.Sprintf("c%d-%d", tt.n, i), "r", 0, seatOf(100+10*tt.n+i))
+		}
+		before := g.Machine().Applied()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		results, errs := g.ProposeAll(ctx, cmds)
+		cancel()
+		for i := range cmds {
+			if seat := seatOf(100 + 10*tt.n + i); errs[i] != nil || results[i].Code != ledgerpb.Code_CODE_OK || results[i].SeatIds[0] != seat {
+				t.Errorf("ProposeAll of %d: [%d] = %v, %v; want OK holding %s", tt.n, i, results[i], errs[i], seat)
+			}
+		}
+		if got := g.Machine().Applied() - before; got != uint64(tt.entries) {
+			t.Errorf("ProposeAll of %d commands (at most %d an entry) took %d entries, want %d", tt.n, max, got, tt.entries)
+		}
+	}
+
+	// Mixed with single proposals: every command gets its own result, and
+	// no entry holds more than max (the FSM would refuse it).
+	var wg sync.WaitGroup
+	for k := range 4 {
+		wg.Go(func() {
+			cmds := make([]*ledgerpb.Command, 6)
+			for i := range cmds {
+				cmds[i] = holdCmd(fmt.Sprintf("m%d-%d", k, i), "r", 0, seatOf(300+10*k+i))
+			}
+			results, errs := g.ProposeAll(context.Background(), cmds)
+			for i := range cmds {
+				if errs[i] != nil || results[i].SeatIds[0] != seatOf(300+10*k+i) {
+					t.Errorf("ProposeAll %d [%d] = %v, %v", k, i, results[i], errs[i])
+				}
+			}
+		})
+		wg.Go(func() {
+			seat := seatOf(400 + k)
+			if res, err := g.Propose(context.Background(), holdCmd(fmt.Sprintf("s%d", k), "r", 0, seat)); err != nil || res.SeatIds[0] != seat {
+				t.Errorf("Propose(%s) = %v, %v", seat, res, err)
+			}
+		})
+	}
+	wg.Wait()
+
+	f, _ := tc.nodes[(li+1)%3].Group(0)
+	if _, errs := f.ProposeAll(context.Background(), []*ledgerpb.Command{holdCmd("x", "r", 0, "A1")}); errs[0] != ErrNotLeader {
+		t.Errorf("follower ProposeAll = %v, want ErrNotLeader", errs[0])
+	}
+}
