@@ -371,3 +371,14 @@ func TestBeatsPeerNotServingYetFailsThenFrames(t *testing.T) {
 		t.Errorf("peer answered %d frames, want 1", n)
 	}
 }
+
+// Raft must not pipeline a group's appends: hashicorp/raft's pipeline can
+// wedge replication to a follower and Shutdown (AppendEntriesPipeline's
+// comment). Refusing it makes raft replicate with plain AppendEntries.
+func TestGroupTransportRefusesPipelines(t *testing.T) {
+	tr := newBeatTransport(progressTransport{}, nil, 1, time.Millisecond, nil, nil)
+	p, err := tr.AppendEntriesPipeline("n2", "127.0.0.1:1")
+	if p != nil || !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		t.Fatalf("AppendEntriesPipeline = %v, %v; want nil, raft.ErrPipelineReplicationNotSupported", p, err)
+	}
+}

@@ -56,6 +56,21 @@ func newBeatTransport(p progressTransport, beats *beatCoalescer, group uint32, i
 	return t
 }
 
+// AppendEntriesPipeline refuses, so raft replicates to each follower one
+// AppendEntries at a time (each carrying every entry up to the leader's
+// last, at most MaxAppendEntries). hashicorp/raft v1.7.3's pipeline can
+// wedge: when a follower answers Success=false, raft's pipelineDecode
+// returns and nothing reads the pipeline's done channel again; the
+// decoder parks on it, and a send raft's loop still picks (its trigger
+// and the closed finish channel race) parks on the in-progress channel.
+// pipelineReplicate, stuck in that send, then neither replicates to the
+// follower again (heartbeats keep it from starting an election) nor lets
+// Shutdown return. A raftnode test's Node.Close hung on it in CI
+// (grafana/pyroscope#5518 describes the same and turns pipelining off).
+func (t *beatTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
+}
+
 // SetHeartbeatHandler keeps raft's handler, behind the gate, for the
 // coalescer. The NetworkTransport gets none: every node sends heartbeats in
 // frames, so none arrives on a group's own connection (one that did would

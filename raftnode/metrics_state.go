@@ -140,9 +140,9 @@ func (p *followerProgress) lastIndex(id raft.ServerID) uint64 {
 }
 
 // progressTransport is raft's network transport, watching AppendEntries
-// answers for followerProgress. Pipelined appends are not watched: that
-// would put a goroutine between raft and its pipeline for a number the
-// heartbeats already give.
+// answers for followerProgress. Raft sends every append through
+// AppendEntries: the group's transport refuses pipelines
+// (beatTransport.AppendEntriesPipeline).
 type progressTransport struct {
 	*raft.NetworkTransport
 	progress *followerProgress

@@ -120,7 +120,8 @@ func appendProposal(batch []*proposal, p *proposal) []*proposal {
 // runProposer is group commit: it takes every queued proposal (up to
 // BatchCommandsMax) into one Batch entry stamped with the leader's clock and
 // hands it to raft without waiting for the previous entry to commit. Raft
-// pipelines the entries; a bounded queue of pending entries (awaitCommits)
+// replicates what is queued (each AppendEntries carries every entry up to
+// its last, heartbeat_transport.go); a bounded queue of pending entries (awaitCommits)
 // applies back-pressure, which in turn makes the next batch larger, and so
 // does waiting while raft writes the group's log (awaitLogWrite).
 func (g *Group) runProposer() {

@@ -20,7 +20,7 @@ import (
 //  2. Heartbeat pacing. After a periodic heartbeat's answer raft waits at
 //     least HeartbeatTimeout/10 before the next (heartbeatGapMin); one sent
 //     sooner was asked for (VerifyLeader, a retry) and is urgent. Raft
-//     keeps sending them while it pipelines appends, so their answers keep
+//     keeps sending them while it replicates appends, so their answers keep
 //     follower progress fresh. TestRaftContractHeartbeatShape.
 //  3. Heartbeat handler. NewRaft gives the transport a heartbeat handler
 //     that answers before it returns, or never once raft has shut down
