@@ -46,11 +46,11 @@ func TestRestart(t *testing.T) {
 	before := stateOf(t, m)
 	seatsBefore := seatStates(t, m, "s1")
 
-	// A crash: the store has no WAL, so it comes back as it was at its
-	// last flush (here, before the first entry), and raft's replay of
-	// the log brings the machine back to where it was.
+	// A crash: the group's state reaches the store only at checkpoints,
+	// so it comes back as it was at its last one (here, before the first
+	// entry), and raft's replay of the log brings the machine back to
+	// where it was.
 	m = crashReopen(t, db, dir, 2)
-	db = m.db
 	kept := m.Applied()
 	if kept > before.applied {
 		t.Fatalf("after a crash: applied %d, past the %d entries applied", kept, before.applied)
@@ -97,7 +97,6 @@ func TestRestart(t *testing.T) {
 	}
 	restored := stateOf(t, m)
 	m = crashReopen(t, db, dir, 2) // Restore flushed: nothing to replay
-	db = m.db
 	t.Cleanup(func() { m.db.Close() })
 	if got := stateOf(t, m); got != restored {
 		t.Fatalf("after Restore and restart: state %+v, want %+v", got, restored)
