@@ -43,9 +43,7 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Checkpoint writes the group's state as of its last commit to Pebble,
@@ -135,41 +133,32 @@ func (m *Machine) ingestCheckpoint(path string) error {
 // order. It returns the table's path once the file exists, even with an
 // error.
 func (m *Machine) writeCheckpointTable(a chunks, r *run) (string, error) {
-	tmp, err := os.CreateTemp(m.scratchDir, checkpointTablePattern)
+	t, err := m.newScratchTable(checkpointTablePattern)
 	if err != nil {
-		return "", fmt.Errorf("fsm: checkpoint: %w", err)
+		return t.path, fmt.Errorf("fsm: checkpoint: %w", err)
 	}
-	path := tmp.Name()
-	tmp.Close()
-	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return path, fmt.Errorf("fsm: checkpoint: %w", err)
-	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), m.tableOptions())
 	for _, d := range disjointSpans(a, r.dels) {
-		if err := w.DeleteRange(d[0], d[1]); err != nil {
-			f.Close()
-			w.Close()
-			return path, fmt.Errorf("fsm: checkpoint: %w", err)
+		if err := t.w.DeleteRange(d[0], d[1]); err != nil {
+			t.abandon()
+			return t.path, fmt.Errorf("fsm: checkpoint: %w", err)
 		}
 	}
 	for _, off := range r.points {
 		kind, k, v := a.rec(off)
 		if kind == recSet {
-			err = w.Set(k, v)
+			err = t.w.Set(k, v)
 		} else {
-			err = w.Delete(k)
+			err = t.w.Delete(k)
 		}
 		if err != nil {
-			f.Close()
-			w.Close()
-			return path, fmt.Errorf("fsm: checkpoint: %w", err)
+			t.abandon()
+			return t.path, fmt.Errorf("fsm: checkpoint: %w", err)
 		}
 	}
-	if err := w.Close(); err != nil {
-		return path, fmt.Errorf("fsm: checkpoint: write table: %w", err)
+	if err := t.w.Close(); err != nil {
+		return t.path, fmt.Errorf("fsm: checkpoint: write table: %w", err)
 	}
-	return path, nil
+	return t.path, nil
 }
 
 // disjointSpans returns the union of range deletions as sorted disjoint

@@ -167,23 +167,13 @@ func (m *Machine) Restore(r io.Reader) error {
 // stream's order, which must be the keys' order. It returns the table's
 // path once the file exists, even with an error.
 func (m *Machine) writeRestoreTable(br *hashReader, applied uint64, clock int64) (string, error) {
-	tmp, err := os.CreateTemp(m.scratchDir, restoreTablePattern)
+	t, err := m.newScratchTable(restoreTablePattern)
 	if err != nil {
-		return "", fmt.Errorf("fsm: restore: %w", err)
+		return t.path, fmt.Errorf("fsm: restore: %w", err)
 	}
-	path := tmp.Name()
-	tmp.Close()
-	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return path, fmt.Errorf("fsm: restore: %w", err)
-	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), m.tableOptions())
+	path, w := t.path, t.w
 	fail := func(err error) (string, error) {
-		// The file closes first, so that the writer's Close (which stops
-		// its goroutine) fails at once instead of finishing and syncing a
-		// table that is to be removed.
-		f.Close()
-		w.Close()
+		t.abandon()
 		return path, err
 	}
 	if err := w.DeleteRange(m.prefix, groupEnd(m.group)); err != nil {
@@ -208,6 +198,38 @@ func (m *Machine) writeRestoreTable(br *hashReader, applied uint64, clock int64)
 		return path, fmt.Errorf("fsm: restore: write table: %w", err)
 	}
 	return path, nil
+}
+
+// scratchTable is a table Restore or a checkpoint writes in the scratch
+// directory for Pebble to ingest.
+type scratchTable struct {
+	path string // set once the file exists, even with an error
+	f    vfs.File
+	w    *sstable.Writer
+}
+
+// newScratchTable creates a table named by pattern (os.CreateTemp's) in
+// the scratch directory.
+func (m *Machine) newScratchTable(pattern string) (scratchTable, error) {
+	tmp, err := os.CreateTemp(m.scratchDir, pattern)
+	if err != nil {
+		return scratchTable{}, err
+	}
+	t := scratchTable{path: tmp.Name()}
+	tmp.Close()
+	if t.f, err = vfs.Default.Create(t.path, vfs.WriteCategoryUnspecified); err != nil {
+		return t, err
+	}
+	t.w = sstable.NewWriter(objstorageprovider.NewFileWritable(t.f), m.tableOptions())
+	return t, nil
+}
+
+// abandon gives up a table that is to be removed. The file closes first,
+// so that the writer's Close (which stops its goroutine) fails at once
+// instead of finishing and syncing the table.
+func (t scratchTable) abandon() {
+	t.f.Close()
+	t.w.Close()
 }
 
 // UseScratchDir sets where Restore and checkpoints write the tables they
