@@ -3,13 +3,15 @@
 # two builds (docs/PERFORMANCE.md, "Forwarded commands travel in batches"):
 # three `seatd serve --admin-http` on 127.0.0.1, seatbench against them,
 # and a 12 s profile of each node from the fifth second of the measured
-# phase. It prints the run's figures and, from the merged profiles, node
+# phase (PROFILE_AT=40 starts it at the fortieth, for a long run's end).
+# It prints the run's figures and, from the merged profiles, node
 # CPU per command and the shares of a few hot spots; each node's heap
 # profile, taken after the CPU profile, is left in OUTDIR/nN.heap
 # (`go tool pprof -sample_index=inuse_space -top OUTDIR/n1.heap`).
 #
 #   cmd/seatbench/profile.sh BINDIR OUTDIR   # BINDIR holds seatd and seatbench
 #   DURATION=30s PORT=21100 cmd/seatbench/profile.sh .bin /tmp/prof-new
+#   DURATION=60s PROFILE_AT=40 cmd/seatbench/profile.sh .bin /tmp/prof-late
 #   SEATD_ARGS="--max-inflight 2" cmd/seatbench/profile.sh .bin /tmp/prof-inflight2
 #   WORKLOAD=browse BENCH_ARGS="--seat-states --read stale" cmd/seatbench/profile.sh .bin /tmp/prof-browse
 #   ulimit -n 20000; WORKLOAD=watchers BENCH_ARGS="--clients 30000 --watch-nodes 3" cmd/seatbench/profile.sh .bin /tmp/prof-watch
@@ -25,6 +27,7 @@ SEATD_ARGS=${SEATD_ARGS:-}
 WORKLOAD=${WORKLOAD:-uniform}
 BENCH_ARGS=${BENCH_ARGS:-}
 PORT=${PORT:-21100}
+PROFILE_AT=${PROFILE_AT:-5}
 mkdir -p "$OUT"
 DATA=$(mktemp -d /tmp/seatbench-profile-XXXX)
 pids=()
@@ -56,7 +59,7 @@ fi
 bench=$!
 # The progress lines start with the measured phase (setup prints none).
 for _ in $(seq 1 300); do
-	grep -q '^\[ *5s\]' "$OUT/bench.txt" && break
+	grep -q "^\\[ *${PROFILE_AT}s\\]" "$OUT/bench.txt" && break
 	kill -0 "$bench" 2>/dev/null || break
 	sleep 1
 done
