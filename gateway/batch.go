@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -54,6 +55,7 @@ func (s *Server) Batch(ctx context.Context, req *ledgerpb.BatchRequest) (*ledger
 		return nil, err
 	}
 	chain, _ := ctx.Value(chainKey{}).(grpc.UnaryServerInterceptor) // nil over HTTP
+	ctx = context.WithValue(ctx, firstSentCallKey{}, batchFirstSent{md: metadata.ValueFromIncomingContext(ctx, FirstSentKey)})
 	n := len(req.Calls)
 	resp := &ledgerpb.BatchResponse{Results: make([]*ledgerpb.BatchResult, n)}
 	if n == 1 {
@@ -170,7 +172,7 @@ func batchError(reason, field, msg string) error {
 func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerInterceptor, call *ledgerpb.BatchCall, via send) *ledgerpb.BatchResult {
 	req, info, handler := s.unaryOf(call, via)
 	if call.FirstSentAtMs != 0 {
-		ctx = context.WithValue(ctx, firstSentCallKey{}, call.FirstSentAtMs)
+		ctx = context.WithValue(ctx, firstSentCallKey{}, batchFirstSent{ms: call.FirstSentAtMs})
 	}
 	var resp any
 	var err error
@@ -237,8 +239,8 @@ func batchResult(resp any) *ledgerpb.BatchResult {
 }
 
 // chainKey carries the gRPC server's interceptor chain into Batch
-// (withChain); firstSentCallKey a batched call's own first send time
-// (firstSentAt).
+// (withChain); firstSentCallKey where a batched call's first send time
+// comes from (batchFirstSent).
 type (
 	chainKey         struct{}
 	firstSentCallKey struct{}

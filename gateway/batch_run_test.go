@@ -5,8 +5,10 @@
 // with the same request_id, and a retry then finds every hold applied
 // once and none half-applied, in both groups; an interceptor that calls
 // its handler again after the batch proposed gets the call's answer (sent
-// alone, a replay); and a batch of BatchCallsMax calls, nested that deep,
-// answers each.
+// alone, a replay); a batch of BatchCallsMax calls, nested that deep,
+// answers each; and the Batch's first send time metadata, read once,
+// answers each call that states none of its own as that metadata answers
+// the call alone.
 package gateway
 
 import (
@@ -19,7 +21,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -181,5 +185,32 @@ func TestBatchOfCallsMax(t *testing.T) {
 	bc.mu.Unlock()
 	if n := strings.Count(seen, methodHold); n != BatchCallsMax {
 		t.Errorf("the interceptor saw %d holds, want %d", n, BatchCallsMax)
+	}
+}
+
+func TestBatchFirstSentMetadataPerCall(t *testing.T) {
+	bc := startBatchCluster(t, Admission{})
+	a := bc.show[0]
+	ctx := metadata.AppendToOutgoingContext(t.Context(), FirstSentKey, "soon")
+	n1 := bc.nodes[0].client
+	_, alone := n1.Hold(ctx, holdCall(a, "c", "f1", "A1").GetHold())
+	if status.Code(alone) != codes.InvalidArgument {
+		t.Fatalf("Hold with first send time \"soon\" = %v, want InvalidArgument", alone)
+	}
+	own := holdCall(a, "c", "f3", "A3")
+	own.FirstSentAtMs = time.Now().UnixMilli()
+	resp, err := n1.Batch(ctx, &ledgerpb.BatchRequest{Calls: []*ledgerpb.BatchCall{
+		holdCall(a, "c", "f1", "A1"), own, holdCall(a, "c", "f2", "A2")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := status.Convert(alone).Proto()
+	for _, i := range []int{0, 2} {
+		if got := resp.Results[i].GetError(); !proto.Equal(got, want) {
+			t.Errorf("call %d in a batch with first send time \"soon\" = %v, want %v", i, got, want)
+		}
+	}
+	if resp.Results[1].GetHold() == nil {
+		t.Errorf("the call with its own first send time = %v, want a hold", resp.Results[1])
 	}
 }
