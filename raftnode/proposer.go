@@ -105,6 +105,14 @@ func (g *Group) Queue(ctx context.Context, cmds []*ledgerpb.Command) *Queued {
 		}
 		return q
 	}
+	if err := ctx.Err(); err != nil {
+		// The caller has gone: append nothing it cannot hear the answer
+		// to (select would pick a free queue slot half the time).
+		for i := range q.errs {
+			q.errs[i] = fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		return q
+	}
 	now := time.Now()
 	q.ps = make([]proposal, len(cmds))
 	q.done = make(chan outcome, len(cmds))
