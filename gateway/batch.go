@@ -3,16 +3,15 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
-	"github.com/seatledger/seatledger/shard"
 )
 
 // Booking.Batch: many independent writes in one gRPC call, so that a busy
@@ -56,95 +55,90 @@ func (s *Server) Batch(ctx context.Context, req *ledgerpb.BatchRequest) (*ledger
 		return nil, err
 	}
 	chain, _ := ctx.Value(chainKey{}).(grpc.UnaryServerInterceptor) // nil over HTTP
+	ctx = context.WithValue(ctx, firstSentCallKey{}, batchFirstSent{md: metadata.ValueFromIncomingContext(ctx, FirstSentKey)})
 	n := len(req.Calls)
 	resp := &ledgerpb.BatchResponse{Results: make([]*ledgerpb.BatchResult, n)}
 	if n == 1 {
 		// Nothing to gather: a batch of one costs what the call alone
 		// costs, plus the wrapping.
-		resp.Results[0] = s.batchCall(ctx, chain, req.Calls[0], nil)
+		resp.Results[0] = s.batchCall(ctx, chain, req.Calls[0], s.proposeBounded)
 		return resp, nil
 	}
 	// The commands go together under the batch's ctx, bounded as each
-	// write is (propose).
+	// write is (proposeBounded): one timer for the batch, none per call.
 	pctx := ctx
 	if d, ok := ctx.Deadline(); !ok || time.Until(d) > s.timeout {
 		var cancel context.CancelFunc
 		pctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
-	bp := &batchProposals{router: s.router, ctx: pctx}
-	bp.mu.left = n
-	var wg sync.WaitGroup
-	for i, call := range req.Calls[:n-1] {
-		wg.Go(func() { resp.Results[i] = s.batchCall(ctx, chain, call, bp) })
-	}
-	resp.Results[n-1] = s.batchCall(ctx, chain, req.Calls[n-1], bp) // one goroutine fewer
-	wg.Wait()
+	r := &batchRun{s: s, ctx: ctx, pctx: pctx, chain: chain, calls: req.Calls, results: resp.Results}
+	r.via = r.send
+	r.run()
 	return resp, nil
 }
 
-// batchProposals gathers the commands of a batch's calls and proposes them
-// together once every call has either handed its command in (send) or
-// ended without one (skip). A call does only checks before it hands its
-// command in (validation, admission, the first send time), never a wait,
-// so no call waits long for the others.
-type batchProposals struct {
-	router *shard.Router
-	ctx    context.Context // the batch's, bounded as a write
-	mu     struct {
-		sync.Mutex
-		left  int // calls that may still hand a command in
-		shows []string
-		cmds  []*ledgerpb.Command
-		done  []chan proposed
+// batchRun runs a batch's calls one after another on the goroutine that
+// serves the batch, and gathers their commands to propose them together.
+// A call runs (interceptors, validation, admission, the first send time)
+// until it hands its command in: send. Its send then runs the calls after
+// it, nested on the same stack, so that when the last of them has handed
+// its command in or ended without one, every command of the batch is in
+// hand: the innermost send proposes them all, and each send returns its
+// own command's answer as the calls' handlers and interceptors unwind,
+// the last call's first. The nesting is at most BatchCallsMax deep. A
+// goroutine per call would cost its start, its stack's growth and a
+// wake-up each, only to wait for the others.
+//
+// The calls run on one goroutine, so the interceptors must call their
+// handler on theirs, as grpc-go's chain does. A handler called again after
+// the proposal (an interceptor that retries) sends its command alone.
+type batchRun struct {
+	s       *Server
+	ctx     context.Context // the batch's
+	pctx    context.Context // the batch's, bounded as a write
+	chain   grpc.UnaryServerInterceptor
+	via     send // r.send, made once
+	calls   []*ledgerpb.BatchCall
+	results []*ledgerpb.BatchResult
+	next    int // the first call not yet started
+	// The commands handed in, in order, then their answers.
+	shows    []string
+	cmds     []*ledgerpb.Command
+	proposed bool
+	answers  []*ledgerpb.Result
+	errs     []error
+}
+
+// run runs the calls not yet started, each to its end.
+func (r *batchRun) run() {
+	for r.next < len(r.calls) {
+		i := r.next
+		r.next++
+		r.results[i] = r.s.batchCall(r.ctx, r.chain, r.calls[i], r.via)
 	}
 }
 
-// proposed is one command's answer.
-type proposed struct {
-	res *ledgerpb.Result
-	err error
-}
-
-// send hands a command in and waits for its answer: a send for a call's
-// handler, in place of the router's Propose.
-func (b *batchProposals) send(_ context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
-	done := make(chan proposed, 1)
-	b.mu.Lock()
-	b.mu.shows = append(b.mu.shows, showID)
-	b.mu.cmds = append(b.mu.cmds, cmd)
-	b.mu.done = append(b.mu.done, done)
-	b.mu.left--
-	last := b.mu.left == 0
-	b.mu.Unlock()
-	if last {
-		b.flush()
+// send hands a command in, runs the calls after its own, and returns the
+// command's answer: a send for a call's handler, in place of
+// proposeBounded.
+func (r *batchRun) send(ctx context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
+	if r.proposed {
+		return r.s.proposeBounded(ctx, showID, cmd)
 	}
-	p := <-done
-	return p.res, p.err
-}
-
-// skip is a call ending without a command (refused before it proposed).
-func (b *batchProposals) skip() {
-	b.mu.Lock()
-	b.mu.left--
-	last := b.mu.left == 0
-	b.mu.Unlock()
-	if last {
-		b.flush()
+	k := len(r.cmds)
+	if r.cmds == nil {
+		r.shows = make([]string, 0, len(r.calls)-r.next+1)
+		r.cmds = make([]*ledgerpb.Command, 0, len(r.calls)-r.next+1)
 	}
-}
-
-// flush proposes what was handed in and answers each. Only the call that
-// brought left to zero calls it, so the slices are no longer appended to.
-func (b *batchProposals) flush() {
-	if len(b.mu.cmds) == 0 {
-		return
+	r.shows = append(r.shows, showID)
+	r.cmds = append(r.cmds, cmd)
+	r.run()
+	if !r.proposed {
+		r.proposed = true
+		r.answers, r.errs = r.s.router.ProposeAll(r.pctx, r.shows, r.cmds)
 	}
-	results, errs := b.router.ProposeAll(b.ctx, b.mu.shows, b.mu.cmds)
-	for i, done := range b.mu.done {
-		done <- proposed{results[i], errs[i]}
-	}
+	return r.answers[k], r.errs[k]
 }
 
 // checkBatch refuses a batch that is malformed as a whole.
@@ -174,19 +168,11 @@ func batchError(reason, field, msg string) error {
 
 // batchCall runs one call as its unary RPC would run: through chain (the
 // gRPC server's interceptors) when there is one, with the call's own
-// first send time and its command sent through bp (nil: alone), and wraps
-// what it answers.
-func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerInterceptor, call *ledgerpb.BatchCall, bp *batchProposals) *ledgerpb.BatchResult {
-	via, sent := s.router.Propose, false
-	if bp != nil {
-		via = func(ctx context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
-			sent = true
-			return bp.send(ctx, showID, cmd)
-		}
-	}
+// first send time and its command sent by via, and wraps what it answers.
+func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerInterceptor, call *ledgerpb.BatchCall, via send) *ledgerpb.BatchResult {
 	req, info, handler := s.unaryOf(call, via)
 	if call.FirstSentAtMs != 0 {
-		ctx = context.WithValue(ctx, firstSentCallKey{}, call.FirstSentAtMs)
+		ctx = context.WithValue(ctx, firstSentCallKey{}, batchFirstSent{ms: call.FirstSentAtMs})
 	}
 	var resp any
 	var err error
@@ -194,9 +180,6 @@ func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerIntercepto
 		resp, err = chain(ctx, req, info, handler)
 	} else {
 		resp, err = handler(ctx, req)
-	}
-	if bp != nil && !sent {
-		bp.skip()
 	}
 	if err != nil {
 		return &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Error{Error: status.Convert(err).Proto()}}
@@ -256,8 +239,8 @@ func batchResult(resp any) *ledgerpb.BatchResult {
 }
 
 // chainKey carries the gRPC server's interceptor chain into Batch
-// (withChain); firstSentCallKey a batched call's own first send time
-// (firstSentAt).
+// (withChain); firstSentCallKey where a batched call's first send time
+// comes from (batchFirstSent).
 type (
 	chainKey         struct{}
 	firstSentCallKey struct{}

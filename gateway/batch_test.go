@@ -22,9 +22,12 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -449,4 +452,81 @@ func BenchmarkBatchRaftEntries(b *testing.B) {
 		round++
 	}
 	b.ReportMetric(float64(entries)/float64(round), "entries/batch")
+}
+
+// BenchmarkBatch21 sends Batch RPCs of 21 calls, as a loaded Go client
+// does, from several clients at once to n1, which leads their shows'
+// group: each round holds 21 seats (one per fan) and then releases them.
+// An op is one batch; cpu-µs/call is the process's CPU (client, gateway,
+// raft and FSM together) per call, which is what the gateway's share of a
+// call changes.
+func BenchmarkBatch21(b *testing.B) {
+	const calls, workers = 21, 8
+	bc := startBatchCluster(b, Admission{})
+	shows := make([]string, 0, workers)
+	for i := 0; len(shows) < workers; i++ {
+		id := fmt.Sprintf("bench-%d", i)
+		if (shard.Map{Groups: 2}).GroupFor(id) != 0 {
+			continue
+		}
+		show := &ledgerpb.Show{ShowId: id, Categories: []*ledgerpb.Category{{Name: "std", PriceMinor: 100, Currency: "EUR"}},
+			Rows: []*ledgerpb.Row{{Name: "A", Seats: calls, Category: "std"}}}
+		call(b, "CreateShow("+id+")", func(ctx context.Context) (*ledgerpb.CreateShowResponse, error) {
+			return bc.nodes[0].srv.CreateShow(ctx, &ledgerpb.CreateShowRequest{Show: show})
+		})
+		shows = append(shows, id)
+	}
+	var next atomic.Int32
+	b.SetParallelism(workers / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	start := cpuTime(b)
+	b.RunParallel(func(pb *testing.PB) {
+		w := int(next.Add(1) - 1)
+		show := shows[w%len(shows)]
+		fans := make([]string, calls)
+		for i := range fans {
+			fans[i] = fmt.Sprintf("w%d-fan%d", w, i)
+		}
+		ctx := context.Background()
+		holds := make([]*ledgerpb.BatchCall, calls)
+		for round := 0; pb.Next(); round++ {
+			if round%2 == 0 {
+				for i := range holds {
+					holds[i] = holdCall(show, fans[i], fmt.Sprintf("h%d", round), fmt.Sprintf("A%d", i+1))
+				}
+				resp, err := bc.nodes[0].client.Batch(ctx, &ledgerpb.BatchRequest{Calls: holds})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i, r := range resp.Results {
+					h := r.GetHold()
+					if h == nil {
+						b.Fatalf("hold %d = %v, want a hold", i, r)
+					}
+					holds[i] = &ledgerpb.BatchCall{Call: &ledgerpb.BatchCall_Release{Release: &ledgerpb.ReleaseRequest{
+						ShowId: show, HoldId: h.HoldId, HoldToken: h.HoldToken, ClientId: fans[i], RequestId: fmt.Sprintf("r%d", round)}}}
+				}
+				continue
+			}
+			resp, err := bc.nodes[0].client.Batch(ctx, &ledgerpb.BatchRequest{Calls: holds})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i, r := range resp.Results {
+				if r.GetRelease() == nil {
+					b.Fatalf("release %d = %v, want a release", i, r)
+				}
+			}
+		}
+	})
+	b.ReportMetric(float64((cpuTime(b)-start).Microseconds())/float64(b.N*calls), "cpu-µs/call")
+}
+
+// cpuTime is the CPU time the process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

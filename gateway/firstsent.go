@@ -33,13 +33,18 @@ const (
 // fsm.FirstSentAheadMaxMs ahead, is INVALID_ARGUMENT naming the header.
 // The FSM checks again against the log clock.
 func firstSentAt(ctx context.Context, now time.Time) (int64, error) {
-	if ms, ok := ctx.Value(firstSentCallKey{}).(int64); ok {
-		// A batched call's own (batch.go), checked as the metadata is.
-		return checkFirstSent(ms, now)
+	var vs []string
+	if b, ok := ctx.Value(firstSentCallKey{}).(batchFirstSent); ok {
+		if b.ms != 0 {
+			// A batched call's own, checked as the metadata is.
+			return checkFirstSent(b.ms, now)
+		}
+		vs = b.md
+	} else {
+		// ValueFromIncomingContext copies only this key's values, where
+		// FromIncomingContext would copy every header of every call.
+		vs = metadata.ValueFromIncomingContext(ctx, FirstSentKey)
 	}
-	// ValueFromIncomingContext copies only this key's values, where
-	// FromIncomingContext would copy every header of every call.
-	vs := metadata.ValueFromIncomingContext(ctx, FirstSentKey)
 	if len(vs) == 0 {
 		return 0, nil
 	}
@@ -96,4 +101,12 @@ func incomingHeader(key string) (string, bool) {
 		return FirstSentKey, true
 	}
 	return runtime.DefaultHeaderMatcher(key)
+}
+
+// batchFirstSent is where a batched call's first send time comes from
+// (batch.go): its own, ms, when it states one, else the Batch's metadata,
+// md, read once for all its calls.
+type batchFirstSent struct {
+	ms int64
+	md []string
 }

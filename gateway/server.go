@@ -72,18 +72,31 @@ func (s *Server) SetAdmission(a Admission) { s.admit = newLimiter(a) }
 
 func ms(t int64) *timestamppb.Timestamp { return timestamppb.New(time.UnixMilli(t)) }
 
-// send proposes a client command to its show's group: the router's
-// Propose, or within a batch the batch's (batch.go).
+// send proposes a client command to its show's group, bounded in time as
+// a write: proposeBounded, or within a batch the batch's (batch.go).
 type send func(ctx context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error)
 
 // propose sends a client command to its show's group and returns the FSM's
 // result, or the status for a rejection or routing failure.
 func (s *Server) propose(ctx context.Context, showID string, cmd *ledgerpb.Command, o op) (*ledgerpb.Result, error) {
-	return s.proposeVia(ctx, showID, cmd, o, s.router.Propose)
+	return s.proposeVia(ctx, showID, cmd, o, s.proposeBounded)
 }
 
-// proposeVia is propose with the command sent by via: admission, the first
-// send time and the write's time bound first, the status mapping after.
+// proposeBounded is the router's Propose bounded as a write: by the
+// caller's deadline (gRPC's grpc-timeout) when it comes sooner than ours,
+// for then a second timer would only be garbage, else by s.timeout.
+func (s *Server) proposeBounded(ctx context.Context, showID string, cmd *ledgerpb.Command) (*ledgerpb.Result, error) {
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > s.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	return s.router.Propose(ctx, showID, cmd)
+}
+
+// proposeVia is propose with the command sent by via, which bounds the
+// write's time: admission and the first send time first, the status
+// mapping after.
 func (s *Server) proposeVia(ctx context.Context, showID string, cmd *ledgerpb.Command, o op, via send) (*ledgerpb.Result, error) {
 	if _, create := cmd.Op.(*ledgerpb.Command_CreateShow); !create {
 		if ok, wait := s.admit.allow(cmd.ClientId, time.Now()); !ok {
@@ -96,13 +109,6 @@ func (s *Server) proposeVia(ctx context.Context, showID string, cmd *ledgerpb.Co
 		return nil, err
 	}
 	cmd.FirstSentAtMs = sent
-	// The caller's own deadline (gRPC's grpc-timeout) often comes sooner
-	// than ours; then a second timer per call would only be garbage.
-	if d, ok := ctx.Deadline(); !ok || time.Until(d) > s.timeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.timeout)
-		defer cancel()
-	}
 	s.faults.requestID(cmd)
 	res, err := via(ctx, showID, cmd)
 	if err != nil {
@@ -174,7 +180,7 @@ func (s *Server) GetSeatMap(ctx context.Context, req *ledgerpb.GetSeatMapRequest
 
 // Hold holds the named seats, or the best available count, all or nothing.
 func (s *Server) Hold(ctx context.Context, req *ledgerpb.HoldRequest) (*ledgerpb.HoldResponse, error) {
-	return s.hold(ctx, req, s.router.Propose)
+	return s.hold(ctx, req, s.proposeBounded)
 }
 
 // hold is Hold with the command sent by via (a Batch's calls, batch.go).
@@ -207,7 +213,7 @@ func (s *Server) hold(ctx context.Context, req *ledgerpb.HoldRequest, via send) 
 
 // Confirm turns a live hold into a booking.
 func (s *Server) Confirm(ctx context.Context, req *ledgerpb.ConfirmRequest) (*ledgerpb.ConfirmResponse, error) {
-	return s.confirm(ctx, req, s.router.Propose)
+	return s.confirm(ctx, req, s.proposeBounded)
 }
 
 // confirm is Confirm with the command sent by via (a Batch's calls, batch.go).
@@ -233,7 +239,7 @@ func (s *Server) confirm(ctx context.Context, req *ledgerpb.ConfirmRequest, via 
 
 // Release gives a hold's seats back.
 func (s *Server) Release(ctx context.Context, req *ledgerpb.ReleaseRequest) (*ledgerpb.ReleaseResponse, error) {
-	return s.release(ctx, req, s.router.Propose)
+	return s.release(ctx, req, s.proposeBounded)
 }
 
 // release is Release with the command sent by via (a Batch's calls, batch.go).
@@ -256,7 +262,7 @@ func (s *Server) release(ctx context.Context, req *ledgerpb.ReleaseRequest, via 
 
 // Extend moves a live hold's expiry later, up to its lifetime cap.
 func (s *Server) Extend(ctx context.Context, req *ledgerpb.ExtendRequest) (*ledgerpb.ExtendResponse, error) {
-	return s.extend(ctx, req, s.router.Propose)
+	return s.extend(ctx, req, s.proposeBounded)
 }
 
 // extend is Extend with the command sent by via (a Batch's calls, batch.go).
@@ -279,7 +285,7 @@ func (s *Server) extend(ctx context.Context, req *ledgerpb.ExtendRequest, via se
 
 // Refund cancels a confirmed booking and frees its seats.
 func (s *Server) Refund(ctx context.Context, req *ledgerpb.RefundRequest) (*ledgerpb.RefundResponse, error) {
-	return s.refund(ctx, req, s.router.Propose)
+	return s.refund(ctx, req, s.proposeBounded)
 }
 
 // refund is Refund with the command sent by via (a Batch's calls, batch.go).

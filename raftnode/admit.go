@@ -13,18 +13,34 @@ import (
 // proposes Admit{upto: now} every ExpireInterval; the FSM admits at each
 // room's rate by the log's time, so how often the driver proposes changes
 // only how smoothly entries are admitted, never how many. Followers never
-// admit. A replica with nothing to admit sleeps until an entry is applied
-// (a join), it becomes a ready leader, or admitQuietMax passes; a new
-// leader proposes at once, without waiting for the next tick, since every
-// moment without admissions after a leader loss is a moment fans wait.
+// admit: a follower sleeps until it becomes a ready leader or
+// admitQuietMax passes. A leader with nothing to admit sleeps until an
+// entry is applied (a join may have made a room wait) or admitQuietMax
+// passes, and then until its next tick: under load entries are applied
+// far more often than admissions are paced, and waking on each of them
+// in every group was a visible share of a loaded node's CPU. A new leader
+// proposes at once, without waiting for the next tick, since every moment
+// without admissions after a leader loss is a moment fans wait.
 func (g *Group) runAdmit() {
 	defer g.wg.Done()
 	cfg := g.node.cfg
 	t := time.NewTicker(cfg.ExpireInterval)
 	defer t.Stop()
 	for {
-		if !g.leaderReady() || !g.machine.RoomsWaiting() {
-			if !g.sleepUntilApplied(admitQuietMax) {
+		if !g.leaderReady() {
+			if !g.sleepAdmit(nil, admitQuietMax) {
+				return
+			}
+			continue
+		}
+		// The channel before the look: a join applied between the two
+		// closes the channel taken, so no wake-up is lost.
+		applied, closed := g.applied.wait()
+		if closed {
+			return
+		}
+		if !g.machine.RoomsWaiting() {
+			if !g.sleepAdmit(applied, admitQuietMax) || !g.sleepTick(t) {
 				return
 			}
 			continue
@@ -38,28 +54,21 @@ func (g *Group) runAdmit() {
 		} else if res.Admitted > 0 {
 			g.log.Debug("admitted room entries", "count", res.Admitted, "revision", res.Revision)
 		}
-		select {
-		case <-g.stop:
+		if !g.sleepTick(t) {
 			return
-		case <-t.C:
 		}
 	}
 }
 
 // admitQuietMax bounds the admission driver's sleep on a replica with
-// nothing to admit. A new leader's first entry wakes the driver, but
-// possibly before the leader is ready (its barrier's future returns after
-// the apply); the bound is how late the driver then notices, so it is
-// kept short: a few wake-ups a second of an idle group cost little.
+// nothing to admit. A new leader wakes the driver (admitReady), but the
+// bound is how late the driver notices should that wake-up be missed, so
+// it is kept short: a few wake-ups a second of an idle group cost little.
 const admitQuietMax = 250 * time.Millisecond
 
-// sleepUntilApplied waits until the next apply, leadership ready, d, or
-// stop; false on stop.
-func (g *Group) sleepUntilApplied(d time.Duration) bool {
-	applied, closed := g.applied.wait()
-	if closed {
-		return false
-	}
+// sleepAdmit waits until applied is closed (nil: never), leadership is
+// ready, d passes, or stop; false on stop.
+func (g *Group) sleepAdmit(applied <-chan struct{}, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -70,4 +79,14 @@ func (g *Group) sleepUntilApplied(d time.Duration) bool {
 	case <-timer.C:
 	}
 	return true
+}
+
+// sleepTick waits for t's next tick, or stop; false on stop.
+func (g *Group) sleepTick(t *time.Ticker) bool {
+	select {
+	case <-g.stop:
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -2,10 +2,15 @@
 // (into ceil(n/BatchCommandsMax) entries when there are more), each caller
 // position gets its own command's result, single proposals made meanwhile
 // still get theirs, and a follower refuses them all with ErrNotLeader.
+// Queue then Wait: a Wait whose ctx has ended answers each queued command
+// with its result or ErrOutcomeUnknown, never leaves one unanswered, and
+// the commands it gave up on are applied once (a retry is a replay); a
+// ctx ended before Queue queues none (ErrUnavailable, not appended).
 package raftnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -67,5 +72,41 @@ func TestProposeAllSharesEntries(t *testing.T) {
 	f, _ := tc.nodes[(li+1)%3].Group(0)
 	if _, errs := f.ProposeAll(context.Background(), []*ledgerpb.Command{holdCmd("x", "r", 0, "A1")}); errs[0] != ErrNotLeader {
 		t.Errorf("follower ProposeAll = %v, want ErrNotLeader", errs[0])
+	}
+}
+
+func TestQueueWaitCtxEnded(t *testing.T) {
+	tc := startTestCluster(t, nil)
+	g, _ := tc.leader()
+	mustPropose(t, g, testShow())
+	cmds := make([]*ledgerpb.Command, 12)
+	for i := range cmds {
+		cmds[i] = holdCmd(fmt.Sprintf("q%d", i), "r", 0, fmt.Sprintf("B%d", i+1))
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	q := g.Queue(context.Background(), cmds)
+	results, errs := q.Wait(ended)
+	for i := range cmds {
+		if errs[i] == nil && results[i] != nil && results[i].Code == ledgerpb.Code_CODE_OK {
+			continue
+		}
+		if !errors.Is(errs[i], ErrOutcomeUnknown) || results[i] != nil {
+			t.Errorf("Wait with its ctx ended: [%d] = %v, %v; want OK or ErrOutcomeUnknown", i, results[i], errs[i])
+		}
+	}
+	ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	results, errs = g.ProposeAll(ctx, cmds)
+	for i := range cmds {
+		if errs[i] != nil || !results[i].Replayed || results[i].SeatIds[0] != fmt.Sprintf("B%d", i+1) {
+			t.Errorf("retry [%d] = %v, %v; want the first outcome replayed", i, results[i], errs[i])
+		}
+	}
+	_, errs = g.Queue(ended, cmds).Wait(ctx)
+	for i := range cmds {
+		if !errors.Is(errs[i], ErrUnavailable) {
+			t.Errorf("Queue with its ctx ended: [%d] = %v, want ErrUnavailable", i, errs[i])
+		}
 	}
 }

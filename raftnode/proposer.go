@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -14,19 +15,25 @@ import (
 
 // proposal is one client command waiting for its result.
 type proposal struct {
-	cmd  *ledgerpb.Command
-	done chan outcome // buffered(1): the proposer never blocks on a caller
+	cmd *ledgerpb.Command
+	// done receives the proposal's outcome, once. It is buffered for every
+	// proposal that shares it (those queued together by Queue, each with
+	// its own i), so the proposer never blocks on a caller.
+	done chan outcome
+	i    int
 	// start is when Propose was called, for the commit latency metric.
 	start time.Time
-	// with are proposals queued together with this one (ProposeAll): the
+	// with are proposals queued together with this one (Queue): the
 	// proposer takes them into the same entry.
-	with []*proposal
+	with []proposal
 }
 
 // size is how many commands p brings to an entry.
 func (p *proposal) size() int { return 1 + len(p.with) }
 
+// outcome is the answer to proposal i of those sharing a done channel.
 type outcome struct {
+	i   int
 	res *ledgerpb.Result
 	err error
 }
@@ -68,53 +75,116 @@ func (g *Group) Propose(ctx context.Context, cmd *ledgerpb.Command) (*ledgerpb.R
 // arrival happens to straddle: a batch of calls from one client costs one
 // entry, not several.
 func (g *Group) ProposeAll(ctx context.Context, cmds []*ledgerpb.Command) ([]*ledgerpb.Result, []error) {
-	results, errs := make([]*ledgerpb.Result, len(cmds)), make([]error, len(cmds))
+	return g.Queue(ctx, cmds).Wait(ctx)
+}
+
+// Queued are commands queued together (Group.Queue) and their answers.
+// The proposals share one done channel and one allocation: a command
+// queued costs no allocation of its own.
+type Queued struct {
+	ps      []proposal
+	queued  int // ps[:queued] reached the proposer
+	done    chan outcome
+	results []*ledgerpb.Result
+	errs    []error
+}
+
+// errUnanswered marks, during Wait, a queued command with no answer yet.
+var errUnanswered = errors.New("raftnode: unanswered")
+
+// Queue queues cmds together as ProposeAll does, and returns them for
+// Wait: a caller with commands for several groups queues each group's
+// before it waits for any, so that no group's commands wait for another
+// group's proposer. A command that cannot be queued (not leader, group
+// closed, ctx ended) has its answer at once: not appended.
+func (g *Group) Queue(ctx context.Context, cmds []*ledgerpb.Command) *Queued {
+	q := &Queued{results: make([]*ledgerpb.Result, len(cmds)), errs: make([]error, len(cmds))}
 	if !g.IsLeader() {
-		for i := range errs {
-			errs[i] = ErrNotLeader
+		for i := range q.errs {
+			q.errs[i] = ErrNotLeader
 		}
-		return results, errs
+		return q
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller has gone: append nothing it cannot hear the answer
+		// to (select would pick a free queue slot half the time).
+		for i := range q.errs {
+			q.errs[i] = fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		return q
 	}
 	now := time.Now()
-	ps := make([]*proposal, len(cmds))
+	q.ps = make([]proposal, len(cmds))
+	q.done = make(chan outcome, len(cmds))
 	for i, cmd := range cmds {
-		ps[i] = &proposal{cmd: cmd, done: make(chan outcome, 1), start: now}
+		q.ps[i] = proposal{cmd: cmd, done: q.done, i: i, start: now}
 	}
 	max := g.node.cfg.BatchCommandsMax
-	queued := 0
-	for queued < len(ps) {
-		end := min(queued+max, len(ps))
-		head := ps[queued]
-		head.with = ps[queued+1 : end]
+	for q.queued < len(q.ps) {
+		end := min(q.queued+max, len(q.ps))
+		head := &q.ps[q.queued]
+		head.with = q.ps[q.queued+1 : end]
 		var err error
 		select {
 		case g.proposals <- head:
-			queued = end
+			q.queued = end
 			continue
 		case <-g.stop:
 			err = ErrUnavailable
 		case <-ctx.Done():
 			err = fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
 		}
-		for i := queued; i < len(ps); i++ {
-			errs[i] = err // never queued: not appended
+		for i := q.queued; i < len(q.ps); i++ {
+			q.errs[i] = err // never queued: not appended
 		}
 		break
 	}
-	for i, p := range ps[:queued] {
+	return q
+}
+
+// Wait returns each command's answer, in the order queued: an answer
+// that has not come when ctx ends is ErrOutcomeUnknown. Call it once.
+func (q *Queued) Wait(ctx context.Context) ([]*ledgerpb.Result, []error) {
+	for i := range q.queued {
+		q.errs[i] = errUnanswered
+	}
+	for left := q.queued; left > 0; left-- {
 		select {
-		case o := <-p.done:
-			results[i], errs[i] = o.res, o.err
+		case o := <-q.done:
+			q.results[o.i], q.errs[o.i] = o.res, o.err
 		case <-ctx.Done():
-			errs[i] = fmt.Errorf("%w: %v", ErrOutcomeUnknown, ctx.Err())
+			q.giveUp(ctx.Err())
+			return q.results, q.errs
 		}
 	}
-	return results, errs
+	return q.results, q.errs
+}
+
+// giveUp takes the answers that have come and marks the others unknown.
+func (q *Queued) giveUp(cause error) {
+	for {
+		select {
+		case o := <-q.done:
+			q.results[o.i], q.errs[o.i] = o.res, o.err
+			continue
+		default:
+		}
+		break
+	}
+	for i := range q.queued {
+		if q.errs[i] == errUnanswered {
+			q.errs[i] = fmt.Errorf("%w: %v", ErrOutcomeUnknown, cause)
+		}
+	}
 }
 
 // appendProposal appends p and the proposals queued with it.
 func appendProposal(batch []*proposal, p *proposal) []*proposal {
-	return append(append(batch, p), p.with...)
+	batch = append(batch, p)
+	for i := range p.with {
+		batch = append(batch, &p.with[i])
+	}
+	return batch
 }
 
 // runProposer is group commit: it takes every queued proposal (up to
@@ -135,7 +205,7 @@ func (g *Group) runProposer() {
 	// slice of max (docs/PERFORMANCE.md, "The proposer's batch").
 	batch := make([]*proposal, 0, max)
 	// carry is proposals queued together that did not fit in the last
-	// entry: the next one starts with them (ProposeAll queues at most max).
+	// entry: the next one starts with them (Queue queues at most max together).
 	var carry *proposal
 	for {
 		if carry == nil {
@@ -223,9 +293,9 @@ func (g *Group) awaitCommits(inflight <-chan pending) {
 		g.metrics.observeCommitted(p.batch, results, err)
 		for i, pr := range p.batch {
 			if err != nil {
-				pr.done <- outcome{err: err}
+				pr.done <- outcome{i: pr.i, err: err}
 			} else {
-				pr.done <- outcome{res: results[i]}
+				pr.done <- outcome{i: pr.i, res: results[i]}
 			}
 		}
 	}
@@ -262,7 +332,7 @@ func (g *Group) failQueued() {
 		case p := <-g.proposals:
 			g.metrics.observeFailed(p.size(), ErrUnavailable)
 			for _, q := range appendProposal(nil, p) {
-				q.done <- outcome{err: ErrUnavailable}
+				q.done <- outcome{i: q.i, err: ErrUnavailable}
 			}
 		default:
 			return

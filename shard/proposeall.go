@@ -5,49 +5,84 @@ import (
 	"sync"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
+	"github.com/seatledger/seatledger/raftnode"
 )
 
 // ProposeAll applies each of cmds to the group of shows[i] and answers each
 // in order with what Propose would. The commands of a group this node leads
-// are queued together (raftnode.Group.ProposeAll), so that they share one
-// raft entry instead of racing the group's proposer one by one; a command
-// whose attempt there failed in a way Propose retries goes on as Propose
-// would. Commands of other groups go through Propose, concurrently (the
-// forwarder batches those bound for one node).
+// are queued together (raftnode.Group.Queue), so that they share one raft
+// entry instead of racing the group's proposer one by one; every such
+// group's are queued before any is waited for, on the calling goroutine. A
+// command whose attempt there failed in a way Propose retries goes on as
+// Propose would. Commands of other groups go through Propose, concurrently
+// (the forwarder batches those bound for one node).
 func (r *Router) ProposeAll(ctx context.Context, shows []string, cmds []*ledgerpb.Command) ([]*ledgerpb.Result, []error) {
 	results, errs := make([]*ledgerpb.Result, len(cmds)), make([]error, len(cmds))
-	byGroup := map[uint32][]int{}
-	for i, show := range shows {
-		group := r.smap.GroupFor(show)
-		byGroup[group] = append(byGroup[group], i)
-	}
 	var wg sync.WaitGroup
-	for group, idx := range byGroup {
-		g, err := r.node.Group(group)
-		if err != nil || len(idx) == 1 || !g.IsLeader() || r.checkLeader(group) != nil {
-			for _, i := range idx {
+	var local []localGroup
+	for _, gc := range byGroup(r.smap, shows) {
+		g, err := r.node.Group(gc.group)
+		if err != nil || !g.IsLeader() || r.checkLeader(gc.group) != nil {
+			for _, i := range gc.idx {
 				wg.Go(func() { results[i], errs[i] = r.Propose(ctx, shows[i], cmds[i]) })
 			}
 			continue
 		}
-		wg.Go(func() {
-			some := make([]*ledgerpb.Command, len(idx))
-			for k, i := range idx {
-				some[k] = cmds[i]
+		some := make([]*ledgerpb.Command, len(gc.idx))
+		for k, i := range gc.idx {
+			some[k] = cmds[i]
+		}
+		local = append(local, localGroup{gc, g.Queue(ctx, some)})
+	}
+	for _, lg := range local {
+		res, es := lg.queued.Wait(ctx)
+		for k, i := range lg.idx {
+			if es[k] == nil || !retryable(es[k]) {
+				results[i], errs[i] = res[k], es[k]
+				continue
 			}
-			res, es := g.ProposeAll(ctx, some)
-			var retries sync.WaitGroup
-			for k, i := range idx {
-				if es[k] == nil || !retryable(es[k]) {
-					results[i], errs[i] = res[k], es[k]
-					continue
-				}
-				first := es[k]
-				retries.Go(func() { results[i], errs[i] = r.proposeFrom(ctx, group, cmds[i], first) })
-			}
-			retries.Wait()
-		})
+			first, group := es[k], lg.group
+			wg.Go(func() { results[i], errs[i] = r.proposeFrom(ctx, group, cmds[i], first) })
+		}
 	}
 	wg.Wait()
 	return results, errs
+}
+
+// groupCommands are the positions of a group's commands in ProposeAll's.
+type groupCommands struct {
+	group uint32
+	idx   []int
+}
+
+// localGroup is a group's commands queued at its leader, this node.
+type localGroup struct {
+	groupCommands
+	queued *raftnode.Queued
+}
+
+// byGroup returns the positions of shows by group, in order of each
+// group's first show. A batch spans a few of the groups, so a scan per
+// group costs less than a map.
+func byGroup(smap Map, shows []string) []groupCommands {
+	groups := make([]uint32, len(shows))
+	for i, show := range shows {
+		groups[i] = smap.GroupFor(show)
+	}
+	var out []groupCommands
+	taken := make([]bool, len(shows))
+	for i := range shows {
+		if taken[i] {
+			continue
+		}
+		gc := groupCommands{group: groups[i]}
+		for j := i; j < len(shows); j++ {
+			if !taken[j] && groups[j] == gc.group {
+				taken[j] = true
+				gc.idx = append(gc.idx, j)
+			}
+		}
+		out = append(out, gc)
+	}
+	return out
 }
