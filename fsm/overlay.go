@@ -363,36 +363,46 @@ const runPointsMerged = 1 << 15
 // deletions drop older's points they cover.
 // The points go to out's array, which has room for both runs'.
 func mergeRuns(a chunks, older, newer *run, out []uint32) run {
+	op, np := older.points, newer.points
 	i, j := 0, 0
-	for i < len(older.points) || j < len(newer.points) {
-		if j == len(newer.points) {
-			if off := older.points[i]; !newer.covers(a, a.key(off)) {
-				out = append(out, off)
-			}
-			i++
-			continue
-		}
-		if i == len(older.points) {
-			out = append(out, newer.points[j])
-			j++
-			continue
-		}
-		c := bytes.Compare(a.key(older.points[i]), a.key(newer.points[j]))
-		switch {
+	// Each side's key is resolved once as the merge reaches it.
+	var ok, nk []byte
+	if len(op) > 0 {
+		ok = a.key(op[0])
+	}
+	if len(np) > 0 {
+		nk = a.key(np[0])
+	}
+	for i < len(op) && j < len(np) {
+		switch c := bytes.Compare(ok, nk); {
 		case c < 0:
-			if off := older.points[i]; len(newer.dels) == 0 || !newer.covers(a, a.key(off)) {
-				out = append(out, off)
+			if len(newer.dels) == 0 || !newer.covers(a, ok) {
+				out = append(out, op[i])
 			}
-			i++
+			if i++; i < len(op) {
+				ok = a.key(op[i])
+			}
 		case c > 0:
-			out = append(out, newer.points[j])
-			j++
+			out = append(out, np[j])
+			if j++; j < len(np) {
+				nk = a.key(np[j])
+			}
 		default:
-			out = append(out, newer.points[j])
-			i++
-			j++
+			out = append(out, np[j])
+			if i++; i < len(op) {
+				ok = a.key(op[i])
+			}
+			if j++; j < len(np) {
+				nk = a.key(np[j])
+			}
 		}
 	}
+	for ; i < len(op); i++ {
+		if off := op[i]; len(newer.dels) == 0 || !newer.covers(a, a.key(off)) {
+			out = append(out, off)
+		}
+	}
+	out = append(out, np[j:]...)
 	dels := append(slices.Clip(older.dels), newer.dels...)
 	return run{points: out, dels: dels}
 }
