@@ -301,6 +301,33 @@ func (o *overlay) deleteRange(start, end []byte) {
 	o.pendDels = append(o.pendDels, o.a.add(recDR, start, end))
 }
 
+// get looks key up as the apply goroutine has the overlay, pending records
+// included: it scans up to pendScanMax of them, newest first, rather than
+// seal them into a run of a few records that merges cost more than the
+// scan; more are sealed first. The layers it reads are not published, so
+// the stack stays unshared.
+func (o *overlay) get(key []byte) (val []byte, ok, found bool) {
+	if len(o.pend) > pendScanMax {
+		o.seal()
+	}
+	for i := len(o.pend) - 1; i >= 0; i-- {
+		kind, k, v := o.a.c.rec(o.pend[i])
+		if bytes.Equal(k, key) {
+			return v, kind == recSet, true
+		}
+	}
+	// Pending range deletions are older than every pending record.
+	for _, d := range o.pendDels {
+		if _, s, e := o.a.c.rec(d); bytes.Compare(s, key) <= 0 && bytes.Compare(key, e) < 0 {
+			return nil, false, true
+		}
+	}
+	return layers{a: o.a.c, runs: o.runs}.get(key)
+}
+
+// pendScanMax is the most pending records a read scans rather than seal.
+const pendScanMax = 64
+
 // bytes is the size of the overlay's records, garbage included: what a
 // checkpoint bound counts.
 func (o *overlay) bytes() int { return o.a.bytes }
@@ -419,12 +446,21 @@ func (o *overlay) view() layers {
 type reader struct {
 	l layers
 	r pebble.Reader
+	// o, when set, is the overlay of the apply goroutine, which reads it
+	// as it is at each call instead of l: pending records included.
+	o *overlay
 }
 
 // Get is pebble.Reader's Get over the layers: pebble.ErrNotFound when the
 // key is not set.
 func (s reader) Get(key []byte) ([]byte, io.Closer, error) {
-	v, ok, found := s.l.get(key)
+	var v []byte
+	var ok, found bool
+	if s.o != nil {
+		v, ok, found = s.o.get(key)
+	} else {
+		v, ok, found = s.l.get(key)
+	}
 	if found {
 		if !ok {
 			return nil, nil, pebble.ErrNotFound
@@ -436,6 +472,10 @@ func (s reader) Get(key []byte) ([]byte, io.Closer, error) {
 
 // NewIter opens an iterator over the layers and the store.
 func (s reader) NewIter(o *pebble.IterOptions) (*overlayIter, error) {
+	if s.o != nil {
+		s.o.seal() // an iterator reads sorted runs
+		s.l = s.o.view()
+	}
 	p, err := s.r.NewIter(o)
 	if err != nil {
 		return nil, err

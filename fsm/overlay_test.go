@@ -76,6 +76,73 @@ func overlayAgainstPebble(t *testing.T, seed uint64) {
 	compareReads(t, rng, keys, want, reader{l: o.view(), r: base})
 }
 
+// TestOverlayPendingReads: the apply goroutine's reader (txn.store) reads
+// the records written since the last seal as Pebble does, without sealing
+// up to pendScanMax of them, and its iterators see them too.
+func TestOverlayPendingReads(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			keys := 20 + rng.IntN(100)
+			key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+			want, base := memDB(t), memDB(t)
+			for range rng.IntN(keys) {
+				k, v := key(), fmt.Appendf(nil, "base%d", rng.Uint32())
+				must(want.Set(k, v, nil), "set")
+				must(base.Set(k, v, nil), "set")
+			}
+			o := newOverlay(&chunkPool{})
+			got := reader{r: base, o: o}
+			unsealed := 0 // reads that found pending records and left them so
+			for range 1 + rng.IntN(600) {
+				switch n := rng.IntN(100); {
+				case n < 55:
+					k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
+					must(want.Set(k, v, nil), "set")
+					o.set(k, v)
+				case n < 80:
+					k := key()
+					must(want.Delete(k, nil), "delete")
+					o.del(k)
+				case n < 84:
+					s, e := key(), key()
+					if bytes.Compare(s, e) > 0 {
+						s, e = e, s
+					}
+					if bytes.Equal(s, e) {
+						continue
+					}
+					must(want.DeleteRange(s, e, nil), "delete range")
+					o.deleteRange(s, e)
+				case n < 86:
+					o.seal()
+				default:
+					pend, runs := len(o.pend), len(o.runs)
+					k := key()
+					wv, _, werr := want.Get(k)
+					gv, _, gerr := got.Get(k)
+					if errors.Is(werr, pebble.ErrNotFound) != errors.Is(gerr, pebble.ErrNotFound) || !bytes.Equal(wv, gv) {
+						t.Fatalf("Get(%s) with %d pending = %q %v, want %q %v", k, pend, gv, gerr, wv, werr)
+					}
+					if pend <= pendScanMax && (len(o.pend) != pend || len(o.runs) != runs) {
+						t.Fatalf("Get(%s) sealed %d pending records", k, pend)
+					}
+					if pend > 0 && pend <= pendScanMax {
+						unsealed++
+					}
+				}
+				if rng.IntN(60) == 0 {
+					compareReads(t, rng, keys, want, got) // its iterators seal
+				}
+			}
+			compareReads(t, rng, keys, want, got)
+			if unsealed == 0 {
+				t.Fatalf("no read found pending records")
+			}
+		})
+	}
+}
+
 func compareReads(t *testing.T, rng *rand.Rand, keys int, want *pebble.DB, got reader) {
 	t.Helper()
 	for i := range keys + 1 {
