@@ -434,6 +434,102 @@ func mergeRuns(a chunks, older, newer *run, out []uint32) run {
 	return run{points: out, dels: dels}
 }
 
+// foldRuns merges runs, oldest first, into one as mergeRuns would two by
+// two, but in one pass: two by two, the first run's points would be
+// copied (and their keys compared) once for every later run. A heap keeps
+// each run's next point, its key resolved once; of equal keys the newest
+// run's comes first and hides the others.
+func foldRuns(a chunks, runs []run) run {
+	points, dels := 0, 0
+	for i := range runs {
+		points += len(runs[i].points)
+		dels += len(runs[i].dels)
+	}
+	out := make([]uint32, 0, points)
+	// delsAbove[i]: a run newer than run i has range deletions.
+	delsAbove := make([]bool, len(runs))
+	for i, any := len(runs)-1, false; i >= 0; i-- {
+		delsAbove[i] = any
+		any = any || len(runs[i].dels) > 0
+	}
+	h := foldHeap{heads: make([]foldHead, 0, len(runs))}
+	for i := range runs {
+		if len(runs[i].points) > 0 {
+			h.heads = append(h.heads, foldHead{run: i, key: a.key(runs[i].points[0])})
+		}
+	}
+	for i := len(h.heads)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+	var last []byte
+	for n := 0; len(h.heads) > 0; n++ {
+		top := &h.heads[0]
+		r := &runs[top.run]
+		if n == 0 || !bytes.Equal(top.key, last) {
+			last = top.key
+			if !delsAbove[top.run] || !coveredAfter(a, runs[top.run+1:], top.key) {
+				out = append(out, r.points[top.pos])
+			}
+		}
+		if top.pos++; top.pos < len(r.points) {
+			top.key = a.key(r.points[top.pos])
+		} else {
+			h.heads[0] = h.heads[len(h.heads)-1]
+			h.heads = h.heads[:len(h.heads)-1]
+		}
+		h.down(0)
+	}
+	all := make([]uint32, 0, dels)
+	for i := range runs {
+		all = append(all, runs[i].dels...)
+	}
+	return run{points: out, dels: all}
+}
+
+// coveredAfter reports whether a range deletion of runs covers key.
+func coveredAfter(a chunks, runs []run, key []byte) bool {
+	for i := range runs {
+		if runs[i].covers(a, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldHead is a run's next point in foldRuns.
+type foldHead struct {
+	run, pos int
+	key      []byte
+}
+
+// foldHeap orders runs' heads by key, the newest run first among equal
+// keys.
+type foldHeap struct{ heads []foldHead }
+
+func (h *foldHeap) less(i, j int) bool {
+	x, y := &h.heads[i], &h.heads[j]
+	c := bytes.Compare(x.key, y.key)
+	return c < 0 || c == 0 && x.run > y.run
+}
+
+func (h *foldHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h.heads) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h.heads) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.heads[i], h.heads[m] = h.heads[m], h.heads[i]
+		i = m
+	}
+}
+
 // view returns the overlay as a reader sees it once pending records are
 // sealed. The caller seals first when the pending records must be seen.
 func (o *overlay) view() layers {

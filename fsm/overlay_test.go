@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -140,6 +141,45 @@ func TestOverlayPendingReads(t *testing.T) {
 				t.Fatalf("no read found pending records")
 			}
 		})
+	}
+}
+
+// TestFoldRunsMergesAsPairs: a checkpoint's one-pass fold of an overlay's
+// runs keeps exactly the records, in the same order, and the range
+// deletions that merging them two by two keeps.
+func TestFoldRunsMergesAsPairs(t *testing.T) {
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		keys := 10 + rng.IntN(300)
+		key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+		o := newOverlay(&chunkPool{})
+		for range 1 + rng.IntN(2000) {
+			switch n := rng.IntN(100); {
+			case n < 60:
+				o.set(key(), fmt.Appendf(nil, "v%d", rng.Uint32()))
+			case n < 85:
+				o.del(key())
+			case n < 88:
+				s, e := key(), key()
+				if bytes.Compare(s, e) > 0 {
+					s, e = e, s
+				}
+				o.deleteRange(s, e)
+			default:
+				o.seal()
+			}
+		}
+		o.seal()
+		l := o.view()
+		want := run{}
+		for i := range l.runs {
+			want = mergeRuns(l.a, &want, &l.runs[i], make([]uint32, 0, len(want.points)+len(l.runs[i].points)))
+		}
+		got := foldRuns(l.a, l.runs)
+		if !slices.Equal(got.points, want.points) || !slices.Equal(got.dels, want.dels) {
+			t.Fatalf("seed %d, %d runs: foldRuns = %d points, %d deletions; two by two %d, %d",
+				seed, len(l.runs), len(got.points), len(got.dels), len(want.points), len(want.dels))
+		}
 	}
 }
 
