@@ -98,7 +98,9 @@ func (tx *txn) checkNoRecord(client, request string) {
 
 func (tx *txn) putRequest(client, request string, rec *ledgerpb.RequestRecord) {
 	bucket := requestBucket(tx.now)
-	tx.put(tx.requestKey(bucket, client, request), rec)
+	b := appendRequestRecord(tx.scratch[:0], rec) // the batch copies it
+	tx.set(tx.requestKey(bucket, client, request), b)
+	tx.scratch = b[:0]
 	tx.m.requests.add(requestHash(client, request), bucket)
 }
 

@@ -1,0 +1,152 @@
+// This file proves that appendRequestRecord writes the bytes the protobuf
+// runtime's deterministic encoding writes, for random records: every
+// field of Result set or zero, negative numbers, unknown enum values,
+// empty repeated entries, and results with nested messages or strings
+// that are not UTF-8, which go to the runtime.
+package fsm
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
+
+func TestAppendRequestRecordMatchesProto(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	str := func() string {
+		switch rng.IntN(5) {
+		case 0:
+			return ""
+		case 1:
+			return "ü-€-" + string(rune('a'+rng.IntN(26)))
+		default:
+			b := make([]byte, rng.IntN(200))
+			for i := range b {
+				b[i] = byte('0' + rng.IntN(75))
+			}
+			return string(b)
+		}
+	}
+	strs := func() []string {
+		if rng.IntN(3) == 0 {
+			return nil
+		}
+		ss := make([]string, rng.IntN(12))
+		for i := range ss {
+			ss[i] = str()
+		}
+		return ss
+	}
+	i64 := func() int64 {
+		switch rng.IntN(4) {
+		case 0:
+			return 0
+		case 1:
+			return -rng.Int64N(math.MaxInt64)
+		case 2:
+			return math.MinInt64
+		default:
+			return rng.Int64()
+		}
+	}
+	u32 := func() uint32 { return []uint32{0, 1, 127, 128, math.MaxUint32, rng.Uint32()}[rng.IntN(6)] }
+	u64 := func() uint64 { return []uint64{0, 1, 300, math.MaxUint64, rng.Uint64()}[rng.IntN(5)] }
+	viaRuntime := 0
+	for i := range 5000 {
+		rec := &ledgerpb.RequestRecord{AppliedAtMs: i64()}
+		if rng.IntN(4) > 0 {
+			rec.PayloadHash = []byte(str())
+		}
+		if rng.IntN(8) > 0 {
+			rec.Result = &ledgerpb.Result{
+				Code: ledgerpb.Code(int32(i64())), Message: str(), Field: str(), SeatIds: strs(), HoldId: str(),
+				ExpiresAtMs: i64(), HoldState: ledgerpb.HoldState(int32(i64())), Revision: u64(), AppliedAtMs: i64(),
+				AmountMinor: i64(), Currency: str(), Replayed: rng.IntN(2) == 0, Expired: u32(), HoldToken: str(),
+				AlternativeSeatIds: strs(), Limit: u32(), MaxExpiresAtMs: i64(), QueueEntryId: str(),
+				QueuePosition: u32(), QueueToken: str(), SeatsAhead: u32(), RoomEntryToken: str(),
+				RoomPosition: u64(), RoomPeopleAhead: u64(), Admitted: u32(), RoomAdmitPerSecond: u32(),
+			}
+			switch rng.IntN(20) {
+			case 0:
+				rec.Result.RoomEntry = &ledgerpb.RoomEntryRecord{EntryId: str(), ClientId: str()}
+			case 1:
+				rec.Result.Room = &ledgerpb.RoomRecord{}
+			case 2:
+				rec.Result.RoomAuto = &ledgerpb.RoomAutoRecord{}
+			}
+		}
+		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := []byte("prefix")
+		got := appendRequestRecord(bytes.Clone(prefix), rec)
+		if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
+			t.Fatalf("record %d: appendRequestRecord =\n%x\nwant\n%x", i, got[len(prefix):], want)
+		}
+		if !plainResult(rec.Result) {
+			viaRuntime++
+		}
+	}
+	if viaRuntime == 0 {
+		t.Fatal("no record went to the runtime")
+	}
+	for _, r := range []*ledgerpb.Result{{Message: "\xff"}, {SeatIds: []string{"A1", "\xc3"}}, {AlternativeSeatIds: []string{"\x80"}}} {
+		if plainResult(r) {
+			t.Errorf("plainResult(%q) = true for a string that is not UTF-8", r)
+		}
+	}
+}
+
+// TestAppendRequestRecordKnowsEveryField fails when RequestRecord or
+// Result gain a field: appendRequestRecord must learn it (or send results
+// that set it to the runtime) before the records may carry it.
+func TestAppendRequestRecordKnowsEveryField(t *testing.T) {
+	known := map[string][]int{
+		"RequestRecord": {1, 2, 3},
+		"Result":        {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 50, 51, 52, 53, 54, 55, 56, 57},
+	}
+	for _, m := range []proto.Message{&ledgerpb.RequestRecord{}, &ledgerpb.Result{}} {
+		d := m.ProtoReflect().Descriptor()
+		var nums []int
+		for i := range d.Fields().Len() {
+			nums = append(nums, int(d.Fields().Get(i).Number()))
+		}
+		slices.Sort(nums)
+		if want := known[string(d.Name())]; !slices.Equal(nums, want) {
+			t.Errorf("%s has fields %v; appendRequestRecord knows %v", d.Name(), nums, want)
+		}
+	}
+}
+
+// BenchmarkRequestRecord encodes a successful hold's request record, by
+// hand and through the runtime.
+func BenchmarkRequestRecord(b *testing.B) {
+	rec := &ledgerpb.RequestRecord{PayloadHash: bytes.Repeat([]byte{7}, 16), AppliedAtMs: 1_700_000_000_000,
+		Result: &ledgerpb.Result{HoldId: "h1-123456-2", SeatIds: []string{"C7", "C8", "C9"}, ExpiresAtMs: 1_700_000_300_000,
+			HoldState: ledgerpb.HoldState_HOLD_STATE_HELD, Revision: 123456, AppliedAtMs: 1_700_000_000_000, AmountMinor: 3000,
+			Currency: "EUR", HoldToken: "0123456789abcdefghijkl", MaxExpiresAtMs: 1_700_003_600_000}}
+	buf := make([]byte, 0, 512)
+	b.Run("hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = appendRequestRecord(buf[:0], rec)
+		}
+	})
+	b.Run("runtime", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var err error
+			buf, err = proto.MarshalOptions{Deterministic: true}.MarshalAppend(buf[:0], rec)
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
