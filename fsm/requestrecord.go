@@ -1,14 +1,16 @@
 package fsm
 
-// Every client command writes a request record (requests.go), and
-// encoding it through the protobuf runtime, which walks the messages by
-// reflection, was the apply path's largest encoding cost. Here the record
-// and its Result are encoded by hand into the very bytes the runtime's
+// Every client command is encoded to hash its payload, and writes a
+// request record (requests.go); encoding them through the protobuf
+// runtime, which walks the messages by reflection, was the apply path's
+// largest encoding cost. Here the record and its Result, and the payload
+// of the commands group commit carries most (hold, confirm, release,
+// extend), are encoded by hand into the very bytes the runtime's
 // deterministic encoding makes (fields in number order, zero values left
-// out); TestAppendRequestRecordMatchesProto holds the two equal. A result
-// that carries nested messages (the waiting room's) or unknown fields, or
-// a string that is not UTF-8 (which the runtime refuses), goes to the
-// runtime.
+// out); TestAppendRequestRecordMatchesProto and
+// TestAppendPayloadMatchesProto hold them equal. Anything else (nested
+// messages, unknown fields, a string that is not UTF-8, which the
+// runtime refuses) goes to the runtime.
 
 import (
 	"encoding/binary"
@@ -33,21 +35,25 @@ func appendRequestRecord(b []byte, rec *ledgerpb.RequestRecord) []byte {
 	}
 	if r := rec.Result; r != nil {
 		b = protowire.AppendTag(b, 2, protowire.BytesType)
-		// The result's length goes before it: encode it, then move it
-		// up behind its length.
 		start := len(b)
-		b = appendResult(b, r)
-		n := len(b) - start
-		var lenBuf [binary.MaxVarintLen64]byte
-		l := protowire.AppendVarint(lenBuf[:0], uint64(n))
-		b = append(b, l...)
-		copy(b[start+len(l):], b[start:start+n])
-		copy(b[start:], l)
+		b = prefixLen(appendResult(b, r), start)
 	}
 	if rec.AppliedAtMs != 0 {
 		b = protowire.AppendTag(b, 3, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(rec.AppliedAtMs))
 	}
+	return b
+}
+
+// prefixLen puts the length of b[start:], a message just encoded, before
+// it: its length goes first, but is known only once it is encoded.
+func prefixLen(b []byte, start int) []byte {
+	n := len(b) - start
+	var lenBuf [binary.MaxVarintLen64]byte
+	l := protowire.AppendVarint(lenBuf[:0], uint64(n))
+	b = append(b, l...)
+	copy(b[start+len(l):], b[start:start+n])
+	copy(b[start:], l)
 	return b
 }
 
@@ -60,19 +66,8 @@ func plainResult(r *ledgerpb.Result) bool {
 	if r.RoomEntry != nil || r.Room != nil || r.RoomAuto != nil || len(r.ProtoReflect().GetUnknown()) > 0 {
 		return false
 	}
-	for _, s := range [...]string{r.Message, r.Field, r.HoldId, r.Currency, r.HoldToken, r.QueueEntryId, r.QueueToken, r.RoomEntryToken} {
-		if !utf8.ValidString(s) {
-			return false
-		}
-	}
-	for _, ss := range [...][]string{r.SeatIds, r.AlternativeSeatIds} {
-		for _, s := range ss {
-			if !utf8.ValidString(s) {
-				return false
-			}
-		}
-	}
-	return true
+	return validUTF8(r.Message, r.Field, r.HoldId, r.Currency, r.HoldToken, r.QueueEntryId, r.QueueToken, r.RoomEntryToken) &&
+		validUTF8(r.SeatIds...) && validUTF8(r.AlternativeSeatIds...)
 }
 
 // appendResult appends a plain result's fields (plainResult), in field
@@ -130,4 +125,101 @@ func appendStringOmitEmpty(b []byte, num protowire.Number, s string) []byte {
 	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
 	return protowire.AppendString(b, s)
+}
+
+// appendPayload appends c's deterministic protobuf encoding to b, as
+// payloadHash hashes it (stamps already cleared).
+func appendPayload(b []byte, c *ledgerpb.Command) []byte {
+	if !plainPayload(c) {
+		out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(b, c)
+		must(err, "marshal payload")
+		return out
+	}
+	b = appendVarintOmitZero(b, 1, uint64(c.ProposedAtMs))
+	b = appendStringOmitEmpty(b, 2, c.ClientId)
+	b = appendStringOmitEmpty(b, 3, c.RequestId)
+	b = appendVarintOmitZero(b, 4, uint64(c.FirstSentAtMs))
+	var num protowire.Number
+	switch c.Op.(type) {
+	case *ledgerpb.Command_Hold:
+		num = 11
+	case *ledgerpb.Command_Confirm:
+		num = 12
+	case *ledgerpb.Command_Release:
+		num = 13
+	case *ledgerpb.Command_Extend:
+		num = 16
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	start := len(b)
+	switch op := c.Op.(type) {
+	case *ledgerpb.Command_Hold:
+		h := op.Hold
+		b = appendStringOmitEmpty(b, 1, h.ShowId)
+		for _, s := range h.SeatIds {
+			b = protowire.AppendTag(b, 2, protowire.BytesType)
+			b = protowire.AppendString(b, s)
+		}
+		b = appendVarintOmitZero(b, 3, uint64(h.TtlMs))
+		b = appendVarintOmitZero(b, 4, uint64(h.Count))
+		b = appendStringOmitEmpty(b, 5, h.Category)
+		b = appendVarintOmitZero(b, 6, protowire.EncodeBool(h.Wait))
+		b = appendStringOmitEmpty(b, 50, h.AdmissionToken)
+	case *ledgerpb.Command_Confirm:
+		b = appendStringOmitEmpty(b, 1, op.Confirm.ShowId)
+		b = appendStringOmitEmpty(b, 2, op.Confirm.HoldId)
+		b = appendStringOmitEmpty(b, 3, op.Confirm.PaymentRef)
+		b = appendStringOmitEmpty(b, 4, op.Confirm.HoldToken)
+	case *ledgerpb.Command_Release:
+		b = appendStringOmitEmpty(b, 1, op.Release.ShowId)
+		b = appendStringOmitEmpty(b, 2, op.Release.HoldId)
+		b = appendStringOmitEmpty(b, 3, op.Release.HoldToken)
+	case *ledgerpb.Command_Extend:
+		b = appendStringOmitEmpty(b, 1, op.Extend.ShowId)
+		b = appendStringOmitEmpty(b, 2, op.Extend.HoldId)
+		b = appendStringOmitEmpty(b, 3, op.Extend.HoldToken)
+		b = appendVarintOmitZero(b, 4, uint64(op.Extend.TtlMs))
+	}
+	return prefixLen(b, start)
+}
+
+// plainPayload reports whether appendPayload encodes c itself: a hold,
+// confirm, release or extend without unknown fields or strings that are
+// not UTF-8.
+func plainPayload(c *ledgerpb.Command) bool {
+	if len(c.ProtoReflect().GetUnknown()) > 0 || !validUTF8(c.ClientId, c.RequestId) {
+		return false
+	}
+	switch o := c.Op.(type) {
+	case *ledgerpb.Command_Hold:
+		h := o.Hold
+		if h == nil || len(h.ProtoReflect().GetUnknown()) > 0 || !validUTF8(h.ShowId, h.Category, h.AdmissionToken) {
+			return false
+		}
+		for _, s := range h.SeatIds {
+			if !utf8.ValidString(s) {
+				return false
+			}
+		}
+		return true
+	case *ledgerpb.Command_Confirm:
+		x := o.Confirm
+		return x != nil && len(x.ProtoReflect().GetUnknown()) == 0 && validUTF8(x.ShowId, x.HoldId, x.PaymentRef, x.HoldToken)
+	case *ledgerpb.Command_Release:
+		x := o.Release
+		return x != nil && len(x.ProtoReflect().GetUnknown()) == 0 && validUTF8(x.ShowId, x.HoldId, x.HoldToken)
+	case *ledgerpb.Command_Extend:
+		x := o.Extend
+		return x != nil && len(x.ProtoReflect().GetUnknown()) == 0 && validUTF8(x.ShowId, x.HoldId, x.HoldToken)
+	}
+	return false
+}
+
+func validUTF8(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
 }

@@ -7,8 +7,6 @@ import (
 	"math/bits"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
@@ -280,9 +278,8 @@ func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
 	}
 	proposed, firstSent := c.ProposedAtMs, c.FirstSentAtMs
 	c.ProposedAtMs, c.FirstSentAtMs = 0, 0
-	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], c)
+	b := appendPayload(tx.scratch[:0], c)
 	c.ProposedAtMs, c.FirstSentAtMs = proposed, firstSent
-	must(err, "marshal payload")
 	tx.scratch = b[:0]
 	sum := sha256.Sum256(b)
 	copy(tx.hash[:], sum[:])
