@@ -355,13 +355,14 @@ func (o *overlay) seal() {
 	o.sorted = s[:0]
 	r := run{points: pts, dels: slices.Clone(o.pendDels)}
 	o.pend, o.pendDels = o.pend[:0], o.pendDels[:0]
-	// A stack others may read is copied before it changes.
-	runs := o.runs
-	if o.shared {
-		runs = append(make([]run, 0, len(runs)+8), runs...)
+	// A stack others may read is copied before a merge changes its runs.
+	// A run pushed past its end they do not see: their views end at
+	// theirs (view).
+	runs := append(o.runs, r)
+	if n := len(runs); o.shared && n >= 2 && mergeable(&runs[n-2], &runs[n-1]) {
+		runs = append(make([]run, 0, n+8), runs...)
 		o.shared = false
 	}
-	runs = append(runs, r)
 	for n := len(runs); n >= 2 && mergeable(&runs[n-2], &runs[n-1]); n = len(runs) {
 		out := o.a.offsets(len(runs[n-2].points) + len(runs[n-1].points))
 		runs[n-2] = mergeRuns(a, &runs[n-2], &runs[n-1], out)

@@ -77,6 +77,61 @@ func overlayAgainstPebble(t *testing.T, seed uint64) {
 	compareReads(t, rng, keys, want, reader{l: o.view(), r: base})
 }
 
+// TestOverlayViewsStayPut: a view reads the same however the overlay
+// seals and merges after it is taken (a View reads outside the lock).
+func TestOverlayViewsStayPut(t *testing.T) {
+	for seed := range uint64(30) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 17))
+			keys := 20 + rng.IntN(200)
+			key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+			want, base := memDB(t), memDB(t)
+			o := newOverlay(&chunkPool{})
+			type taken struct {
+				snap *pebble.Snapshot
+				view layers
+			}
+			var views []taken
+			for range 1 + rng.IntN(1500) {
+				switch n := rng.IntN(100); {
+				case n < 60:
+					k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
+					must(want.Set(k, v, nil), "set")
+					o.set(k, v)
+				case n < 80:
+					k := key()
+					must(want.Delete(k, nil), "delete")
+					o.del(k)
+				case n < 81:
+					s, e := key(), key()
+					if bytes.Compare(s, e) > 0 {
+						s, e = e, s
+					}
+					if bytes.Equal(s, e) {
+						continue
+					}
+					must(want.DeleteRange(s, e, nil), "delete range")
+					o.deleteRange(s, e)
+				case n < 90:
+					o.seal()
+				default:
+					o.seal() // as a commit publishes
+					views = append(views, taken{snap: want.NewSnapshot(), view: o.view()})
+				}
+			}
+			o.seal()
+			for i, v := range views {
+				if t.Failed() {
+					break
+				}
+				t.Logf("view %d of %d", i, len(views))
+				compareReads(t, rng, keys, v.snap, reader{l: v.view, r: base})
+				must(v.snap.Close(), "close")
+			}
+		})
+	}
+}
+
 // TestOverlayPendingReads: the apply goroutine's reader (txn.store) reads
 // the records written since the last seal as Pebble does, without sealing
 // up to pendScanMax of them, and its iterators see them too.
@@ -183,7 +238,7 @@ func TestFoldRunsMergesAsPairs(t *testing.T) {
 	}
 }
 
-func compareReads(t *testing.T, rng *rand.Rand, keys int, want *pebble.DB, got reader) {
+func compareReads(t *testing.T, rng *rand.Rand, keys int, want pebble.Reader, got reader) {
 	t.Helper()
 	for i := range keys + 1 {
 		k := fmt.Appendf(nil, "k%03d", i)
