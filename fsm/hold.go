@@ -194,11 +194,8 @@ func clonePair(a, b string) (string, string) {
 	return both[:len(a)], both[len(a):]
 }
 
-// holdID names hold pos of the entry at index in group: h<group>-<index>-<pos>.
-func holdID(group uint32, index uint64, pos int) string {
-	return string(appendHoldID(make([]byte, 0, 32), group, index, pos))
-}
-
+// appendHoldID appends the id of hold pos of the entry at index in group:
+// h<group>-<index>-<pos>.
 func appendHoldID(b []byte, group uint32, index uint64, pos int) []byte {
 	b = append(b, 'h')
 	b = strconv.AppendUint(b, uint64(group), 10)
@@ -208,7 +205,7 @@ func appendHoldID(b []byte, group uint32, index uint64, pos int) []byte {
 	return strconv.AppendInt(b, int64(pos), 10)
 }
 
-// holdStrings makes a new hold's id (holdID) and copies of its client
+// holdStrings makes a new hold's id (appendHoldID) and copies of its client
 // and seat ids in one string, which lives as long as the hold does: one
 // allocation, not one for each. The seat ids go to a new slice when
 // fresh is set, else to seats in place.
@@ -239,7 +236,7 @@ func holdStrings(group uint32, index uint64, pos int, client string, seats []str
 	return id, client, out
 }
 
-// holdIDLenMax is the longest holdID: h, a uint32, a uint64, an int and
+// holdIDLenMax is the longest hold id: h, a uint32, a uint64, an int and
 // two dashes.
 const holdIDLenMax = 1 + 10 + 1 + 20 + 1 + 20
 

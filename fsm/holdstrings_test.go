@@ -1,10 +1,11 @@
 // This file proves that holdStrings, which makes a new hold's strings in
-// one allocation, gives holdID's id and equal copies of the client and
-// seat ids that share no memory with the command's, and that a fresh
-// slice leaves the command's own untouched.
+// one allocation, gives the id h<group>-<index>-<pos> and equal copies of
+// the client and seat ids that share no memory with the command's, and
+// that a fresh slice leaves the command's own untouched.
 package fsm
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"unsafe"
@@ -38,7 +39,7 @@ func TestHoldStrings(t *testing.T) {
 			}
 			given := slices.Clone(seats)
 			id, gotClient, gotSeats := holdStrings(tt.group, tt.index, tt.pos, client, seats, fresh)
-			if want := holdID(tt.group, tt.index, tt.pos); id != want {
+			if want := fmt.Sprintf("h%d-%d-%d", tt.group, tt.index, tt.pos); id != want {
 				t.Errorf("holdStrings(%d, %d, %d) id = %q, want %q", tt.group, tt.index, tt.pos, id, want)
 			}
 			if len(id) > holdIDLenMax {
