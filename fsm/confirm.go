@@ -42,7 +42,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	h.PaymentRef = strings.Clone(c.PaymentRef) // not the entry's bytes (decodeEntry)
 	h.ClosedAtMs = tx.now
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED)
-	tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
+	tx.putHold(tx.liveKey(h.ShowId, h.HoldId), h)
 	tx.set(tx.bookingKey(h.ClientId, tx.index, h.HoldId), nil)
 	return holdResult(h)
 }

@@ -27,7 +27,7 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 	}
 	if at != h.ExpiresAtMs {
 		h.ExpiresAtMs = at
-		tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
+		tx.putHold(tx.liveKey(h.ShowId, h.HoldId), h)
 		tx.m.led.due(h) // its entry at the old expiry is stale now
 		s := tx.m.led.shows[h.ShowId]
 		var ref uint32 // the owners' reference of h, through a seat of it

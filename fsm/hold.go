@@ -162,7 +162,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		tx.putSeat(s, n, ref)
 		tx.seatChanged(h.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
-	tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
+	tx.putHold(tx.liveKey(h.ShowId, h.HoldId), h)
 	tx.m.led.due(h)
 	tx.trackHold(h)
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_HOLD_CREATED)
@@ -341,7 +341,7 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	h.State = state
 	h.ClosedAtMs = tx.now
 	tx.holdChanged(h, closeEvent(state))
-	tx.put(tx.holdKey(h.HoldId), h)
+	tx.putHold(tx.holdKey(h.HoldId), h)
 	delete(tx.m.led.holds, h.HoldId)
 	tx.m.led.live--
 }

@@ -157,6 +157,13 @@ func (tx *txn) put(key []byte, msg proto.Message) {
 	tx.scratch = b[:0]
 }
 
+// putHold writes a hold record, as put does.
+func (tx *txn) putHold(key []byte, h *ledgerpb.HoldRecord) {
+	b := appendHoldRecord(tx.scratch[:0], h)
+	tx.set(key, b)
+	tx.scratch = b[:0]
+}
+
 // The keys of records tx writes, built in tx.keyBuf: each is valid until
 // the next, which is enough for a write (the batch copies it).
 func (tx *txn) holdKey(id string) []byte {
