@@ -1,16 +1,16 @@
 package fsm
 
-// Every client command is encoded to hash its payload, and writes a
-// request record (requests.go) and most a hold record; encoding them through the protobuf
-// runtime, which walks the messages by reflection, was the apply path's
-// largest encoding cost. Here the request record and its Result, the
-// hold record, and the payload of the commands group commit carries most
-// (hold, confirm, release, extend), are encoded by hand into the very bytes the runtime's
-// deterministic encoding makes (fields in number order, zero values left
-// out); TestAppendRequestRecordMatchesProto, TestAppendHoldRecordMatchesProto
-// and TestAppendPayloadMatchesProto hold them equal. Anything else (nested
-// messages, unknown fields, a string that is not UTF-8, which the
-// runtime refuses) goes to the runtime.
+// Every client command is encoded to hash its payload and writes a
+// request record (requests.go), and most write a hold record; encoding
+// them through the protobuf runtime, which walks the messages by
+// reflection, was the apply path's largest encoding cost. Here the
+// request record and its Result, the hold record, and the payload of the
+// commands group commit carries most (hold, confirm, release, extend) are
+// encoded by hand into the very bytes the runtime's deterministic
+// encoding makes (fields in number order, zero values left out); tests
+// hold them equal (encode_test.go). Anything else (nested messages,
+// unknown fields, a string that is not UTF-8, which the runtime refuses)
+// goes to the runtime.
 
 import (
 	"encoding/binary"
