@@ -3,8 +3,6 @@ package fsm
 import (
 	"cmp"
 	"slices"
-
-	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
 // Best available. Given a show's free seats, pick n of them for one party,
@@ -149,22 +147,16 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 	}
 	free := slices.Grow(dst[:0], l.total)[:l.total]
 	for i := range free {
-		free[i] = tx.takeable(s.owners.at(i))
+		free[i] = s.owners.takeable(i, tx.now)
 	}
 	return free
-}
-
-// takeable reports whether a hold could take a seat owned by h (nil: a
-// FREE seat) now: h is nil, or a hold expired by the log clock.
-func (tx *txn) takeable(h *ledgerpb.HoldRecord) bool {
-	return h == nil || (h.State == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.ExpiresAtMs)
 }
 
 // hasFreeSeat reports whether a hold could take any seat of show now.
 func (tx *txn) hasFreeSeat(show string) bool {
 	s := tx.m.led.shows[show]
 	for i := range s.owners.len() {
-		if tx.takeable(s.owners.at(i)) {
+		if s.owners.takeable(i, tx.now) {
 			return true
 		}
 	}

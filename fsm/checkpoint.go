@@ -100,13 +100,9 @@ func (m *Machine) checkpointIfDue() {
 // scratch directory); it returns the table's path once the file exists,
 // even with an error.
 func (m *Machine) foldTable(l layers) (string, error) {
-	folded := run{}
-	for i := range l.runs {
-		// Not from the arena: a checkpoint may run beside apply, which
-		// alone allocates there.
-		out := make([]uint32, 0, len(folded.points)+len(l.runs[i].points))
-		folded = mergeRuns(l.a, &folded, &l.runs[i], out)
-	}
+	// Not from the arena: a checkpoint may run beside apply, which alone
+	// allocates there.
+	folded := foldRuns(l.a, l.runs)
 	return m.writeCheckpointTable(l.a, &folded)
 }
 

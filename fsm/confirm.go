@@ -25,20 +25,24 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	case ledgerpb.HoldState_HOLD_STATE_CANCELLED:
 		return stateReject(ledgerpb.Code_CODE_HOLD_CANCELLED, h, "hold %s was released")
 	}
-	tx.eachHeldSeat(h, func(seat string, _ uint16) {
+	s := tx.m.led.shows[h.ShowId]
+	var ref uint32
+	tx.eachHeldSeat(h, func(seat string, n uint16) {
+		ref = s.owners.ref(int(n))
 		tx.seatChanged(h.ShowId, seat, ledgerpb.SeatState_BOOKED)
 	})
 	tx.untrackHold(h)
 	h.State = ledgerpb.HoldState_HOLD_STATE_CONFIRMED
+	s.owners.refresh(h, ref) // its seats can no longer be taken
 	tx.m.led.live--
 	// The booking keeps its seats in the ledger (and its record stays
 	// under its show's live holds); they now read BOOKED, so the show's
 	// seat states must be built again.
-	tx.m.led.shows[h.ShowId].states.Store(nil)
+	s.states.Store(nil)
 	h.PaymentRef = strings.Clone(c.PaymentRef) // not the entry's bytes (decodeEntry)
 	h.ClosedAtMs = tx.now
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_CONFIRMED)
-	tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
+	tx.putHold(tx.liveKey(h.ShowId, h.HoldId), h)
 	tx.set(tx.bookingKey(h.ClientId, tx.index, h.HoldId), nil)
 	return holdResult(h)
 }

@@ -31,8 +31,13 @@ import (
 // ids need nothing, being the ledger's.
 // TestDecodedEntriesLeaveNothingInTheLedger walks the machine to hold
 // that rule. Only the apply goroutine calls it (it reads the ledger).
+//
+// The messages are decoded into the machine's scratch (decodeScratch), the
+// same memory for every entry: a decoded command is good until the next
+// entry is decoded, and nothing may keep it, nor its ops and batch, past
+// its apply (the same test holds that too).
 func (m *Machine) decodeEntry(data []byte) (*ledgerpb.Command, error) {
-	d := entryDecoder{led: &m.led}
+	d := entryDecoder{led: &m.led, scratch: &m.decodeScratch}
 	if cmd, ok := d.entry(data); ok {
 		return cmd, nil
 	}
@@ -66,12 +71,30 @@ type entryOuter struct {
 	batchOp ledgerpb.Command_Batch
 }
 
+// decodeScratch is the memory entries' messages are decoded into, the
+// machine's, reused from entry to entry (decodeEntry); apply goroutine
+// only. An entry's strings and seat id lists are its own: results may
+// keep them.
+//
+// It keeps slots for decodeSlotsKept commands (with the strings of the
+// last entry that fit them, until the next): about 160 KiB a machine.
+type decodeScratch struct {
+	slots []cmdSlot
+	outer entryOuter
+	cmds  []*ledgerpb.Command
+}
+
+// decodeSlotsKept is the most commands an entry decodes into the
+// machine's scratch; a larger entry's messages get memory of their own.
+const decodeSlotsKept = 256
+
 type entryDecoder struct {
-	led   *ledger
-	str   string   // the entry's bytes, once, for its strings
-	n     int      // commands in the entry
-	seats []string // every hold's seat ids, one array
-	bytes []byte   // every join's seed, one array
+	led     *ledger
+	scratch *decodeScratch
+	str     string   // the entry's bytes, once, for its strings
+	n       int      // commands in the entry
+	seats   []string // every hold's seat ids, one array
+	bytes   []byte   // every join's seed, one array
 }
 
 // entry decodes data, or says it cannot.
@@ -81,7 +104,21 @@ func (d *entryDecoder) entry(data []byte) (*ledgerpb.Command, bool) {
 		return nil, false
 	}
 	d.str, d.n = string(data), n
-	slots := make([]cmdSlot, max(n, 1))
+	if d.scratch == nil {
+		d.scratch = &decodeScratch{} // memory of the entry's own
+	}
+	sc := d.scratch
+	var slots []cmdSlot
+	switch {
+	case n > decodeSlotsKept:
+		slots = make([]cmdSlot, n) // not kept: the scratch stays small
+	case cap(sc.slots) < max(n, 1):
+		sc.slots = make([]cmdSlot, max(n, 1), decodeSlotsKept)
+		slots = sc.slots
+	default:
+		slots = sc.slots[:max(n, 1)]
+		clear(slots)
+	}
 	d.arena(unsafe.Pointer(unsafe.StringData(d.str)), uintptr(len(d.str)))
 	d.arena(unsafe.Pointer(&slots[0]), uintptr(len(slots))*unsafe.Sizeof(slots[0]))
 	if !batch {
@@ -90,8 +127,18 @@ func (d *entryDecoder) entry(data []byte) (*ledgerpb.Command, bool) {
 		}
 		return &slots[0].cmd, true
 	}
-	out := &entryOuter{}
-	cmds := make([]*ledgerpb.Command, 0, n)
+	out := &sc.outer
+	*out = entryOuter{}
+	var cmds []*ledgerpb.Command
+	switch {
+	case n > decodeSlotsKept:
+		cmds = make([]*ledgerpb.Command, 0, n)
+	case cap(sc.cmds) < n:
+		sc.cmds = make([]*ledgerpb.Command, 0, decodeSlotsKept)
+		cmds = sc.cmds
+	default:
+		cmds = sc.cmds[:0]
+	}
 	d.arena(unsafe.Pointer(out), unsafe.Sizeof(*out))
 	if n > 0 {
 		d.arena(unsafe.Pointer(unsafe.SliceData(cmds[:1])), uintptr(n)*unsafe.Sizeof(cmds[0]))

@@ -27,9 +27,17 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 	}
 	if at != h.ExpiresAtMs {
 		h.ExpiresAtMs = at
-		tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
-		tx.m.led.due(h)                            // its entry at the old expiry is stale now
-		tx.m.led.shows[h.ShowId].states.Store(nil) // its seats are held longer
+		tx.putHold(tx.liveKey(h.ShowId, h.HoldId), h)
+		tx.m.led.due(h) // its entry at the old expiry is stale now
+		s := tx.m.led.shows[h.ShowId]
+		var ref uint32 // the owners' reference of h, through a seat of it
+		for _, id := range h.SeatIds[:min(len(h.SeatIds), 1)] {
+			if n, ok := s.l.seatIndex(id); ok {
+				ref = s.owners.ref(int(n))
+			}
+		}
+		s.owners.refresh(h, ref)
+		s.states.Store(nil) // its seats are held longer
 	}
 	return holdResult(h)
 }

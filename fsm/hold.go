@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -127,14 +128,14 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	if ttl == 0 {
 		ttl = HoldTTLDefaultMs
 	}
-	if len(c.SeatIds) > 0 { // the command's: ids the hold keeps are its own (decodeEntry)
-		ids = cloneStrings(ids)
-	}
+	// The command's seat ids are the entry's: ids the hold keeps are its
+	// own (decodeEntry); pickSeats made the best available ones afresh.
+	id, client, ids := holdStrings(tx.m.group, tx.index, pos, client, ids, len(c.SeatIds) > 0)
 	h := &ledgerpb.HoldRecord{
-		HoldId:      holdID(tx.m.group, tx.index, pos),
+		HoldId:      id,
 		ShowId:      l.show.ShowId,
 		SeatIds:     ids,
-		ClientId:    strings.Clone(client),
+		ClientId:    client,
 		CreatedAtMs: tx.now,
 		ExpiresAtMs: tx.now + ttl,
 		State:       ledgerpb.HoldState_HOLD_STATE_HELD,
@@ -161,32 +162,26 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		tx.putSeat(s, n, ref)
 		tx.seatChanged(h.ShowId, ids[i], ledgerpb.SeatState_HELD)
 	}
-	tx.put(tx.liveKey(h.ShowId, h.HoldId), h)
+	tx.putHold(tx.liveKey(h.ShowId, h.HoldId), h)
 	tx.m.led.due(h)
 	tx.trackHold(h)
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_HOLD_CREATED)
-	r := holdResult(h)
-	r.HoldToken = tx.holdToken(h.ShowId, h.HoldId)
-	return r
+	return tx.newHoldResult(h)
 }
 
-// cloneStrings copies ss into one new string and slice.
-func cloneStrings(ss []string) []string {
-	n := 0
-	for _, s := range ss {
-		n += len(s)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, s := range ss {
-		b.WriteString(s)
-	}
-	all := b.String()
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i], all = all[:len(s)], all[len(s):]
-	}
-	return out
+// resultWithToken is a new hold's result and its token's bytes, which
+// the result's hold_token shares: one allocation for both.
+type resultWithToken struct {
+	r     ledgerpb.Result
+	token [holdTokenLen]byte
+}
+
+// newHoldResult is holdResult with the hold's token.
+func (tx *txn) newHoldResult(h *ledgerpb.HoldRecord) *ledgerpb.Result {
+	rt := &resultWithToken{token: tx.holdTokenBytes(h.ShowId, h.HoldId)}
+	setHoldResult(&rt.r, h)
+	rt.r.HoldToken = unsafe.String(&rt.token[0], len(rt.token)) // never written again
+	return &rt.r
 }
 
 // clonePair copies a and b into one new string.
@@ -199,17 +194,51 @@ func clonePair(a, b string) (string, string) {
 	return both[:len(a)], both[len(a):]
 }
 
-// holdID names hold pos of the entry at index in group: h<group>-<index>-<pos>.
-func holdID(group uint32, index uint64, pos int) string {
-	b := make([]byte, 0, 32)
+// appendHoldID appends the id of hold pos of the entry at index in group:
+// h<group>-<index>-<pos>.
+func appendHoldID(b []byte, group uint32, index uint64, pos int) []byte {
 	b = append(b, 'h')
 	b = strconv.AppendUint(b, uint64(group), 10)
 	b = append(b, '-')
 	b = strconv.AppendUint(b, index, 10)
 	b = append(b, '-')
-	b = strconv.AppendInt(b, int64(pos), 10)
-	return string(b)
+	return strconv.AppendInt(b, int64(pos), 10)
 }
+
+// holdStrings makes a new hold's id (appendHoldID) and copies of its client
+// and seat ids in one string, which lives as long as the hold does: one
+// allocation, not one for each. The seat ids go to a new slice when
+// fresh is set, else to seats in place.
+func holdStrings(group uint32, index uint64, pos int, client string, seats []string, fresh bool) (string, string, []string) {
+	var idBuf [holdIDLenMax]byte
+	idBytes := appendHoldID(idBuf[:0], group, index, pos)
+	n := len(idBytes) + len(client)
+	for _, s := range seats {
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.Write(idBytes)
+	b.WriteString(client)
+	for _, s := range seats {
+		b.WriteString(s)
+	}
+	all := b.String()
+	id, rest := all[:len(idBytes)], all[len(idBytes):]
+	client, rest = rest[:len(client)], rest[len(client):]
+	out := seats
+	if fresh {
+		out = make([]string, len(seats))
+	}
+	for i, s := range seats {
+		out[i], rest = rest[:len(s)], rest[len(s):]
+	}
+	return id, client, out
+}
+
+// holdIDLenMax is the longest hold id: h, a uint32, a uint64, an int and
+// two dashes.
+const holdIDLenMax = 1 + 10 + 1 + 20 + 1 + 20
 
 // putSeat gives seat n of show s to the hold or booking with reference
 // ref (seatOwners.add); clearSeat frees it. Seats are not stored: the
@@ -312,7 +341,7 @@ func (tx *txn) closeHold(h *ledgerpb.HoldRecord, state ledgerpb.HoldState) {
 	h.State = state
 	h.ClosedAtMs = tx.now
 	tx.holdChanged(h, closeEvent(state))
-	tx.put(tx.holdKey(h.HoldId), h)
+	tx.putHold(tx.holdKey(h.HoldId), h)
 	delete(tx.m.led.holds, h.HoldId)
 	tx.m.led.live--
 }
@@ -344,16 +373,20 @@ func (tx *txn) eachHeldSeat(h *ledgerpb.HoldRecord, fn func(seat string, n uint1
 
 // holdResult is the result of a command that names a hold.
 func holdResult(h *ledgerpb.HoldRecord) *ledgerpb.Result {
-	return &ledgerpb.Result{
-		Code:           ledgerpb.Code_CODE_OK,
-		HoldId:         h.HoldId,
-		SeatIds:        h.SeatIds,
-		ExpiresAtMs:    h.ExpiresAtMs,
-		HoldState:      h.State,
-		AmountMinor:    h.AmountMinor,
-		Currency:       h.Currency,
-		MaxExpiresAtMs: h.CreatedAtMs + HoldLifetimeMaxMs,
-	}
+	r := &ledgerpb.Result{}
+	setHoldResult(r, h)
+	return r
+}
+
+func setHoldResult(r *ledgerpb.Result, h *ledgerpb.HoldRecord) {
+	r.Code = ledgerpb.Code_CODE_OK
+	r.HoldId = h.HoldId
+	r.SeatIds = h.SeatIds
+	r.ExpiresAtMs = h.ExpiresAtMs
+	r.HoldState = h.State
+	r.AmountMinor = h.AmountMinor
+	r.Currency = h.Currency
+	r.MaxExpiresAtMs = h.CreatedAtMs + HoldLifetimeMaxMs
 }
 
 // liveHold loads the hold a command names and checks it belongs to show

@@ -289,6 +289,9 @@ func (led *ledger) diff(o *ledger) string {
 			string(s.l.tokenKey) != string(t.l.tokenKey) || !proto.Equal(s.l.show, t.l.show) {
 			return fmt.Sprintf("show %s differs", id)
 		}
+		if d := s.owners.check(); d != "" {
+			return fmt.Sprintf("show %s: %s", id, d)
+		}
 		for i := range s.owners.len() {
 			h, g := s.owners.at(i), t.owners.at(i)
 			if (h == nil) != (g == nil) || (h != nil && h.HoldId != g.HoldId) {

@@ -76,6 +76,9 @@ type Machine struct {
 	checkpointDue bool
 	// chunks keeps the memory of retired overlays for the next ones.
 	chunks chunkPool
+	// decodeScratch is the memory decodeEntry decodes entries' messages
+	// into; apply goroutine only.
+	decodeScratch decodeScratch
 	// pub is ov as of the last commit: what readers see over Pebble.
 	// Written holding mu, read holding it for reading.
 	pub layers

@@ -301,6 +301,33 @@ func (o *overlay) deleteRange(start, end []byte) {
 	o.pendDels = append(o.pendDels, o.a.add(recDR, start, end))
 }
 
+// get looks key up as the apply goroutine has the overlay, pending records
+// included: it scans up to pendScanMax of them, newest first, rather than
+// seal them into a run of a few records that merges cost more than the
+// scan; more are sealed first. The layers it reads are not published, so
+// the stack stays unshared.
+func (o *overlay) get(key []byte) (val []byte, ok, found bool) {
+	if len(o.pend) > pendScanMax {
+		o.seal()
+	}
+	for i := len(o.pend) - 1; i >= 0; i-- {
+		kind, k, v := o.a.c.rec(o.pend[i])
+		if bytes.Equal(k, key) {
+			return v, kind == recSet, true
+		}
+	}
+	// Pending range deletions are older than every pending record.
+	for _, d := range o.pendDels {
+		if _, s, e := o.a.c.rec(d); bytes.Compare(s, key) <= 0 && bytes.Compare(key, e) < 0 {
+			return nil, false, true
+		}
+	}
+	return layers{a: o.a.c, runs: o.runs}.get(key)
+}
+
+// pendScanMax is the most pending records a read scans rather than seal.
+const pendScanMax = 64
+
 // bytes is the size of the overlay's records, garbage included: what a
 // checkpoint bound counts.
 func (o *overlay) bytes() int { return o.a.bytes }
@@ -328,13 +355,14 @@ func (o *overlay) seal() {
 	o.sorted = s[:0]
 	r := run{points: pts, dels: slices.Clone(o.pendDels)}
 	o.pend, o.pendDels = o.pend[:0], o.pendDels[:0]
-	// A stack others may read is copied before it changes.
-	runs := o.runs
-	if o.shared {
-		runs = append(make([]run, 0, len(runs)+8), runs...)
+	// A stack others may read is copied before a merge changes its runs.
+	// A run pushed past its end they do not see: their views end at
+	// theirs (view).
+	runs := append(o.runs, r)
+	if n := len(runs); o.shared && n >= 2 && mergeable(&runs[n-2], &runs[n-1]) {
+		runs = append(make([]run, 0, n+8), runs...)
 		o.shared = false
 	}
-	runs = append(runs, r)
 	for n := len(runs); n >= 2 && mergeable(&runs[n-2], &runs[n-1]); n = len(runs) {
 		out := o.a.offsets(len(runs[n-2].points) + len(runs[n-1].points))
 		runs[n-2] = mergeRuns(a, &runs[n-2], &runs[n-1], out)
@@ -363,38 +391,144 @@ const runPointsMerged = 1 << 15
 // deletions drop older's points they cover.
 // The points go to out's array, which has room for both runs'.
 func mergeRuns(a chunks, older, newer *run, out []uint32) run {
+	op, np := older.points, newer.points
 	i, j := 0, 0
-	for i < len(older.points) || j < len(newer.points) {
-		if j == len(newer.points) {
-			if off := older.points[i]; !newer.covers(a, a.key(off)) {
-				out = append(out, off)
-			}
-			i++
-			continue
-		}
-		if i == len(older.points) {
-			out = append(out, newer.points[j])
-			j++
-			continue
-		}
-		c := bytes.Compare(a.key(older.points[i]), a.key(newer.points[j]))
-		switch {
+	// Each side's key is resolved once as the merge reaches it.
+	var ok, nk []byte
+	if len(op) > 0 {
+		ok = a.key(op[0])
+	}
+	if len(np) > 0 {
+		nk = a.key(np[0])
+	}
+	for i < len(op) && j < len(np) {
+		switch c := bytes.Compare(ok, nk); {
 		case c < 0:
-			if off := older.points[i]; len(newer.dels) == 0 || !newer.covers(a, a.key(off)) {
-				out = append(out, off)
+			if len(newer.dels) == 0 || !newer.covers(a, ok) {
+				out = append(out, op[i])
 			}
-			i++
+			if i++; i < len(op) {
+				ok = a.key(op[i])
+			}
 		case c > 0:
-			out = append(out, newer.points[j])
-			j++
+			out = append(out, np[j])
+			if j++; j < len(np) {
+				nk = a.key(np[j])
+			}
 		default:
-			out = append(out, newer.points[j])
-			i++
-			j++
+			out = append(out, np[j])
+			if i++; i < len(op) {
+				ok = a.key(op[i])
+			}
+			if j++; j < len(np) {
+				nk = a.key(np[j])
+			}
 		}
 	}
+	for ; i < len(op); i++ {
+		if off := op[i]; len(newer.dels) == 0 || !newer.covers(a, a.key(off)) {
+			out = append(out, off)
+		}
+	}
+	out = append(out, np[j:]...)
 	dels := append(slices.Clip(older.dels), newer.dels...)
 	return run{points: out, dels: dels}
+}
+
+// foldRuns merges runs, oldest first, into one as mergeRuns would two by
+// two, but in one pass: two by two, the first run's points would be
+// copied (and their keys compared) once for every later run. A heap keeps
+// each run's next point, its key resolved once; of equal keys the newest
+// run's comes first and hides the others.
+func foldRuns(a chunks, runs []run) run {
+	points, dels := 0, 0
+	for i := range runs {
+		points += len(runs[i].points)
+		dels += len(runs[i].dels)
+	}
+	out := make([]uint32, 0, points)
+	// delsAbove[i]: a run newer than run i has range deletions.
+	delsAbove := make([]bool, len(runs))
+	for i, any := len(runs)-1, false; i >= 0; i-- {
+		delsAbove[i] = any
+		any = any || len(runs[i].dels) > 0
+	}
+	h := foldHeap{heads: make([]foldHead, 0, len(runs))}
+	for i := range runs {
+		if len(runs[i].points) > 0 {
+			h.heads = append(h.heads, foldHead{run: i, key: a.key(runs[i].points[0])})
+		}
+	}
+	for i := len(h.heads)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+	var last []byte
+	for n := 0; len(h.heads) > 0; n++ {
+		top := &h.heads[0]
+		r := &runs[top.run]
+		if n == 0 || !bytes.Equal(top.key, last) {
+			last = top.key
+			if !delsAbove[top.run] || !coveredAfter(a, runs[top.run+1:], top.key) {
+				out = append(out, r.points[top.pos])
+			}
+		}
+		if top.pos++; top.pos < len(r.points) {
+			top.key = a.key(r.points[top.pos])
+		} else {
+			h.heads[0] = h.heads[len(h.heads)-1]
+			h.heads = h.heads[:len(h.heads)-1]
+		}
+		h.down(0)
+	}
+	all := make([]uint32, 0, dels)
+	for i := range runs {
+		all = append(all, runs[i].dels...)
+	}
+	return run{points: out, dels: all}
+}
+
+// coveredAfter reports whether a range deletion of runs covers key.
+func coveredAfter(a chunks, runs []run, key []byte) bool {
+	for i := range runs {
+		if runs[i].covers(a, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldHead is a run's next point in foldRuns.
+type foldHead struct {
+	run, pos int
+	key      []byte
+}
+
+// foldHeap orders runs' heads by key, the newest run first among equal
+// keys.
+type foldHeap struct{ heads []foldHead }
+
+func (h *foldHeap) less(i, j int) bool {
+	x, y := &h.heads[i], &h.heads[j]
+	c := bytes.Compare(x.key, y.key)
+	return c < 0 || c == 0 && x.run > y.run
+}
+
+func (h *foldHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h.heads) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h.heads) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.heads[i], h.heads[m] = h.heads[m], h.heads[i]
+		i = m
+	}
 }
 
 // view returns the overlay as a reader sees it once pending records are
@@ -409,12 +543,21 @@ func (o *overlay) view() layers {
 type reader struct {
 	l layers
 	r pebble.Reader
+	// o, when set, is the overlay of the apply goroutine, which reads it
+	// as it is at each call instead of l: pending records included.
+	o *overlay
 }
 
 // Get is pebble.Reader's Get over the layers: pebble.ErrNotFound when the
 // key is not set.
 func (s reader) Get(key []byte) ([]byte, io.Closer, error) {
-	v, ok, found := s.l.get(key)
+	var v []byte
+	var ok, found bool
+	if s.o != nil {
+		v, ok, found = s.o.get(key)
+	} else {
+		v, ok, found = s.l.get(key)
+	}
 	if found {
 		if !ok {
 			return nil, nil, pebble.ErrNotFound
@@ -426,6 +569,10 @@ func (s reader) Get(key []byte) ([]byte, io.Closer, error) {
 
 // NewIter opens an iterator over the layers and the store.
 func (s reader) NewIter(o *pebble.IterOptions) (*overlayIter, error) {
+	if s.o != nil {
+		s.o.seal() // an iterator reads sorted runs
+		s.l = s.o.view()
+	}
 	p, err := s.r.NewIter(o)
 	if err != nil {
 		return nil, err

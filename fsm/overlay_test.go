@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -76,7 +77,168 @@ func overlayAgainstPebble(t *testing.T, seed uint64) {
 	compareReads(t, rng, keys, want, reader{l: o.view(), r: base})
 }
 
-func compareReads(t *testing.T, rng *rand.Rand, keys int, want *pebble.DB, got reader) {
+// TestOverlayViewsStayPut: a view reads the same however the overlay
+// seals and merges after it is taken (a View reads outside the lock).
+func TestOverlayViewsStayPut(t *testing.T) {
+	for seed := range uint64(30) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 17))
+			keys := 20 + rng.IntN(200)
+			key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+			want, base := memDB(t), memDB(t)
+			o := newOverlay(&chunkPool{})
+			type taken struct {
+				snap *pebble.Snapshot
+				view layers
+			}
+			var views []taken
+			for range 1 + rng.IntN(1500) {
+				switch n := rng.IntN(100); {
+				case n < 60:
+					k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
+					must(want.Set(k, v, nil), "set")
+					o.set(k, v)
+				case n < 80:
+					k := key()
+					must(want.Delete(k, nil), "delete")
+					o.del(k)
+				case n < 81:
+					s, e := key(), key()
+					if bytes.Compare(s, e) > 0 {
+						s, e = e, s
+					}
+					if bytes.Equal(s, e) {
+						continue
+					}
+					must(want.DeleteRange(s, e, nil), "delete range")
+					o.deleteRange(s, e)
+				case n < 90:
+					o.seal()
+				default:
+					o.seal() // as a commit publishes
+					views = append(views, taken{snap: want.NewSnapshot(), view: o.view()})
+				}
+			}
+			o.seal()
+			for i, v := range views {
+				if t.Failed() {
+					break
+				}
+				t.Logf("view %d of %d", i, len(views))
+				compareReads(t, rng, keys, v.snap, reader{l: v.view, r: base})
+				must(v.snap.Close(), "close")
+			}
+		})
+	}
+}
+
+// TestOverlayPendingReads: the apply goroutine's reader (txn.store) reads
+// the records written since the last seal as Pebble does, without sealing
+// up to pendScanMax of them, and its iterators see them too.
+func TestOverlayPendingReads(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			keys := 20 + rng.IntN(100)
+			key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+			want, base := memDB(t), memDB(t)
+			for range rng.IntN(keys) {
+				k, v := key(), fmt.Appendf(nil, "base%d", rng.Uint32())
+				must(want.Set(k, v, nil), "set")
+				must(base.Set(k, v, nil), "set")
+			}
+			o := newOverlay(&chunkPool{})
+			got := reader{r: base, o: o}
+			unsealed := 0 // reads that found pending records and left them so
+			for range 1 + rng.IntN(600) {
+				switch n := rng.IntN(100); {
+				case n < 55:
+					k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
+					must(want.Set(k, v, nil), "set")
+					o.set(k, v)
+				case n < 80:
+					k := key()
+					must(want.Delete(k, nil), "delete")
+					o.del(k)
+				case n < 84:
+					s, e := key(), key()
+					if bytes.Compare(s, e) > 0 {
+						s, e = e, s
+					}
+					if bytes.Equal(s, e) {
+						continue
+					}
+					must(want.DeleteRange(s, e, nil), "delete range")
+					o.deleteRange(s, e)
+				case n < 86:
+					o.seal()
+				default:
+					pend, runs := len(o.pend), len(o.runs)
+					k := key()
+					wv, _, werr := want.Get(k)
+					gv, _, gerr := got.Get(k)
+					if errors.Is(werr, pebble.ErrNotFound) != errors.Is(gerr, pebble.ErrNotFound) || !bytes.Equal(wv, gv) {
+						t.Fatalf("Get(%s) with %d pending = %q %v, want %q %v", k, pend, gv, gerr, wv, werr)
+					}
+					if pend <= pendScanMax && (len(o.pend) != pend || len(o.runs) != runs) {
+						t.Fatalf("Get(%s) sealed %d pending records", k, pend)
+					}
+					if pend > 0 && pend <= pendScanMax {
+						unsealed++
+					}
+				}
+				if rng.IntN(60) == 0 {
+					compareReads(t, rng, keys, want, got) // its iterators seal
+				}
+			}
+			compareReads(t, rng, keys, want, got)
+			if unsealed == 0 {
+				t.Fatalf("no read found pending records")
+			}
+		})
+	}
+}
+
+// TestFoldRunsMergesAsPairs: a checkpoint's one-pass fold of an overlay's
+// runs keeps exactly the records, in the same order, and the range
+// deletions that merging them two by two keeps.
+func TestFoldRunsMergesAsPairs(t *testing.T) {
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		keys := 10 + rng.IntN(300)
+		key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+		o := newOverlay(&chunkPool{})
+		for range 1 + rng.IntN(2000) {
+			switch n := rng.IntN(100); {
+			case n < 60:
+				o.set(key(), fmt.Appendf(nil, "v%d", rng.Uint32()))
+			case n < 85:
+				o.del(key())
+			case n < 88:
+				s, e := key(), key()
+				if bytes.Compare(s, e) > 0 {
+					s, e = e, s
+				}
+				o.deleteRange(s, e)
+			default:
+				o.seal()
+			}
+		}
+		o.seal()
+		l := o.view()
+		want := run{}
+		for i := range l.runs {
+			want = mergeRuns(l.a, &want, &l.runs[i], make([]uint32, 0, len(want.points)+len(l.runs[i].points)))
+		}
+		got := foldRuns(l.a, l.runs)
+		if !slices.Equal(got.points, want.points) || !slices.Equal(got.dels, want.dels) {
+			t.Fatalf("seed %d, %d runs: foldRuns = %d points, %d deletions; two by two %d, %d",
+				seed, len(l.runs), len(got.points), len(got.dels), len(want.points), len(want.dels))
+		}
+	}
+}
+
+func compareReads(t *testing.T, rng *rand.Rand, keys int, want pebble.Reader, got reader) {
 	t.Helper()
 	for i := range keys + 1 {
 		k := fmt.Appendf(nil, "k%03d", i)

@@ -1,6 +1,11 @@
 package fsm
 
-import "github.com/seatledger/seatledger/proto/ledgerpb"
+import (
+	"fmt"
+	"math"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
 
 // seatOwners is who owns each seat of a show: a compact array with one
 // small number per seat (a reference into the show's live holds and
@@ -13,7 +18,22 @@ import "github.com/seatledger/seatledger/proto/ledgerpb"
 type seatOwners struct {
 	seat  []uint32               // by layout index: 1 + index into holds, 0 FREE
 	holds []*ledgerpb.HoldRecord // the show's owners; nil where free[] has the slot
-	free  []uint32               // unused slots of holds, for reuse
+	// takeAt mirrors holds: the log time from which a hold may take the
+	// owner's seats (takeAtOf), so that a scan of a show's free seats
+	// (takeable) reads no hold record. Whoever changes an owner's state
+	// or expiry calls refresh.
+	takeAt []int64
+	free   []uint32 // unused slots of holds, for reuse
+}
+
+// takeAtOf is when a hold could take h's seats: at its expiry while it is
+// HELD (by the log clock, before an Expire entry frees them), never for a
+// booking.
+func takeAtOf(h *ledgerpb.HoldRecord) int64 {
+	if h.State == ledgerpb.HoldState_HOLD_STATE_HELD {
+		return h.ExpiresAtMs
+	}
+	return math.MaxInt64
 }
 
 func newSeatOwners(seats int) seatOwners { return seatOwners{seat: make([]uint32, seats)} }
@@ -29,16 +49,56 @@ func (o *seatOwners) at(n int) *ledgerpb.HoldRecord {
 	return nil
 }
 
+// takeable reports whether a hold could take seat n at log time now: it
+// is FREE, or its owner is a hold expired by then.
+func (o *seatOwners) takeable(n int, now int64) bool {
+	r := o.seat[n]
+	return r == 0 || now >= o.takeAt[r-1]
+}
+
 // add gives h a reference, for put; once per hold, before its seats.
 func (o *seatOwners) add(h *ledgerpb.HoldRecord) uint32 {
 	if n := len(o.free); n > 0 {
 		r := o.free[n-1]
 		o.free = o.free[:n-1]
-		o.holds[r-1] = h
+		o.holds[r-1], o.takeAt[r-1] = h, takeAtOf(h)
 		return r
 	}
 	o.holds = append(o.holds, h)
+	o.takeAt = append(o.takeAt, takeAtOf(h))
 	return uint32(len(o.holds))
+}
+
+// refresh notes that h changed its state or expiry; r is the reference
+// one of its seats has, or 0 (as for drop).
+func (o *seatOwners) refresh(h *ledgerpb.HoldRecord, r uint32) {
+	r = o.find(h, r)
+	o.takeAt[r-1] = takeAtOf(h)
+}
+
+// find returns h's reference: r when it is h's, else looked up.
+func (o *seatOwners) find(h *ledgerpb.HoldRecord, r uint32) uint32 {
+	if r != 0 && o.holds[r-1] == h {
+		return r
+	}
+	for i, x := range o.holds {
+		if x == h {
+			return uint32(i + 1)
+		}
+	}
+	violated("hold %s of show %s has no seat reference", h.HoldId, h.ShowId)
+	return 0
+}
+
+// check reports the first owner whose takeAt does not mirror it, "" if
+// none (the ledger's checks).
+func (o *seatOwners) check() string {
+	for i, h := range o.holds {
+		if h != nil && o.takeAt[i] != takeAtOf(h) {
+			return fmt.Sprintf("hold %s may be taken from %d, not %d", h.HoldId, takeAtOf(h), o.takeAt[i])
+		}
+	}
+	return ""
 }
 
 // put gives seat n to the hold with reference r; clear frees it.
@@ -53,18 +113,7 @@ func (o *seatOwners) ref(n int) uint32 { return o.seat[n] }
 // (only a machine that skips the seat check lets later holds take all of
 // a hold's seats): then drop looks h up.
 func (o *seatOwners) drop(h *ledgerpb.HoldRecord, r uint32) {
-	if r == 0 || o.holds[r-1] != h {
-		r = 0
-		for i, x := range o.holds {
-			if x == h {
-				r = uint32(i + 1)
-				break
-			}
-		}
-		if r == 0 {
-			violated("hold %s of show %s has no seat reference", h.HoldId, h.ShowId)
-		}
-	}
-	o.holds[r-1] = nil
+	r = o.find(h, r)
+	o.holds[r-1], o.takeAt[r-1] = nil, 0
 	o.free = append(o.free, r)
 }

@@ -44,7 +44,7 @@ func (tx *txn) refund(client string, c *ledgerpb.RefundCmd) *ledgerpb.Result {
 	h.RefundedAtMs = tx.now
 	h.RefundReason = c.Reason
 	tx.holdChanged(h, ledgerpb.WebhookEventType_WEBHOOK_EVENT_BOOKING_REFUNDED)
-	tx.put(tx.holdKey(h.HoldId), h)
+	tx.putHold(tx.holdKey(h.HoldId), h)
 	// Door scanners that check tickets offline follow the show's refunds.
 	tx.set(tx.m.revokedKey(h.ShowId, tx.index, h.HoldId), nil)
 	return holdResult(h)

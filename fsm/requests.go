@@ -7,8 +7,6 @@ import (
 	"math/bits"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
@@ -98,7 +96,9 @@ func (tx *txn) checkNoRecord(client, request string) {
 
 func (tx *txn) putRequest(client, request string, rec *ledgerpb.RequestRecord) {
 	bucket := requestBucket(tx.now)
-	tx.put(tx.requestKey(bucket, client, request), rec)
+	b := appendRequestRecord(tx.scratch[:0], rec) // the batch copies it
+	tx.set(tx.requestKey(bucket, client, request), b)
+	tx.scratch = b[:0]
 	tx.m.requests.add(requestHash(client, request), bucket)
 }
 
@@ -278,9 +278,8 @@ func (tx *txn) payloadHash(c *ledgerpb.Command) []byte {
 	}
 	proposed, firstSent := c.ProposedAtMs, c.FirstSentAtMs
 	c.ProposedAtMs, c.FirstSentAtMs = 0, 0
-	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], c)
+	b := appendPayload(tx.scratch[:0], c)
 	c.ProposedAtMs, c.FirstSentAtMs = proposed, firstSent
-	must(err, "marshal payload")
 	tx.scratch = b[:0]
 	sum := sha256.Sum256(b)
 	copy(tx.hash[:], sum[:])

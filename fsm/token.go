@@ -29,14 +29,8 @@ func HoldToken(key []byte, holdID string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:holdTokenBytes])
 }
 
-// holdToken computes the token of a hold of show with the show's keyed
-// HMAC, kept in the ledger, instead of a new HMAC per token.
-func (tx *txn) holdToken(show, holdID string) string {
-	out := tx.holdTokenBytes(show, holdID)
-	return string(out[:])
-}
-
-// holdTokenBytes is holdToken before it becomes a string.
+// holdTokenBytes computes the token of a hold of show with the show's
+// keyed HMAC, kept in the ledger, instead of a new HMAC per token.
 func (tx *txn) holdTokenBytes(show, holdID string) [holdTokenLen]byte {
 	s := tx.m.led.shows[show]
 	if s == nil {

@@ -108,11 +108,10 @@ func (tx *txn) deleteRange(start, end []byte) {
 }
 
 // store is the group's state as tx has it: its own writes so far, the
-// overlay's and Pebble's.
-func (tx *txn) store() reader {
-	tx.m.ov.seal()
-	return reader{l: tx.m.ov.view(), r: tx.m.db}
-}
+// overlay's and Pebble's. Its reads see the writes made since it was
+// opened too, and a Get leaves the pending records unsealed
+// (overlay.get), so reads between writes do not make tiny runs.
+func (tx *txn) store() reader { return reader{r: tx.m.db, o: tx.m.ov} }
 
 // get reads and decodes a record through the batch; false if absent.
 func (tx *txn) get(key []byte, msg proto.Message) bool {
@@ -154,6 +153,13 @@ var checkHoldIDs = false
 func (tx *txn) put(key []byte, msg proto.Message) {
 	b, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(tx.scratch[:0], msg)
 	must(err, "marshal record")
+	tx.set(key, b)
+	tx.scratch = b[:0]
+}
+
+// putHold writes a hold record, as put does.
+func (tx *txn) putHold(key []byte, h *ledgerpb.HoldRecord) {
+	b := appendHoldRecord(tx.scratch[:0], h)
 	tx.set(key, b)
 	tx.scratch = b[:0]
 }
