@@ -298,7 +298,7 @@ func (f *feed) follow(ctx context.Context, h *Hub) error {
 			f.advance(pos) // no watcher needs waking for it
 			continue
 		}
-		if err := f.pace(ctx); err != nil {
+		if err := f.pace(ctx, m.Applied); err != nil {
 			return err
 		}
 		v, err := m.View()

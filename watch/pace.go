@@ -31,30 +31,68 @@ const (
 )
 
 // roundPace is what a feed's rest depends on: where and when its last
-// round started. The feed goroutine's own.
+// round started, and what it cost. The feed goroutine's own.
 type roundPace struct {
 	index uint64 // the index the last round published up to; 0: none yet
 	start time.Time
+	end   time.Time     // when the last round ended
+	cpu   time.Duration // its CPU time
+	// late: the last round rested the quiet rest though it did not carry
+	// a full read, so the group may still turn out busy before the next
+	// (lateRest).
+	late bool
 }
 
-// rest returns the rest after a round that took cpu, started at start
-// and published up to index (an applied index of the group: a relayed
-// change's revision is one too). Each round costs a write to every
-// watcher whatever it carries, so while the group is busy (a stampede),
-// fewer and larger rounds leave the cores to the holds; after a quiet
-// spell a change goes out at once, and at the pace of changes
-// each goes out in its own round. A round of a full read (records, as
-// many as one read takes) has more waiting: it rests the quiet rest, so
+// rest returns the rest after a round that took cpu, started at start,
+// ended at end and published up to index (an applied index of the group:
+// a relayed change's revision is one too). Each round costs a write to
+// every watcher whatever it carries, so while the group is busy (a
+// stampede), fewer and larger rounds leave the cores to the holds; after
+// a quiet spell a change goes out at once, and at the pace of
+// changes each goes out in its own round. A round of a full read (records,
+// as many as one read takes) has more waiting: it rests the quiet rest, so
 // that a show changing faster than a full read per busy rest does not
 // leave its feed further behind with every round.
-func (p *roundPace) rest(cpu time.Duration, start time.Time, index uint64, records int) time.Duration {
-	busy := p.index > 0 && index >= p.index+feedBusyEntriesMin &&
-		float64(index-p.index) >= feedBusyEntriesPerSec*start.Sub(p.start).Seconds()
-	p.index, p.start = index, start
-	if busy && records < watchReadMax {
-		return min(feedBusyRestFactor*cpu, feedBusyRestMax)
+func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, records int) time.Duration {
+	busy := p.busy(index, start)
+	full := records >= watchReadMax
+	p.index, p.start, p.end, p.cpu = index, start, end, cpu
+	p.late = !busy && !full
+	if busy && !full {
+		return p.busyRest()
 	}
 	return min(cpu, feedRestMax)
+}
+
+// lateRest returns when the next round may start if the group turned out
+// busy after the last round started: by now it applied up to index. The
+// first round of a burst finds the group quiet and rests the quiet rest;
+// a burst shows itself within that rest (a stampede applies tens of
+// entries in it), and a round now would cost the watchers' write as much
+// as any, so the rest becomes the busy rest after all, counted from the
+// round's end as ever. ok is false when the quiet rest stands: the
+// group is still quiet, or the last round's rest was already decided
+// (busy, a full read, or this asked already).
+func (p *roundPace) lateRest(now time.Time, index uint64) (next time.Time, ok bool) {
+	if !p.late {
+		return time.Time{}, false
+	}
+	p.late = false
+	if !p.busy(index, now) {
+		return time.Time{}, false
+	}
+	return p.end.Add(p.busyRest()), true
+}
+
+// busy reports whether the group applied entries fast since the last
+// round started: from its index to index by at.
+func (p *roundPace) busy(index uint64, at time.Time) bool {
+	return p.index > 0 && index >= p.index+feedBusyEntriesMin &&
+		float64(index-p.index) >= feedBusyEntriesPerSec*at.Sub(p.start).Seconds()
+}
+
+func (p *roundPace) busyRest() time.Duration {
+	return min(feedBusyRestFactor*p.cpu, feedBusyRestMax)
 }
 
 // pace waits, before a fan-out, until the last one's rest is over. A
@@ -62,12 +100,28 @@ func (p *roundPace) rest(cpu time.Duration, start time.Time, index uint64, recor
 // most about half a core on them (a seventeenth while the group is
 // busy), and the changes that arrive meanwhile go out together, in one
 // write to each watcher; a change after a quiet spell goes out at once.
-func (f *feed) pace(ctx context.Context) error {
-	wait := time.Until(f.nextRound)
-	if wait <= 0 {
-		return nil
+// index is the group's index as far as the feed knows it now (a relay
+// feed: its upstream's last revision): once the quiet rest is over, a
+// group that turned busy meanwhile extends it to the busy rest.
+func (f *feed) pace(ctx context.Context, index func() uint64) error {
+	for {
+		wait := time.Until(f.nextRound)
+		if wait <= 0 {
+			now := time.Now()
+			next, ok := f.rounds.lateRest(now, index())
+			if !ok || !next.After(now) {
+				return nil
+			}
+			f.nextRound, wait = next, next.Sub(now)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
 	}
-	t := time.NewTimer(wait)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
