@@ -3,12 +3,15 @@ package watch
 import (
 	"context"
 	"time"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
 // Between fan-outs a feed rests (pace): as long as the last round's CPU
 // time, at most feedRestMax, while its group is quiet; feedBusyRestFactor
 // times as long, at most feedBusyRestMax, while the group applies entries
-// faster than feedBusyEntriesPerSec.
+// faster than feedBusyEntriesPerSec or the show's seats change faster than
+// feedBusySeatsPerSec.
 const (
 	// feedRestMax bounds a feed's rest while its group is quiet, and so
 	// what the rest adds to a delivery.
@@ -21,6 +24,16 @@ const (
 	// loaded machine slows it to 40-70 entries a second.
 	feedBusyEntriesPerSec = 30
 	feedBusyEntriesMin    = 4
+	// feedBusySeatsPerSec and feedBusySeatsMin: the show's own seat
+	// changes from which the group counts as busy too, however few
+	// entries carry them, measured the same way. Group commit packs a
+	// stampede's holds into a few entries a second, and a stampede slowed
+	// by its watchers' rounds fell below feedBusyEntriesPerSec while
+	// still changing tens of seats a second. The writer changes
+	// one seat at a time, a change every 50 ms at the very most: 8 take
+	// 350 ms, 23 a second.
+	feedBusySeatsPerSec = 30
+	feedBusySeatsMin    = 8
 	// feedBusyRestFactor and feedBusyRestMax: a busy group's feed rests
 	// this many times its round's CPU time, at most feedBusyRestMax, so
 	// its rounds take at most about a seventeenth of a core from the
@@ -45,7 +58,8 @@ type roundPace struct {
 
 // rest returns the rest after a round that took cpu, started at start,
 // ended at end and published up to index (an applied index of the group:
-// a relayed change's revision is one too). Each round costs a write to
+// a relayed change's revision is one too) seats changes of seats (since
+// the last round: it read them from there). Each round costs a write to
 // every watcher whatever it carries, so while the group is busy (a
 // stampede), fewer and larger rounds leave the cores to the holds; after
 // a quiet spell a change goes out at once, and at the pace of
@@ -53,8 +67,8 @@ type roundPace struct {
 // as many as one read takes) has more waiting: it rests the quiet rest, so
 // that a show changing faster than a full read per busy rest does not
 // leave its feed further behind with every round.
-func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, records int) time.Duration {
-	busy := p.busy(index, start)
+func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, seats, records int) time.Duration {
+	busy := p.busy(index, seats, start)
 	full := records >= watchReadMax
 	p.index, p.start, p.end, p.cpu = index, start, end, cpu
 	p.late = !busy && !full
@@ -65,7 +79,8 @@ func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, 
 }
 
 // lateRest returns when the next round may start if the group turned out
-// busy after the last round started: by now it applied up to index. The
+// busy after the last round started: by now it applied up to index, seats
+// changes of the show's seats among them (pending asks). The
 // first round of a burst finds the group quiet and rests the quiet rest;
 // a burst shows itself within that rest (a stampede applies tens of
 // entries in it), and a round now would cost the watchers' write as much
@@ -73,22 +88,27 @@ func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, 
 // round's end as ever. ok is false when the quiet rest stands: the
 // group is still quiet, or the last round's rest was already decided
 // (busy, a full read, or this asked already).
-func (p *roundPace) lateRest(now time.Time, index uint64) (next time.Time, ok bool) {
+func (p *roundPace) lateRest(now time.Time, pending func() (index uint64, seats int)) (next time.Time, ok bool) {
 	if !p.late {
 		return time.Time{}, false
 	}
 	p.late = false
-	if !p.busy(index, now) {
+	if index, seats := pending(); !p.busy(index, seats, now) {
 		return time.Time{}, false
 	}
 	return p.end.Add(p.busyRest()), true
 }
 
-// busy reports whether the group applied entries fast since the last
-// round started: from its index to index by at.
-func (p *roundPace) busy(index uint64, at time.Time) bool {
-	return p.index > 0 && index >= p.index+feedBusyEntriesMin &&
-		float64(index-p.index) >= feedBusyEntriesPerSec*at.Sub(p.start).Seconds()
+// busy reports whether the group applied entries fast, or the show's
+// seats changed fast, since the last round started: from its index to
+// index, with seats changes of seats, by at.
+func (p *roundPace) busy(index uint64, seats int, at time.Time) bool {
+	if p.index == 0 {
+		return false
+	}
+	since := at.Sub(p.start).Seconds()
+	return index >= p.index+feedBusyEntriesMin && float64(index-p.index) >= feedBusyEntriesPerSec*since ||
+		seats >= feedBusySeatsMin && float64(seats) >= feedBusySeatsPerSec*since
 }
 
 func (p *roundPace) busyRest() time.Duration {
@@ -100,15 +120,16 @@ func (p *roundPace) busyRest() time.Duration {
 // most about half a core on them (a seventeenth while the group is
 // busy), and the changes that arrive meanwhile go out together, in one
 // write to each watcher; a change after a quiet spell goes out at once.
-// index is the group's index as far as the feed knows it now (a relay
-// feed: its upstream's last revision): once the quiet rest is over, a
-// group that turned busy meanwhile extends it to the busy rest.
-func (f *feed) pace(ctx context.Context, index func() uint64) error {
+// pending returns the group's index as far as the feed knows it now (a
+// relay feed: its upstream's last revision) and the seat changes of the
+// show waiting for the round: once the quiet rest is over, a group that
+// turned busy meanwhile extends it to the busy rest.
+func (f *feed) pace(ctx context.Context, pending func() (index uint64, seats int)) error {
 	for {
 		wait := time.Until(f.nextRound)
 		if wait <= 0 {
 			now := time.Now()
-			next, ok := f.rounds.lateRest(now, index())
+			next, ok := f.rounds.lateRest(now, pending)
 			if !ok || !next.After(now) {
 				return nil
 			}
@@ -129,4 +150,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// seatChanges counts the seat changes events carry.
+func seatChanges(events []*ledgerpb.WatchEvent) (n int) {
+	for _, e := range events {
+		n += len(e.Changes)
+	}
+	return n
 }
