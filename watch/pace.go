@@ -58,8 +58,8 @@ type roundPace struct {
 
 // rest returns the rest after a round that took cpu, started at start,
 // ended at end and published up to index (an applied index of the group:
-// a relayed change's revision is one too) seats changes of seats (since
-// the last round: it read them from there). Each round costs a write to
+// a relayed change's revision is one too), with seats seat changes (those
+// since the last round, which read up to there). Each round costs a write to
 // every watcher whatever it carries, so while the group is busy (a
 // stampede), fewer and larger rounds leave the cores to the holds; after
 // a quiet spell a change goes out at once, and at the pace of
@@ -83,7 +83,7 @@ func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, 
 // changes of the show's seats among them (pending asks). The
 // first round of a burst finds the group quiet and rests the quiet rest;
 // a burst shows itself within that rest (a stampede applies tens of
-// entries in it), and a round now would cost the watchers' write as much
+// entries, or changes tens of seats, in it), and a round now would cost the watchers' write as much
 // as any, so the rest becomes the busy rest after all, counted from the
 // round's end as ever. ok is false when the quiet rest stands: the
 // group is still quiet, or the last round's rest was already decided
