@@ -133,6 +133,10 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 	start, wallStart := threadCPU(), time.Now()
 	var formats []Format
 	var batches [][]byte
+	seats := 0
+	for _, fr := range frames {
+		seats += len(fr.Event.Changes)
+	}
 	for _, d := range ds {
 		i := indexOf(formats, d.format)
 		if i < 0 {
@@ -149,7 +153,7 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 		f.tryWrite(d, batches[i], pos)
 	}
 	now := time.Now()
-	f.lastWrite, f.nextRound = now, now.Add(f.rounds.rest(threadCPU()-start, wallStart, pos, len(frames)))
+	f.lastWrite, f.nextRound = now, now.Add(f.rounds.rest(threadCPU()-start, wallStart, now, pos, seats, len(frames)))
 }
 
 // keepalive writes each direct watcher its keepalive if the feed wrote

@@ -3,12 +3,15 @@ package watch
 import (
 	"context"
 	"time"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
 
 // Between fan-outs a feed rests (pace): as long as the last round's CPU
 // time, at most feedRestMax, while its group is quiet; feedBusyRestFactor
 // times as long, at most feedBusyRestMax, while the group applies entries
-// faster than feedBusyEntriesPerSec.
+// faster than feedBusyEntriesPerSec or the show's seats change faster than
+// feedBusySeatsPerSec.
 const (
 	// feedRestMax bounds a feed's rest while its group is quiet, and so
 	// what the rest adds to a delivery.
@@ -21,6 +24,16 @@ const (
 	// loaded machine slows it to 40-70 entries a second.
 	feedBusyEntriesPerSec = 30
 	feedBusyEntriesMin    = 4
+	// feedBusySeatsPerSec and feedBusySeatsMin: the show's own seat
+	// changes from which the group counts as busy too, however few
+	// entries carry them, measured the same way. Group commit packs a
+	// stampede's holds into a few entries a second, and a stampede slowed
+	// by its watchers' rounds fell below feedBusyEntriesPerSec while
+	// still changing tens of seats a second. The writer changes
+	// one seat at a time, a change every 50 ms at the very most: 8 take
+	// 350 ms, 23 a second.
+	feedBusySeatsPerSec = 30
+	feedBusySeatsMin    = 8
 	// feedBusyRestFactor and feedBusyRestMax: a busy group's feed rests
 	// this many times its round's CPU time, at most feedBusyRestMax, so
 	// its rounds take at most about a seventeenth of a core from the
@@ -31,30 +44,75 @@ const (
 )
 
 // roundPace is what a feed's rest depends on: where and when its last
-// round started. The feed goroutine's own.
+// round started, and what it cost. The feed goroutine's own.
 type roundPace struct {
 	index uint64 // the index the last round published up to; 0: none yet
 	start time.Time
+	end   time.Time     // when the last round ended
+	cpu   time.Duration // its CPU time
+	// late: the last round rested the quiet rest though it did not carry
+	// a full read, so the group may still turn out busy before the next
+	// (lateRest).
+	late bool
 }
 
-// rest returns the rest after a round that took cpu, started at start
-// and published up to index (an applied index of the group: a relayed
-// change's revision is one too). Each round costs a write to every
-// watcher whatever it carries, so while the group is busy (a stampede),
-// fewer and larger rounds leave the cores to the holds; after a quiet
-// spell a change goes out at once, and at the pace of changes
-// each goes out in its own round. A round of a full read (records, as
-// many as one read takes) has more waiting: it rests the quiet rest, so
+// rest returns the rest after a round that took cpu, started at start,
+// ended at end and published up to index (an applied index of the group:
+// a relayed change's revision is one too), with seats seat changes (those
+// since the last round, which read up to there). Each round costs a write to
+// every watcher whatever it carries, so while the group is busy (a
+// stampede), fewer and larger rounds leave the cores to the holds; after
+// a quiet spell a change goes out at once, and at the pace of
+// changes each goes out in its own round. A round of a full read (records,
+// as many as one read takes) has more waiting: it rests the quiet rest, so
 // that a show changing faster than a full read per busy rest does not
 // leave its feed further behind with every round.
-func (p *roundPace) rest(cpu time.Duration, start time.Time, index uint64, records int) time.Duration {
-	busy := p.index > 0 && index >= p.index+feedBusyEntriesMin &&
-		float64(index-p.index) >= feedBusyEntriesPerSec*start.Sub(p.start).Seconds()
-	p.index, p.start = index, start
-	if busy && records < watchReadMax {
-		return min(feedBusyRestFactor*cpu, feedBusyRestMax)
+func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, seats, records int) time.Duration {
+	busy := p.busy(index, seats, start)
+	full := records >= watchReadMax
+	p.index, p.start, p.end, p.cpu = index, start, end, cpu
+	p.late = !busy && !full
+	if busy && !full {
+		return p.busyRest()
 	}
 	return min(cpu, feedRestMax)
+}
+
+// lateRest returns when the next round may start if the group turned out
+// busy after the last round started: by now it applied up to index, seats
+// changes of the show's seats among them (pending asks). The
+// first round of a burst finds the group quiet and rests the quiet rest;
+// a burst shows itself within that rest (a stampede applies tens of
+// entries, or changes tens of seats, in it), and a round now would cost the watchers' write as much
+// as any, so the rest becomes the busy rest after all, counted from the
+// round's end as ever. ok is false when the quiet rest stands: the
+// group is still quiet, or the last round's rest was already decided
+// (busy, a full read, or this asked already).
+func (p *roundPace) lateRest(now time.Time, pending func() (index uint64, seats int)) (next time.Time, ok bool) {
+	if !p.late {
+		return time.Time{}, false
+	}
+	p.late = false
+	if index, seats := pending(); !p.busy(index, seats, now) {
+		return time.Time{}, false
+	}
+	return p.end.Add(p.busyRest()), true
+}
+
+// busy reports whether the group applied entries fast, or the show's
+// seats changed fast, since the last round started: from its index to
+// index, with seats changes of seats, by at.
+func (p *roundPace) busy(index uint64, seats int, at time.Time) bool {
+	if p.index == 0 {
+		return false
+	}
+	since := at.Sub(p.start).Seconds()
+	return index >= p.index+feedBusyEntriesMin && float64(index-p.index) >= feedBusyEntriesPerSec*since ||
+		seats >= feedBusySeatsMin && float64(seats) >= feedBusySeatsPerSec*since
+}
+
+func (p *roundPace) busyRest() time.Duration {
+	return min(feedBusyRestFactor*p.cpu, feedBusyRestMax)
 }
 
 // pace waits, before a fan-out, until the last one's rest is over. A
@@ -62,12 +120,29 @@ func (p *roundPace) rest(cpu time.Duration, start time.Time, index uint64, recor
 // most about half a core on them (a seventeenth while the group is
 // busy), and the changes that arrive meanwhile go out together, in one
 // write to each watcher; a change after a quiet spell goes out at once.
-func (f *feed) pace(ctx context.Context) error {
-	wait := time.Until(f.nextRound)
-	if wait <= 0 {
-		return nil
+// pending returns the group's index as far as the feed knows it now (a
+// relay feed: its upstream's last revision) and the seat changes of the
+// show waiting for the round: once the quiet rest is over, a group that
+// turned busy meanwhile extends it to the busy rest.
+func (f *feed) pace(ctx context.Context, pending func() (index uint64, seats int)) error {
+	for {
+		wait := time.Until(f.nextRound)
+		if wait <= 0 {
+			now := time.Now()
+			next, ok := f.rounds.lateRest(now, pending)
+			if !ok || !next.After(now) {
+				return nil
+			}
+			f.nextRound, wait = next, next.Sub(now)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
 	}
-	t := time.NewTimer(wait)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -75,4 +150,12 @@ func (f *feed) pace(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// seatChanges counts the seat changes events carry.
+func seatChanges(events []*ledgerpb.WatchEvent) (n int) {
+	for _, e := range events {
+		n += len(e.Changes)
+	}
+	return n
 }

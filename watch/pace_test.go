@@ -3,10 +3,15 @@
 // entries fast (fewer, larger rounds in a stampede), bounded either way;
 // a first round, a few entries close together, or the writer's
 // pace never count as busy, and a feed a full read behind keeps the quiet
-// rest, so it cannot fall further behind with every round.
+// rest, so it cannot fall further behind with every round. The show's own
+// seats changing fast count as busy, however few entries carry them. A
+// group that turns busy during a quiet rest (a stampede's first round) extends that
+// rest to the busy rest, once, counted from the round's end, and pace
+// waits it out.
 package watch
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -78,10 +83,180 @@ func TestRoundPaceRest(t *testing.T) {
 				if r.full {
 					records = watchReadMax
 				}
-				if got := p.rest(r.cpu, t0.Add(r.at), r.index, records); got != r.want {
+				// A seat per entry since the last round, as the writer's.
+				seats := int(r.index - min(p.index, r.index))
+				start := t0.Add(r.at)
+				if got := p.rest(r.cpu, start, start.Add(r.cpu), r.index, seats, records); got != r.want {
 					t.Errorf("round %d (at %v, index %d, cpu %v): rest = %v, want %v", i, r.at, r.index, r.cpu, got, r.want)
 				}
 			}
 		})
+	}
+}
+
+func TestRoundPaceLateRest(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t0 := time.Unix(1000, 0)
+	type round struct {
+		at    time.Duration // the round's start, after t0; it takes cpu
+		index uint64
+		cpu   time.Duration
+		full  bool
+	}
+	type check struct {
+		at    time.Duration // after t0
+		index uint64        // the group's index then
+		seats int           // the show's seat changes since the round
+		want  time.Duration // the next round's earliest start, after t0; 0: the quiet rest stands
+	}
+	for _, tc := range []struct {
+		name   string
+		rounds []round
+		checks []check
+	}{
+		{"a stampede's first round: busy within its quiet rest, the busy rest from its end", []round{
+			{0, 100, ms(30), false},
+		}, []check{
+			{ms(60), 110, 0, ms(30) + ms(30)*feedBusyRestFactor},
+			{ms(70), 120, 20, 0}, // asked once
+		}},
+		{"the late busy rest is bounded", []round{
+			{0, 100, ms(80), false},
+		}, []check{
+			{ms(160), 110, 0, ms(80) + feedBusyRestMax},
+		}},
+		{"a stampede slowed below the entry rate: its seats change fast", []round{
+			{0, 100, ms(70), false},
+		}, []check{
+			{ms(150), 102, 10, ms(70) + feedBusyRestMax},
+		}},
+		{"the issue's writer stays quiet", []round{
+			{0, 100, ms(40), false},
+		}, []check{
+			{ms(80), 101, 1, 0},
+			{ms(170), 104, 4, 0},
+		}},
+		{"fewer than feedBusyEntriesMin entries are not busy, however fast", []round{
+			{0, 100, ms(1), false},
+		}, []check{
+			{ms(2), 103, 3, 0},
+		}},
+		{"found busy long after the round: that rest is over already", []round{
+			{0, 100, ms(30), false},
+		}, []check{
+			{ms(3000), 200, 0, ms(30) + ms(30)*feedBusyRestFactor},
+		}},
+		{"after a busy rest nothing is late", []round{
+			{0, 100, ms(30), false},
+			{ms(70), 110, ms(30), false},
+		}, []check{
+			{ms(200), 130, 30, 0},
+		}},
+		{"after a full read nothing is late: the feed is behind", []round{
+			{0, 100, ms(30), false},
+			{ms(70), 1000, ms(80), true},
+		}, []check{
+			{ms(200), 1100, 300, 0},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p roundPace
+			for _, r := range tc.rounds {
+				records := 1
+				if r.full {
+					records = watchReadMax
+				}
+				start := t0.Add(r.at)
+				p.rest(r.cpu, start, start.Add(r.cpu), r.index, int(r.index-min(p.index, r.index)), records)
+			}
+			for i, c := range tc.checks {
+				next, ok := p.lateRest(t0.Add(c.at), func() (uint64, int) { return c.index, c.seats })
+				var got time.Duration
+				if ok {
+					got = next.Sub(t0)
+				}
+				if got != c.want || ok != (c.want != 0) {
+					t.Errorf("check %d (at %v, index %d): lateRest = %v after t0, %v; want %v", i, c.at, c.index, got, ok, c.want)
+				}
+			}
+		})
+	}
+}
+
+// TestRoundPaceBusySeats: the show's own seat changes make the group busy
+// however few entries carry them (group commit), while the issue's
+// writer, a seat at a time, never does.
+func TestRoundPaceBusySeats(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t0 := time.Unix(1000, 0)
+	type round struct {
+		at    time.Duration
+		index uint64
+		seats int // changed since the last round
+		cpu   time.Duration
+		want  time.Duration
+	}
+	for _, tc := range []struct {
+		name   string
+		rounds []round
+	}{
+		{"a stampede slowed below the entry rate rests the busy rest", []round{
+			{0, 100, 2, ms(70), ms(70)},
+			{ms(250), 104, 8, ms(70), feedBusyRestMax}, // 16 entries, 32 seats a second
+		}},
+		{"eight seats at once after a quiet spell go by the round's CPU time", []round{
+			{0, 100, 8, ms(30), ms(30)},
+		}},
+		{"fewer than feedBusySeatsMin seats are not busy, however fast", []round{
+			{0, 100, 1, ms(1), ms(1)},
+			{ms(10), 101, feedBusySeatsMin - 1, ms(1), ms(1)},
+		}},
+		{"the issue's writer at its fastest: a seat every 50 ms", []round{
+			{0, 100, 1, ms(1), ms(1)},
+			{ms(150), 103, 3, ms(1), ms(1)},
+			{ms(500), 110, 7, ms(1), ms(1)},
+			{ms(850), 118, 8, ms(1), ms(1)}, // eight in 350 ms
+			{ms(1300), 126, 8, ms(1), ms(1)},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p roundPace
+			for i, r := range tc.rounds {
+				start := t0.Add(r.at)
+				if got := p.rest(r.cpu, start, start.Add(r.cpu), r.index, r.seats, 1); got != r.want {
+					t.Errorf("round %d (at %v, index %d, %d seats): rest = %v, want %v", i, r.at, r.index, r.seats, got, r.want)
+				}
+			}
+		})
+	}
+}
+
+// TestPaceWaitsTheLateBusyRest: a feed whose group turned busy during its
+// quiet rest does not fan out before the busy rest is over.
+func TestPaceWaitsTheLateBusyRest(t *testing.T) {
+	const cpu = 3 * time.Millisecond
+	f := &feed{}
+	start := time.Now()
+	end := start.Add(cpu)
+	f.nextRound = end.Add(f.rounds.rest(cpu, start, end, 100, 1, 1))
+	if err := f.pace(context.Background(), func() (uint64, int) { return 100 + 2*feedBusyEntriesMin, 0 }); err != nil {
+		t.Fatal(err)
+	}
+	want := end.Add(cpu * feedBusyRestFactor)
+	if !f.nextRound.Equal(want) {
+		t.Errorf("nextRound = round's end + %v, want + %v", f.nextRound.Sub(end), want.Sub(end))
+	}
+	if now := time.Now(); now.Before(want) {
+		t.Errorf("pace returned %v before the busy rest was over", want.Sub(now))
+	}
+
+	// A quiet group: pace returns once the quiet rest is over.
+	f = &feed{}
+	f.nextRound = end.Add(f.rounds.rest(cpu, start, end, 100, 1, 1))
+	if err := f.pace(context.Background(), func() (uint64, int) { return 101, 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if want := end.Add(cpu); !f.nextRound.Equal(want) {
+		t.Errorf("quiet group: nextRound = round's end + %v, want + %v", f.nextRound.Sub(end), cpu)
 	}
 }
