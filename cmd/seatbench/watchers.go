@@ -36,9 +36,6 @@ type watchers struct {
 	rssBefore float64 // MiB, before the watchers connected
 	conns     []*sseConn
 	children  []*watchChild
-	// poll reads the watchers' connections (nil: each its own goroutine:
-	// watchpoll_linux.go).
-	poll *pollSet
 	// stop ends the watchers (check calls it), done when all returned.
 	stop context.CancelFunc
 	done sync.WaitGroup
@@ -130,11 +127,6 @@ func (wl *watchers) dialAll(ctx context.Context, n, offset int) error {
 	// The watchers outlive setup's context: close stops them.
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	wl.stop = stop
-	poll, err := newPollSet(wctx, &wl.done)
-	if err != nil {
-		return err
-	}
-	wl.poll = poll
 	wl.conns = make([]*sseConn, n)
 	sem := make(chan struct{}, watchDialers)
 	for i := range wl.conns {
@@ -228,13 +220,7 @@ func (wl *watchers) stream(ctx context.Context, c *sseConn, opened chan<- error)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET events: %s", resp.Status)
 	}
-	if resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0 {
-		// Not the connection's own bytes to its end (a node serves an
-		// event stream over plain HTTP/1.1 so): net/http's body reads it.
-		return wl.readStream(c, resp.Body, opened)
-	}
-	buffered, _ := br.Peek(br.Buffered())
-	return wl.readEvents(c, conn, br, buffered, opened)
+	return wl.readStream(c, resp.Body, opened)
 }
 
 // readStream reads c's events from r until it fails, on the caller's
