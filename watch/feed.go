@@ -298,7 +298,7 @@ func (f *feed) follow(ctx context.Context, h *Hub) error {
 			f.advance(pos) // no watcher needs waking for it
 			continue
 		}
-		if err := f.pace(ctx, func() (uint64, int) { return f.pending(pos) }); err != nil {
+		if err := f.pace(ctx, func() int { return f.pending(pos) }); err != nil {
 			return err
 		}
 		v, err := m.View()
@@ -322,23 +322,22 @@ func (f *feed) follow(ctx context.Context, h *Hub) error {
 	}
 }
 
-// pending returns the group's applied index and the seat changes of the
-// show after pos (as many as one read takes), for pace.
-func (f *feed) pending(pos uint64) (index uint64, seats int) {
-	m := f.g.Machine()
-	v, err := m.View()
+// pending returns the seat changes of the show after pos (as many as one
+// read takes), for pace.
+func (f *feed) pending(pos uint64) (seats int) {
+	v, err := f.g.Machine().View()
 	if err != nil {
-		return m.Applied(), 0
+		return 0
 	}
 	defer v.Close()
 	recs, err := v.SeatEvents(f.show, pos, watchReadMax)
 	if err != nil {
-		return v.Applied(), 0 // the round reads the error
+		return 0 // the round reads the error
 	}
 	for _, r := range recs {
 		seats += len(r.Changes)
 	}
-	return v.Applied(), seats
+	return seats
 }
 
 // waitApplied waits until the group applied index, writing keepalives to

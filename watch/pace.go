@@ -78,22 +78,26 @@ func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, 
 	return min(cpu, feedRestMax)
 }
 
-// lateRest returns when the next round may start if the group turned out
-// busy after the last round started: by now it applied up to index, seats
-// changes of the show's seats among them (pending asks). The
-// first round of a burst finds the group quiet and rests the quiet rest;
-// a burst shows itself within that rest (a stampede applies tens of
-// entries, or changes tens of seats, in it), and a round now would cost the watchers' write as much
-// as any, so the rest becomes the busy rest after all, counted from the
-// round's end as ever. ok is false when the quiet rest stands: the
-// group is still quiet, or the last round's rest was already decided
+// lateRest returns when the next round may start if the show turned out
+// busy after the last round started: by now seats changes of its seats
+// wait for the next round (pending asks). The first round of a burst
+// finds the group quiet and rests the quiet rest; a stampede shows itself
+// within that rest by changing tens of seats, and a round now would cost
+// the watchers' write as much as any, so the rest becomes the busy rest
+// after all, counted from the round's end as ever. Only the show's own
+// seats count here, not the group's entries: a window as short as a quiet
+// rest holds a few entries of a quiet show's group (the writer's
+// hold and release, leader-issued entries), and their rate misread as
+// busy held the writer's changes back for the busy rest (delivery p99
+// 725-790 ms against 220-240). ok is false when the quiet rest stands:
+// the show is still quiet, or the last round's rest was already decided
 // (busy, a full read, or this asked already).
-func (p *roundPace) lateRest(now time.Time, pending func() (index uint64, seats int)) (next time.Time, ok bool) {
+func (p *roundPace) lateRest(now time.Time, pending func() (seats int)) (next time.Time, ok bool) {
 	if !p.late {
 		return time.Time{}, false
 	}
 	p.late = false
-	if index, seats := pending(); !p.busy(index, seats, now) {
+	if !p.busySeats(pending(), now) {
 		return time.Time{}, false
 	}
 	return p.end.Add(p.busyRest()), true
@@ -108,7 +112,13 @@ func (p *roundPace) busy(index uint64, seats int, at time.Time) bool {
 	}
 	since := at.Sub(p.start).Seconds()
 	return index >= p.index+feedBusyEntriesMin && float64(index-p.index) >= feedBusyEntriesPerSec*since ||
-		seats >= feedBusySeatsMin && float64(seats) >= feedBusySeatsPerSec*since
+		p.busySeats(seats, at)
+}
+
+// busySeats reports whether the show's seats changed fast since the last
+// round started: seats changes by at.
+func (p *roundPace) busySeats(seats int, at time.Time) bool {
+	return seats >= feedBusySeatsMin && float64(seats) >= feedBusySeatsPerSec*at.Sub(p.start).Seconds()
 }
 
 func (p *roundPace) busyRest() time.Duration {
@@ -120,11 +130,10 @@ func (p *roundPace) busyRest() time.Duration {
 // most about half a core on them (a seventeenth while the group is
 // busy), and the changes that arrive meanwhile go out together, in one
 // write to each watcher; a change after a quiet spell goes out at once.
-// pending returns the group's index as far as the feed knows it now (a
-// relay feed: its upstream's last revision) and the seat changes of the
-// show waiting for the round: once the quiet rest is over, a group that
-// turned busy meanwhile extends it to the busy rest.
-func (f *feed) pace(ctx context.Context, pending func() (index uint64, seats int)) error {
+// pending returns the seat changes of the show waiting for the round:
+// once the quiet rest is over, a show that turned busy meanwhile extends
+// it to the busy rest.
+func (f *feed) pace(ctx context.Context, pending func() (seats int)) error {
 	for {
 		wait := time.Until(f.nextRound)
 		if wait <= 0 {

@@ -105,7 +105,6 @@ func TestRoundPaceLateRest(t *testing.T) {
 	}
 	type check struct {
 		at    time.Duration // after t0
-		index uint64        // the group's index then
 		seats int           // the show's seat changes since the round
 		want  time.Duration // the next round's earliest start, after t0; 0: the quiet rest stands
 	}
@@ -117,46 +116,51 @@ func TestRoundPaceLateRest(t *testing.T) {
 		{"a stampede's first round: busy within its quiet rest, the busy rest from its end", []round{
 			{0, 100, ms(30), false},
 		}, []check{
-			{ms(60), 110, 0, ms(30) + ms(30)*feedBusyRestFactor},
-			{ms(70), 120, 20, 0}, // asked once
+			{ms(60), 20, ms(30) + ms(30)*feedBusyRestFactor},
+			{ms(70), 30, 0}, // asked once
 		}},
 		{"the late busy rest is bounded", []round{
 			{0, 100, ms(80), false},
 		}, []check{
-			{ms(160), 110, 0, ms(80) + feedBusyRestMax},
+			{ms(160), 40, ms(80) + feedBusyRestMax},
 		}},
 		{"a stampede slowed below the entry rate: its seats change fast", []round{
 			{0, 100, ms(70), false},
 		}, []check{
-			{ms(150), 102, 10, ms(70) + feedBusyRestMax},
+			{ms(150), 10, ms(70) + feedBusyRestMax},
 		}},
 		{"the issue's writer stays quiet", []round{
 			{0, 100, ms(40), false},
 		}, []check{
-			{ms(80), 101, 1, 0},
-			{ms(170), 104, 4, 0},
+			{ms(80), 1, 0},
+			{ms(170), 4, 0},
 		}},
-		{"fewer than feedBusyEntriesMin entries are not busy, however fast", []round{
+		{"the issue's writer stays quiet after a slow round", []round{
+			{0, 100, ms(300), false},
+		}, []check{
+			{ms(600), 12, 0},
+		}},
+		{"fewer than feedBusySeatsMin seat changes are not busy, however fast", []round{
 			{0, 100, ms(1), false},
 		}, []check{
-			{ms(2), 103, 3, 0},
+			{ms(2), feedBusySeatsMin - 1, 0},
 		}},
 		{"found busy long after the round: that rest is over already", []round{
 			{0, 100, ms(30), false},
 		}, []check{
-			{ms(3000), 200, 0, ms(30) + ms(30)*feedBusyRestFactor},
+			{ms(3000), 200, ms(30) + ms(30)*feedBusyRestFactor},
 		}},
 		{"after a busy rest nothing is late", []round{
 			{0, 100, ms(30), false},
 			{ms(70), 110, ms(30), false},
 		}, []check{
-			{ms(200), 130, 30, 0},
+			{ms(200), 30, 0},
 		}},
 		{"after a full read nothing is late: the feed is behind", []round{
 			{0, 100, ms(30), false},
 			{ms(70), 1000, ms(80), true},
 		}, []check{
-			{ms(200), 1100, 300, 0},
+			{ms(200), 300, 0},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,13 +174,13 @@ func TestRoundPaceLateRest(t *testing.T) {
 				p.rest(r.cpu, start, start.Add(r.cpu), r.index, int(r.index-min(p.index, r.index)), records)
 			}
 			for i, c := range tc.checks {
-				next, ok := p.lateRest(t0.Add(c.at), func() (uint64, int) { return c.index, c.seats })
+				next, ok := p.lateRest(t0.Add(c.at), func() int { return c.seats })
 				var got time.Duration
 				if ok {
 					got = next.Sub(t0)
 				}
 				if got != c.want || ok != (c.want != 0) {
-					t.Errorf("check %d (at %v, index %d): lateRest = %v after t0, %v; want %v", i, c.at, c.index, got, ok, c.want)
+					t.Errorf("check %d (at %v, %d seats): lateRest = %v after t0, %v; want %v", i, c.at, c.seats, got, ok, c.want)
 				}
 			}
 		})
@@ -239,7 +243,7 @@ func TestPaceWaitsTheLateBusyRest(t *testing.T) {
 	start := time.Now()
 	end := start.Add(cpu)
 	f.nextRound = end.Add(f.rounds.rest(cpu, start, end, 100, 1, 1))
-	if err := f.pace(context.Background(), func() (uint64, int) { return 100 + 2*feedBusyEntriesMin, 0 }); err != nil {
+	if err := f.pace(context.Background(), func() int { return 2 * feedBusySeatsMin }); err != nil {
 		t.Fatal(err)
 	}
 	want := end.Add(cpu * feedBusyRestFactor)
@@ -253,7 +257,7 @@ func TestPaceWaitsTheLateBusyRest(t *testing.T) {
 	// A quiet group: pace returns once the quiet rest is over.
 	f = &feed{}
 	f.nextRound = end.Add(f.rounds.rest(cpu, start, end, 100, 1, 1))
-	if err := f.pace(context.Background(), func() (uint64, int) { return 101, 1 }); err != nil {
+	if err := f.pace(context.Background(), func() int { return 1 }); err != nil {
 		t.Fatal(err)
 	}
 	if want := end.Add(cpu); !f.nextRound.Equal(want) {

@@ -288,7 +288,7 @@ func (f *feed) followRelay(ctx context.Context, h *Hub) error {
 		if err != nil {
 			return remoteWatchErr(ctx, servedBy, err)
 		}
-		if err := f.pace(ctx, func() (uint64, int) { return batch[len(batch)-1].Revision, seatChanges(batch) }); err != nil {
+		if err := f.pace(ctx, func() int { return seatChanges(batch) }); err != nil {
 			return err
 		}
 		batch = drain(events, batch)
