@@ -153,7 +153,7 @@ func (f *feed) fanOut(ds []*directWatcher, frames []*Frame, from, pos uint64) {
 		f.tryWrite(d, batches[i], pos)
 	}
 	now := time.Now()
-	f.lastWrite, f.nextRound = now, now.Add(f.rounds.rest(threadCPU()-start, wallStart, now, pos, seats, len(frames)))
+	f.lastWrite, f.nextRound = now, now.Add(f.rounds.rest(threadCPU()-start, wallStart, now, seats, len(frames)))
 }
 
 // keepalive writes each direct watcher its keepalive if the feed wrote

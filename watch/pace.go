@@ -8,33 +8,28 @@ import (
 )
 
 // Between fan-outs a feed rests (pace): as long as the last round's CPU
-// time, at most feedRestMax, while its group is quiet; feedBusyRestFactor
-// times as long, at most feedBusyRestMax, while the group applies entries
-// faster than feedBusyEntriesPerSec or the show's seats change faster than
-// feedBusySeatsPerSec.
+// time, at most feedRestMax, while its show is quiet; feedBusyRestFactor
+// times as long, at most feedBusyRestMax, while the show's seats change
+// faster than feedBusySeatsPerSec.
 const (
-	// feedRestMax bounds a feed's rest while its group is quiet, and so
+	// feedRestMax bounds a feed's rest while its show is quiet, and so
 	// what the rest adds to a delivery.
 	feedRestMax = 100 * time.Millisecond
-	// feedBusyEntriesPerSec is the rate of applied entries (of any show
-	// of the group) from which the group counts as busy, measured from
-	// one round's start to the next's over at least feedBusyEntriesMin
-	// entries. The writer (a change every 50 ms or more: at most
-	// 4 in 150 ms) stays below it; a stampede is above, also when a
-	// loaded machine slows it to 40-70 entries a second.
-	feedBusyEntriesPerSec = 30
-	feedBusyEntriesMin    = 4
 	// feedBusySeatsPerSec and feedBusySeatsMin: the show's own seat
-	// changes from which the group counts as busy too, however few
-	// entries carry them, measured the same way. Group commit packs a
-	// stampede's holds into a few entries a second, and a stampede slowed
-	// by its watchers' rounds fell below feedBusyEntriesPerSec while
-	// still changing tens of seats a second. The writer changes
-	// one seat at a time, a change every 50 ms at the very most: 8 take
-	// 350 ms, 23 a second.
+	// changes from which it counts as busy, measured from one round's
+	// start to the next's (or to the end of a quiet rest: lateRest) over
+	// at least feedBusySeatsMin changes. A stampede changes hundreds of
+	// seats a second. The writer changes one seat at a time, a
+	// change every 50 ms at the very most: 8 take 350 ms, 23 a second.
+	// The group's applied entries used to count too (30 a second over 4
+	// entries), but a quiet show's group reaches that with the writer's
+	// hold and release and the leader's own entries: 9,000 watchers of
+	// the writer's show then waited out the busy rest in about half the
+	// runs (delivery p99 712-831 ms against 198-254, max 914-997 ms; with
+	// feedBusyRestMax cut to 300 ms the max fell to 271-394 ms).
 	feedBusySeatsPerSec = 30
 	feedBusySeatsMin    = 8
-	// feedBusyRestFactor and feedBusyRestMax: a busy group's feed rests
+	// feedBusyRestFactor and feedBusyRestMax: a busy show's feed rests
 	// this many times its round's CPU time, at most feedBusyRestMax, so
 	// its rounds take at most about a seventeenth of a core from the
 	// holds, and a change still reaches the watchers within about a
@@ -46,31 +41,29 @@ const (
 // roundPace is what a feed's rest depends on: where and when its last
 // round started, and what it cost. The feed goroutine's own.
 type roundPace struct {
-	index uint64 // the index the last round published up to; 0: none yet
-	start time.Time
+	start time.Time     // when the last round started; zero: none yet
 	end   time.Time     // when the last round ended
 	cpu   time.Duration // its CPU time
 	// late: the last round rested the quiet rest though it did not carry
-	// a full read, so the group may still turn out busy before the next
+	// a full read, so the show may still turn out busy before the next
 	// (lateRest).
 	late bool
 }
 
-// rest returns the rest after a round that took cpu, started at start,
-// ended at end and published up to index (an applied index of the group:
-// a relayed change's revision is one too), with seats seat changes (those
-// since the last round, which read up to there). Each round costs a write to
-// every watcher whatever it carries, so while the group is busy (a
-// stampede), fewer and larger rounds leave the cores to the holds; after
-// a quiet spell a change goes out at once, and at the pace of
-// changes each goes out in its own round. A round of a full read (records,
-// as many as one read takes) has more waiting: it rests the quiet rest, so
-// that a show changing faster than a full read per busy rest does not
-// leave its feed further behind with every round.
-func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, seats, records int) time.Duration {
-	busy := p.busy(index, seats, start)
+// rest returns the rest after a round that took cpu, started at start
+// and ended at end, with seats seat changes (those since the last round,
+// which read up to there). Each round costs a write to every watcher
+// whatever it carries, so while the show is busy (a stampede), fewer and
+// larger rounds leave the cores to the holds; after a quiet spell a
+// change goes out at once, and at the pace of changes each goes
+// out in its own round. A round of a full read (records, as many as one
+// read takes) has more waiting: it rests the quiet rest, so that a show
+// changing faster than a full read per busy rest does not leave its feed
+// further behind with every round.
+func (p *roundPace) rest(cpu time.Duration, start, end time.Time, seats, records int) time.Duration {
+	busy := p.busy(seats, start)
 	full := records >= watchReadMax
-	p.index, p.start, p.end, p.cpu = index, start, end, cpu
+	p.start, p.end, p.cpu = start, end, cpu
 	p.late = !busy && !full
 	if busy && !full {
 		return p.busyRest()
@@ -81,15 +74,10 @@ func (p *roundPace) rest(cpu time.Duration, start, end time.Time, index uint64, 
 // lateRest returns when the next round may start if the show turned out
 // busy after the last round started: by now seats changes of its seats
 // wait for the next round (pending asks). The first round of a burst
-// finds the group quiet and rests the quiet rest; a stampede shows itself
+// finds the show quiet and rests the quiet rest; a stampede shows itself
 // within that rest by changing tens of seats, and a round now would cost
 // the watchers' write as much as any, so the rest becomes the busy rest
-// after all, counted from the round's end as ever. Only the show's own
-// seats count here, not the group's entries: a window as short as a quiet
-// rest holds a few entries of a quiet show's group (the writer's
-// hold and release, leader-issued entries), and their rate misread as
-// busy held the writer's changes back for the busy rest (delivery p99
-// 725-790 ms against 220-240). ok is false when the quiet rest stands:
+// after all, counted from the round's end as ever. ok is false when the quiet rest stands:
 // the show is still quiet, or the last round's rest was already decided
 // (busy, a full read, or this asked already).
 func (p *roundPace) lateRest(now time.Time, pending func() (seats int)) (next time.Time, ok bool) {
@@ -97,28 +85,17 @@ func (p *roundPace) lateRest(now time.Time, pending func() (seats int)) (next ti
 		return time.Time{}, false
 	}
 	p.late = false
-	if !p.busySeats(pending(), now) {
+	if !p.busy(pending(), now) {
 		return time.Time{}, false
 	}
 	return p.end.Add(p.busyRest()), true
 }
 
-// busy reports whether the group applied entries fast, or the show's
-// seats changed fast, since the last round started: from its index to
-// index, with seats changes of seats, by at.
-func (p *roundPace) busy(index uint64, seats int, at time.Time) bool {
-	if p.index == 0 {
-		return false
-	}
-	since := at.Sub(p.start).Seconds()
-	return index >= p.index+feedBusyEntriesMin && float64(index-p.index) >= feedBusyEntriesPerSec*since ||
-		p.busySeats(seats, at)
-}
-
-// busySeats reports whether the show's seats changed fast since the last
-// round started: seats changes by at.
-func (p *roundPace) busySeats(seats int, at time.Time) bool {
-	return seats >= feedBusySeatsMin && float64(seats) >= feedBusySeatsPerSec*at.Sub(p.start).Seconds()
+// busy reports whether the show's seats changed fast since the last
+// round started: seats changes by at. A first round is never busy.
+func (p *roundPace) busy(seats int, at time.Time) bool {
+	return !p.start.IsZero() && seats >= feedBusySeatsMin &&
+		float64(seats) >= feedBusySeatsPerSec*at.Sub(p.start).Seconds()
 }
 
 func (p *roundPace) busyRest() time.Duration {
@@ -127,7 +104,7 @@ func (p *roundPace) busyRest() time.Duration {
 
 // pace waits, before a fan-out, until the last one's rest is over. A
 // feed of many watchers whose show changes without pause then spends at
-// most about half a core on them (a seventeenth while the group is
+// most about half a core on them (a seventeenth while the show is
 // busy), and the changes that arrive meanwhile go out together, in one
 // write to each watcher; a change after a quiet spell goes out at once.
 // pending returns the seat changes of the show waiting for the round:

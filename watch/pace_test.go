@@ -1,13 +1,11 @@
 // This file proves a feed's rest between fan-outs (pace.go): as long as a
-// round's CPU time while the group is quiet, longer while it applies
-// entries fast (fewer, larger rounds in a stampede), bounded either way;
-// a first round, a few entries close together, or the writer's
-// pace never count as busy, and a feed a full read behind keeps the quiet
-// rest, so it cannot fall further behind with every round. The show's own
-// seats changing fast count as busy, however few entries carry them. A
-// group that turns busy during a quiet rest (a stampede's first round) extends that
-// rest to the busy rest, once, counted from the round's end, and pace
-// waits it out.
+// round's CPU time while the show is quiet, longer while its seats change
+// fast (fewer, larger rounds in a stampede), bounded either way; a first
+// round, a few changes close together, or the writer's pace never
+// count as busy, and a feed a full read behind keeps the quiet rest, so it
+// cannot fall further behind with every round. A show that turns busy
+// during a quiet rest (a stampede's first round) extends that rest to the
+// busy rest, once, counted from the round's end, and pace waits it out.
 package watch
 
 import (
@@ -43,9 +41,9 @@ func TestRoundPaceRest(t *testing.T) {
 			{ms(220), 105, ms(40), ms(40), false},
 			{ms(440), 109, ms(40), ms(40), false}, // four, on a slow machine
 		}},
-		{"fewer than feedBusyEntriesMin entries are not busy, however fast", []round{
+		{"fewer than feedBusySeatsMin changes are not busy, however fast", []round{
 			{0, 100, ms(1), ms(1), false},
-			{ms(1), 103, ms(1), ms(1), false},
+			{ms(1), 100 + feedBusySeatsMin - 1, ms(1), ms(1), false},
 		}},
 		{"a stampede rests longer, bounded", []round{
 			{0, 100, ms(30), ms(30), false},
@@ -66,9 +64,9 @@ func TestRoundPaceRest(t *testing.T) {
 			{ms(250), 1300, ms(150), feedRestMax, true},
 			{ms(500), 1400, ms(80), feedBusyRestMax, false},
 		}},
-		{"few watchers: a busy group's rest stays as small as the rounds", []round{
+		{"few watchers: a busy show's rest stays as small as the rounds", []round{
 			{0, 100, ms(1), ms(1), false},
-			{ms(10), 105, ms(1), ms(1) * feedBusyRestFactor, false},
+			{ms(10), 110, ms(1), ms(1) * feedBusyRestFactor, false},
 		}},
 		{"once the group calms down the rest is quiet again", []round{
 			{0, 100, ms(30), ms(30), false},
@@ -78,15 +76,17 @@ func TestRoundPaceRest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var p roundPace
+			var index uint64 // the last round's: the writer's seats come one an entry
 			for i, r := range tc.rounds {
 				records := 1
 				if r.full {
 					records = watchReadMax
 				}
 				// A seat per entry since the last round, as the writer's.
-				seats := int(r.index - min(p.index, r.index))
+				seats := int(r.index - min(index, r.index))
+				index = r.index
 				start := t0.Add(r.at)
-				if got := p.rest(r.cpu, start, start.Add(r.cpu), r.index, seats, records); got != r.want {
+				if got := p.rest(r.cpu, start, start.Add(r.cpu), seats, records); got != r.want {
 					t.Errorf("round %d (at %v, index %d, cpu %v): rest = %v, want %v", i, r.at, r.index, r.cpu, got, r.want)
 				}
 			}
@@ -165,13 +165,15 @@ func TestRoundPaceLateRest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var p roundPace
+			var index uint64
 			for _, r := range tc.rounds {
 				records := 1
 				if r.full {
 					records = watchReadMax
 				}
 				start := t0.Add(r.at)
-				p.rest(r.cpu, start, start.Add(r.cpu), r.index, int(r.index-min(p.index, r.index)), records)
+				p.rest(r.cpu, start, start.Add(r.cpu), int(r.index-min(index, r.index)), records)
+				index = r.index
 			}
 			for i, c := range tc.checks {
 				next, ok := p.lateRest(t0.Add(c.at), func() int { return c.seats })
@@ -227,7 +229,7 @@ func TestRoundPaceBusySeats(t *testing.T) {
 			var p roundPace
 			for i, r := range tc.rounds {
 				start := t0.Add(r.at)
-				if got := p.rest(r.cpu, start, start.Add(r.cpu), r.index, r.seats, 1); got != r.want {
+				if got := p.rest(r.cpu, start, start.Add(r.cpu), r.seats, 1); got != r.want {
 					t.Errorf("round %d (at %v, index %d, %d seats): rest = %v, want %v", i, r.at, r.index, r.seats, got, r.want)
 				}
 			}
@@ -242,7 +244,7 @@ func TestPaceWaitsTheLateBusyRest(t *testing.T) {
 	f := &feed{}
 	start := time.Now()
 	end := start.Add(cpu)
-	f.nextRound = end.Add(f.rounds.rest(cpu, start, end, 100, 1, 1))
+	f.nextRound = end.Add(f.rounds.rest(cpu, start, end, 1, 1))
 	if err := f.pace(context.Background(), func() int { return 2 * feedBusySeatsMin }); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func TestPaceWaitsTheLateBusyRest(t *testing.T) {
 
 	// A quiet group: pace returns once the quiet rest is over.
 	f = &feed{}
-	f.nextRound = end.Add(f.rounds.rest(cpu, start, end, 100, 1, 1))
+	f.nextRound = end.Add(f.rounds.rest(cpu, start, end, 1, 1))
 	if err := f.pace(context.Background(), func() int { return 1 }); err != nil {
 		t.Fatal(err)
 	}
