@@ -1,4 +1,4 @@
-// This file proves a feed's rest between fan-outs (pace.go): as long as a
+// This file proves a feed's rest between fan-outs (pace.go): half a
 // round's CPU time while the show is quiet, longer while its seats change
 // fast (fewer, larger rounds in a stampede), bounded either way; a first
 // round, a few changes close together, or the writer's pace never
@@ -28,50 +28,50 @@ func TestRoundPaceRest(t *testing.T) {
 		name   string
 		rounds []round
 	}{
-		{"first round after a quiet spell goes by its CPU time", []round{
-			{0, 100, ms(30), ms(30), false},
+		{"first round after a quiet spell rests half its CPU time", []round{
+			{0, 100, ms(30), ms(30) / 2, false},
 		}},
 		{"quiet rest is bounded", []round{
 			{0, 100, ms(250), feedRestMax, false},
 		}},
 		{"the issue's writer: a change every 55 ms stays quiet", []round{
-			{0, 100, ms(40), ms(40), false},
-			{ms(55), 101, ms(40), ms(40), false},
-			{ms(110), 103, ms(40), ms(40), false}, // two in one round
-			{ms(220), 105, ms(40), ms(40), false},
-			{ms(440), 109, ms(40), ms(40), false}, // four, on a slow machine
+			{0, 100, ms(40), ms(40) / 2, false},
+			{ms(55), 101, ms(40), ms(40) / 2, false},
+			{ms(110), 103, ms(40), ms(40) / 2, false}, // two in one round
+			{ms(220), 105, ms(40), ms(40) / 2, false},
+			{ms(440), 109, ms(40), ms(40) / 2, false}, // four, on a slow machine
 		}},
 		{"fewer than feedBusySeatsMin changes are not busy, however fast", []round{
-			{0, 100, ms(1), ms(1), false},
-			{ms(1), 100 + feedBusySeatsMin - 1, ms(1), ms(1), false},
+			{0, 100, ms(1), ms(1) / 2, false},
+			{ms(1), 100 + feedBusySeatsMin - 1, ms(1), ms(1) / 2, false},
 		}},
 		{"a stampede rests longer, bounded", []round{
-			{0, 100, ms(30), ms(30), false},
+			{0, 100, ms(30), ms(30) / 2, false},
 			{ms(70), 110, ms(30), ms(30) * feedBusyRestFactor, false},
 			{ms(400), 160, ms(80), feedBusyRestMax, false},
 		}},
 		{"a stampede slowed by a loaded machine is still busy", []round{
-			{0, 100, ms(80), ms(80), false},
+			{0, 100, ms(80), ms(80) / 2, false},
 			{ms(1000), 140, ms(80), feedBusyRestMax, false},
 		}},
 		{"the writer's fastest: four changes 50 ms apart plus their calls", []round{
-			{0, 100, ms(1), ms(1), false},
-			{ms(160), 104, ms(1), ms(1), false},
+			{0, 100, ms(1), ms(1) / 2, false},
+			{ms(160), 104, ms(1), ms(1) / 2, false},
 		}},
 		{"a busy feed behind by a full read rests the quiet rest", []round{
-			{0, 100, ms(30), ms(30), false},
-			{ms(70), 1000, ms(80), ms(80), true},
-			{ms(250), 1300, ms(150), feedRestMax, true},
+			{0, 100, ms(30), ms(30) / 2, false},
+			{ms(70), 1000, ms(80), ms(80) / 2, true},
+			{ms(250), 1300, ms(150), ms(75), true},
 			{ms(500), 1400, ms(80), feedBusyRestMax, false},
 		}},
 		{"few watchers: a busy show's rest stays as small as the rounds", []round{
-			{0, 100, ms(1), ms(1), false},
+			{0, 100, ms(1), ms(1) / 2, false},
 			{ms(10), 110, ms(1), ms(1) * feedBusyRestFactor, false},
 		}},
 		{"once the group calms down the rest is quiet again", []round{
-			{0, 100, ms(30), ms(30), false},
+			{0, 100, ms(30), ms(30) / 2, false},
 			{ms(70), 110, ms(30), ms(30) * feedBusyRestFactor, false},
-			{ms(2000), 115, ms(30), ms(30), false},
+			{ms(2000), 115, ms(30), ms(30) / 2, false},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,22 +207,22 @@ func TestRoundPaceBusySeats(t *testing.T) {
 		rounds []round
 	}{
 		{"a stampede slowed below the entry rate rests the busy rest", []round{
-			{0, 100, 2, ms(70), ms(70)},
+			{0, 100, 2, ms(70), ms(70) / 2},
 			{ms(250), 104, 8, ms(70), feedBusyRestMax}, // 16 entries, 32 seats a second
 		}},
-		{"eight seats at once after a quiet spell go by the round's CPU time", []round{
-			{0, 100, 8, ms(30), ms(30)},
+		{"eight seats at once after a quiet spell rest half the round's CPU time", []round{
+			{0, 100, 8, ms(30), ms(30) / 2},
 		}},
 		{"fewer than feedBusySeatsMin seats are not busy, however fast", []round{
-			{0, 100, 1, ms(1), ms(1)},
-			{ms(10), 101, feedBusySeatsMin - 1, ms(1), ms(1)},
+			{0, 100, 1, ms(1), ms(1) / 2},
+			{ms(10), 101, feedBusySeatsMin - 1, ms(1), ms(1) / 2},
 		}},
 		{"the issue's writer at its fastest: a seat every 50 ms", []round{
-			{0, 100, 1, ms(1), ms(1)},
-			{ms(150), 103, 3, ms(1), ms(1)},
-			{ms(500), 110, 7, ms(1), ms(1)},
-			{ms(850), 118, 8, ms(1), ms(1)}, // eight in 350 ms
-			{ms(1300), 126, 8, ms(1), ms(1)},
+			{0, 100, 1, ms(1), ms(1) / 2},
+			{ms(150), 103, 3, ms(1), ms(1) / 2},
+			{ms(500), 110, 7, ms(1), ms(1) / 2},
+			{ms(850), 118, 8, ms(1), ms(1) / 2}, // eight in 350 ms
+			{ms(1300), 126, 8, ms(1), ms(1) / 2},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,7 +262,7 @@ func TestPaceWaitsTheLateBusyRest(t *testing.T) {
 	if err := f.pace(context.Background(), func() int { return 1 }); err != nil {
 		t.Fatal(err)
 	}
-	if want := end.Add(cpu); !f.nextRound.Equal(want) {
-		t.Errorf("quiet group: nextRound = round's end + %v, want + %v", f.nextRound.Sub(end), cpu)
+	if want := end.Add(cpu / 2); !f.nextRound.Equal(want) {
+		t.Errorf("quiet group: nextRound = round's end + %v, want + %v", f.nextRound.Sub(end), cpu/2)
 	}
 }
