@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -217,7 +218,7 @@ func answer(res *ledgerpb.BatchResult, reply any) error {
 	}
 	dst, ok := reply.(proto.Message)
 	if got == nil || !ok || dst.ProtoReflect().Descriptor() != got.ProtoReflect().Descriptor() {
-		return status.Errorf(codes.Internal, "client: a batch answered %T for a %T", res.GetResult(), reply)
+		return fmt.Errorf("%w: %T for a %T", ErrBadReply, res.GetResult(), reply)
 	}
 	proto.Merge(dst, got)
 	return nil
@@ -395,7 +396,7 @@ func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 		b.mu.Unlock()
 		err = errUnbatched // nothing was applied: each goes alone
 	case err == nil && len(resp.Results) != len(batch):
-		err = status.Errorf(codes.Internal, "client: a batch of %d calls answered %d results", len(batch), len(resp.Results))
+		err = fmt.Errorf("%w: %d calls answered %d results", ErrBadReply, len(batch), len(resp.Results))
 	}
 	for i, bc := range batch {
 		if err != nil {

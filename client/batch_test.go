@@ -11,6 +11,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -378,5 +379,25 @@ func TestBatchesInFlight(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestAnswerRefusesAResultOfAnotherKind: a batch result that does not fit
+// its call is the client's ErrBadReply, not a status it made up, and not
+// Gone (the node answered).
+func TestAnswerRefusesAResultOfAnotherKind(t *testing.T) {
+	res := &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Confirm{Confirm: &ledgerpb.ConfirmResponse{}}}
+	err := answer(res, &ledgerpb.HoldResponse{})
+	if !errors.Is(err, ErrBadReply) {
+		t.Fatalf("answer(confirm result, hold reply) = %v, want ErrBadReply", err)
+	}
+	if Gone(err) {
+		t.Errorf("Gone(%v) = true, want false", err)
+	}
+	if _, ok := status.FromError(err); ok {
+		t.Errorf("answer made a status: %v", err)
+	}
+	if err := answer(&ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Hold{Hold: &ledgerpb.HoldResponse{HoldId: "h1"}}}, &ledgerpb.HoldResponse{}); err != nil {
+		t.Errorf("answer(hold result, hold reply) = %v", err)
 	}
 }

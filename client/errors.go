@@ -1,6 +1,8 @@
 package client
 
 import (
+	"errors"
+
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -42,6 +44,11 @@ func Detail(err error) *ledgerpb.ErrorDetail {
 // The package reads the statuses of nodes' answers here only; gateway/errors.go
 // is where nodes make them.
 
+// ErrBadReply is a Batch answer that does not fit the calls sent: another
+// count of results, or a result of another kind than the call. A node
+// that answers so has a bug; the client makes no status of its own for it.
+var ErrBadReply = errors.New("client: a batch's answer does not fit its calls")
+
 // Unavailable reports whether a node answered that it cannot serve the
 // call now (it knows no leader, or is draining): another node may.
 func Unavailable(err error) bool { return status.Code(err) == codes.Unavailable }
@@ -55,6 +62,9 @@ func NotFound(err error) bool { return status.Code(err) == codes.NotFound }
 // cancelled, or a transport failure (a stream that ended without a status
 // reads Unknown). Another node may serve it.
 func Gone(err error) bool {
+	if errors.Is(err, ErrBadReply) {
+		return false // the node answered, wrongly
+	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.ResourceExhausted, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
 		return true
