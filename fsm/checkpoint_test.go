@@ -9,7 +9,6 @@ package fsm
 // leaves the checkpoint before it.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -38,21 +37,7 @@ func TestCheckpointFoldsAsPebble(t *testing.T) {
 			key := func() []byte { return fmt.Appendf(append([]byte(nil), m.prefix...), "\x02k%03d", rng.IntN(150)) }
 			for range 600 {
 				switch n := rng.IntN(100); {
-				case n < 55:
-					k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
-					must(want.Set(k, v, nil), "set")
-					m.ov.set(k, v)
-				case n < 80:
-					k := key()
-					must(want.Delete(k, nil), "delete")
-					m.ov.del(k)
-				case n < 85:
-					s, e := key(), key()
-					if bytes.Compare(s, e) > 0 {
-						s, e = e, s
-					}
-					must(want.DeleteRange(s, e, nil), "delete range")
-					m.ov.deleteRange(s, e)
+				case writeBoth(rng, key, n, 55, 80, 85, want, m.ov):
 				case n < 95:
 					must(db.Set(fmt.Appendf(append([]byte(nil), other...), "x%d", rng.IntN(50)), []byte("o"), pebble.NoSync), "set")
 				default:

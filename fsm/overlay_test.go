@@ -33,6 +33,33 @@ func TestOverlayReadsAsPebble(t *testing.T) {
 	}
 }
 
+// writeBoth makes write n (a draw from [0, 100)) to want and o alike: a
+// set below sets, a delete below dels, a range deletion below ranges (an
+// empty one deletes nothing in either); false when n is past them all,
+// for the caller's own steps.
+func writeBoth(rng *rand.Rand, key func() []byte, n, sets, dels, ranges int, want *pebble.DB, o *overlay) bool {
+	switch {
+	case n < sets:
+		k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
+		must(want.Set(k, v, nil), "set")
+		o.set(k, v)
+	case n < dels:
+		k := key()
+		must(want.Delete(k, nil), "delete")
+		o.del(k)
+	case n < ranges:
+		s, e := key(), key()
+		if bytes.Compare(s, e) > 0 {
+			s, e = e, s
+		}
+		must(want.DeleteRange(s, e, nil), "delete range")
+		o.deleteRange(s, e)
+	default:
+		return false
+	}
+	return true
+}
+
 func overlayAgainstPebble(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	keys := 20 + rng.IntN(200)
@@ -46,26 +73,7 @@ func overlayAgainstPebble(t *testing.T, seed uint64) {
 	}
 	o := newOverlay(&chunkPool{})
 	for range 1 + rng.IntN(400) {
-		switch n := rng.IntN(100); {
-		case n < 60:
-			k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
-			must(want.Set(k, v, nil), "set")
-			o.set(k, v)
-		case n < 85:
-			k := key()
-			must(want.Delete(k, nil), "delete")
-			o.del(k)
-		case n < 90:
-			s, e := key(), key()
-			if bytes.Compare(s, e) > 0 {
-				s, e = e, s
-			}
-			if bytes.Equal(s, e) {
-				continue
-			}
-			must(want.DeleteRange(s, e, nil), "delete range")
-			o.deleteRange(s, e)
-		default:
+		if !writeBoth(rng, key, rng.IntN(100), 60, 85, 90, want, o) {
 			o.seal()
 		}
 		if rng.IntN(40) == 0 {
@@ -94,24 +102,7 @@ func TestOverlayViewsStayPut(t *testing.T) {
 			var views []taken
 			for range 1 + rng.IntN(1500) {
 				switch n := rng.IntN(100); {
-				case n < 60:
-					k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
-					must(want.Set(k, v, nil), "set")
-					o.set(k, v)
-				case n < 80:
-					k := key()
-					must(want.Delete(k, nil), "delete")
-					o.del(k)
-				case n < 81:
-					s, e := key(), key()
-					if bytes.Compare(s, e) > 0 {
-						s, e = e, s
-					}
-					if bytes.Equal(s, e) {
-						continue
-					}
-					must(want.DeleteRange(s, e, nil), "delete range")
-					o.deleteRange(s, e)
+				case writeBoth(rng, key, n, 60, 80, 81, want, o):
 				case n < 90:
 					o.seal()
 				default:
@@ -152,24 +143,7 @@ func TestOverlayPendingReads(t *testing.T) {
 			unsealed := 0 // reads that found pending records and left them so
 			for range 1 + rng.IntN(600) {
 				switch n := rng.IntN(100); {
-				case n < 55:
-					k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
-					must(want.Set(k, v, nil), "set")
-					o.set(k, v)
-				case n < 80:
-					k := key()
-					must(want.Delete(k, nil), "delete")
-					o.del(k)
-				case n < 84:
-					s, e := key(), key()
-					if bytes.Compare(s, e) > 0 {
-						s, e = e, s
-					}
-					if bytes.Equal(s, e) {
-						continue
-					}
-					must(want.DeleteRange(s, e, nil), "delete range")
-					o.deleteRange(s, e)
+				case writeBoth(rng, key, n, 55, 80, 84, want, o):
 				case n < 86:
 					o.seal()
 				default:
