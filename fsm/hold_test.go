@@ -34,7 +34,7 @@ func TestHoldSignedSeatID(t *testing.T) {
 				t.Errorf("Hold(%v) = %s, want UNKNOWN_SEAT (or INVALID_ARGUMENT)", tt.seats, resultString(res[0]))
 			}
 			// Whatever happened, the canonical seats must still be usable.
-			res, err = applyRecover(m, 3, at(1000, cmdHold("c2", "r1", "s1", 0, "A1", "A2", "A3")))
+			_, err = applyRecover(m, 3, at(1000, cmdHold("c2", "r1", "s1", 0, "A1", "A2", "A3")))
 			if err != nil {
 				t.Fatalf("Hold(A1,A2,A3) after Hold(%v) crashed the machine: %v", tt.seats, err)
 			}
