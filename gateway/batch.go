@@ -61,7 +61,8 @@ func (s *Server) Batch(ctx context.Context, req *ledgerpb.BatchRequest) (*ledger
 	if n == 1 {
 		// Nothing to gather: a batch of one costs what the call alone
 		// costs, plus the wrapping.
-		resp.Results[0] = s.batchCall(ctx, chain, req.Calls[0], s.proposeBounded)
+		var w batchWraps
+		resp.Results[0] = w.result(0, s.batchCall(ctx, chain, req.Calls[0], s.handlers(s.proposeBounded)))
 		return resp, nil
 	}
 	// The commands go together under the batch's ctx, bounded as each
@@ -72,8 +73,8 @@ func (s *Server) Batch(ctx context.Context, req *ledgerpb.BatchRequest) (*ledger
 		pctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
-	r := &batchRun{s: s, ctx: ctx, pctx: pctx, chain: chain, calls: req.Calls, results: resp.Results}
-	r.via = r.send
+	r := &batchRun{s: s, ctx: ctx, pctx: pctx, chain: chain, calls: req.Calls, results: resp.Results, wraps: batchWraps{n: n}}
+	r.h = s.handlers(r.send)
 	r.run()
 	return resp, nil
 }
@@ -98,9 +99,10 @@ type batchRun struct {
 	ctx     context.Context // the batch's
 	pctx    context.Context // the batch's, bounded as a write
 	chain   grpc.UnaryServerInterceptor
-	via     send // r.send, made once
+	h       *callHandlers // sending by r.send, made once
 	calls   []*ledgerpb.BatchCall
 	results []*ledgerpb.BatchResult
+	wraps   batchWraps
 	next    int // the first call not yet started
 	// The commands handed in, in order, then their answers.
 	shows    []string
@@ -115,7 +117,7 @@ func (r *batchRun) run() {
 	for r.next < len(r.calls) {
 		i := r.next
 		r.next++
-		r.results[i] = r.s.batchCall(r.ctx, r.chain, r.calls[i], r.via)
+		r.results[i] = r.wraps.result(i, r.s.batchCall(r.ctx, r.chain, r.calls[i], r.h))
 	}
 }
 
@@ -168,9 +170,10 @@ func batchError(reason, field, msg string) error {
 
 // batchCall runs one call as its unary RPC would run: through chain (the
 // gRPC server's interceptors) when there is one, with the call's own
-// first send time and its command sent by via, and wraps what it answers.
-func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerInterceptor, call *ledgerpb.BatchCall, via send) *ledgerpb.BatchResult {
-	req, info, handler := s.unaryOf(call, via)
+// first send time and its command sent by h's, and returns what it
+// answered: a response, or the error.
+func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerInterceptor, call *ledgerpb.BatchCall, h *callHandlers) any {
+	req, info, handler := h.of(call)
 	if call.FirstSentAtMs != 0 {
 		ctx = context.WithValue(ctx, firstSentCallKey{}, batchFirstSent{ms: call.FirstSentAtMs})
 	}
@@ -182,9 +185,9 @@ func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerIntercepto
 		resp, err = handler(ctx, req)
 	}
 	if err != nil {
-		return &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Error{Error: status.Convert(err).Proto()}}
+		return err
 	}
-	return batchResult(resp)
+	return resp
 }
 
 // The server infos of a batch's calls, made once. Their Server is nil: the
@@ -197,45 +200,92 @@ var (
 	infoRefund  = &grpc.UnaryServerInfo{FullMethod: methodRefund}
 )
 
-// unaryOf returns a call's request, its method's server info and the
-// handler that serves it as its unary RPC does, with its command sent by
-// via. checkBatch made sure the call names one.
-func (s *Server) unaryOf(call *ledgerpb.BatchCall, via send) (any, *grpc.UnaryServerInfo, grpc.UnaryHandler) {
+// callHandlers serve a batch's calls as their unary RPCs do, with their
+// commands sent by one send: made once per batch, not once per call.
+type callHandlers struct {
+	hold, confirm, release, extend, refund grpc.UnaryHandler
+}
+
+func (s *Server) handlers(via send) *callHandlers {
+	return &callHandlers{
+		hold: func(ctx context.Context, r any) (any, error) { return s.hold(ctx, r.(*ledgerpb.HoldRequest), via) },
+		confirm: func(ctx context.Context, r any) (any, error) {
+			return s.confirm(ctx, r.(*ledgerpb.ConfirmRequest), via)
+		},
+		release: func(ctx context.Context, r any) (any, error) {
+			return s.release(ctx, r.(*ledgerpb.ReleaseRequest), via)
+		},
+		extend: func(ctx context.Context, r any) (any, error) { return s.extend(ctx, r.(*ledgerpb.ExtendRequest), via) },
+		refund: func(ctx context.Context, r any) (any, error) { return s.refund(ctx, r.(*ledgerpb.RefundRequest), via) },
+	}
+}
+
+// of returns a call's request, its method's server info and its handler.
+// checkBatch made sure the call names one.
+func (h *callHandlers) of(call *ledgerpb.BatchCall) (any, *grpc.UnaryServerInfo, grpc.UnaryHandler) {
 	switch c := call.Call.(type) {
 	case *ledgerpb.BatchCall_Hold:
-		return c.Hold, infoHold, func(ctx context.Context, r any) (any, error) { return s.hold(ctx, r.(*ledgerpb.HoldRequest), via) }
+		return c.Hold, infoHold, h.hold
 	case *ledgerpb.BatchCall_Confirm:
-		return c.Confirm, infoConfirm, func(ctx context.Context, r any) (any, error) {
-			return s.confirm(ctx, r.(*ledgerpb.ConfirmRequest), via)
-		}
+		return c.Confirm, infoConfirm, h.confirm
 	case *ledgerpb.BatchCall_Release:
-		return c.Release, infoRelease, func(ctx context.Context, r any) (any, error) {
-			return s.release(ctx, r.(*ledgerpb.ReleaseRequest), via)
-		}
+		return c.Release, infoRelease, h.release
 	case *ledgerpb.BatchCall_Extend:
-		return c.Extend, infoExtend, func(ctx context.Context, r any) (any, error) { return s.extend(ctx, r.(*ledgerpb.ExtendRequest), via) }
+		return c.Extend, infoExtend, h.extend
 	case *ledgerpb.BatchCall_Refund:
-		return c.Refund, infoRefund, func(ctx context.Context, r any) (any, error) { return s.refund(ctx, r.(*ledgerpb.RefundRequest), via) }
+		return c.Refund, infoRefund, h.refund
 	}
 	panic(fmt.Sprintf("gateway: batch call of type %T", call.Call)) // checkBatch refused it
 }
 
-// batchResult wraps a call's response.
-func batchResult(resp any) *ledgerpb.BatchResult {
-	switch r := resp.(type) {
-	case *ledgerpb.HoldResponse:
-		return &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Hold{Hold: r}}
-	case *ledgerpb.ConfirmResponse:
-		return &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Confirm{Confirm: r}}
-	case *ledgerpb.ReleaseResponse:
-		return &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Release{Release: r}}
-	case *ledgerpb.ExtendResponse:
-		return &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Extend{Extend: r}}
-	case *ledgerpb.RefundResponse:
-		return &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Refund{Refund: r}}
+// batchWraps makes a batch's results, the wrappers of the most common
+// answers taken from slices made once per batch (of its length, at the
+// first answer of their kind) rather than allocated one by one.
+type batchWraps struct {
+	n        int
+	results  []ledgerpb.BatchResult
+	holds    []ledgerpb.BatchResult_Hold
+	confirms []ledgerpb.BatchResult_Confirm
+	releases []ledgerpb.BatchResult_Release
+}
+
+// result wraps call i's answer, a response or an error.
+func (w *batchWraps) result(i int, answer any) *ledgerpb.BatchResult {
+	if w.results == nil {
+		w.n = max(w.n, 1)
+		w.results = make([]ledgerpb.BatchResult, w.n)
 	}
-	return &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Error{
-		Error: status.Convert(newStatus("INTERNAL", fmt.Sprintf("batch: a call answered %T", resp))).Proto()}}
+	out := &w.results[i]
+	switch r := answer.(type) {
+	case *ledgerpb.HoldResponse:
+		if w.holds == nil {
+			w.holds = make([]ledgerpb.BatchResult_Hold, w.n)
+		}
+		w.holds[i].Hold = r
+		out.Result = &w.holds[i]
+	case *ledgerpb.ConfirmResponse:
+		if w.confirms == nil {
+			w.confirms = make([]ledgerpb.BatchResult_Confirm, w.n)
+		}
+		w.confirms[i].Confirm = r
+		out.Result = &w.confirms[i]
+	case *ledgerpb.ReleaseResponse:
+		if w.releases == nil {
+			w.releases = make([]ledgerpb.BatchResult_Release, w.n)
+		}
+		w.releases[i].Release = r
+		out.Result = &w.releases[i]
+	case *ledgerpb.ExtendResponse:
+		out.Result = &ledgerpb.BatchResult_Extend{Extend: r}
+	case *ledgerpb.RefundResponse:
+		out.Result = &ledgerpb.BatchResult_Refund{Refund: r}
+	case error:
+		out.Result = &ledgerpb.BatchResult_Error{Error: status.Convert(r).Proto()}
+	default:
+		out.Result = &ledgerpb.BatchResult_Error{Error: status.Convert(
+			newStatus("INTERNAL", fmt.Sprintf("batch: a call answered %T", answer))).Proto()}
+	}
+	return out
 }
 
 // chainKey carries the gRPC server's interceptor chain into Batch

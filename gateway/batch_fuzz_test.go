@@ -1,7 +1,7 @@
 // This file fuzzes what Booking.Batch does with a request before any call
 // runs: whatever bytes decode as a BatchRequest, checkBatch either refuses
 // it with INVALID_ARGUMENT or accepts a batch of 1..BatchCallsMax calls
-// within batchBytesMax, each of which unaryOf turns into its unary
+// within batchBytesMax, each of which handlers.of turns into its unary
 // request, method and handler without panicking.
 package gateway
 
@@ -49,10 +49,11 @@ func FuzzCheckBatch(f *testing.F) {
 		if n := len(req.Calls); n < 1 || n > BatchCallsMax || proto.Size(req) > batchBytesMax {
 			t.Fatalf("checkBatch accepted %d calls of %d bytes", n, proto.Size(req))
 		}
+		hs := s.handlers(nil)
 		for i, c := range req.Calls {
-			r, info, h := s.unaryOf(c, nil)
+			r, info, h := hs.of(c)
 			if r == nil || info == nil || h == nil {
-				t.Fatalf("unaryOf(calls[%d] %v) = %v, %v, %v", i, c, r, info, h)
+				t.Fatalf("handlers.of(calls[%d] %v) = %v, %v, %v", i, c, r, info, h)
 			}
 		}
 	})
