@@ -1,7 +1,7 @@
 // These tests run every seatbench workload for a couple of seconds against a
 // real 3-node cluster of seatd processes and check that the results are
 // sane: calls succeed, the stampede books exactly its 200 seats with no
-// double grant with either kind of fan, expired holds cannot be confirmed, and --compare-batch runs
+// double grant with either kind of fan, watchers miss no change, expired holds cannot be confirmed, and --compare-batch runs
 // both clusters, and the tool reaches a TLS cluster over gRPC and https with
 // --cacert. They prove the tool works, not how fast the ledger is.
 package main
@@ -131,6 +131,20 @@ func TestWorkloads(t *testing.T) {
 		}
 		if both.Map.Mode != "map fans" || both.Skip.Mode != "skip fans" {
 			t.Errorf("stampede --fans both: modes %q, %q; want map fans, skip fans", both.Map.Mode, both.Skip.Mode)
+		}
+	})
+	t.Run("watchers", func(t *testing.T) {
+		var s Summary
+		runJSON(t, &s, "--http", "--endpoints="+strings.Join(httpEPs, ","), "--workload=watchers", "--clients=300", "--watch-nodes=3", "--duration=2s")
+		for _, c := range s.Checks {
+			if !c.OK {
+				t.Errorf("watchers: check %s: %s", c.Name, c.Detail)
+			}
+		}
+		// 300 watchers, each of about 30 changes (a change every 50 ms and
+		// its call).
+		if d, _ := s.Extra["delivered_events"].(float64); len(s.Checks) < 2 || d < 300*10 {
+			t.Errorf("watchers: checks %+v, %v events delivered: want 2 checks and at least 3,000 events", s.Checks, d)
 		}
 	})
 	t.Run("browse", func(t *testing.T) {

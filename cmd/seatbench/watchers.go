@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +36,9 @@ type watchers struct {
 	rssBefore float64 // MiB, before the watchers connected
 	conns     []*sseConn
 	children  []*watchChild
+	// poll reads the watchers' connections (nil: each its own goroutine:
+	// watchpoll_linux.go).
+	poll *pollSet
 	// stop ends the watchers (check calls it), done when all returned.
 	stop context.CancelFunc
 	done sync.WaitGroup
@@ -126,6 +130,11 @@ func (wl *watchers) dialAll(ctx context.Context, n, offset int) error {
 	// The watchers outlive setup's context: close stops them.
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	wl.stop = stop
+	poll, err := newPollSet(wctx, &wl.done)
+	if err != nil {
+		return err
+	}
+	wl.poll = poll
 	wl.conns = make([]*sseConn, n)
 	sem := make(chan struct{}, watchDialers)
 	for i := range wl.conns {
@@ -191,8 +200,9 @@ func (wl *watchers) follow(ctx context.Context, c *sseConn, opened chan<- error)
 	}
 }
 
-// stream reads one connection: parsing only id and event lines, so the
-// load tool spends little of the machine it shares with the node.
+// stream reads one connection: its events' ids and kinds only
+// (sseParser), so the load tool spends little of the machine it shares
+// with the node.
 func (wl *watchers) stream(ctx context.Context, c *sseConn, opened chan<- error) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", c.addr)
@@ -218,44 +228,47 @@ func (wl *watchers) stream(ctx context.Context, c *sseConn, opened chan<- error)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET events: %s", resp.Status)
 	}
-	body := bufio.NewReaderSize(resp.Body, 4096)
-	var id uint64
-	var kind string
+	if resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0 {
+		// Not the connection's own bytes to its end (a node serves an
+		// event stream over plain HTTP/1.1 so): net/http's body reads it.
+		return wl.readStream(c, resp.Body, opened)
+	}
+	buffered, _ := br.Peek(br.Buffered())
+	return wl.readEvents(c, conn, br, buffered, opened)
+}
+
+// readStream reads c's events from r until it fails, on the caller's
+// goroutine.
+func (wl *watchers) readStream(c *sseConn, r io.Reader, opened chan<- error) error {
+	var p sseParser
+	var now int64
+	event := func(kind string, id uint64) { wl.event(c, kind, id, now, opened) }
+	buf := make([]byte, 16<<10)
 	for {
-		line, err := body.ReadSlice('\n')
-		for err == bufio.ErrBufferFull { // a long data line: not needed
-			_, err = body.ReadSlice('\n')
-			line = []byte("data\n")
+		n, err := r.Read(buf)
+		if n > 0 {
+			now = time.Now().UnixNano()
+			p.feed(buf[:n], event)
 		}
 		if err != nil {
 			return err
 		}
-		switch s := string(line[:len(line)-1]); {
-		case strings.HasPrefix(s, "id: "):
-			id, _ = strconv.ParseUint(s[4:], 10, 64)
-		case strings.HasPrefix(s, "event: "):
-			kind = s[7:]
-		case s == "" && kind != "":
-			wl.event(c, kind, id, opened)
-			kind = ""
-		}
 	}
 }
 
-// event counts one event of c.
-func (wl *watchers) event(c *sseConn, kind string, rev uint64, opened chan<- error) {
+// event counts one event of c, which arrived at now (Unix ns).
+func (wl *watchers) event(c *sseConn, kind string, rev uint64, now int64, opened chan<- error) {
 	switch kind {
-	case "snapshot":
+	case sseKindSnapshot:
 		if c.first.CompareAndSwap(0, rev) {
 			opened <- nil
 		}
-	case "reset":
+	case sseKindReset:
 		c.resets.Add(1)
-	case "changes":
+	case sseKindChanges:
 		if rev > c.last.Load() {
 			c.changes.Add(1)
 		}
-		now := time.Now().UnixNano()
 		if at, ok := wl.answered.Load(rev); ok {
 			wl.delivery.record(time.Duration(max(0, now-at.(int64))))
 		} else if !wl.hold(rev, now) {
