@@ -4,10 +4,12 @@
 // again, confirms its committed configuration omits it; DropGroup refuses
 // with ErrStillMember while the leader still names the replica, while no
 // leader can be reached, and while the removal is not committed (the
-// leader has lost its quorum), naming what each node answered.
+// leader has lost its quorum), naming what each node answered; and the
+// question's wire format round-trips (and is fuzzed).
 package raftnode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -155,6 +157,29 @@ func TestConfigQuestionWire(t *testing.T) {
 			t.Errorf("encodeConfigQuestion(%d-byte id) = nil error, want one", len(bad))
 		}
 	}
+}
+
+// FuzzConfigQuestion: the question's body decoder never panics, reads no
+// more than its length byte says, and what it accepts encodes back to the
+// same bytes.
+func FuzzConfigQuestion(f *testing.F) {
+	q, err := encodeConfigQuestion(7, "n2#00000000000000ff")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(q[muxPrefixBytes:])
+	f.Add([]byte{0})
+	f.Add([]byte{3, 'n', '1'})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		sid, err := readConfigID(bytes.NewReader(p))
+		if err != nil {
+			return
+		}
+		q, err := encodeConfigQuestion(7, sid)
+		if err != nil || !bytes.Equal(q[muxPrefixBytes:], p[:1+len(sid)]) {
+			t.Errorf("id %q from %x encodes to %x, %v", sid, p, q, err)
+		}
+	})
 }
 
 // gateProxy relays TCP connections to target; shut closes every relayed

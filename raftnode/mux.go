@@ -673,7 +673,7 @@ type muxHeader struct {
 	// config marks a configuration question (membership_ask.go).
 	config bool
 	// first is the first byte after the header (openConn), read but for a
-	// probe.
+	// probe or a configuration question.
 	first byte
 }
 
