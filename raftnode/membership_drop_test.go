@@ -159,6 +159,54 @@ func TestConfigQuestionWire(t *testing.T) {
 	}
 }
 
+// A configuration question crosses the Mux as raft traffic does: over
+// mutual TLS, only within the cluster, answered by the node (not a group's
+// layer), and a Mux that answers none says the group is not hosted.
+func TestConfigQuestionAtTheMux(t *testing.T) {
+	pki := newTestPKI(t)
+	const sid = "n2#00000000000000ff"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewTLSMux(ln, testClusterID, nil, *pki.muxTLS(t, "n1", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.configs = func(group uint32, id raft.ServerID) configState {
+		if group == 3 && id == sid {
+			return configOmits
+		}
+		return configFollows
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		m.Serve()
+	}()
+	t.Cleanup(func() {
+		m.Close()
+		<-served
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	peer := serveTestMux(t, headerTimeout, pki.muxTLS(t, "n2", true))
+	if got, err := peer.configAt(ctx, m.Addr().String(), 3, sid); err != nil || got != configOmits {
+		t.Fatalf("configAt(group 3, %s) = %v, %v; want %v", sid, got, err, configOmits)
+	}
+	if got, err := peer.configAt(ctx, m.Addr().String(), 4, sid); err != nil || got != configFollows {
+		t.Fatalf("configAt(group 4, %s) = %v, %v; want %v", sid, got, err, configFollows)
+	}
+	stranger := serveClusterMux(t, headerTimeout, pki.muxTLS(t, "x1", true), ClusterID{9})
+	if got, err := stranger.configAt(ctx, m.Addr().String(), 3, sid); err == nil {
+		t.Fatalf("a node of another cluster was answered %v", got)
+	}
+	plain := newTestMux(t, headerTimeout)
+	if got, err := newTestMux(t, headerTimeout).configAt(ctx, plain.Addr().String(), 3, sid); err != nil || got != configNotHosted {
+		t.Fatalf("configAt a Mux that answers no questions = %v, %v; want %v", got, err, configNotHosted)
+	}
+}
+
 // FuzzConfigQuestion: the question's body decoder never panics, reads no
 // more than its length byte says, and what it accepts encodes back to the
 // same bytes.
