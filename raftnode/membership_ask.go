@@ -201,11 +201,14 @@ func (n *Node) configOf(group uint32, sid raft.ServerID) configState {
 // configuration that omits server sid. The configuration is read first,
 // then a Barrier appended after it must commit within wait: raft v1.7.3
 // does not tell a configuration's index, so a commit after it is the proof
-// (raftseam.go, 10).
+// (raftseam.go, 10). The term must not change in between: within one term
+// a leader's log is never cut, so the entry read is still before the
+// Barrier; across a step-down it might have been replaced.
 func (g *Group) configOf(sid raft.ServerID, wait time.Duration) configState {
 	if !g.IsLeader() {
 		return configFollows
 	}
+	term := g.raft.CurrentTerm()
 	f := g.raft.GetConfiguration()
 	if f.Error() != nil {
 		return configFollows
@@ -220,10 +223,10 @@ func (g *Group) configOf(sid raft.ServerID, wait time.Duration) configState {
 	go func() { done <- barrier.Error() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			if !g.IsLeader() {
-				return configFollows
-			}
+		switch {
+		case !g.IsLeader():
+			return configFollows
+		case err != nil || g.raft.CurrentTerm() != term:
 			return configUnconfirmed
 		}
 		return configOmits
