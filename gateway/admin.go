@@ -109,12 +109,14 @@ func (a *Admin) HostGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*led
 	return a.membership(req.Group), nil
 }
 
-// DropGroup stops and deletes this node's replica of a group.
+// DropGroup stops and deletes this node's replica of a group; without force
+// only once the group's leader confirms that its committed configuration
+// omits the replica (raftnode.Node.DropGroup).
 func (a *Admin) DropGroup(ctx context.Context, req *ledgerpb.GroupRequest) (*ledgerpb.MembershipResponse, error) {
 	if err := a.auth.admin(ctx); err != nil {
 		return nil, err
 	}
-	if err := a.router.Node().DropGroup(req.Group, req.Force); err != nil {
+	if err := a.router.Node().DropGroup(ctx, req.Group, req.Force); err != nil {
 		return nil, membershipError(err)
 	}
 	return &ledgerpb.MembershipResponse{}, nil

@@ -1,6 +1,6 @@
-// This file proves the error table: every FSM rejection and routing failure
-// maps to the documented gRPC code and HTTP status, carries an ErrorInfo
-// reason, and conflicts name the taken seats.
+// This file proves the error table: every FSM rejection, routing failure
+// and membership failure maps to the documented gRPC code and HTTP status,
+// carries an ErrorInfo reason, and conflicts name the taken seats.
 package gateway
 
 import (
@@ -117,6 +117,35 @@ func TestRouteErrorTable(t *testing.T) {
 		}
 		if got := httpStatus(s); got != tt.http {
 			t.Errorf("routeError(%v) HTTP = %d, want %d", tt.err, got, tt.http)
+		}
+	}
+}
+
+// A DropGroup refused because no leader confirmed the removal is a
+// precondition the operator can act on (its message says how), and the
+// raftnode message reaches the caller whole.
+func TestMembershipErrorTable(t *testing.T) {
+	tests := []struct {
+		err    error
+		reason string
+		http   int
+	}{
+		{fmt.Errorf("%w: group 3: n2 did not answer", raftnode.ErrStillMember), "FAILED_PRECONDITION", http.StatusPreconditionFailed},
+		{fmt.Errorf("%w: group 3", raftnode.ErrGroupHosted), "FAILED_PRECONDITION", http.StatusPreconditionFailed},
+		{fmt.Errorf("%w: group 3 is not hosted here", raftnode.ErrUnknownGroup), "NOT_FOUND", http.StatusNotFound},
+		{raftnode.ErrNotLeader, "NOT_LEADER", http.StatusServiceUnavailable},
+		{raftnode.ErrNodeClosed, "UNAVAILABLE", http.StatusServiceUnavailable},
+	}
+	for _, tt := range tests {
+		s := status.Convert(membershipError(tt.err))
+		if got := reasonOf(s); got != tt.reason {
+			t.Errorf("membershipError(%v).reason = %q, want %q", tt.err, got, tt.reason)
+		}
+		if got := httpStatus(s); got != tt.http {
+			t.Errorf("membershipError(%v) HTTP = %d, want %d", tt.err, got, tt.http)
+		}
+		if tt.reason != "NOT_LEADER" && s.Message() != tt.err.Error() {
+			t.Errorf("membershipError(%v) message = %q, want the error's own", tt.err, s.Message())
 		}
 	}
 }

@@ -63,7 +63,7 @@ func rehost(t *testing.T, tc *testCluster, leader *Group, i int) *Group {
 	if err := leader.RemoveVoter(ctx, tc.peers[i].ID); err != nil {
 		t.Fatalf("RemoveVoter(%s) = %v", tc.peers[i].ID, err)
 	}
-	if err := tc.nodes[i].DropGroup(0, true); err != nil {
+	if err := tc.nodes[i].DropGroup(context.Background(), 0, true); err != nil {
 		t.Fatalf("DropGroup on %s = %v", tc.peers[i].ID, err)
 	}
 	if err := leader.AddVoter(ctx, tc.peers[i].ID); !errors.Is(err, ErrNotHosted) {
@@ -269,7 +269,7 @@ func TestAddVoterRefusesWhileAnEarlierIncarnationIsMember(t *testing.T) {
 	leader, li := tc.leader()
 	fresh := (li + 1) % 3
 	node := tc.peers[fresh].ID
-	if err := tc.nodes[fresh].DropGroup(0, true); err != nil {
+	if err := tc.nodes[fresh].DropGroup(context.Background(), 0, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := tc.nodes[fresh].HostGroup(0); err != nil {

@@ -26,7 +26,11 @@ import (
 //  3. leader.RemoveVoter(g, A): the configuration loses A (a leader that
 //     removes itself steps down once the change commits).
 //  4. A.DropGroup(g): A stops its replica, deletes its raft files and state,
-//     and leaves a tombstone so that a restart does not host it again.
+//     and leaves a tombstone so that a restart does not host it again. A
+//     may never learn of step 3 (the leader stops replicating to it), so
+//     DropGroup asks the group's leader whether its committed
+//     configuration omits A's replica (membership_ask.go); only when no
+//     leader can be reached does the operator need force.
 //
 // One server at a time is safe only while a server id keeps its state, so
 // every replica HostGroup starts has a new id, the node id with a fresh
@@ -107,22 +111,33 @@ func (n *Node) HostGroup(id uint32) error {
 }
 
 // DropGroup stops this node's replica of group id and deletes its raft files
-// and state, leaving a tombstone. It refuses while the replica's
-// configuration still names this node (remove it with RemoveVoter first),
-// unless force: a removed server may never receive the entry that removed
-// it, so the operator may vouch for the leader's acknowledgement instead.
-func (n *Node) DropGroup(id uint32, force bool) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	g, ok := n.mu.groups[id]
-	if !ok {
+// and state, leaving a tombstone. Without force it drops only a replica
+// the group no longer counts on: one that never received a configuration,
+// or one that another node, leading the group, confirms its committed
+// configuration omits (membership_ask.go): the replica itself may never
+// learn of its removal. Otherwise it refuses with ErrStillMember, saying
+// what each node answered. force skips the check: the operator vouches
+// that the removal committed (the leader acknowledged RemoveVoter) when
+// no leader can be reached from this node.
+func (n *Node) DropGroup(ctx context.Context, id uint32, force bool) error {
+	g, err := n.Group(id)
+	if err != nil {
 		return fmt.Errorf("%w: group %d is not hosted here", ErrUnknownGroup, id)
 	}
-	// Another incarnation of this node in the configuration is not this
-	// replica (incarnation.go).
-	if sid, ok := g.memberID(n.cfg.NodeID); ok && sid == g.self && !force {
-		members, _ := g.Replicas()
-		return fmt.Errorf("%w: group %d (members %v)", ErrStillMember, id, members)
+	// Asked without the lock: the question takes a network round trip,
+	// and other nodes' DropGroups ask this one.
+	if !force {
+		if err := n.confirmRemoved(ctx, g); err != nil {
+			return err
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.closed {
+		return ErrNodeClosed
+	}
+	if n.mu.groups[id] != g {
+		return fmt.Errorf("%w: group %d: the replica checked was dropped meanwhile", ErrUnknownGroup, id)
 	}
 	if err := g.close(); err != nil {
 		n.cfg.Logger.Warn("closing dropped group", "group", id, "err", err)

@@ -22,10 +22,13 @@ import (
 // (big-endian uint64, incarnation.go; 0 for a bootstrapped replica and for
 // heartbeat frames). The magic tells raft traffic from stray clients (HTTP
 // probes, port scanners). A probe (mux_incarnation.go) sends muxProbeMagic
-// and the group id alone: the first muxPrefixBytes of any header.
+// and the group id alone: the first muxPrefixBytes of any header. A
+// configuration question (membership_ask.go) sends muxConfigMagic and the
+// group id, then the server id it asks about.
 const (
 	muxMagic       = "SLI1"
 	muxProbeMagic  = "SLQ1"
+	muxConfigMagic = "SLC1"
 	muxMagicLen    = len(muxMagic)
 	muxGroupIDLen  = 4
 	muxIncBytes    = 8
@@ -151,6 +154,11 @@ type Mux struct {
 	// lastHandshakeLog is when a failed handshake was last logged (Unix
 	// nanoseconds); atomic so routers rate-limit without a lock.
 	lastHandshakeLog atomic.Int64
+
+	// configs answers configuration questions (membership_ask.go); nil
+	// answers that no replica of the group is hosted here. Set before
+	// Serve starts and read-only afterwards.
+	configs func(group uint32, sid raft.ServerID) configState
 
 	// rejected counts connections closed for a bad header or an unknown
 	// group; atomic so Rejected needs no lock.
@@ -282,6 +290,13 @@ func (m *Mux) route(raw net.Conn) {
 		m.open.Add(-1)
 		return
 	}
+	if err == nil && hdr.config {
+		// Asked of the node, not of a layer: a node that hosts no replica
+		// of the group says so.
+		m.answerConfig(conn, raw, hdr.group)
+		m.open.Add(-1)
+		return
+	}
 	if err != nil || l == nil {
 		// The raw connection, not the TLS one: its Close would try to
 		// send close_notify to a client that may not read.
@@ -353,7 +368,7 @@ func (m *Mux) openConn(raw net.Conn) (net.Conn, muxHeader, error) {
 	if err != nil {
 		return nil, muxHeader{}, err
 	}
-	if !hdr.probe {
+	if !hdr.probe && !hdr.config {
 		var b [1]byte
 		if _, err := io.ReadFull(conn, b[:]); err != nil {
 			return nil, muxHeader{}, err
@@ -655,8 +670,10 @@ type muxHeader struct {
 	group       uint32
 	incarnation uint64
 	probe       bool
+	// config marks a configuration question (membership_ask.go).
+	config bool
 	// first is the first byte after the header (openConn), read but for a
-	// probe.
+	// probe or a configuration question.
 	first byte
 }
 
@@ -673,6 +690,8 @@ func readHeader(conn net.Conn) (muxHeader, error) {
 	switch string(prefix[:muxMagicLen]) {
 	case muxProbeMagic:
 		return muxHeader{group: group, probe: true}, nil
+	case muxConfigMagic:
+		return muxHeader{group: group, config: true}, nil
 	case muxMagic:
 		var inc [muxIncBytes]byte
 		if _, err := io.ReadFull(conn, inc[:]); err != nil {

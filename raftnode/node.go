@@ -112,6 +112,8 @@ func Start(cfg Config) (*Node, error) {
 	n.beats = newBeatCoalescer(beatLayer, cfg.HeartbeatTimeout/10, max(cfg.HeartbeatTimeout, beatTimeoutMin))
 	n.mu.groups = map[uint32]*Group{}
 	n.peers.Store(peers)
+	// Before Serve: the Mux reads it without a lock.
+	mux.configs = n.configOf
 	if n.metrics, err = newNodeMetrics(cfg.Metrics, n); err != nil {
 		n.beats.close()
 		ln.Close()

@@ -49,6 +49,17 @@ import (
 //     that joined as a non-voter counts in no election until AddVoter
 //     promotes it; membership.go's safety argument rests on it.
 //     TestRaftContractCandidatesAskVotersOnly.
+// 10. Removal is told by nothing but the log. The leader stops replicating
+//     to a server as soon as it appends the configuration that removes it,
+//     after one best-effort append, so the removed server may keep a
+//     configuration that names it; and GetConfiguration's Index (so also
+//     Stats' "latest_configuration_index") is 0, so no replica can compare
+//     its configuration's index with its commit index. DropGroup asks the
+//     leader instead, which proves its configuration committed with a
+//     Barrier after reading it (membership_ask.go).
+//     TestRaftContractConfigurationIndexUnknown,
+//     TestRaftContractRemovedFollowerMayNotLearn,
+//     TestDropGroupAfterAnUnseenRemoval.
 //
 // Raft learns a transport's optional features (pre-vote, close) and a log
 // store's by type assertion; the wrappers keep them, checked below.

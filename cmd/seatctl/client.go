@@ -308,11 +308,11 @@ func (a *app) retry(ctx context.Context, window time.Duration, f func(ctx contex
 }
 
 // retryable reports whether a call may succeed if repeated: the node is not
-// the leader or has no quorum now, the outcome is unknown, or the call timed
-// out. Every call seatctl retries is safe to repeat: membership steps are
+// the leader or has no quorum now, no leader has confirmed a removal yet,
+// the outcome is unknown, or the call timed out. Every call seatctl retries is safe to repeat: membership steps are
 // idempotent and writes carry the same request id.
 func retryable(err error) bool {
-	if errors.Is(err, errNoLeader) {
+	if errors.Is(err, errNoLeader) || errors.Is(err, errRemovalUnconfirmed) {
 		return true
 	}
 	switch status.Code(err) {

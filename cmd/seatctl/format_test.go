@@ -350,6 +350,8 @@ func TestDescribe(t *testing.T) {
 		{status.Error(codes.FailedPrecondition, "no"), "FAILED_PRECONDITION: no", false},
 		{errors.New("two\nlines"), "two lines", false},
 		{errNoLeader, "no leader known", true},
+		{fmt.Errorf("%w: FAILED_PRECONDITION: n2 did not answer", errRemovalUnconfirmed),
+			"no leader confirmed the removal yet: FAILED_PRECONDITION: n2 did not answer", true},
 		{status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`),
 			"UNAVAILABLE: dial tcp 127.0.0.1:1: connect: connection refused", true},
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,28 +28,33 @@ func newGroupCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.changeMembership(c.Context(), group, args[1], "")
+			return a.changeMembership(c.Context(), group, args[1], "", false)
 		},
 	}
+	var removeForce, moveForce bool
 	remove := &cobra.Command{
 		Use:     "remove-replica GROUP NODE",
 		Short:   "Remove NODE from GROUP and delete its replica (RemoveVoter, then DropGroup)",
-		Example: "  seatctl group remove-replica 3 n1",
+		Long:    removeLong,
+		Example: "  seatctl group remove-replica 3 n1\n  seatctl group remove-replica 3 n1 --force-drop   # n1 cannot reach any leader of group 3",
 		Args:    exactArgs(2, "GROUP NODE"),
 		RunE: func(c *cobra.Command, args []string) error {
 			group, err := parseGroup(args[0])
 			if err != nil {
 				return err
 			}
-			return a.changeMembership(c.Context(), group, "", args[1])
+			return a.changeMembership(c.Context(), group, "", args[1], removeForce)
 		},
 	}
+	remove.Flags().BoolVar(&removeForce, "force-drop", false, forceDropUsage)
 	move := &cobra.Command{
 		Use:   "move-replica GROUP FROM TO",
 		Short: "Move GROUP's replica from node FROM to node TO, online (add TO first, then remove FROM)",
 		Long: `move-replica adds the new replica before it removes the old one, so the group
 never has fewer replicas than it started with: HostGroup on TO, AddVoter(TO) on the
-leader, RemoveVoter(FROM) on the leader, DropGroup on FROM.`,
+leader, RemoveVoter(FROM) on the leader, DropGroup on FROM.
+
+` + removeLong,
 		Example: "  seatctl group move-replica 3 n1 n4",
 		Args:    exactArgs(3, "GROUP FROM TO"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -59,11 +65,25 @@ leader, RemoveVoter(FROM) on the leader, DropGroup on FROM.`,
 			if args[1] == args[2] {
 				return usagef("FROM and TO are the same node %q", args[1])
 			}
-			return a.changeMembership(c.Context(), group, args[2], args[1])
+			return a.changeMembership(c.Context(), group, args[2], args[1], moveForce)
 		},
 	}
+	move.Flags().BoolVar(&moveForce, "force-drop", false, forceDropUsage)
 	return parentCmd("group", "Change a raft group's replicas, one at a time", add, remove, move, newRebalanceCmd(a))
 }
+
+// removeLong says when the drop needs --force-drop.
+const removeLong = `The drop deletes the old replica's data only once the group's leader confirms,
+from the old node, that its committed configuration omits the replica: the
+removed replica itself may never hear of its removal. While no leader answers
+so (an election, a partition between the old node and the leader) the step
+retries, then fails naming what each node answered; re-run the command.
+--force-drop skips the leader's confirmation, for an old node that cannot reach
+any leader of the group for good: seatctl forces only a drop whose RemoveVoter
+it has just seen the leader acknowledge in the same run.`
+
+// forceDropUsage is --force-drop's help.
+const forceDropUsage = "drop the old replica without the leader's confirmation (only if the old node cannot reach the group's leader; see above)"
 
 // step is one membership step: it returns what it did.
 type step struct {
@@ -74,10 +94,10 @@ type step struct {
 }
 
 // changeMembership adds node add to the group and/or removes node remove
-// from it (either may be ""), adding first. It checks both against the
-// cluster before the first step, so a move that could not finish does not
-// start.
-func (a *app) changeMembership(ctx context.Context, group uint32, add, remove string) error {
+// from it (either may be ""), adding first; forceDrop forces the drop of
+// the removed replica. It checks both against the cluster before the first
+// step, so a move that could not finish does not start.
+func (a *app) changeMembership(ctx context.Context, group uint32, add, remove string, forceDrop bool) error {
 	v, err := a.pollView(ctx, false)
 	if err != nil {
 		return err
@@ -110,7 +130,7 @@ func (a *app) changeMembership(ctx context.Context, group uint32, add, remove st
 	if remove != "" {
 		steps = append(steps, a.removeVoterStep(group, remove))
 		if v.up(remove) {
-			steps = append(steps, a.dropStep(group, remove))
+			steps = append(steps, a.dropStep(group, remove, forceDrop))
 		}
 	}
 	if err := a.runSteps(ctx, steps); err != nil {
@@ -190,19 +210,27 @@ func (a *app) removeVoterStep(group uint32, node string) step {
 	}}
 }
 
-// dropStep deletes node's replica of the group. It forces the drop: the
-// leader acknowledged RemoveVoter in the step before, so the removal is
-// committed, but the removed replica may never receive the entry that
-// removed it (the leader stops replicating to it once the configuration
-// change commits) and would otherwise refuse forever as "still a member".
-func (a *app) dropStep(group uint32, node string) step {
+// dropStep deletes node's replica of the group. Without force the node
+// asks the group's leader whether its committed configuration omits the
+// replica (the removed replica may never hear of its removal itself) and
+// refuses, FAILED_PRECONDITION, until it does; the step retries that as it
+// retries a missing leader, since an election or a short partition ends.
+// force skips the leader's confirmation: only after this run saw the
+// leader acknowledge RemoveVoter (--force-drop).
+func (a *app) dropStep(group uint32, node string, force bool) step {
 	hint := fmt.Sprintf("%s is out of group %d but still holds the replica's data: re-run remove-replica when it answers", node, group)
+	if !force {
+		hint = fmt.Sprintf("%s still holds the replica's data: re-run remove-replica %d %s once it can reach the group's leader, or with --force-drop if it cannot and the remove-voter step succeeded", node, group, node)
+	}
 	return step{name: "drop", hint: hint, run: func(ctx context.Context) (string, error) {
 		_, err := a.onNode(ctx, node, func(ctx context.Context, c ledgerpb.AdminClient) (*ledgerpb.MembershipResponse, error) {
-			return c.DropGroup(ctx, &ledgerpb.GroupRequest{Group: group, Force: true})
+			return c.DropGroup(ctx, &ledgerpb.GroupRequest{Group: group, Force: force})
 		})
-		if reasonOf(err) == "NOT_FOUND" {
+		switch reasonOf(err) {
+		case "NOT_FOUND":
 			return fmt.Sprintf("%s does not host group %d (dropped already)", node, group), nil
+		case "FAILED_PRECONDITION":
+			return "", fmt.Errorf("%w: %s", errRemovalUnconfirmed, describe(err))
 		}
 		if err != nil {
 			return "", err
@@ -210,6 +238,10 @@ func (a *app) dropStep(group uint32, node string) step {
 		return fmt.Sprintf("%s dropped its replica of group %d", node, group), nil
 	}}
 }
+
+// errRemovalUnconfirmed is a drop the node refused because no leader of
+// the group confirmed the removal yet; it is retried.
+var errRemovalUnconfirmed = errors.New("no leader confirmed the removal yet")
 
 // adminCall is one Admin membership call.
 type adminCall func(ctx context.Context, c ledgerpb.AdminClient) (*ledgerpb.MembershipResponse, error)

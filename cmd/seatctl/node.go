@@ -251,7 +251,7 @@ func (a *app) runPlan(ctx context.Context, what string, plan []move, dryRun bool
 	}
 	for i, m := range plan {
 		fmt.Fprintf(a.out, "move %d/%d: %s\n", i+1, len(plan), m)
-		if err := a.changeMembership(ctx, m.Group, m.To, m.From); err != nil {
+		if err := a.changeMembership(ctx, m.Group, m.To, m.From, false); err != nil {
 			return fmt.Errorf("move %d/%d (%s): %w; re-run to continue from where the cluster stands", i+1, len(plan), m, err)
 		}
 	}
@@ -340,7 +340,7 @@ func (a *app) dropLeftovers(ctx context.Context, id string) error {
 	}
 	for _, g := range hostedBy(v, id) {
 		if gv := v.group(g); gv != nil && !slices.Contains(gv.Replicas, id) && v.up(id) {
-			if err := a.runSteps(ctx, []step{a.dropStep(g, id)}); err != nil {
+			if err := a.runSteps(ctx, []step{a.dropStep(g, id, false)}); err != nil {
 				return err
 			}
 		}

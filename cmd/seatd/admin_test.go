@@ -80,8 +80,9 @@ func TestAdminStatusAndTransfer(t *testing.T) {
 // TestAdminReplaceReplica removes a follower's replica of a group while
 // holds go on, drops its state, hosts it afresh and adds it back: no
 // acknowledged hold is lost, the dropped node refuses to drop a group it is
-// still a member of, a restart does not bring a dropped replica back, and
-// all replicas end with equal digests.
+// still a member of and drops it without force once removed (whether or not
+// it heard of its removal), a restart does not bring a dropped replica back,
+// and all replicas end with equal digests.
 func TestAdminReplaceReplica(t *testing.T) {
 	c := startCluster(t, false)
 	show := "move-show"
@@ -101,7 +102,10 @@ func TestAdminReplaceReplica(t *testing.T) {
 	if _, err := adm(leader).RemoveVoter(ctx, &ledgerpb.VoterRequest{Group: group, Node: fid}); err != nil {
 		t.Fatalf("RemoveVoter(%s): %v", fid, err)
 	}
-	// The removed replica learns of its removal from the log; then it may go.
+	// The removed replica may never learn of its removal (the leader stops
+	// replicating to it once it appends the change), so DropGroup asks the
+	// leader, whose committed configuration omits it. The loop rides out a
+	// leader election between the two calls.
 	deadline := time.Now().Add(clusterWaitMax)
 	for {
 		_, err := adm(f).DropGroup(ctx, &ledgerpb.GroupRequest{Group: group})

@@ -555,9 +555,12 @@ func (x *SnapshotChunk) GetData() []byte {
 type GroupRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Group uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
-	// DropGroup only: drop even if this replica still lists itself as a
-	// member. A removed server may never see the entry that removed it; use
-	// force only after the leader acknowledged RemoveVoter.
+	// DropGroup only: drop without the leader's word. Without force DropGroup
+	// asks the group's leader and drops only once the leader's committed
+	// configuration omits this replica (a removed server may never see the
+	// entry that removed it, so its own configuration cannot tell). Use
+	// force only when no leader can be reached from this node and the leader
+	// acknowledged RemoveVoter.
 	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
