@@ -36,12 +36,12 @@ func (n *nemesis) moveReplica(ctx context.Context) string {
 			func(ctx context.Context) error { return n.host(ctx, to, group) },
 			func(ctx context.Context) error { return n.voter(ctx, group, to, true) },
 			func(ctx context.Context) error { return n.voter(ctx, group, from, false) },
-			func(ctx context.Context) error { return n.drop(ctx, from, group) })
+			n.drop(from, group))
 		return fmt.Sprintf("group %d: move %s -> %s: %s", group, from, to, errText(err))
 	}
 	err := n.steps(ctx, group,
 		func(ctx context.Context) error { return n.voter(ctx, group, from, false) },
-		func(ctx context.Context) error { return n.drop(ctx, from, group) },
+		n.drop(from, group),
 		func(ctx context.Context) error { return n.host(ctx, from, group) },
 		func(ctx context.Context) error { return n.voter(ctx, group, from, true) })
 	return fmt.Sprintf("group %d: replace %s in place: %s", group, from, errText(err))
@@ -103,14 +103,25 @@ func (n *nemesis) host(ctx context.Context, id string, group uint32) error {
 	return err
 }
 
-// drop drops a replica the leader has removed (force: a removed server may
-// never hear of its removal).
-func (n *nemesis) drop(ctx context.Context, id string, group uint32) error {
-	_, err := n.tc.admin[id].DropGroup(ctx, &ledgerpb.GroupRequest{Group: group, Force: true})
-	if reasonOf(err) == "NOT_FOUND" {
-		return nil // dropped already
+// drop returns the step that drops a replica the leader has removed. It
+// asks without force, as seatctl does: the node checks with the group's
+// leader that the removal committed. Only when no leader confirmed it
+// within half a step's time (a partition may cut the node off from every
+// leader) does it force, as seatctl --force-drop does once RemoveVoter was
+// acknowledged, which the step before made sure of.
+func (n *nemesis) drop(id string, group uint32) func(context.Context) error {
+	var start time.Time // the step's first try
+	return func(ctx context.Context) error {
+		if start.IsZero() {
+			start = time.Now()
+		}
+		force := time.Since(start) > stepTimeout/2
+		_, err := n.tc.admin[id].DropGroup(ctx, &ledgerpb.GroupRequest{Group: group, Force: force})
+		if reasonOf(err) == "NOT_FOUND" {
+			return nil // dropped already
+		}
+		return err
 	}
-	return err
 }
 
 // voter adds or removes node id on the group's current leader.
