@@ -147,7 +147,7 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 	}
 	free := slices.Grow(dst[:0], l.total)[:l.total]
 	for i := range free {
-		free[i] = s.owners.takeable(i, tx.now)
+		free[i] = tx.m.led.holds.takeable(&s.owners, i, tx.now)
 	}
 	return free
 }
@@ -156,7 +156,7 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 func (tx *txn) hasFreeSeat(show string) bool {
 	s := tx.m.led.shows[show]
 	for i := range s.owners.len() {
-		if s.owners.takeable(i, tx.now) {
+		if tx.m.led.holds.takeable(&s.owners, i, tx.now) {
 			return true
 		}
 	}

@@ -114,6 +114,12 @@ func (l *layout) seatID(idx int) string {
 	return row.Name + strconv.Itoa(n)
 }
 
+// appendSeatID appends seatID(idx) to b.
+func (l *layout) appendSeatID(b []byte, idx int) []byte {
+	row, n := l.seat(idx)
+	return strconv.AppendInt(append(b, row.Name...), int64(n), 10)
+}
+
 func (l *layout) price(row *ledgerpb.Row) int64 {
 	if c, ok := l.prices[row.Category]; ok {
 		return c.PriceMinor

@@ -254,8 +254,8 @@ func (tx *txn) offer(show string, k int) int {
 		if len(taken) != 0 {
 			violated("S1: an offer to %s picked taken seats %v of show %s", rec.EntryId, taken, show)
 		}
-		for _, h := range stale {
-			tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED)
+		for _, r := range stale {
+			tx.closeHold(r, ledgerpb.HoldState_HOLD_STATE_EXPIRED, false)
 		}
 		r := tx.createHold(rec.ClientId, &ledgerpb.HoldCmd{ShowId: show, TtlMs: QueueClaimWindowMs}, l, seatIDs, idx, offerPosBase+k)
 		k++

@@ -59,13 +59,14 @@ func (tx *txn) showTokenKey(show string) []byte {
 	return l.tokenKey
 }
 
-// tokenMatches compares a presented token with the hold's in constant time.
-func (tx *txn) tokenMatches(h *ledgerpb.HoldRecord, token string) bool {
-	want := tx.holdTokenBytes(h.ShowId, h.HoldId)
+// tokenMatches compares a presented token with the token of hold id of
+// show in constant time.
+func (tx *txn) tokenMatches(show, id, token string) bool {
+	want := tx.holdTokenBytes(show, id)
 	return len(token) == len(want) && hmac.Equal(want[:], []byte(token))
 }
 
 // badToken is the rejection for a token that is not the hold's.
-func badToken(h *ledgerpb.HoldRecord) *ledgerpb.Result {
-	return reject(ledgerpb.Code_CODE_HOLD_TOKEN_INVALID, "hold_token is not the token of hold %s", h.HoldId)
+func badToken(id string) *ledgerpb.Result {
+	return reject(ledgerpb.Code_CODE_HOLD_TOKEN_INVALID, "hold_token is not the token of hold %s", id)
 }

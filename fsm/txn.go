@@ -51,6 +51,8 @@ type txn struct {
 	// request record while it is encoded (applyOne).
 	hash [16]byte
 	rec  ledgerpb.RequestRecord
+	// holdBuf is the record a live hold is encoded from (view).
+	holdBuf *ledgerpb.HoldRecord
 }
 
 // begin starts a Pebble batch for one or more entries. The txn is the
@@ -65,7 +67,7 @@ func (m *Machine) begin() *txn {
 	m.ov.shared = true // tx.runs keeps the stack for end
 	*tx = txn{m: m, runs: m.ov.runs, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
 		freed: tx.freed, events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
-		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0]}
+		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], holdBuf: tx.holdBuf}
 	clear(tx.freed)
 	clear(tx.eventAt)
 	clear(tx.touched)
@@ -194,13 +196,9 @@ func (tx *txn) layout(id string) *layout {
 	return nil
 }
 
-// holdRecord returns a hold: from the ledger when it is live or a booking,
-// else (a hold that ended, or none) as the batch has it. A hold from the
-// ledger is the ledger's own: commands change it in place.
-func (tx *txn) holdRecord(id string) *ledgerpb.HoldRecord {
-	if h := tx.m.led.holds[id]; h != nil {
-		return h
-	}
+// endedHold returns a hold that ended as the batch has it, nil if none
+// did: the ledger has the live holds and bookings (holdTable.find).
+func (tx *txn) endedHold(id string) *ledgerpb.HoldRecord {
 	h := &ledgerpb.HoldRecord{}
 	if !tx.get(tx.m.holdKey(id), h) {
 		return nil
