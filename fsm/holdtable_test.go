@@ -197,3 +197,11 @@ func TestExpiryQueueStringOrder(t *testing.T) {
 		t.Errorf("next expiry of an empty queue = %d", led.nextExpiry())
 	}
 }
+
+func TestTakenMessage(t *testing.T) {
+	for _, taken := range [][]string{{"A1"}, {"A1", "B12"}, {"C3", "C4", "C5"}} {
+		if got, want := takenMessage(taken), fmt.Sprintf("seats %v are taken", taken); got != want {
+			t.Errorf("takenMessage(%q) = %q, want %q", taken, got, want)
+		}
+	}
+}

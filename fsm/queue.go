@@ -201,16 +201,19 @@ func (tx *txn) offerFreed() {
 	if len(tx.freed) == 0 {
 		return
 	}
-	shows := make([]string, 0, len(tx.freed))
+	shows := tx.freedShows[:0]
 	for s := range tx.freed {
 		shows = append(shows, s)
 	}
 	slices.Sort(shows)
+	tx.freedShows = shows
 	k := 0
 	for _, s := range shows {
 		k = tx.offer(s, k)
 	}
-	tx.freed = nil
+	// Kept for the next entry, empty: shows freed by the offers
+	// themselves wait for a later entry, as they always did.
+	clear(tx.freed)
 }
 
 // offer walks show's line and holds seats for each waiter that fits. k

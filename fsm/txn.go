@@ -30,6 +30,8 @@ type txn struct {
 	// freed names the shows whose seats the current entry freed, for the
 	// waiting queue's offers at the end of the entry (queue.go).
 	freed map[string]bool
+	// freedShows is offerFreed's buffer for freed's shows, in order.
+	freedShows []string
 	// events are the entry's changes by show (events.go), eventAt the
 	// position of each show's in events.
 	events  []showChanges
@@ -66,7 +68,7 @@ func (m *Machine) begin() *txn {
 	m.spare = nil
 	m.ov.shared = true // tx.runs keeps the stack for end
 	*tx = txn{m: m, runs: m.ov.runs, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
-		freed: tx.freed, events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
+		freed: tx.freed, freedShows: tx.freedShows[:0], events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
 		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], holdBuf: tx.holdBuf}
 	clear(tx.freed)
 	clear(tx.eventAt)
