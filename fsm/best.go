@@ -33,8 +33,9 @@ type window struct {
 }
 
 // bestSeats returns the layout indexes of the n best free seats of rows in
-// category ("" = any), or nil when fewer than n are free.
-func bestSeats(l *layout, free []bool, n int, category string) []int {
+// category ("" = any), or nil when fewer than n are free. They are in
+// dst's memory when it is large enough.
+func bestSeats(dst []int, l *layout, free []bool, n int, category string) []int {
 	rows := l.show.Rows
 	// best is a value, not a pointer to the loop's window: taking that
 	// address moved every candidate to the heap.
@@ -58,13 +59,13 @@ func bestSeats(l *layout, free []bool, n int, category string) []int {
 		}
 	}
 	if found {
-		seats := make([]int, n)
+		seats := slices.Grow(dst[:0], n)[:n]
 		for i := range seats {
 			seats[i] = best.first + i
 		}
 		return seats
 	}
-	return splitParty(l, free, n, category)
+	return splitParty(dst, l, free, n, category)
 }
 
 // rowWindow scores seats [start, start+n) of one row, if all are free.
@@ -100,7 +101,7 @@ func windowLess(a, b *window) bool {
 func rowDistance(ri, rows int) int { return abs(2*ri - (rows - 1)) }
 
 // splitParty picks the n free seats nearest the centre, any rows.
-func splitParty(l *layout, free []bool, n int, category string) []int {
+func splitParty(dst []int, l *layout, free []bool, n int, category string) []int {
 	type cand struct{ idx, dist int }
 	var cands []cand
 	for ri, r := range l.show.Rows {
@@ -120,7 +121,7 @@ func splitParty(l *layout, free []bool, n int, category string) []int {
 	slices.SortFunc(cands, func(a, b cand) int {
 		return cmp.Or(cmp.Compare(a.dist, b.dist), cmp.Compare(a.idx, b.idx))
 	})
-	seats := make([]int, n)
+	seats := slices.Grow(dst[:0], n)[:n]
 	for i := range seats {
 		seats[i] = cands[i].idx
 	}

@@ -94,7 +94,7 @@ func (tx *txn) pickSeats(l *layout, c *ledgerpb.HoldCmd) ([]string, []uint16, *l
 	if c.Category != "" && l.prices[c.Category] == nil {
 		return nil, nil, invalid(fieldErr("category", "show %s has no category %s", c.ShowId, c.Category))
 	}
-	best := bestSeats(l, tx.holdFreeMap(c.ShowId, l), int(c.Count), c.Category)
+	best := tx.bestSeats(l, tx.holdFreeMap(c.ShowId, l), int(c.Count), c.Category)
 	if best == nil {
 		what := "free seats"
 		if c.Category != "" {
@@ -126,15 +126,21 @@ func (tx *txn) alternatives(l *layout, show string, idx []uint16) []string {
 		}
 	}
 	free := tx.holdFreeMap(show, l)
-	best := bestSeats(l, free, len(idx), category)
+	best := tx.bestSeats(l, free, len(idx), category)
 	if best == nil && category != "" {
-		best = bestSeats(l, free, len(idx), "")
+		best = tx.bestSeats(l, free, len(idx), "")
 	}
-	ids := make([]string, len(best))
-	for i, n := range best {
-		ids[i] = l.seatID(n)
+	return l.seatIDs(best)
+}
+
+// bestSeats is bestSeats in tx.bestBuf, used before the next command
+// needs the buffer.
+func (tx *txn) bestSeats(l *layout, free []bool, n int, category string) []int {
+	best := bestSeats(tx.bestBuf, l, free, n, category)
+	if best != nil {
+		tx.bestBuf = best
 	}
-	return ids
+	return best
 }
 
 // holdFreeMap is freeSeatMap in tx.freeBuf, for a hold's seats or its
@@ -175,7 +181,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 		row, _ := l.seat(int(n))
 		h.amount += l.price(row)
 		if s.owners.ref(int(n)) != 0 && !tx.m.unsafe.skipSeatCheck() {
-			violated("S1: seat %s of show %s is not free when hold %s takes it", seat, s.id, id)
+			violated("S1: seat %s of show %s is not free when hold %s takes it", seat, s.id, led.holds.id(r))
 		}
 		tx.putSeat(s, n, r)
 		tx.seatChanged(s.id, seat, ledgerpb.SeatState_HELD)

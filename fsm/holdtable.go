@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"strings"
 	"unsafe"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -144,7 +145,7 @@ func strLen(what, s string) uint16 {
 // seats, no list and no expiry entry yet.
 func (t *holdTable) add(id, client, currency string, show uint32, l *layout, ids []string, idx []uint16) uint32 {
 	if len(idx) > SeatsPerHoldMax || len(idx) == 0 || (ids != nil && len(ids) != len(idx)) {
-		violated("hold %s has %d seats (%d ids)", id, len(idx), len(ids))
+		violated("hold %s has %d seats (%d ids)", strings.Clone(id), len(idx), len(ids)) // id may be on the caller's stack
 	}
 	var r uint32
 	if n := len(t.free); n > 0 {
@@ -171,7 +172,7 @@ func (t *holdTable) add(id, client, currency string, show uint32, l *layout, ids
 			t.arena = l.appendSeatID(t.arena, int(n))
 		}
 		if len(t.arena)-start > 1<<16-1 {
-			violated("a seat id of hold %s is %d bytes long", id, len(t.arena)-start)
+			violated("a seat id of hold %s is %d bytes long", strings.Clone(id), len(t.arena)-start)
 		}
 		h.seatLen[i] = uint16(len(t.arena) - start)
 		h.seat[i] = n

@@ -243,7 +243,7 @@ func (tx *txn) offer(show string, k int) int {
 		if !(rec != nil && rec.State == ledgerpb.QueueState_QUEUE_STATE_WAITING) {
 			violated("queue line of show %s names an entry that is not waiting", show)
 		}
-		best := bestSeats(l, free, int(rec.Count), rec.Category)
+		best := bestSeats(nil, l, free, int(rec.Count), rec.Category)
 		if best == nil {
 			continue // does not fit now: a later waiter may
 		}

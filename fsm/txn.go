@@ -49,6 +49,9 @@ type txn struct {
 	// seatBuf the layout indexes of a hold's named seats (pickSeats).
 	freeBuf []bool
 	seatBuf []uint16
+	// bestBuf holds the best available seats of a hold or its
+	// alternatives (txn.bestSeats).
+	bestBuf []int
 	// hash is the payload hash of the command being applied, rec its
 	// request record while it is encoded (applyOne).
 	hash [16]byte
@@ -69,7 +72,7 @@ func (m *Machine) begin() *txn {
 	m.ov.shared = true // tx.runs keeps the stack for end
 	*tx = txn{m: m, runs: m.ov.runs, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
 		freed: tx.freed, freedShows: tx.freedShows[:0], events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
-		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], holdBuf: tx.holdBuf}
+		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf}
 	clear(tx.freed)
 	clear(tx.eventAt)
 	clear(tx.touched)
@@ -206,7 +209,7 @@ func (tx *txn) endedHold(id string) *ledgerpb.HoldRecord {
 		return nil
 	}
 	if h.State == ledgerpb.HoldState_HOLD_STATE_HELD || h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
-		violated("hold %s is %s in the store but not in the ledger", id, h.State)
+		violated("hold %s is %s in the store but not in the ledger", h.HoldId, h.State)
 	}
 	return h
 }
