@@ -304,48 +304,49 @@ func (tx *txn) clearSeat(s *showState, n uint16) {
 // listed, and skipped here.
 func (tx *txn) liveHoldsOf(show, client string) int {
 	t := &tx.m.led.holds
+	num := tx.m.led.shows[show].num
 	n := 0
-	for r := tx.m.led.shows[show].clients[hash64(client)]; r != 0; r = t.at(r).clientNext {
-		if tx.now < t.at(r).expiresAt && t.client(r) == client {
+	for r := tx.m.led.clients[clientKey(num, client)]; r != 0; r = t.at(r).clientNext {
+		if h := t.at(r); tx.now < h.expiresAt && h.show == num && t.client(r) == client {
 			n++
 		}
 	}
 	return n
 }
 
+// clientKey is the key of client's list of live holds in show num.
+func clientKey(num uint32, client string) uint64 {
+	return hash64(client) ^ uint64(num)*0x9e3779b97f4a7c15
+}
+
 // track lists a new live hold under its client in its show; untrack
 // takes a closed or confirmed one off. The lists are derived state: load
 // builds them from the live holds.
 func (led *ledger) track(r uint32) {
-	s := led.showOf(r)
-	if s.clients == nil {
-		s.clients = map[uint64]uint32{}
-	}
-	key := hash64(led.holds.client(r))
-	head := s.clients[key]
+	key := clientKey(led.holds.at(r).show, led.holds.client(r))
+	head := led.clients[key]
 	h := led.holds.at(r)
 	h.clientPrev, h.clientNext = 0, head
 	if head != 0 {
 		led.holds.at(head).clientPrev = r
 	}
-	s.clients[key] = r
+	led.clients[key] = r
 }
 
 func (led *ledger) untrack(r uint32) {
-	s := led.showOf(r)
 	h := led.holds.at(r)
 	prev, next := h.clientPrev, h.clientNext
 	if prev != 0 {
 		led.holds.at(prev).clientNext = next
 	} else {
-		key := hash64(led.holds.client(r))
-		if s.clients[key] != r {
+		key := clientKey(h.show, led.holds.client(r))
+		if led.clients[key] != r {
 			violated("hold %s is not listed under client %s", led.holds.id(r), led.holds.client(r))
 		}
 		if next == 0 {
-			delete(s.clients, key)
+			delete(led.clients, key)
 		} else {
-			s.clients[key] = next
+			led.clients[key] = next
 		}
 	}
 	if next != 0 {
@@ -356,7 +357,7 @@ func (led *ledger) untrack(r uint32) {
 
 // listed reports whether hold r is listed under its client (checks).
 func (led *ledger) listed(r uint32) bool {
-	for x := led.showOf(r).clients[hash64(led.holds.client(r))]; x != 0; x = led.holds.at(x).clientNext {
+	for x := led.clients[clientKey(led.holds.at(r).show, led.holds.client(r))]; x != 0; x = led.holds.at(x).clientNext {
 		if x == r {
 			return true
 		}

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"hash/maphash"
 	"strings"
 	"unsafe"
 
@@ -54,7 +55,7 @@ type holdSlot struct {
 	heapAt uint32
 	idNext uint32 // the next slot whose id has the same hash
 	// clientPrev and clientNext link a HELD hold into its show's list of
-	// its client's live holds (showState.clients).
+	// its client's live holds (ledger.clients).
 	clientPrev, clientNext uint32
 }
 
@@ -65,16 +66,14 @@ func newHoldTable() holdTable {
 	return holdTable{slots: make([]holdSlot, 1), ids: map[uint64]uint32{}}
 }
 
-// hash64 is FNV-1a of s: deterministic, allocation-free. Ids and clients
+// holdSeed keys hash64; any seed will do, the indexes it keys being no
+// state (nothing that leaves the ledger depends on them), and one drawn
+// at start keeps client ids chosen to collide from making long chains.
+var holdSeed = maphash.MakeSeed()
+
+// hash64 hashes an id or client for the ledger's indexes. Ids and clients
 // that share a hash are told apart by their bytes.
-func hash64(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
-}
+func hash64(s string) uint64 { return maphash.String(holdSeed, s) }
 
 // at returns slot r; the pointer is valid until the next add.
 func (t *holdTable) at(r uint32) *holdSlot { return &t.slots[r] }

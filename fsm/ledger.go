@@ -3,7 +3,6 @@ package fsm
 import (
 	"errors"
 	"fmt"
-	"hash"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -47,12 +46,20 @@ type ledger struct {
 	// showList are the shows by their number (showState.num), the number
 	// a hold slot names its show by.
 	showList []*showState
+	// macs are the shows' HMAC key schedules by show number, made on
+	// first use (token.go): bytes, in one array the collector does not
+	// scan.
+	macs []showMAC
 	// holds are the live holds (HELD, also those past their expiry by the
 	// log clock until an entry ends them) and the bookings (CONFIRMED).
 	holds  holdTable
 	expiry expiryQueue
 	// live counts the live holds among holds.
 	live int
+	// clients lists each client's live holds in each show: by clientKey,
+	// the first slot of a list linked through holdSlot.clientNext. One map
+	// for every show, not one each; pairs whose keys collide share a list.
+	clients map[uint64]uint32
 	// rooms are the shows' open waiting rooms (waitroom.go); roomAuto the
 	// shows whose rooms open by themselves (roomauto.go).
 	rooms    map[string]*room
@@ -73,22 +80,15 @@ type showState struct {
 	// none when the seat is FREE (it has no record). A seat of a live hold
 	// is HELD, of a booking BOOKED.
 	owners seatOwners
-	// clients lists each client's live holds in the show: by the hash of
-	// the client id (hash64), the first slot of a list linked through
-	// holdSlot.clientNext; clients whose ids share a hash share the list.
-	clients map[uint64]uint32
 	// queue is the waiting line's totals (the 0x10 record).
 	queue queueStat
-	// mac is the HMAC under the show's token key, made on first use
-	// (token.go); apply goroutine only.
-	mac hash.Hash
 	// states are the seat states readers built last (statescache.go);
 	// apply drops them whenever it changes a seat.
 	states atomic.Pointer[cachedStates]
 }
 
 func newLedger() ledger {
-	return ledger{shows: map[string]*showState{}, holds: newHoldTable(), geometries: map[string]*geometry{}}
+	return ledger{shows: map[string]*showState{}, holds: newHoldTable(), clients: map[uint64]uint32{}, geometries: map[string]*geometry{}}
 }
 
 // addShow puts a new show with layout l in the ledger.
@@ -96,6 +96,7 @@ func (led *ledger) addShow(l *layout) {
 	s := &showState{id: l.show.ShowId, num: uint32(len(led.showList)), l: l, owners: newSeatOwners(l.total)}
 	led.shows[s.id] = s
 	led.showList = append(led.showList, s)
+	led.macs = append(led.macs, showMAC{})
 }
 
 // showOf returns the show of hold slot r.
@@ -315,7 +316,7 @@ func (led *ledger) diff(o *ledger) string {
 			return d
 		}
 	}
-	if led.live != countLive(o) || o.live != led.live {
+	if led.live != countLive(o) || o.live != led.live || len(led.clients) != len(o.clients) {
 		return fmt.Sprintf("%d live holds counted, against %d", led.live, countLive(o))
 	}
 	if d := led.diffRooms(o); d != "" {
@@ -326,7 +327,7 @@ func (led *ledger) diff(o *ledger) string {
 	}
 	for id, s := range led.shows {
 		t := o.shows[id]
-		if t == nil || s.owners.len() != t.owners.len() || s.queue != t.queue || len(s.clients) != len(t.clients) ||
+		if t == nil || s.owners.len() != t.owners.len() || s.queue != t.queue ||
 			string(s.l.tokenKey) != string(t.l.tokenKey) || !proto.Equal(s.l.show, t.l.show) || led.showList[s.num] != s {
 			return fmt.Sprintf("show %s differs", id)
 		}

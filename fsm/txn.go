@@ -7,6 +7,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"hash"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -56,6 +57,8 @@ type txn struct {
 	// request record while it is encoded (applyOne).
 	hash [16]byte
 	rec  ledgerpb.RequestRecord
+	// sha computes hold tokens (holdTokenBytes).
+	sha hash.Hash
 	// holdBuf is the record a live hold is encoded from (view).
 	holdBuf *ledgerpb.HoldRecord
 }
@@ -72,7 +75,7 @@ func (m *Machine) begin() *txn {
 	m.ov.shared = true // tx.runs keeps the stack for end
 	*tx = txn{m: m, runs: m.ov.runs, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
 		freed: tx.freed, freedShows: tx.freedShows[:0], events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
-		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf}
+		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf, sha: tx.sha}
 	clear(tx.freed)
 	clear(tx.eventAt)
 	clear(tx.touched)
