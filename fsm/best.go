@@ -147,8 +147,21 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 		violated("free seats of show %s, which is not in the ledger", show)
 	}
 	free := slices.Grow(dst[:0], l.total)[:l.total]
+	// A hold's seats are mostly side by side: its slot is read once for
+	// the run of them.
+	var last uint32
+	lastFree := false
 	for i := range free {
-		free[i] = tx.m.led.holds.takeable(&s.owners, i, tx.now)
+		r := s.owners.ref(i)
+		switch {
+		case r == 0:
+			free[i] = true
+		case r == last:
+			free[i] = lastFree
+		default:
+			last, lastFree = r, tx.now >= tx.m.led.holds.takeAt(r)
+			free[i] = lastFree
+		}
 	}
 	return free
 }

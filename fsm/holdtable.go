@@ -11,8 +11,8 @@ import (
 // holdTable is the ledger's live holds and bookings in a form the garbage
 // collector need not scan: a slab of fixed-size slots without pointers,
 // their strings in one byte arena, and an index by id whose map holds no
-// pointers either. Seats, the per-show client lists and the expiry queue
-// name a hold by its slot (a uint32, 0 for none). Slots are this replica's
+// pointers either. Seats, the clients' lists and the expiry queue name a
+// hold by its slot (a uint32, 0 for none). Slots are this replica's
 // own bookkeeping, numbered in the order it made or loaded its holds:
 // nothing that leaves the ledger depends on them, so replicas that number
 // holds differently still agree on every state, record and order.
@@ -20,6 +20,11 @@ import (
 // A HoldRecord is built only where one must be returned (record) or
 // encoded (txn.view, which reuses one record and points it into the
 // arena).
+//
+// Memory: the slab keeps as many slots as were ever live at once (128
+// bytes each; freed ones are reused), the arena at most about twice its
+// live strings (remove compacts it when half of it is dead), the index
+// one entry per slot in use.
 type holdTable struct {
 	slots []holdSlot // slots[0] is unused: slot 0 is no hold
 	free  []uint32   // slots to reuse

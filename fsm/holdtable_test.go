@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -202,6 +203,68 @@ func TestTakenMessage(t *testing.T) {
 	for _, taken := range [][]string{{"A1"}, {"A1", "B12"}, {"C3", "C4", "C5"}} {
 		if got, want := takenMessage(taken), fmt.Sprintf("seats %v are taken", taken); got != want {
 			t.Errorf("takenMessage(%q) = %q, want %q", taken, got, want)
+		}
+	}
+}
+
+// TestHoldReadsWhileApplying reads holds from views while apply makes,
+// confirms, releases and refunds them, the table reusing slots under
+// them (run with -race): every read is a whole record of its own.
+func TestHoldReadsWhileApplying(t *testing.T) {
+	m := newTestMachine(t, newTestDB(t), 1)
+	mustApply(t, m, 1, at(1000, cmdShow("admin", "r1", testShow("s1", "A:20:std", "std:1000:EUR"))), 1)
+	var last atomic.Uint64
+	done := make(chan struct{})
+	errs := make(chan any, 2)
+	for range 2 {
+		go func() {
+			defer func() { errs <- recover() }()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				i := last.Load()
+				v := m.ReadView()
+				h, err := v.Hold(fmt.Sprintf("h1-%d-0", i))
+				v.Close()
+				if err == ErrNotFound {
+					continue
+				}
+				if err != nil {
+					panic(err)
+				}
+				if h.HoldId != fmt.Sprintf("h1-%d-0", i) || h.ClientId != fmt.Sprintf("fan%d", i) || len(h.SeatIds) != 1 {
+					panic(fmt.Sprintf("read hold h1-%d-0 as %v", i, h))
+				}
+			}
+		}()
+	}
+	index := uint64(1)
+	for i := range 3000 {
+		index++
+		seat := fmt.Sprintf("A%d", 1+i%20)
+		r := mustApply(t, m, index, at(1000, cmdHold(fmt.Sprintf("fan%d", index), "h", "s1", 0, seat)), 1)[0]
+		if r.Code != ledgerpb.Code_CODE_OK {
+			t.Fatalf("Hold(%s) = %s", seat, resultString(r))
+		}
+		last.Store(index)
+		index++
+		c := cmdRelease(fmt.Sprintf("fan%d", index-1), "r", "s1", r.HoldId)
+		if i%2 == 0 {
+			c = cmdConfirm(fmt.Sprintf("fan%d", index-1), "c", "s1", r.HoldId, "pay")
+		}
+		mustApply(t, m, index, at(1000, c), 1)
+		if i%2 == 0 {
+			index++
+			mustApply(t, m, index, at(1000, cmdRefund(fmt.Sprintf("fan%d", index-2), "f", "s1", r.HoldId, "gone")), 1)
+		}
+	}
+	close(done)
+	for range 2 {
+		if p := <-errs; p != nil {
+			t.Fatal(p)
 		}
 	}
 }

@@ -30,12 +30,13 @@ import (
 // request records (requests.go filters them), the change log, the waiting
 // line's entries, the catalog and the node registry.
 //
-// Memory: a slot of a uint32 per seat of every show, and per live hold or
-// booking a fixed-size slot of the hold table with its strings in the
-// table's arena (holdtable.go), an id index entry and, while it is HELD,
-// an expiry entry (expiry.go). None of these holds a pointer, so the
-// garbage collector does not scan them. All are bounded by the group's
-// seats (a seat belongs to at most one hold or booking at a time).
+// Memory: a uint32 per seat of every show, and per live hold or booking a
+// fixed-size slot of the hold table with its strings in the table's arena
+// (holdtable.go states its bounds), an id index entry and, while it is
+// HELD, a client list entry and an expiry entry (expiry.go). None of these
+// holds a pointer, so the garbage collector does not scan them. All are
+// bounded by the group's seats (a seat belongs to at most one hold or
+// booking at a time).
 //
 // Only the apply goroutine changes it (Apply, ApplyEntries, Restore, and
 // NewMachine before the machine is shared), so it has no lock of its own;
