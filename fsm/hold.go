@@ -206,8 +206,8 @@ func (tx *txn) view(r uint32) *ledgerpb.HoldRecord {
 
 // slotResult is the result of a command that names live hold slot r, and
 // for a new hold its token. The result, its token, its seat ids and the
-// bytes of its strings are one allocation, which shares nothing with the
-// table.
+// bytes of its strings are one allocation (two or three for a hold of more
+// than holdResultSeats seats), which shares nothing with the table.
 func (tx *txn) slotResult(r uint32, token bool) *ledgerpb.Result {
 	t := &tx.m.led.holds
 	h := t.at(r)
@@ -230,11 +230,16 @@ func (tx *txn) slotResult(r uint32, token bool) *ledgerpb.Result {
 	all := unsafe.String(unsafe.SliceData(b), len(b)) // never written again
 	rb.r.HoldId, all = all[:len(id)], all[len(id):]
 	rb.r.Currency, all = all[:len(currency)], all[len(currency):]
-	for i, s := range ids {
-		rb.seats[i], all = all[:len(s)], all[len(s):]
+	out := rb.seats[:0]
+	if len(ids) > len(rb.seats) {
+		out = make([]string, 0, len(ids))
+	}
+	for _, s := range ids {
+		out = append(out, all[:len(s)])
+		all = all[len(s):]
 	}
 	rb.r.Code = ledgerpb.Code_CODE_OK
-	rb.r.SeatIds = rb.seats[:len(ids):len(ids)]
+	rb.r.SeatIds = out[:len(out):len(out)]
 	rb.r.ExpiresAtMs = h.expiresAt
 	rb.r.HoldState = h.state
 	rb.r.AmountMinor = h.amount
@@ -248,17 +253,22 @@ func (tx *txn) slotResult(r uint32, token bool) *ledgerpb.Result {
 
 // holdResultBuf is a hold's result with room for its strings: the token,
 // the seat ids, and the bytes of the id, the currency and the seat ids
-// when they fit (holdResultStrMax).
+// when they fit (holdResultSeats seats, holdResultStrMax bytes). Room for
+// a few seats, not SeatsPerHoldMax: most holds are of one to four, and
+// the result is a size class smaller.
 type holdResultBuf struct {
 	r     ledgerpb.Result
 	token [holdTokenLen]byte
-	seats [SeatsPerHoldMax]string
+	seats [holdResultSeats]string
 	strs  [holdResultStrMax]byte
 }
 
-// holdResultStrMax is room for a hold id, a three-letter currency and
-// SeatsPerHoldMax seat ids of SeatIDLenMax.
-const holdResultStrMax = holdIDLenMax + 3 + SeatsPerHoldMax*SeatIDLenMax
+const (
+	holdResultSeats = 4
+	// holdResultStrMax is room for a hold id, a three-letter currency
+	// and holdResultSeats seat ids of SeatIDLenMax.
+	holdResultStrMax = holdIDLenMax + 3 + holdResultSeats*SeatIDLenMax
+)
 
 // clonePair copies a and b into one new string.
 func clonePair(a, b string) (string, string) {

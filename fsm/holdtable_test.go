@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -265,6 +266,28 @@ func TestHoldReadsWhileApplying(t *testing.T) {
 	for range 2 {
 		if p := <-errs; p != nil {
 			t.Fatal(p)
+		}
+	}
+}
+
+// TestSlotResultCopies checks a hold's result for holds of few and many
+// seats: its strings equal the table's and share no memory with the
+// arena.
+func TestSlotResultCopies(t *testing.T) {
+	m := newTestMachine(t, newTestDB(t), 1)
+	mustApply(t, m, 1, at(1000, cmdShow("admin", "r1", testShow("s1", "A:20:std", "std:1000:EUR"))), 1)
+	for i, seats := range [][]string{{"A1"}, {"A2", "A3", "A4", "A5"}, {"A6", "A7", "A8", "A9", "A10", "A11", "A12", "A13", "A14", "A15"}} {
+		r := mustApply(t, m, uint64(2+i), at(1000, cmdHold("c", fmt.Sprintf("r%d", i), "s1", 0, seats...)), 1)[0]
+		if r.Code != ledgerpb.Code_CODE_OK || !slices.Equal(r.SeatIds, seats) || r.Currency != "EUR" || r.HoldId != fmt.Sprintf("h1-%d-0", 2+i) ||
+			r.AmountMinor != int64(1000*len(seats)) || r.HoldToken != testToken(r.HoldId) {
+			t.Fatalf("Hold(%v) = %s", seats, resultString(r))
+		}
+		arena := m.led.holds.arena
+		lo, hi := uintptr(unsafe.Pointer(unsafe.SliceData(arena))), uintptr(unsafe.Pointer(unsafe.SliceData(arena)))+uintptr(cap(arena))
+		for _, s := range append([]string{r.HoldId, r.Currency}, r.SeatIds...) {
+			if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); p >= lo && p < hi {
+				t.Errorf("Hold(%v): result string %q points into the table's arena", seats, s)
+			}
 		}
 	}
 }
