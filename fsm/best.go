@@ -33,8 +33,9 @@ type window struct {
 }
 
 // bestSeats returns the layout indexes of the n best free seats of rows in
-// category ("" = any), or nil when fewer than n are free.
-func bestSeats(l *layout, free []bool, n int, category string) []int {
+// category ("" = any), or nil when fewer than n are free. They are in
+// dst's memory when it is large enough.
+func bestSeats(dst []int, l *layout, free []bool, n int, category string) []int {
 	rows := l.show.Rows
 	// best is a value, not a pointer to the loop's window: taking that
 	// address moved every candidate to the heap.
@@ -58,13 +59,13 @@ func bestSeats(l *layout, free []bool, n int, category string) []int {
 		}
 	}
 	if found {
-		seats := make([]int, n)
+		seats := slices.Grow(dst[:0], n)[:n]
 		for i := range seats {
 			seats[i] = best.first + i
 		}
 		return seats
 	}
-	return splitParty(l, free, n, category)
+	return splitParty(dst, l, free, n, category)
 }
 
 // rowWindow scores seats [start, start+n) of one row, if all are free.
@@ -100,7 +101,7 @@ func windowLess(a, b *window) bool {
 func rowDistance(ri, rows int) int { return abs(2*ri - (rows - 1)) }
 
 // splitParty picks the n free seats nearest the centre, any rows.
-func splitParty(l *layout, free []bool, n int, category string) []int {
+func splitParty(dst []int, l *layout, free []bool, n int, category string) []int {
 	type cand struct{ idx, dist int }
 	var cands []cand
 	for ri, r := range l.show.Rows {
@@ -120,7 +121,7 @@ func splitParty(l *layout, free []bool, n int, category string) []int {
 	slices.SortFunc(cands, func(a, b cand) int {
 		return cmp.Or(cmp.Compare(a.dist, b.dist), cmp.Compare(a.idx, b.idx))
 	})
-	seats := make([]int, n)
+	seats := slices.Grow(dst[:0], n)[:n]
 	for i := range seats {
 		seats[i] = cands[i].idx
 	}
@@ -146,8 +147,21 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 		violated("free seats of show %s, which is not in the ledger", show)
 	}
 	free := slices.Grow(dst[:0], l.total)[:l.total]
+	// A hold's seats are mostly side by side: its slot is read once for
+	// the run of them.
+	var last uint32
+	lastFree := false
 	for i := range free {
-		free[i] = s.owners.takeable(i, tx.now)
+		r := s.owners.ref(i)
+		switch {
+		case r == 0:
+			free[i] = true
+		case r == last:
+			free[i] = lastFree
+		default:
+			last, lastFree = r, tx.now >= tx.m.led.holds.takeAt(r)
+			free[i] = lastFree
+		}
 	}
 	return free
 }
@@ -156,7 +170,7 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 func (tx *txn) hasFreeSeat(show string) bool {
 	s := tx.m.led.shows[show]
 	for i := range s.owners.len() {
-		if s.owners.takeable(i, tx.now) {
+		if tx.m.led.holds.takeable(&s.owners, i, tx.now) {
 			return true
 		}
 	}

@@ -13,6 +13,6 @@ func (tx *txn) createShow(c *ledgerpb.CreateShowCmd) *ledgerpb.Result {
 	tx.set(tx.m.showTokenKey(c.Show.ShowId), c.TokenKey)
 	l := tx.m.led.sharedLayout(c.Show)
 	l.tokenKey = append([]byte(nil), c.TokenKey...)
-	tx.m.led.shows[c.Show.ShowId] = &showState{id: l.show.ShowId, l: l, owners: newSeatOwners(l.total)}
+	tx.m.led.addShow(l)
 	return &ledgerpb.Result{Code: ledgerpb.Code_CODE_OK}
 }

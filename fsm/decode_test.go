@@ -164,7 +164,7 @@ func TestDecodedEntriesLeaveNothingInTheLedger(t *testing.T) {
 		if len(arenas) < 1000 {
 			t.Fatalf("rooms %t: only %d arenas: decodeEntry took too few entries itself", rooms, len(arenas))
 		}
-		kept := len(m.led.holds) // with rooms: the room entries
+		kept := m.led.holds.len() // with rooms: the room entries
 		if rooms {
 			kept = 0
 			for _, r := range m.led.rooms {

@@ -108,14 +108,15 @@ func storedSeats(v *View, show string) (map[string]ledgerpb.SeatState, error) {
 	if err != nil {
 		return nil, err
 	}
-	owners, err := v.m.placeSeats(l, holds)
+	t := newHoldTable()
+	owners, err := v.m.placeSeats(&t, &showState{id: show, l: l}, holds)
 	if err != nil {
 		return nil, err
 	}
 	for i := range owners.len() {
-		if h := owners.at(i); h != nil {
+		if r := owners.ref(i); r != 0 {
 			out[seatName(l, i)] = ledgerpb.SeatState_HELD
-			if h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
+			if t.at(r).state == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
 				out[seatName(l, i)] = ledgerpb.SeatState_BOOKED
 			}
 		}

@@ -19,14 +19,14 @@ func (tx *txn) expire(c *ledgerpb.ExpireCmd) *ledgerpb.Result {
 	}
 	n := 0
 	for ; n < limit; n++ {
-		h := tx.m.led.popDue(upto)
-		if h == nil {
+		r := tx.m.led.firstDue(upto)
+		if r == 0 {
 			break
 		}
-		if h.ExpiresAtMs > upto {
+		if tx.m.led.holds.at(r).expiresAt > upto {
 			violated("expiry queue out of order")
 		}
-		tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED)
+		tx.closeHold(r, ledgerpb.HoldState_HOLD_STATE_EXPIRED, false)
 	}
 	tx.pruneRequests()
 	tx.pruneEvents()

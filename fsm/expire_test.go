@@ -71,33 +71,43 @@ func TestExpireNegativeUpto(t *testing.T) {
 	}
 }
 
-// TestExpiryQueueOrder checks the typed heap against a sort: entries leave
-// by expiry, then id, whatever order they came in (load's init included).
+// TestExpiryQueueOrder checks the heap against a sort: holds leave by
+// expiry, then id, whatever order they were queued, moved (extend) and
+// taken out (confirm, release) in.
 func TestExpiryQueueOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
+	l := tableLayout(t)
 	for round := range 50 {
-		var q, loaded expiryQueue
-		var want []expiryEntry
+		led := newLedger()
+		var refs []uint32
 		for i := range rng.IntN(200) {
-			e := expiryEntry{at: int64(rng.IntN(20)), id: fmt.Sprintf("h%d", i)}
-			q.push(e)
-			loaded = append(loaded, e)
-			want = append(want, e)
+			r := tableHold(&led.holds, l, fmt.Sprintf("h%d", i), "c", int64(rng.IntN(20)), "A1")
+			led.due(r)
+			refs = append(refs, r)
 		}
-		loaded.init()
-		slices.SortFunc(want, func(a, b expiryEntry) int {
-			return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.id, b.id))
+		var want []uint32
+		for _, r := range refs {
+			switch rng.IntN(5) {
+			case 0:
+				led.undue(r)
+				continue
+			case 1:
+				led.holds.at(r).expiresAt = int64(rng.IntN(20))
+				led.due(r)
+			}
+			want = append(want, r)
+		}
+		slices.SortFunc(want, func(a, b uint32) int {
+			return cmp.Or(cmp.Compare(led.holds.at(a).expiresAt, led.holds.at(b).expiresAt), strings.Compare(led.holds.id(a), led.holds.id(b)))
 		})
 		for i, w := range want {
-			if got := q.pop(); got != w {
-				t.Fatalf("round %d: pop %d = %v, want %v", round, i, got, w)
+			if got := led.firstDue(1 << 40); got != w {
+				t.Fatalf("round %d: pop %d = %s, want %s", round, i, led.holds.id(got), led.holds.id(w))
 			}
-			if got := loaded.pop(); got != w {
-				t.Fatalf("round %d: pop %d after init = %v, want %v", round, i, got, w)
-			}
+			led.undue(w)
 		}
-		if len(q) != 0 || len(loaded) != 0 {
-			t.Fatalf("round %d: %d and %d entries left", round, len(q), len(loaded))
+		if len(led.expiry) != 0 {
+			t.Fatalf("round %d: %d entries left", round, len(led.expiry))
 		}
 	}
 }

@@ -1,117 +1,115 @@
 package fsm
 
-import (
-	"math"
-
-	"github.com/seatledger/seatledger/proto/ledgerpb"
-)
+import "math"
 
 // expiryQueue orders the live holds by expiry, then id (the order Expire
 // frees them in), for Expire and for the next expiry the leader's driver
-// waits for. It is derived state: load builds it from the live holds, and
-// nothing of it is stored.
-//
-// Entries are not removed when a hold is confirmed, released or extended:
-// an entry is current while its hold is live with that expiry (current),
-// and a stale one is dropped when it reaches the front. So it holds at most
-// one entry per hold made or extended within HoldLifetimeMaxMs, and
-// replicas whose queues differ in stale entries still free the same holds.
+// waits for: a binary min-heap of the HELD holds' slots, each of which
+// knows its position (holdSlot.heapAt), so that a hold leaves the queue
+// when it is confirmed or closed and moves when it is extended. It is
+// derived state: load builds it from the live holds, and nothing of it is
+// stored. It holds one entry per live hold and no pointer.
 type expiryQueue []expiryEntry
 
 type expiryEntry struct {
-	at int64
-	id string
+	at  int64
+	ref uint32
 }
 
-func (q expiryQueue) less(i, j int) bool {
-	return q[i].at < q[j].at || (q[i].at == q[j].at && q[i].id < q[j].id)
+// expiryLess orders entries i and j of the queue: by expiry, then id.
+func (led *ledger) expiryLess(i, j int) bool {
+	q := led.expiry
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return led.holds.id(q[i].ref) < led.holds.id(q[j].ref)
 }
 
-// push and pop keep q a binary min-heap; typed, so an entry is not boxed
-// into an interface as container/heap would on every hold.
-func (q *expiryQueue) push(e expiryEntry) {
-	*q = append(*q, e)
-	h := *q
-	for i := len(h) - 1; i > 0; {
+func (led *ledger) expirySwap(i, j int) {
+	q := led.expiry
+	q[i], q[j] = q[j], q[i]
+	led.holds.at(q[i].ref).heapAt = uint32(i + 1)
+	led.holds.at(q[j].ref).heapAt = uint32(j + 1)
+}
+
+func (led *ledger) expiryUp(i int) {
+	for i > 0 {
 		parent := (i - 1) / 2
-		if !h.less(i, parent) {
-			break
+		if !led.expiryLess(i, parent) {
+			return
 		}
-		h[i], h[parent] = h[parent], h[i]
+		led.expirySwap(i, parent)
 		i = parent
 	}
 }
 
-func (q *expiryQueue) pop() expiryEntry {
-	h := *q
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h[last] = expiryEntry{} // drop the id for the garbage collector
-	h = h[:last]
-	h.down(0)
-	*q = h
-	return top
-}
-
-func (q expiryQueue) down(i int) {
+func (led *ledger) expiryDown(i int) {
 	for {
 		l := 2*i + 1
-		if l >= len(q) {
+		if l >= len(led.expiry) {
 			return
 		}
 		m := l
-		if r := l + 1; r < len(q) && q.less(r, l) {
+		if r := l + 1; r < len(led.expiry) && led.expiryLess(r, l) {
 			m = r
 		}
-		if !q.less(m, i) {
+		if !led.expiryLess(m, i) {
 			return
 		}
-		q[i], q[m] = q[m], q[i]
+		led.expirySwap(i, m)
 		i = m
 	}
 }
 
-// init orders an unordered queue (load).
-func (q expiryQueue) init() {
-	for i := len(q)/2 - 1; i >= 0; i-- {
-		q.down(i)
+// due queues live hold r at its expiry, or moves it there when it is
+// queued already (extend).
+func (led *ledger) due(r uint32) {
+	h := led.holds.at(r)
+	if h.heapAt != 0 {
+		i := int(h.heapAt - 1)
+		led.expiry[i].at = h.expiresAt
+		led.expiryUp(i)
+		led.expiryDown(int(led.holds.at(r).heapAt - 1))
+		return
+	}
+	led.expiry = append(led.expiry, expiryEntry{at: h.expiresAt, ref: r})
+	h.heapAt = uint32(len(led.expiry))
+	led.expiryUp(len(led.expiry) - 1)
+}
+
+// undue takes hold r out of the queue (it was confirmed or closed).
+func (led *ledger) undue(r uint32) {
+	h := led.holds.at(r)
+	if h.heapAt == 0 {
+		violated("hold %s is not in the expiry queue", led.holds.id(r))
+	}
+	i, last := int(h.heapAt-1), len(led.expiry)-1
+	if i != last {
+		led.expirySwap(i, last)
+	}
+	led.expiry = led.expiry[:last]
+	h.heapAt = 0
+	if i != last { // the last entry moved to i: up or down from there
+		moved := led.expiry[i].ref
+		led.expiryUp(i)
+		led.expiryDown(int(led.holds.at(moved).heapAt - 1))
 	}
 }
 
-// due queues a live hold at its expiry.
-func (led *ledger) due(h *ledgerpb.HoldRecord) {
-	led.expiry.push(expiryEntry{at: h.ExpiresAtMs, id: h.HoldId})
-}
-
-// current reports whether e is the entry of a live hold.
-func (led *ledger) current(e expiryEntry) *ledgerpb.HoldRecord {
-	h := led.holds[e.id]
-	if h == nil || h.State != ledgerpb.HoldState_HOLD_STATE_HELD || h.ExpiresAtMs != e.at {
-		return nil
+// firstDue returns the live hold that expires first if it expires at or
+// before upto; 0 when none does.
+func (led *ledger) firstDue(upto int64) uint32 {
+	if len(led.expiry) > 0 && led.expiry[0].at <= upto {
+		return led.expiry[0].ref
 	}
-	return h
+	return 0
 }
 
-// popDue removes and returns the live hold that expires first if it
-// expires at or before upto; nil when none does.
-func (led *ledger) popDue(upto int64) *ledgerpb.HoldRecord {
-	for len(led.expiry) > 0 && led.expiry[0].at <= upto {
-		if h := led.current(led.expiry.pop()); h != nil {
-			return h
-		}
-	}
-	return nil
-}
-
-// nextExpiry drops stale entries from the front and returns the earliest
-// expiry of a live hold, math.MaxInt64 when none is live.
+// nextExpiry returns the earliest expiry of a live hold, math.MaxInt64
+// when none is live.
 func (led *ledger) nextExpiry() int64 {
-	for len(led.expiry) > 0 {
-		if led.current(led.expiry[0]) != nil {
-			return led.expiry[0].at
-		}
-		led.expiry.pop()
+	if len(led.expiry) > 0 {
+		return led.expiry[0].at
 	}
 	return math.MaxInt64
 }

@@ -114,6 +114,40 @@ func (l *layout) seatID(idx int) string {
 	return row.Name + strconv.Itoa(n)
 }
 
+// seatIDs returns the ids of seats idx, their bytes in one string.
+func (l *layout) seatIDs(idx []int) []string {
+	ids := make([]string, len(idx))
+	if len(idx) == 0 {
+		return ids
+	}
+	var ends [SeatsPerHoldMax]int
+	var b []byte
+	for i, n := range idx {
+		b = l.appendSeatID(b, n)
+		if i < len(ends) {
+			ends[i] = len(b)
+		}
+	}
+	if len(idx) > len(ends) {
+		for i, n := range idx {
+			ids[i] = l.seatID(n)
+		}
+		return ids
+	}
+	all := string(b)
+	start := 0
+	for i := range idx {
+		ids[i], start = all[start:ends[i]], ends[i]
+	}
+	return ids
+}
+
+// appendSeatID appends seatID(idx) to b.
+func (l *layout) appendSeatID(b []byte, idx int) []byte {
+	row, n := l.seat(idx)
+	return strconv.AppendInt(append(b, row.Name...), int64(n), 10)
+}
+
 func (l *layout) price(row *ledgerpb.Row) int64 {
 	if c, ok := l.prices[row.Category]; ok {
 		return c.PriceMinor

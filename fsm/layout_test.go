@@ -134,3 +134,19 @@ func TestValidateFields(t *testing.T) {
 		}
 	}
 }
+
+func TestSeatIDs(t *testing.T) {
+	led := newLedger()
+	l := led.sharedLayout(testShow("s1", "A:20:std,BB:200:std", "std:1000:EUR"))
+	for _, idx := range [][]int{nil, {0}, {19, 20, 219}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}} {
+		got := l.seatIDs(idx)
+		if len(got) != len(idx) || got == nil {
+			t.Fatalf("seatIDs(%v) = %q", idx, got)
+		}
+		for i, n := range idx {
+			if got[i] != l.seatID(n) {
+				t.Errorf("seatIDs(%v)[%d] = %q, want %q", idx, i, got[i], l.seatID(n))
+			}
+		}
+	}
+}

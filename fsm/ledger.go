@@ -3,7 +3,6 @@ package fsm
 import (
 	"errors"
 	"fmt"
-	"hash"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -31,22 +30,37 @@ import (
 // request records (requests.go filters them), the change log, the waiting
 // line's entries, the catalog and the node registry.
 //
-// Memory: a pointer per seat of every show, one HoldRecord per live hold or
-// booking, and an expiry entry per hold made or extended within
-// HoldLifetimeMaxMs (expiry.go). All are bounded by the group's seats (a
-// seat belongs to at most one hold or booking at a time) and that
-// lifetime.
+// Memory: a uint32 per seat of every show, and per live hold or booking a
+// fixed-size slot of the hold table with its strings in the table's arena
+// (holdtable.go states its bounds), an id index entry and, while it is
+// HELD, a client list entry and an expiry entry (expiry.go). None of these
+// holds a pointer, so the garbage collector does not scan them. All are
+// bounded by the group's seats (a seat belongs to at most one hold or
+// booking at a time).
 //
-// Only the apply goroutine uses it (Apply, ApplyEntries, Restore, and
-// NewMachine before the machine is shared), so it has no lock.
+// Only the apply goroutine changes it (Apply, ApplyEntries, Restore, and
+// NewMachine before the machine is shared), so it has no lock of its own;
+// readers (read.go) read it under the machine's read lock, between apply
+// batches.
 type ledger struct {
 	shows map[string]*showState
+	// showList are the shows by their number (showState.num), the number
+	// a hold slot names its show by.
+	showList []*showState
+	// macs are the shows' HMAC key schedules by show number, made on
+	// first use (token.go): bytes, in one array the collector does not
+	// scan.
+	macs []showMAC
 	// holds are the live holds (HELD, also those past their expiry by the
 	// log clock until an entry ends them) and the bookings (CONFIRMED).
-	holds  map[string]*ledgerpb.HoldRecord
+	holds  holdTable
 	expiry expiryQueue
 	// live counts the live holds among holds.
 	live int
+	// clients lists each client's live holds in each show: by clientKey,
+	// the first slot of a list linked through holdSlot.clientNext. One map
+	// for every show, not one each; pairs whose keys collide share a list.
+	clients map[uint64]uint32
 	// rooms are the shows' open waiting rooms (waitroom.go); roomAuto the
 	// shows whose rooms open by themselves (roomauto.go).
 	rooms    map[string]*room
@@ -60,26 +74,34 @@ type ledger struct {
 type showState struct {
 	// id is the show's id (l.show's), at hand for decodeEntry.
 	id string
-	l  *layout
+	// num is the show's index in ledger.showList.
+	num uint32
+	l   *layout
 	// owners are the hold or booking that owns each seat of the layout,
 	// none when the seat is FREE (it has no record). A seat of a live hold
 	// is HELD, of a booking BOOKED.
 	owners seatOwners
-	// clients lists each client's live holds in the show.
-	clients map[string][]*ledgerpb.HoldRecord
 	// queue is the waiting line's totals (the 0x10 record).
 	queue queueStat
-	// mac is the HMAC under the show's token key, made on first use
-	// (token.go); apply goroutine only.
-	mac hash.Hash
 	// states are the seat states readers built last (statescache.go);
 	// apply drops them whenever it changes a seat.
 	states atomic.Pointer[cachedStates]
 }
 
 func newLedger() ledger {
-	return ledger{shows: map[string]*showState{}, holds: map[string]*ledgerpb.HoldRecord{}, geometries: map[string]*geometry{}}
+	return ledger{shows: map[string]*showState{}, holds: newHoldTable(), clients: map[uint64]uint32{}, geometries: map[string]*geometry{}}
 }
+
+// addShow puts a new show with layout l in the ledger.
+func (led *ledger) addShow(l *layout) {
+	s := &showState{id: l.show.ShowId, num: uint32(len(led.showList)), l: l, owners: newSeatOwners(l.total)}
+	led.shows[s.id] = s
+	led.showList = append(led.showList, s)
+	led.macs = append(led.macs, showMAC{})
+}
+
+// showOf returns the show of hold slot r.
+func (led *ledger) showOf(r uint32) *showState { return led.showList[led.holds.at(r).show] }
 
 // load reads the group's ledger from the store: the shows, then each
 // show's live holds and bookings (liveKey) and their seats, then the
@@ -99,7 +121,7 @@ func (m *Machine) load(r reader) (ledger, error) {
 			return err
 		}
 		l.tokenKey = key
-		led.shows[id] = &showState{id: l.show.ShowId, l: l, owners: newSeatOwners(l.total)}
+		led.addShow(l)
 		return nil
 	})
 	if err == nil {
@@ -114,21 +136,15 @@ func (m *Machine) load(r reader) (ledger, error) {
 	if err != nil {
 		return ledger{}, fmt.Errorf("fsm: load group %d: %w", m.group, err)
 	}
-	// In id order, so that the lists are built alike on every load.
-	for _, id := range slices.Sorted(maps.Keys(led.holds)) {
-		h := led.holds[id]
-		if h.State != ledgerpb.HoldState_HOLD_STATE_HELD {
-			continue
+	// The live holds' lists and expiry entries. (Slots are in the order
+	// loadSeats made them: by show, then id.)
+	for r := range led.holds.slots {
+		if led.holds.slots[r].state == ledgerpb.HoldState_HOLD_STATE_HELD {
+			led.track(uint32(r))
+			led.due(uint32(r))
+			led.live++
 		}
-		s := led.shows[h.ShowId]
-		if s.clients == nil {
-			s.clients = map[string][]*ledgerpb.HoldRecord{}
-		}
-		s.clients[h.ClientId] = append(s.clients[h.ClientId], h)
-		led.expiry = append(led.expiry, expiryEntry{at: h.ExpiresAtMs, id: id})
 	}
-	led.expiry.init()
-	led.live = len(led.expiry)
 	return led, nil
 }
 
@@ -142,18 +158,20 @@ func (m *Machine) loadSeats(r reader, led *ledger) error {
 			return err
 		}
 		byShow[h.ShowId] = append(byShow[h.ShowId], h)
-		led.holds[h.HoldId] = h
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for show, hs := range byShow {
+	// By show id: slot numbers are the replica's own, but alike on every
+	// load make a restarted replica easy to compare.
+	for _, show := range slices.Sorted(maps.Keys(byShow)) {
+		hs := byShow[show]
 		s := led.shows[show]
 		if s == nil {
 			return fmt.Errorf("live hold %s of missing show %s", hs[0].HoldId, show)
 		}
-		if s.owners, err = m.placeSeats(s.l, hs); err != nil {
+		if s.owners, err = m.placeSeats(&led.holds, s, hs); err != nil {
 			return err
 		}
 	}
@@ -162,7 +180,8 @@ func (m *Machine) loadSeats(r reader, led *ledger) error {
 
 // decodeLiveHold decodes the record of a live hold or booking; body is its
 // key past the group prefix and kind. The record must be HELD or
-// CONFIRMED and name the show and id its key does.
+// CONFIRMED, name the show and id its key does, and have no field the
+// hold table does not keep.
 func decodeLiveHold(body, v []byte) (*ledgerpb.HoldRecord, error) {
 	if len(body) < 1 || len(body) < 1+int(body[0]) {
 		return nil, errBadKey
@@ -174,6 +193,9 @@ func decodeLiveHold(body, v []byte) (*ledgerpb.HoldRecord, error) {
 	}
 	if h.ShowId != show || h.HoldId != id || (h.State != ledgerpb.HoldState_HOLD_STATE_HELD && h.State != ledgerpb.HoldState_HOLD_STATE_CONFIRMED) {
 		return nil, fmt.Errorf("the live hold %s of show %s is hold %s of show %s in state %s", id, show, h.HoldId, h.ShowId, h.State)
+	}
+	if h.RefundedAtMs != 0 || h.RefundReason != "" || len(h.ProtoReflect().GetUnknown()) > 0 || len(h.SeatIds) == 0 || len(h.SeatIds) > SeatsPerHoldMax {
+		return nil, fmt.Errorf("the live hold %s of show %s has a refund, unknown fields or %d seats", id, show, len(h.SeatIds))
 	}
 	return h, nil
 }
@@ -189,37 +211,41 @@ func (m *Machine) liveHolds(r reader, show string) ([]*ledgerpb.HoldRecord, erro
 	return holds, err
 }
 
-// placeSeats gives each seat of layout l to the hold that names it. Two
-// holds naming one seat break S1; only a machine that skips the seat
-// check (Unsafe) makes them, and there the later grant owns the seat, as
-// it does in memory.
-func (m *Machine) placeSeats(l *layout, holds []*ledgerpb.HoldRecord) (seatOwners, error) {
+// placeSeats puts holds of show s (layout s.l) in table t and gives each
+// seat to the hold that names it. Two holds naming one seat break S1;
+// only a machine that skips the seat check (Unsafe) makes them, and there
+// the later grant owns the seat, as it does in memory.
+func (m *Machine) placeSeats(t *holdTable, s *showState, holds []*ledgerpb.HoldRecord) (seatOwners, error) {
+	l := s.l
 	o := newSeatOwners(l.total)
+	var idx [SeatsPerHoldMax]uint16
 	for _, h := range holds {
-		r := o.add(h)
-		for _, id := range h.SeatIds {
+		for i, id := range h.SeatIds {
 			n, ok := l.seatIndex(id)
 			if !ok {
 				return seatOwners{}, fmt.Errorf("hold %s names unknown seat %s", h.HoldId, id)
 			}
-			if prev := o.at(int(n)); prev != nil {
+			idx[i] = n
+		}
+		r := t.add(h.HoldId, h.ClientId, h.Currency, s.num, l, h.SeatIds, idx[:len(h.SeatIds)])
+		hs := t.at(r)
+		hs.createdAt, hs.expiresAt, hs.closedAt, hs.amount = h.CreatedAtMs, h.ExpiresAtMs, h.ClosedAtMs, h.AmountMinor
+		hs.revision, hs.state = h.Revision, h.State
+		t.setPayment(r, h.PaymentRef)
+		for i, id := range h.SeatIds {
+			n := int(idx[i])
+			if prev := o.ref(n); prev != 0 {
 				if !m.unsafe.skipSeatCheck() {
-					return seatOwners{}, fmt.Errorf("S1: seat %s of show %s is owned by holds %s and %s", id, h.ShowId, prev.HoldId, h.HoldId)
+					return seatOwners{}, fmt.Errorf("S1: seat %s of show %s is owned by holds %s and %s", id, h.ShowId, t.id(prev), h.HoldId)
 				}
-				if later(prev, h) {
+				if t.later(prev, r) {
 					continue
 				}
 			}
-			o.put(int(n), r)
+			o.put(n, r)
 		}
 	}
 	return o, nil
-}
-
-// later reports whether hold a was made after hold b (its id names a later
-// entry, or a later position in the same one).
-func later(a, b *ledgerpb.HoldRecord) bool {
-	return a.Revision > b.Revision || (a.Revision == b.Revision && a.HoldId > b.HoldId)
 }
 
 // loadQueues reads each show's waiting line totals.
@@ -266,49 +292,65 @@ func getCopy(r reader, key []byte) ([]byte, error) {
 // diff describes how two ledgers differ, "" when they hold the same state
 // (tests: every commit compares the ledger with one loaded from the store).
 func (led *ledger) diff(o *ledger) string {
-	if len(led.shows) != len(o.shows) || len(led.holds) != len(o.holds) {
-		return fmt.Sprintf("%d shows and %d holds, against %d and %d", len(led.shows), len(led.holds), len(o.shows), len(o.holds))
+	if len(led.shows) != len(o.shows) || led.holds.len() != o.holds.len() {
+		return fmt.Sprintf("%d shows and %d holds, against %d and %d", len(led.shows), led.holds.len(), len(o.shows), o.holds.len())
 	}
-	for id, h := range led.holds {
-		if !proto.Equal(h, o.holds[id]) {
-			return fmt.Sprintf("hold %s is %v, against %v", id, h, o.holds[id])
+	var a, b ledgerpb.HoldRecord
+	for r := range led.holds.slots {
+		if led.holds.slots[r].state == ledgerpb.HoldState_HOLD_STATE_UNSPECIFIED {
+			continue
+		}
+		id := led.holds.id(uint32(r))
+		g := o.holds.find(id)
+		if g == 0 {
+			return fmt.Sprintf("hold %s is missing", id)
+		}
+		led.holds.fill(&a, uint32(r), led.showOf(uint32(r)).id)
+		o.holds.fill(&b, g, o.showOf(g).id)
+		if !proto.Equal(&a, &b) {
+			return fmt.Sprintf("hold %s is %v, against %v", id, &a, &b)
+		}
+		if d := led.checkSlot(uint32(r)); d != "" {
+			return d
+		}
+		if d := o.checkSlot(g); d != "" {
+			return d
 		}
 	}
-	if led.live != countLive(o) || o.live != led.live {
+	if led.live != countLive(o) || o.live != led.live || len(led.clients) != len(o.clients) {
 		return fmt.Sprintf("%d live holds counted, against %d", led.live, countLive(o))
 	}
 	if d := led.diffRooms(o); d != "" {
 		return d
 	}
-	if led.nextExpiry() != o.nextExpiry() {
-		return fmt.Sprintf("next expiry %d, against %d", led.nextExpiry(), o.nextExpiry())
+	if led.nextExpiry() != o.nextExpiry() || len(led.expiry) != led.live || len(o.expiry) != o.live {
+		return fmt.Sprintf("next expiry %d of %d queued, against %d of %d", led.nextExpiry(), len(led.expiry), o.nextExpiry(), len(o.expiry))
 	}
 	for id, s := range led.shows {
 		t := o.shows[id]
-		if t == nil || s.owners.len() != t.owners.len() || s.queue != t.queue || len(s.clients) != len(t.clients) ||
-			string(s.l.tokenKey) != string(t.l.tokenKey) || !proto.Equal(s.l.show, t.l.show) {
+		if t == nil || s.owners.len() != t.owners.len() || s.queue != t.queue ||
+			string(s.l.tokenKey) != string(t.l.tokenKey) || !proto.Equal(s.l.show, t.l.show) || led.showList[s.num] != s {
 			return fmt.Sprintf("show %s differs", id)
 		}
-		if d := s.owners.check(); d != "" {
-			return fmt.Sprintf("show %s: %s", id, d)
-		}
 		for i := range s.owners.len() {
-			h, g := s.owners.at(i), t.owners.at(i)
-			if (h == nil) != (g == nil) || (h != nil && h.HoldId != g.HoldId) {
+			h, g := s.owners.ref(i), t.owners.ref(i)
+			if (h == 0) != (g == 0) || (h != 0 && led.holds.id(h) != o.holds.id(g)) {
 				return fmt.Sprintf("seat %d of show %s differs", i, id)
 			}
 		}
-		for c, list := range s.clients {
-			other := t.clients[c]
-			if len(list) != len(other) {
-				return fmt.Sprintf("client %s has %d live holds in show %s, against %d", c, len(list), id, len(other))
-			}
-			for _, h := range list {
-				if !slices.ContainsFunc(other, func(x *ledgerpb.HoldRecord) bool { return x.HoldId == h.HoldId }) {
-					return fmt.Sprintf("client %s's live holds in show %s differ", c, id)
-				}
-			}
-		}
+	}
+	return ""
+}
+
+// checkSlot reports how hold slot r's derived state is wrong, "" if it is
+// not: a HELD hold is queued at its expiry and listed under its client, a
+// booking neither.
+func (led *ledger) checkSlot(r uint32) string {
+	h := led.holds.at(r)
+	held := h.state == ledgerpb.HoldState_HOLD_STATE_HELD
+	queued := h.heapAt != 0 && int(h.heapAt) <= len(led.expiry) && led.expiry[h.heapAt-1] == expiryEntry{at: h.expiresAt, ref: r}
+	if held != queued || held != led.listed(r) || (h.heapAt != 0) != queued {
+		return fmt.Sprintf("hold %s (%s) is queued %t, listed %t", led.holds.id(r), h.state, queued, led.listed(r))
 	}
 	return ""
 }
@@ -316,8 +358,8 @@ func (led *ledger) diff(o *ledger) string {
 // countLive counts the live holds in the ledger.
 func countLive(led *ledger) int {
 	n := 0
-	for _, h := range led.holds {
-		if h.State == ledgerpb.HoldState_HOLD_STATE_HELD {
+	for _, h := range led.holds.slots {
+		if h.state == ledgerpb.HoldState_HOLD_STATE_HELD {
 			n++
 		}
 	}

@@ -201,16 +201,19 @@ func (tx *txn) offerFreed() {
 	if len(tx.freed) == 0 {
 		return
 	}
-	shows := make([]string, 0, len(tx.freed))
+	shows := tx.freedShows[:0]
 	for s := range tx.freed {
 		shows = append(shows, s)
 	}
 	slices.Sort(shows)
+	tx.freedShows = shows
 	k := 0
 	for _, s := range shows {
 		k = tx.offer(s, k)
 	}
-	tx.freed = nil
+	// Kept for the next entry, empty: shows freed by the offers
+	// themselves wait for a later entry, as they always did.
+	clear(tx.freed)
 }
 
 // offer walks show's line and holds seats for each waiter that fits. k
@@ -240,7 +243,7 @@ func (tx *txn) offer(show string, k int) int {
 		if !(rec != nil && rec.State == ledgerpb.QueueState_QUEUE_STATE_WAITING) {
 			violated("queue line of show %s names an entry that is not waiting", show)
 		}
-		best := bestSeats(l, free, int(rec.Count), rec.Category)
+		best := bestSeats(nil, l, free, int(rec.Count), rec.Category)
 		if best == nil {
 			continue // does not fit now: a later waiter may
 		}
@@ -254,8 +257,8 @@ func (tx *txn) offer(show string, k int) int {
 		if len(taken) != 0 {
 			violated("S1: an offer to %s picked taken seats %v of show %s", rec.EntryId, taken, show)
 		}
-		for _, h := range stale {
-			tx.closeHold(h, ledgerpb.HoldState_HOLD_STATE_EXPIRED)
+		for _, r := range stale {
+			tx.closeHold(r, ledgerpb.HoldState_HOLD_STATE_EXPIRED, false)
 		}
 		r := tx.createHold(rec.ClientId, &ledgerpb.HoldCmd{ShowId: show, TtlMs: QueueClaimWindowMs}, l, seatIDs, idx, offerPosBase+k)
 		k++

@@ -197,8 +197,8 @@ func (v *View) Hold(id string) (*ledgerpb.HoldRecord, error) {
 	var err error
 	if v.snap == nil {
 		v.inLedger(func(led *ledger) {
-			if lh := led.holds[id]; lh != nil {
-				h = proto.Clone(lh).(*ledgerpb.HoldRecord) // apply changes the ledger's in place
+			if r := led.holds.find(id); r != 0 {
+				h = led.holds.record(r, led.showOf(r).id) // a copy: apply changes the table
 				return
 			}
 			// A hold that ended: the store has it, committed up to the
@@ -234,8 +234,8 @@ func (v *View) snapHold(id string) (*ledgerpb.HoldRecord, error) {
 	// committed. (Not inLedger: the view stays at its snapshot's point.)
 	show := ""
 	v.m.mu.RLock()
-	if lh := v.m.led.holds[id]; lh != nil {
-		show = lh.ShowId
+	if r := v.m.led.holds.find(id); r != 0 {
+		show = v.m.led.showOf(r).id
 	} else if ended, gerr := getHold(v.m.pubStore(), v.m.holdKey(id)); ended != nil {
 		show = ended.ShowId
 	} else {
@@ -308,7 +308,7 @@ func (v *View) showStates(showID string) (*layout, *cachedStates, error) {
 		if s == nil {
 			return
 		}
-		l, c = s.l, s.statesAt(v.clock)
+		l, c = s.l, s.statesAt(&led.holds, v.clock)
 		if checkLedger {
 			err = v.checkStates(showID, c)
 		}
@@ -352,11 +352,12 @@ func (v *View) scanStates(showID string, l *layout) (*cachedStates, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: read show %s: %w", showID, err)
 	}
-	owners, err := v.m.placeSeats(l, holds)
+	t := newHoldTable()
+	owners, err := v.m.placeSeats(&t, &showState{id: showID, l: l}, holds)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: read show %s: %w", showID, err)
 	}
-	return statesOf(&owners, v.clock), nil
+	return statesOf(&t, &owners, v.clock), nil
 }
 
 // The letters of SeatMap.seat_states.

@@ -69,27 +69,30 @@ func (c *cachedStates) set(letters []byte, idx int, state ledgerpb.SeatState, ex
 // statesAt returns the show's seat states at log clock now, the ones it
 // keeps while they are current. Callers hold the machine's lock, for
 // reading at least: readers may build and keep states side by side.
-func (s *showState) statesAt(now int64) *cachedStates {
+func (s *showState) statesAt(t *holdTable, now int64) *cachedStates {
 	if c := s.states.Load(); c != nil && now < c.until {
 		return c
 	}
-	c := statesOf(&s.owners, now)
+	c := statesOf(t, &s.owners, now)
 	s.states.Store(c)
 	return c
 }
 
 // statesOf is the states of seats whose owners are owners (by layout
-// index, nil FREE) at log clock now: a booking's seats BOOKED, a live
-// hold's HELD until its expiry, FREE after it.
-func statesOf(owners *seatOwners, now int64) *cachedStates {
+// index: slots of t, 0 FREE) at log clock now: a booking's seats BOOKED, a
+// live hold's HELD until its expiry, FREE after it.
+func statesOf(t *holdTable, owners *seatOwners, now int64) *cachedStates {
 	c, letters := newStates(owners.len())
 	for i := range owners.len() {
-		switch h := owners.at(i); {
-		case h == nil:
-		case h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
+		r := owners.ref(i)
+		if r == 0 {
+			continue
+		}
+		switch h := t.at(r); {
+		case h.state == ledgerpb.HoldState_HOLD_STATE_CONFIRMED:
 			c.set(letters, i, ledgerpb.SeatState_BOOKED, 0)
-		case now < h.ExpiresAtMs:
-			c.set(letters, i, ledgerpb.SeatState_HELD, h.ExpiresAtMs)
+		case now < h.expiresAt:
+			c.set(letters, i, ledgerpb.SeatState_HELD, h.expiresAt)
 		}
 	}
 	c.states = string(letters)

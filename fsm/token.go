@@ -3,7 +3,9 @@ package fsm
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding"
 	"encoding/base64"
+	"hash"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -29,25 +31,83 @@ func HoldToken(key []byte, holdID string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:holdTokenBytes])
 }
 
-// holdTokenBytes computes the token of a hold of show with the show's
-// keyed HMAC, kept in the ledger, instead of a new HMAC per token.
+// holdTokenBytes computes the token of a hold of show: HMAC-SHA256 as
+// crypto/hmac computes it (RFC 2104), from the show's key schedule kept in
+// the ledger (ledger.macs) and tx's one SHA-256, instead of a new HMAC per
+// token or one kept per show.
 func (tx *txn) holdTokenBytes(show, holdID string) [holdTokenLen]byte {
 	s := tx.m.led.shows[show]
 	if s == nil {
 		violated("token of a hold of missing show %s", show)
 	}
-	if s.mac == nil {
-		s.mac = hmac.New(sha256.New, s.l.tokenKey)
+	mac := &tx.m.led.macs[s.num]
+	if !mac.ready {
+		*mac = newShowMAC(s.l.tokenKey)
 	}
-	s.mac.Reset()
-	// The id and the sum go through tx's scratch: hash.Hash is an
-	// interface, so a converted string or a local array would escape.
-	tx.tokenBuf = append(tx.tokenBuf[:0], holdID...)
-	s.mac.Write(tx.tokenBuf)
-	tx.tokenBuf = s.mac.Sum(tx.tokenBuf[:0])
+	if tx.sha == nil {
+		tx.sha = sha256.New()
+	}
 	var out [holdTokenLen]byte
-	base64.RawURLEncoding.Encode(out[:], tx.tokenBuf[:holdTokenBytes])
+	tx.tokenBuf, out = mac.token(tx.sha, tx.tokenBuf, holdID)
 	return out
+}
+
+// token computes the token of hold id with SHA-256 d and scratch buf (the
+// id and the sums go through it: hash.Hash is an interface, so a
+// converted string or a local array would escape); it returns buf for
+// reuse.
+func (mac *showMAC) token(d hash.Hash, buf []byte, id string) ([]byte, [holdTokenLen]byte) {
+	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(mac.inner[:]), "restore HMAC inner state")
+	buf = append(buf[:0], id...)
+	d.Write(buf)
+	buf = d.Sum(buf[:0])
+	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(mac.outer[:]), "restore HMAC outer state")
+	d.Write(buf)
+	buf = d.Sum(buf[:0])
+	var out [holdTokenLen]byte
+	base64.RawURLEncoding.Encode(out[:], buf[:holdTokenBytes])
+	return buf, out
+}
+
+// showMAC is a show's HMAC-SHA256 key schedule: the SHA-256 states after
+// the key's inner and outer pads (MarshalBinary's encoding), made on
+// first use. Bytes, not a hash.Hash per show: the garbage collector has
+// nothing to scan in them.
+type showMAC struct {
+	ready        bool
+	inner, outer [sha256StateLen]byte
+}
+
+// sha256StateLen is the length of crypto/sha256's marshaled state.
+const sha256StateLen = 108
+
+func newShowMAC(key []byte) showMAC {
+	if len(key) > sha256.BlockSize {
+		sum := sha256.Sum256(key)
+		key = sum[:]
+	}
+	var pad [sha256.BlockSize]byte
+	copy(pad[:], key)
+	mac := showMAC{ready: true}
+	for i, st := range []*[sha256StateLen]byte{&mac.inner, &mac.outer} {
+		x := byte(0x36)
+		if i == 1 {
+			x = 0x5c
+		}
+		var block [sha256.BlockSize]byte
+		for j := range block {
+			block[j] = pad[j] ^ x
+		}
+		d := sha256.New()
+		d.Write(block[:])
+		b, err := d.(encoding.BinaryMarshaler).MarshalBinary()
+		must(err, "save HMAC state")
+		if len(b) != sha256StateLen {
+			violated("crypto/sha256 state is %d bytes, not %d", len(b), sha256StateLen)
+		}
+		copy(st[:], b)
+	}
+	return mac
 }
 
 // showTokenKey is a show's token key, from the layout cache.
@@ -59,13 +119,14 @@ func (tx *txn) showTokenKey(show string) []byte {
 	return l.tokenKey
 }
 
-// tokenMatches compares a presented token with the hold's in constant time.
-func (tx *txn) tokenMatches(h *ledgerpb.HoldRecord, token string) bool {
-	want := tx.holdTokenBytes(h.ShowId, h.HoldId)
+// tokenMatches compares a presented token with the token of hold id of
+// show in constant time.
+func (tx *txn) tokenMatches(show, id, token string) bool {
+	want := tx.holdTokenBytes(show, id)
 	return len(token) == len(want) && hmac.Equal(want[:], []byte(token))
 }
 
 // badToken is the rejection for a token that is not the hold's.
-func badToken(h *ledgerpb.HoldRecord) *ledgerpb.Result {
-	return reject(ledgerpb.Code_CODE_HOLD_TOKEN_INVALID, "hold_token is not the token of hold %s", h.HoldId)
+func badToken(id string) *ledgerpb.Result {
+	return reject(ledgerpb.Code_CODE_HOLD_TOKEN_INVALID, "hold_token is not the token of hold %s", id)
 }

@@ -1,8 +1,12 @@
-// This file proves that the ledger's kept HMAC issues the same hold tokens
-// as HoldToken, which readers and clients use, for many holds of one show.
+// This file proves that the ledger's kept HMAC key schedule issues the same
+// hold tokens as HoldToken (crypto/hmac), which readers and clients use,
+// for many holds of one show and for keys of every length class.
 package fsm
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -19,6 +23,23 @@ func TestLedgerTokensMatchHoldToken(t *testing.T) {
 		r := mustApply(t, m, uint64(2+i), at(1000, cmdHold("c", "r"+seat, "s1", 0, seat)), 1)[0]
 		if r.Code != ledgerpb.Code_CODE_OK || r.HoldToken != HoldToken(key, r.HoldId) {
 			t.Fatalf("Hold(%s) = %s token %q, want OK with HoldToken = %q", seat, r.Code, r.HoldToken, HoldToken(key, r.HoldId))
+		}
+	}
+}
+
+func TestShowMACMatchesHMAC(t *testing.T) {
+	d := sha256.New()
+	var buf []byte
+	for _, key := range [][]byte{nil, []byte("k"), []byte(strings.Repeat("x", 32)), []byte(strings.Repeat("y", 64)),
+		[]byte(strings.Repeat("z", 65)), []byte(strings.Repeat("w", 200))} {
+		mac := newShowMAC(key)
+		for i := range 5 {
+			id := fmt.Sprintf("h1-%d-%d", 1000+i, i)
+			var got [holdTokenLen]byte
+			buf, got = mac.token(d, buf, id)
+			if string(got[:]) != HoldToken(key, id) {
+				t.Errorf("key of %d bytes, hold %s: token %s, want %s", len(key), id, got, HoldToken(key, id))
+			}
 		}
 	}
 }

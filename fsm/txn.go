@@ -7,6 +7,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"hash"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -30,6 +31,8 @@ type txn struct {
 	// freed names the shows whose seats the current entry freed, for the
 	// waiting queue's offers at the end of the entry (queue.go).
 	freed map[string]bool
+	// freedShows is offerFreed's buffer for freed's shows, in order.
+	freedShows []string
 	// events are the entry's changes by show (events.go), eventAt the
 	// position of each show's in events.
 	events  []showChanges
@@ -47,10 +50,17 @@ type txn struct {
 	// seatBuf the layout indexes of a hold's named seats (pickSeats).
 	freeBuf []bool
 	seatBuf []uint16
+	// bestBuf holds the best available seats of a hold or its
+	// alternatives (txn.bestSeats).
+	bestBuf []int
 	// hash is the payload hash of the command being applied, rec its
 	// request record while it is encoded (applyOne).
 	hash [16]byte
 	rec  ledgerpb.RequestRecord
+	// sha computes hold tokens (holdTokenBytes).
+	sha hash.Hash
+	// holdBuf is the record a live hold is encoded from (view).
+	holdBuf *ledgerpb.HoldRecord
 }
 
 // begin starts a Pebble batch for one or more entries. The txn is the
@@ -64,8 +74,8 @@ func (m *Machine) begin() *txn {
 	m.spare = nil
 	m.ov.shared = true // tx.runs keeps the stack for end
 	*tx = txn{m: m, runs: m.ov.runs, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
-		freed: tx.freed, events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
-		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0]}
+		freed: tx.freed, freedShows: tx.freedShows[:0], events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
+		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf, sha: tx.sha}
 	clear(tx.freed)
 	clear(tx.eventAt)
 	clear(tx.touched)
@@ -194,19 +204,15 @@ func (tx *txn) layout(id string) *layout {
 	return nil
 }
 
-// holdRecord returns a hold: from the ledger when it is live or a booking,
-// else (a hold that ended, or none) as the batch has it. A hold from the
-// ledger is the ledger's own: commands change it in place.
-func (tx *txn) holdRecord(id string) *ledgerpb.HoldRecord {
-	if h := tx.m.led.holds[id]; h != nil {
-		return h
-	}
+// endedHold returns a hold that ended as the batch has it, nil if none
+// did: the ledger has the live holds and bookings (holdTable.find).
+func (tx *txn) endedHold(id string) *ledgerpb.HoldRecord {
 	h := &ledgerpb.HoldRecord{}
 	if !tx.get(tx.m.holdKey(id), h) {
 		return nil
 	}
 	if h.State == ledgerpb.HoldState_HOLD_STATE_HELD || h.State == ledgerpb.HoldState_HOLD_STATE_CONFIRMED {
-		violated("hold %s is %s in the store but not in the ledger", id, h.State)
+		violated("hold %s is %s in the store but not in the ledger", h.HoldId, h.State)
 	}
 	return h
 }
