@@ -4,12 +4,14 @@ package fsm
 // batch committed per apply batch, as txn.go did) against into the
 // overlay (records appended and sealed per apply batch). Keys and values
 // are shaped like the uniform load's: a live hold, a request record, a
-// change record and its revision per command.
+// change record and its revision per command. The seal, get and seek
+// benchmarks measure the overlay alone, on records made up front.
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -114,5 +116,112 @@ func BenchmarkCheckpointFull(b *testing.B) {
 		m.pub = m.ov.view() // as a commit publishes
 		b.StartTimer()
 		must(m.Checkpoint(), "checkpoint")
+	}
+}
+
+// overlayBenchEntry is the commands per entry in the seal and read
+// benchmarks: BenchmarkApplyUniform's, a seal per entry as commit does.
+const overlayBenchEntry = 4
+
+// benchEntries are an overlay's worth of entries' records, made up front
+// so that the benchmarks measure the overlay alone: entry i's records are
+// recs[at[i]:at[i+1]], each a key and value, its last the meta record.
+type benchEntries struct {
+	recs [][2][]byte
+	at   []int
+}
+
+func newBenchEntries() *benchEntries {
+	g := newBenchRecords()
+	meta := append(groupPrefix(1), kindMeta)
+	e := &benchEntries{at: []int{0}}
+	for n := 0; n < overlayBytesMax; {
+		for range overlayBenchEntry {
+			g.command(func(k, v []byte) {
+				e.recs = append(e.recs, [2][]byte{slices.Clone(k), v})
+				n += recHeaderLen + len(k) + len(v)
+			})
+		}
+		e.recs = append(e.recs, [2][]byte{meta, g.value[:metaLen]})
+		e.at = append(e.at, len(e.recs))
+	}
+	return e
+}
+
+func (e *benchEntries) len() int { return len(e.at) - 1 }
+
+// seal writes entry i's records and seals them, as a commit does.
+func (e *benchEntries) seal(o *overlay, i int) int {
+	rs := e.recs[e.at[i]:e.at[i+1]]
+	for _, r := range rs {
+		o.set(r[0], r[1])
+	}
+	o.seal()
+	return len(rs)
+}
+
+// fill seals entries into a new overlay until it holds frac of
+// overlayBytesMax, and returns their keys.
+func (e *benchEntries) fill(frac float64) (*overlay, [][]byte) {
+	o := newOverlay(&chunkPool{})
+	var keys [][]byte
+	for i := 0; float64(o.bytes()) < frac*overlayBytesMax; i++ {
+		e.seal(o, i)
+		for _, r := range e.recs[e.at[i]:e.at[i+1]] {
+			keys = append(keys, r[0])
+		}
+	}
+	return o, keys
+}
+
+// BenchmarkOverlaySeal: what sealing an entry's records and merging the
+// runs costs per record, over whole overlays (a checkpoint's fold and
+// table are not counted: BenchmarkCheckpointFull).
+func BenchmarkOverlaySeal(b *testing.B) {
+	e := newBenchEntries()
+	pool := &chunkPool{}
+	o := newOverlay(pool)
+	records, i := 0, 0
+	b.ReportAllocs()
+	done := cpuPerOp(b)
+	for b.Loop() {
+		records += e.seal(o, i)
+		if i++; i == e.len() || o.bytes() >= overlayBytesMax {
+			o.a.retire()
+			o, i = newOverlay(pool), 0
+		}
+	}
+	done()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(records), "ns/record")
+}
+
+// BenchmarkOverlayGet: a view's point reads over the stack of an overlay
+// three quarters full, half of them of keys it holds, half of keys it
+// does not (which search every run).
+func BenchmarkOverlayGet(b *testing.B) {
+	o, keys := newBenchEntries().fill(0.75)
+	l := o.view()
+	rng := rand.New(rand.NewPCG(5, 6))
+	var miss []byte
+	for b.Loop() {
+		k := keys[rng.IntN(len(keys))]
+		if rng.IntN(2) == 0 {
+			miss = append(append(miss[:0], k...), 0)
+			k = miss
+		}
+		l.get(k)
+	}
+	b.ReportMetric(float64(len(l.runs)), "runs")
+}
+
+// BenchmarkOverlaySeek: a view's iterator over the same stack, seeking to
+// a key and reading the next few, as a page of changes does.
+func BenchmarkOverlaySeek(b *testing.B) {
+	o, keys := newBenchEntries().fill(0.75)
+	it := newOverlayIter(o.view(), nil, nil)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for b.Loop() {
+		for ok, n := it.SeekGE(keys[rng.IntN(len(keys))]), 0; ok && n < 8; ok, n = it.Next(), n+1 {
+		}
 	}
 }
