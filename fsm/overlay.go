@@ -284,7 +284,13 @@ type overlay struct {
 	// next seal copies the stack before it changes it.
 	shared bool
 	// sorted is scratch for seal.
-	sorted []uint32
+	sorted []sealed
+}
+
+// sealed is a pending record in seal's sort: its key and offset.
+type sealed struct {
+	key []byte
+	off uint32
 }
 
 func newOverlay(pool *chunkPool) *overlay { return &overlay{a: &arena{pool: pool}} }
@@ -342,16 +348,22 @@ func (o *overlay) seal() {
 		return
 	}
 	a := o.a.c
-	s := append(o.sorted[:0], o.pend...)
-	slices.SortStableFunc(s, func(x, y uint32) int { return bytes.Compare(a.key(x), a.key(y)) })
+	// Each key is resolved once; the sort is stable, so that of equal
+	// keys the last written comes last.
+	s := o.sorted[:0]
+	for _, off := range o.pend {
+		s = append(s, sealed{key: a.key(off), off: off})
+	}
+	slices.SortStableFunc(s, func(x, y sealed) int { return bytes.Compare(x.key, y.key) })
 	// Keep the last write of each key: it is the latest of equal ones.
 	pts := o.a.offsets(len(s))
-	for i, off := range s {
-		if i+1 < len(s) && bytes.Equal(a.key(off), a.key(s[i+1])) {
+	for i, r := range s {
+		if i+1 < len(s) && bytes.Equal(r.key, s[i+1].key) {
 			continue
 		}
-		pts = append(pts, off)
+		pts = append(pts, r.off)
 	}
+	clear(s) // no slice of a retired arena's chunks stays
 	o.sorted = s[:0]
 	r := run{points: pts, dels: slices.Clone(o.pendDels)}
 	o.pend, o.pendDels = o.pend[:0], o.pendDels[:0]
@@ -587,10 +599,12 @@ func (nopCloser) Close() error { return nil }
 // overlayBytesMax bounds a group's overlay (records, overwritten ones
 // included): past it apply checkpoints, so the overlay stays bounded when
 // raft snapshots rarely (raftnode's SnapshotThreshold). A loaded node holds
-// 8 groups: at most 8 x 16 MiB of arenas (and their run indexes, a tenth
-// of that), next to which Pebble's memtables now hold almost nothing
-// (store.go). Smaller overlays checkpoint more often, each a table Pebble
-// must sync, ingest into L0 and compact; larger ones merge runs that no
-// longer fit the caches, and hold the lock longer while they fold
-// (docs/PERFORMANCE.md has the measurements).
+// 8 groups: at most 8 x 16 MiB of arenas (and their run indexes, about
+// two fifths of that: every merge writes a new index, and the merged-away
+// ones are kept until the arena retires), next to which Pebble's
+// memtables now hold almost nothing (store.go). Smaller overlays
+// checkpoint more often, each a table Pebble must sync, ingest into L0 and
+// compact; larger ones merge runs that no longer fit the caches, and hold
+// the lock longer while they fold (docs/PERFORMANCE.md has the
+// measurements).
 const overlayBytesMax = 16 << 20
