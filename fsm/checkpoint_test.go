@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -335,6 +336,7 @@ func TestCheckpointWhileApplying(t *testing.T) {
 	twin := newTestMachine(t, newTestDB(t), 11)
 	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(71, 72))})}
 	stop, done := make(chan struct{}), make(chan error)
+	var calls atomic.Int64 // Checkpoint calls that returned
 	go func() {
 		for {
 			select {
@@ -347,9 +349,15 @@ func TestCheckpointWhileApplying(t *testing.T) {
 				done <- err
 				return
 			}
+			calls.Add(1)
 		}
 	}()
-	c.step(200, m, twin)
+	// Entries apply until the other goroutine has checkpointed several
+	// times between them: on a busy machine it may get little time, and
+	// 200 entries were once too few (1 checkpoint).
+	for steps := 0; steps < 200 || (calls.Load() < 8 && steps < 4000); steps += 50 {
+		c.step(50, m, twin)
+	}
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
