@@ -8,41 +8,17 @@ package raftnode
 
 import (
 	"context"
-	"net"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
 
 func TestLeaderCutOffStepsDownAndRefusesLinearizableReads(t *testing.T) {
-	holes := map[[2]string]*holeProxy{}
-	tc := startTestCluster(t, func(c *Config) {
-		peers := append([]Peer(nil), c.Peers...)
-		for i, p := range peers {
-			if p.ID == c.NodeID {
-				continue
-			}
-			key := [2]string{c.NodeID, p.ID}
-			if holes[key] == nil {
-				holes[key] = startHoleProxy(t, p.RaftAddr)
-			}
-			peers[i].RaftDial = holes[key].addr()
-		}
-		c.Peers = peers
-	})
-	// Cleanups run last-in first-out: heal before the nodes close, or raft's
-	// own connections wait out their 10 s timeouts.
-	t.Cleanup(func() {
-		for _, h := range holes {
-			h.closeAll()
-		}
-	})
+	tc, proxies := startProxiedCluster(t)
 	leader, li := readyLeader(t, tc)
 	id := tc.peers[li].ID
-	for key, h := range holes {
+	for key, p := range proxies {
 		if key[0] == id || key[1] == id {
-			h.cut.Store(true)
+			p.hole()
 		}
 	}
 	start := time.Now()
@@ -94,90 +70,5 @@ func readyLeader(t *testing.T, tc *testCluster) (*Group, int) {
 			t.Fatalf("linearizable View at the leader before the cut = %v, want nil", err)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// holeProxy relays TCP connections to target; once cut, it drops every
-// byte both ways and forwards no new connection, but closes nothing.
-type holeProxy struct {
-	ln     net.Listener
-	target string
-	cut    atomic.Bool
-	wg     sync.WaitGroup
-	mu     struct {
-		sync.Mutex
-		conns []net.Conn
-	}
-}
-
-func startHoleProxy(t *testing.T, target string) *holeProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &holeProxy{ln: ln, target: target}
-	p.wg.Go(p.serve)
-	t.Cleanup(func() {
-		p.closeAll()
-		p.wg.Wait()
-	})
-	return p
-}
-
-// closeAll stops accepting and closes every connection.
-func (p *holeProxy) closeAll() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.mu.conns {
-		c.Close()
-	}
-}
-
-func (p *holeProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *holeProxy) serve() {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		var out net.Conn
-		if !p.cut.Load() {
-			out, _ = net.Dial("tcp", p.target)
-		}
-		p.mu.Lock()
-		p.mu.conns = append(p.mu.conns, in)
-		if out != nil {
-			p.mu.conns = append(p.mu.conns, out)
-		}
-		p.mu.Unlock()
-		p.wg.Go(func() { p.pump(out, in) })
-		if out != nil {
-			p.wg.Go(func() { p.pump(in, out) })
-		}
-	}
-}
-
-// pump copies src to dst (nil: nowhere) while not cut, and drops bytes
-// once cut.
-func (p *holeProxy) pump(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if err != nil {
-			src.Close()
-			if dst != nil {
-				dst.Close()
-			}
-			return
-		}
-		if dst != nil && !p.cut.Load() {
-			if _, err := dst.Write(buf[:n]); err != nil {
-				src.Close()
-				return
-			}
-		}
 	}
 }

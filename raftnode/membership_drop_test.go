@@ -16,8 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,21 +23,7 @@ import (
 )
 
 func TestDropGroupAfterAnUnseenRemoval(t *testing.T) {
-	gates := map[[2]string]*gateProxy{}
-	tc := startTestCluster(t, func(c *Config) {
-		peers := append([]Peer(nil), c.Peers...)
-		for i, p := range peers {
-			if p.ID == c.NodeID {
-				continue
-			}
-			key := [2]string{c.NodeID, p.ID}
-			if gates[key] == nil {
-				gates[key] = startGateProxy(t, p.RaftAddr)
-			}
-			peers[i].RaftDial = gates[key].addr()
-		}
-		c.Peers = peers
-	})
+	tc, gates := startProxiedCluster(t)
 	leader, li := tc.leader()
 	mustPropose(t, leader, testShow())
 	mustPropose(t, leader, holdCmd("c", "r1", 60_000, "A1"))
@@ -59,8 +43,8 @@ func TestDropGroupAfterAnUnseenRemoval(t *testing.T) {
 
 	// Cut the follower off from its leader, both ways: the leader's one
 	// best-effort append of the removal fails at once.
-	gates[[2]string{lnode, fnode}].shut()
-	gates[[2]string{fnode, lnode}].shut()
+	gates[[2]string{lnode, fnode}].refuse()
+	gates[[2]string{fnode, lnode}].refuse()
 	if err := leader.RemoveVoter(ctx, fnode); err != nil {
 		t.Fatalf("RemoveVoter(%s) = %v", fnode, err)
 	}
@@ -74,8 +58,8 @@ func TestDropGroupAfterAnUnseenRemoval(t *testing.T) {
 	}
 	t.Logf("refused while cut off: %v", err)
 
-	gates[[2]string{lnode, fnode}].open()
-	gates[[2]string{fnode, lnode}].open()
+	gates[[2]string{lnode, fnode}].heal()
+	gates[[2]string{fnode, lnode}].heal()
 	if err := tc.nodes[fi].DropGroup(ctx, 0, false); err != nil {
 		t.Fatalf("DropGroup after the leader committed the removal = %v, want nil", err)
 	}
@@ -228,90 +212,4 @@ func FuzzConfigQuestion(f *testing.F) {
 			t.Errorf("id %q from %x encodes to %x, %v", sid, p, q, err)
 		}
 	})
-}
-
-// gateProxy relays TCP connections to target; shut closes every relayed
-// connection and every new one at once (a refused peer, unlike
-// heartbeat_cut_test.go's black hole), open lets them through again.
-type gateProxy struct {
-	ln     net.Listener
-	target string
-	closed atomic.Bool
-	wg     sync.WaitGroup
-	mu     struct {
-		sync.Mutex
-		conns []net.Conn
-	}
-}
-
-func startGateProxy(t *testing.T, target string) *gateProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &gateProxy{ln: ln, target: target}
-	p.wg.Go(p.serve)
-	t.Cleanup(func() {
-		p.ln.Close()
-		p.closeConns()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *gateProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *gateProxy) shut() {
-	p.closed.Store(true)
-	p.closeConns()
-}
-
-func (p *gateProxy) open() { p.closed.Store(false) }
-
-func (p *gateProxy) closeConns() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.mu.conns {
-		c.Close()
-	}
-	p.mu.conns = nil
-}
-
-func (p *gateProxy) serve() {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		if p.closed.Load() {
-			in.Close()
-			continue
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.mu.conns = append(p.mu.conns, in, out)
-		p.mu.Unlock()
-		p.wg.Go(func() { p.pump(out, in) })
-		p.wg.Go(func() { p.pump(in, out) })
-	}
-}
-
-func (p *gateProxy) pump(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if err == nil {
-			_, err = dst.Write(buf[:n])
-		}
-		if err != nil {
-			src.Close()
-			dst.Close()
-			return
-		}
-	}
 }
