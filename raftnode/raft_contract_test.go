@@ -254,46 +254,12 @@ func TestRaftContractHeartbeatShape(t *testing.T) {
 // Behaviour 9: a candidate asks voters only, so a learner's vote never
 // counts, in an election or a leadership transfer's.
 func TestRaftContractCandidatesAskVotersOnly(t *testing.T) {
-	ids := []raft.ServerID{"a", "b", "c", "learner"}
-	var trans []*contractTransport
-	var servers []raft.Server
-	for _, id := range ids {
-		tr := newContractTransport()
-		trans = append(trans, tr)
-		s := raft.Server{Suffrage: raft.Voter, ID: id, Address: tr.LocalAddr()}
-		if id == "learner" {
-			s.Suffrage = raft.Nonvoter
-		}
-		servers = append(servers, s)
-	}
-	for _, a := range trans {
-		for _, b := range trans {
-			if a != b {
-				a.Connect(b.LocalAddr(), b.InmemTransport)
-			}
-		}
-	}
-	var rafts []*raft.Raft
-	for i, id := range ids {
-		rafts = append(rafts, startContractRaft(t, id, trans[i], &countFSM{}, servers))
-	}
-	leader := func() *raft.Raft {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			for _, r := range rafts {
-				if r.State() == raft.Leader {
-					return r
-				}
-			}
-		}
-		t.Fatal("no leader elected")
-		return nil
-	}
-	first := leader()
+	trans, rafts := startContractCluster(t, []raft.ServerID{"a", "b", "c", "learner"}, "learner")
+	first := rafts[contractLeader(t, rafts)]
 	if err := first.LeadershipTransfer().Error(); err != nil {
 		t.Fatalf("LeadershipTransfer = %v", err)
 	}
-	leader()
+	contractLeader(t, rafts)
 	asked := 0
 	for _, tr := range trans {
 		tr.mu.Lock()
@@ -520,35 +486,8 @@ func TestRaftContractConfigurationIndexUnknown(t *testing.T) {
 // leader stopped replicating to it when it appended the change.
 func TestRaftContractRemovedFollowerMayNotLearn(t *testing.T) {
 	ids := []raft.ServerID{"a", "b", "c"}
-	var trans []*contractTransport
-	var servers []raft.Server
-	for _, id := range ids {
-		tr := newContractTransport()
-		trans = append(trans, tr)
-		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: id, Address: tr.LocalAddr()})
-	}
-	for _, a := range trans {
-		for _, b := range trans {
-			if a != b {
-				a.Connect(b.LocalAddr(), b.InmemTransport)
-			}
-		}
-	}
-	var rafts []*raft.Raft
-	for i, id := range ids {
-		rafts = append(rafts, startContractRaft(t, id, trans[i], &countFSM{}, servers))
-	}
-	li := -1
-	for deadline := time.Now().Add(10 * time.Second); li < 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader elected")
-		}
-		for i, r := range rafts {
-			if r.State() == raft.Leader {
-				li = i
-			}
-		}
-	}
+	trans, rafts := startContractCluster(t, ids, "")
+	li := contractLeader(t, rafts)
 	fi := (li + 1) % len(ids)
 	if err := rafts[li].Barrier(time.Second).Error(); err != nil {
 		t.Fatal(err)
@@ -572,4 +511,49 @@ func TestRaftContractRemovedFollowerMayNotLearn(t *testing.T) {
 	if !slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool { return s.ID == ids[fi] }) {
 		t.Fatalf("the removed follower %s learned its removal (%v): raft replicates to removed servers again; DropGroup's question to the leader (membership_ask.go) may be simpler now", ids[fi], f.Configuration().Servers)
 	}
+}
+
+// startContractCluster starts a raft server per id over connected
+// in-memory transports, all voters but learner (if named), which is a
+// non-voter.
+func startContractCluster(t *testing.T, ids []raft.ServerID, learner raft.ServerID) ([]*contractTransport, []*raft.Raft) {
+	t.Helper()
+	var trans []*contractTransport
+	var servers []raft.Server
+	for _, id := range ids {
+		tr := newContractTransport()
+		trans = append(trans, tr)
+		s := raft.Server{Suffrage: raft.Voter, ID: id, Address: tr.LocalAddr()}
+		if id == learner {
+			s.Suffrage = raft.Nonvoter
+		}
+		servers = append(servers, s)
+	}
+	for _, a := range trans {
+		for _, b := range trans {
+			if a != b {
+				a.Connect(b.LocalAddr(), b.InmemTransport)
+			}
+		}
+	}
+	var rafts []*raft.Raft
+	for i, id := range ids {
+		rafts = append(rafts, startContractRaft(t, id, trans[i], &countFSM{}, servers))
+	}
+	return trans, rafts
+}
+
+// contractLeader waits up to 10 s for one of rafts to lead and returns
+// its position.
+func contractLeader(t *testing.T, rafts []*raft.Raft) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for i, r := range rafts {
+			if r.State() == raft.Leader {
+				return i
+			}
+		}
+	}
+	t.Fatal("no leader elected")
+	return -1
 }
