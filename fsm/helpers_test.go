@@ -434,3 +434,32 @@ func opName(c *ledgerpb.Command) string {
 	}
 	return fmt.Sprintf("%T", c.Op)
 }
+
+// readWhileApplying runs read over and over on two goroutines while apply
+// runs, then fails t with what a read panicked with, if anything (run
+// with -race).
+func readWhileApplying(t *testing.T, read, apply func()) {
+	t.Helper()
+	done := make(chan struct{})
+	errs := make(chan any, 2)
+	for range 2 {
+		go func() {
+			defer func() { errs <- recover() }()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				read()
+			}
+		}()
+	}
+	apply()
+	close(done)
+	for range 2 {
+		if p := <-errs; p != nil {
+			t.Fatal(p)
+		}
+	}
+}

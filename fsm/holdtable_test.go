@@ -215,59 +215,42 @@ func TestHoldReadsWhileApplying(t *testing.T) {
 	m := newTestMachine(t, newTestDB(t), 1)
 	mustApply(t, m, 1, at(1000, cmdShow("admin", "r1", testShow("s1", "A:20:std", "std:1000:EUR"))), 1)
 	var last atomic.Uint64
-	done := make(chan struct{})
-	errs := make(chan any, 2)
-	for range 2 {
-		go func() {
-			defer func() { errs <- recover() }()
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				i := last.Load()
-				v := m.ReadView()
-				h, err := v.Hold(fmt.Sprintf("h1-%d-0", i))
-				v.Close()
-				if err == ErrNotFound {
-					continue
-				}
-				if err != nil {
-					panic(err)
-				}
-				if h.HoldId != fmt.Sprintf("h1-%d-0", i) || h.ClientId != fmt.Sprintf("fan%d", i) || len(h.SeatIds) != 1 {
-					panic(fmt.Sprintf("read hold h1-%d-0 as %v", i, h))
-				}
-			}
-		}()
-	}
-	index := uint64(1)
-	for i := range 3000 {
-		index++
-		seat := fmt.Sprintf("A%d", 1+i%20)
-		r := mustApply(t, m, index, at(1000, cmdHold(fmt.Sprintf("fan%d", index), "h", "s1", 0, seat)), 1)[0]
-		if r.Code != ledgerpb.Code_CODE_OK {
-			t.Fatalf("Hold(%s) = %s", seat, resultString(r))
+	readWhileApplying(t, func() {
+		i := last.Load()
+		v := m.ReadView()
+		h, err := v.Hold(fmt.Sprintf("h1-%d-0", i))
+		v.Close()
+		if err == ErrNotFound {
+			return
 		}
-		last.Store(index)
-		index++
-		c := cmdRelease(fmt.Sprintf("fan%d", index-1), "r", "s1", r.HoldId)
-		if i%2 == 0 {
-			c = cmdConfirm(fmt.Sprintf("fan%d", index-1), "c", "s1", r.HoldId, "pay")
+		if err != nil {
+			panic(err)
 		}
-		mustApply(t, m, index, at(1000, c), 1)
-		if i%2 == 0 {
+		if h.HoldId != fmt.Sprintf("h1-%d-0", i) || h.ClientId != fmt.Sprintf("fan%d", i) || len(h.SeatIds) != 1 {
+			panic(fmt.Sprintf("read hold h1-%d-0 as %v", i, h))
+		}
+	}, func() {
+		index := uint64(1)
+		for i := range 3000 {
 			index++
-			mustApply(t, m, index, at(1000, cmdRefund(fmt.Sprintf("fan%d", index-2), "f", "s1", r.HoldId, "gone")), 1)
+			seat := fmt.Sprintf("A%d", 1+i%20)
+			r := mustApply(t, m, index, at(1000, cmdHold(fmt.Sprintf("fan%d", index), "h", "s1", 0, seat)), 1)[0]
+			if r.Code != ledgerpb.Code_CODE_OK {
+				t.Fatalf("Hold(%s) = %s", seat, resultString(r))
+			}
+			last.Store(index)
+			index++
+			c := cmdRelease(fmt.Sprintf("fan%d", index-1), "r", "s1", r.HoldId)
+			if i%2 == 0 {
+				c = cmdConfirm(fmt.Sprintf("fan%d", index-1), "c", "s1", r.HoldId, "pay")
+			}
+			mustApply(t, m, index, at(1000, c), 1)
+			if i%2 == 0 {
+				index++
+				mustApply(t, m, index, at(1000, cmdRefund(fmt.Sprintf("fan%d", index-2), "f", "s1", r.HoldId, "gone")), 1)
+			}
 		}
-	}
-	close(done)
-	for range 2 {
-		if p := <-errs; p != nil {
-			t.Fatal(p)
-		}
-	}
+	})
 }
 
 // TestSlotResultCopies checks a hold's result for holds of few and many

@@ -156,37 +156,20 @@ func TestReadViewMovesToItsSnapshot(t *testing.T) {
 func TestViewsWhileApplying(t *testing.T) {
 	m := newTestMachine(t, newTestDB(t), 1)
 	mustApply(t, m, 1, at(1000, cmdShow("admin", "r1", testShow("s1", "A:20:std", "std:1000:EUR"))), 1)
-	done := make(chan struct{})
-	errs := make(chan any, 2)
-	for range 2 {
-		go func() {
-			defer func() { errs <- recover() }()
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				v := m.ReadView()
-				if _, err := v.SeatStates("s1"); err != nil {
-					panic(err)
-				}
-				v.Close()
-			}
-		}()
-	}
-	for i := range 3000 {
-		index := uint64(i + 2)
-		// Holds of one seat for 30 ms of log time, so seats free up by
-		// expiry as well as by being taken again.
-		mustApply(t, m, index, at(1000+int64(i)*10, cmdHold("fan", fmt.Sprintf("h%d", i), "s1", 30, fmt.Sprintf("A%d", 1+i%20))), 1)
-	}
-	close(done)
-	for range 2 {
-		if p := <-errs; p != nil {
-			t.Fatal(p)
+	readWhileApplying(t, func() {
+		v := m.ReadView()
+		if _, err := v.SeatStates("s1"); err != nil {
+			panic(err)
 		}
-	}
+		v.Close()
+	}, func() {
+		for i := range 3000 {
+			index := uint64(i + 2)
+			// Holds of one seat for 30 ms of log time, so seats free up by
+			// expiry as well as by being taken again.
+			mustApply(t, m, index, at(1000+int64(i)*10, cmdHold("fan", fmt.Sprintf("h%d", i), "s1", 30, fmt.Sprintf("A%d", 1+i%20))), 1)
+		}
+	})
 }
 
 // Maps served from one cache entry share their seats; gRPC and the HTTP
