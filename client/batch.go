@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -202,7 +200,7 @@ func answer(res *ledgerpb.BatchResult, reply any) error {
 	var got proto.Message
 	switch r := res.GetResult().(type) {
 	case *ledgerpb.BatchResult_Error:
-		if err := status.FromProto(r.Error).Err(); err != nil {
+		if err := callError(r.Error); err != nil {
 			return err
 		}
 	case *ledgerpb.BatchResult_Hold:
@@ -284,7 +282,7 @@ func (b *batcher) abandon(ctx context.Context, bc *batchCall) batchOutcome {
 	if bc.state == batchQueued {
 		bc.state = batchAbandoned
 	}
-	return batchOutcome{err: status.FromContextError(ctx.Err()).Err()}
+	return batchOutcome{err: endedCallError(ctx)}
 }
 
 // next is a Batch sent on its caller's goroutine returning: a sender takes
@@ -390,7 +388,7 @@ func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 	resp := &ledgerpb.BatchResponse{}
 	err := b.cc.Invoke(ctx, methodBatch, req, resp, grpc.StaticMethod())
 	switch {
-	case status.Code(err) == codes.Unimplemented:
+	case unimplemented(err):
 		b.mu.Lock()
 		b.mu.unary = true
 		b.mu.Unlock()

@@ -1,9 +1,11 @@
 package client
 
 import (
+	"context"
 	"errors"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -43,6 +45,20 @@ func Detail(err error) *ledgerpb.ErrorDetail {
 
 // The package reads the statuses of nodes' answers here only; gateway/errors.go
 // is where nodes make them.
+
+// callError is the status a node answered for one call of a Batch (nil
+// for OK), as the call alone would have returned it.
+func callError(s *spb.Status) error { return status.FromProto(s).Err() }
+
+// endedCallError is the error of a batched call whose context ended
+// before its Batch answered: the status grpc-go returns for a unary call
+// whose context ended (Canceled or DeadlineExceeded), so that a batched
+// call fails exactly as the call alone would.
+func endedCallError(ctx context.Context) error { return status.FromContextError(ctx.Err()).Err() }
+
+// unimplemented reports whether a node answered that it has no such
+// method (a node without Batch).
+func unimplemented(err error) bool { return status.Code(err) == codes.Unimplemented }
 
 // ErrBadReply is a Batch answer that does not fit the calls sent: another
 // count of results, or a result of another kind than the call. A node
