@@ -33,7 +33,19 @@ package fsm
 // Checkpoints happen at every raft snapshot, when the overlay passes
 // overlayBytesMax (raft may snapshot rarely: see raftnode's
 // SnapshotThreshold), and at Checkpoint (a closing node). Restore drops
-// the overlay: the restored state replaces it.
+// the overlay: the restored state replaces it, once a checkpoint under
+// way has ended.
+//
+// Behind apply. A full overlay is checkpointed on a goroutine of its own
+// (checkpointIfDue): apply freezes it, goes on in a new overlay over it
+// (layers.below: readers see both, newest first, over Pebble), and the
+// goroutine folds, writes and ingests the frozen one, then drops it from
+// under the new one. Its table holds the state at the commit it froze,
+// an entry boundary, with that commit's meta record: the same prefix of
+// the log a checkpoint on the apply goroutine would have written, so
+// crash safety is as above. Checkpoints still run one at a time
+// (checkpointMu): a raft snapshot's, a Restore, the next freeze and a
+// closing group (WaitCheckpoint) wait for one under way.
 
 import (
 	"bytes"
@@ -59,10 +71,10 @@ func (m *Machine) Checkpoint() error {
 	m.checkpointMu.Lock()
 	defer m.checkpointMu.Unlock()
 	m.mu.RLock()
-	l, bytes := m.pub, m.ov.bytes()
-	l.ar.acquire() // a Restore in between may retire it: it stays readable
+	l, bytes := m.pubLayers(), m.ov.bytes()
+	l.acquire() // a Restore in between may retire it: it stays readable
 	m.mu.RUnlock()
-	defer l.ar.release()
+	defer l.release()
 	if len(l.runs) == 0 {
 		return nil
 	}
@@ -87,19 +99,71 @@ func (m *Machine) Checkpoint() error {
 	return nil
 }
 
-// checkpointIfDue checkpoints, on the apply goroutine without the lock,
-// once a commit found the overlay past overlayBytesMax.
+// checkpointIfDue starts a checkpoint behind apply, on the apply goroutine
+// without the lock, once a commit found the overlay past overlayBytesMax:
+// the overlay is frozen, a new one takes the writes that follow over it
+// (layers.below), and a goroutine of its own writes and ingests the frozen
+// one (checkpointFrozen), so apply does not wait for the table as it does
+// for a raft snapshot's checkpoint. It waits for the previous checkpoint,
+// if that is still under way, so at most two overlays are held.
 func (m *Machine) checkpointIfDue() {
-	if m.checkpointDue {
-		m.checkpointDue = false
-		must(m.Checkpoint(), "checkpoint")
+	if !m.checkpointDue {
+		return
 	}
+	m.checkpointDue = false
+	go m.checkpointFrozen(m.freeze())
+}
+
+// freeze locks checkpointMu and starts a new overlay over the current
+// one, which it returns, sealed, for checkpointFrozen.
+func (m *Machine) freeze() *layers {
+	m.checkpointMu.Lock() // checkpointFrozen unlocks it
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ov.seal()
+	frozen := m.ov.view()
+	m.ov = newOverlay(&m.chunks)
+	m.ov.below = &frozen
+	return &frozen
+}
+
+// checkpointFrozen checkpoints frozen, an overlay of committed entries up
+// to a commit's, under the new overlay (checkpointIfDue), holding
+// checkpointMu, which it unlocks: as Checkpoint, but the new overlay stays
+// and loses only its below.
+func (m *Machine) checkpointFrozen(frozen *layers) {
+	defer m.checkpointMu.Unlock()
+	path, err := m.foldTable(*frozen)
+	if path != "" {
+		defer os.Remove(path) // Pebble links or copies what it ingests
+	}
+	must(err, "checkpoint behind apply")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ov.below != frozen {
+		violated("the overlay under a checkpoint changed")
+	}
+	must(m.ingestCheckpoint(path), "checkpoint behind apply")
+	// Readers that took frozen keep it (acquire) until they close.
+	m.ov.below = nil
+	frozen.ar.retire()
+}
+
+// WaitCheckpoint waits for a checkpoint under way behind apply: call it
+// once apply has stopped, before the store closes or the group's range
+// is dropped.
+func (m *Machine) WaitCheckpoint() {
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
 }
 
 // foldTable folds layers to one run and writes it as a table (in the
 // scratch directory); it returns the table's path once the file exists,
-// even with an error.
+// even with an error. l has no overlay below it.
 func (m *Machine) foldTable(l layers) (string, error) {
+	if l.below != nil {
+		violated("a checkpoint of an overlay over another")
+	}
 	// Not from the arena: a checkpoint may run beside apply, which alone
 	// allocates there.
 	folded := foldRuns(l.a, l.runs)
@@ -188,7 +252,6 @@ const checkpointTablePattern = "checkpoint-*.sst"
 func (m *Machine) replaceOverlay() {
 	old := m.ov.a
 	m.ov = newOverlay(&m.chunks)
-	m.pub = m.ov.view()
 	old.retire()
 }
 

@@ -42,17 +42,19 @@ func TestCheckpointFoldsAsPebble(t *testing.T) {
 				case n < 95:
 					must(db.Set(fmt.Appendf(append([]byte(nil), other...), "x%d", rng.IntN(50)), []byte("o"), pebble.NoSync), "set")
 				default:
-					m.ov.seal()
-					m.pub = m.ov.view() // as a commit publishes
+					// As commits leave them: sealed, or pending (pubLayers).
+					if rng.IntN(2) == 0 {
+						m.ov.seal()
+					}
+					m.ov.commit()
 					must(m.Checkpoint(), "checkpoint")
-					if !m.ov.empty() || m.pub.runs != nil {
+					if !m.ov.empty() || m.ov.view().runs != nil || m.ov.pending() != 0 {
 						t.Fatalf("after a checkpoint the overlay holds %d bytes", m.ov.bytes())
 					}
 					sameRange(t, want, db, m.prefix)
 				}
 			}
-			m.ov.seal()
-			m.pub = m.ov.view()
+			m.ov.commit()
 			must(m.Checkpoint(), "checkpoint")
 			sameRange(t, want, db, m.prefix)
 			if m.checkpoints == 0 || m.checkpointFlushes != 0 {
@@ -131,8 +133,8 @@ func TestCrashBetweenCheckpoints(t *testing.T) {
 	s.Close()
 	c.step(50, m, twin)
 	// Later entries reach no store: many small ones, then a crash.
-	m = crashReopen(t, m.db, dir, 5)
-	t.Cleanup(func() { m.db.Close() })
+	m = crashReopen(t, m, dir, 5)
+	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
 	if got := m.Applied(); got != at {
 		t.Fatalf("after a crash: applied %d, want the checkpoint's %d", got, at)
 	}
@@ -177,7 +179,7 @@ func TestCrashDuringCheckpoint(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the checkpoint's table: %v", err)
 	}
-	m = crashReopen(t, m.db, dir, 6)
+	m = crashReopen(t, m, dir, 6)
 	must(m.UseScratchDir(scratch), "scratch dir")
 	if left, _ := filepath.Glob(filepath.Join(scratch, checkpointTablePattern)); len(left) != 0 {
 		t.Fatalf("tables left in the scratch dir: %v", left)
@@ -188,8 +190,8 @@ func TestCrashDuringCheckpoint(t *testing.T) {
 	c.replay(m)
 	must(m.Checkpoint(), "checkpoint")
 	second, secondDigest := m.Applied(), mustDigest(t, m)
-	m = crashReopen(t, m.db, dir, 6)
-	t.Cleanup(func() { m.db.Close() })
+	m = crashReopen(t, m, dir, 6)
+	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
 	if got, d := m.Applied(), mustDigest(t, m); got != second || d != secondDigest {
 		t.Fatalf("after a crash after the ingestion: applied %d digest %v, want the checkpoint's %d %v", got, d, second, secondDigest)
 	}
@@ -238,6 +240,7 @@ func TestOverlayBoundCheckpoints(t *testing.T) {
 	if err := <-read; err != nil {
 		t.Fatal(err)
 	}
+	m.WaitCheckpoint() // it runs behind apply
 	if m.checkpoints != 1 || m.ov.bytes() >= overlayBytesMax {
 		t.Fatalf("%d checkpoints, overlay of %d bytes, want 1 and under %d", m.checkpoints, m.ov.bytes(), overlayBytesMax)
 	}
@@ -368,8 +371,8 @@ func TestCheckpointWhileApplying(t *testing.T) {
 	if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
 		t.Fatalf("digest %v, want the twin's %v", got, want)
 	}
-	m = crashReopen(t, m.db, dir, 11)
-	t.Cleanup(func() { m.db.Close() })
+	m = crashReopen(t, m, dir, 11)
+	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
 	c.replay(m)
 	if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
 		t.Fatalf("after a crash and the replay: digest %v, want the twin's %v", got, want)
@@ -458,7 +461,7 @@ func TestRandomCrashesAndCheckpoints(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := newTestMachine(t, db, 14)
-			t.Cleanup(func() { m.db.Close() }) // the last one opened
+			t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() }) // the last one opened
 			twin := newTestMachine(t, newTestDB(t), 14)
 			c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(seed, 102))})}
 			durable := uint64(0) // the last checkpoint's index
@@ -481,7 +484,7 @@ func TestRandomCrashesAndCheckpoints(t *testing.T) {
 					durable = m.Applied()
 					c.replay(m)
 				default:
-					m = crashReopen(t, m.db, dir, 14)
+					m = crashReopen(t, m, dir, 14)
 					if got := m.Applied(); got != durable {
 						t.Fatalf("after a crash: applied %d, want the last checkpoint's %d", got, durable)
 					}
@@ -490,6 +493,78 @@ func TestRandomCrashesAndCheckpoints(t *testing.T) {
 				if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
 					t.Fatalf("digest %v, want the twin's %v", got, want)
 				}
+			}
+		})
+	}
+}
+
+// TestCheckpointBehindApplyReadsAsPebble: while a checkpoint writes a
+// frozen overlay behind apply (checkpointIfDue), the new overlay's writes
+// (sets, deletes, range deletions over the frozen one's keys) read, for
+// the readers of a commit (pubStore) and for apply's own (txn.store), as
+// one Pebble database that took the same writes; so do views taken before
+// the checkpoint ends, read after it, and the store once it has.
+func TestCheckpointBehindApplyReadsAsPebble(t *testing.T) {
+	for seed := range uint64(24) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 23))
+			keys := 20 + rng.IntN(150)
+			key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+			db, want := newTestDB(t), memDB(t)
+			m := &Machine{db: db, group: 3, prefix: groupPrefix(3), scratchDir: t.TempDir()}
+			m.ov = newOverlay(&m.chunks)
+			m.published.Store(&appliedPoint{})
+			type taken struct {
+				snap *pebble.Snapshot
+				view *View
+			}
+			var views []taken
+			var frozen *layers
+			for range 800 {
+				switch n := rng.IntN(100); {
+				case writeBoth(rng, key, n, 55, 75, 80, want, m.ov):
+				case n < 84:
+					m.ov.commit()
+					if rng.IntN(2) == 0 {
+						m.ov.seal()
+					}
+				case n < 88 && frozen == nil:
+					m.ov.commit()
+					frozen = m.freeze()
+				case n < 92 && frozen != nil:
+					m.checkpointFrozen(frozen)
+					frozen = nil
+					if m.ov.below != nil {
+						t.Fatal("the overlay keeps the checkpointed one below it")
+					}
+				case n < 96:
+					m.ov.commit()
+					m.mu.RLock()
+					compareReads(t, rng, keys, want, m.pubStore())
+					m.mu.RUnlock()
+					compareReads(t, rng, keys, want, reader{r: m.db, o: m.ov})
+				default:
+					m.ov.commit()
+					v := m.ReadView()
+					if _, err := v.snapshot(); err != nil {
+						t.Fatal(err)
+					}
+					views = append(views, taken{snap: want.NewSnapshot(), view: v})
+				}
+			}
+			if frozen != nil {
+				m.checkpointFrozen(frozen)
+			}
+			m.ov.commit()
+			must(m.Checkpoint(), "checkpoint")
+			compareReads(t, rng, keys, want, reader{r: m.db})
+			for _, v := range views {
+				compareReads(t, rng, keys, v.snap, v.view.rd())
+				must(v.view.Close(), "close view")
+				must(v.snap.Close(), "close snapshot")
+			}
+			if m.checkpoints == 0 {
+				t.Fatal("no checkpoint")
 			}
 		})
 	}

@@ -49,6 +49,7 @@ func newTestMachine(t testing.TB, db *pebble.DB, group uint32) *Machine {
 	if err != nil {
 		t.Fatalf("NewMachine(group %d): %v", group, err)
 	}
+	t.Cleanup(m.WaitCheckpoint) // before db's cleanup closes it
 	return m
 }
 

@@ -71,6 +71,8 @@ type Machine struct {
 	checkpointFlushes uint64
 	// checkpointMu makes checkpoints run one at a time.
 	checkpointMu sync.Mutex
+	// pendRun caches pubLayers' answer for the readers of one commit.
+	pendRun atomic.Pointer[pendLayers]
 	// checkpointDue is set by a commit that finds the overlay past
 	// overlayBytesMax; apply goroutine only.
 	checkpointDue bool
@@ -79,9 +81,6 @@ type Machine struct {
 	// decodeScratch is the memory decodeEntry decodes entries' messages
 	// into; apply goroutine only.
 	decodeScratch decodeScratch
-	// pub is ov as of the last commit: what readers see over Pebble.
-	// Written holding mu, read holding it for reading.
-	pub layers
 }
 
 // SetUnsafe switches off safety checks (unsafe_faults.go); call it before
@@ -92,7 +91,6 @@ func (m *Machine) SetUnsafe(u Unsafe) { m.unsafe = u }
 func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
 	m := &Machine{db: db, group: group, prefix: groupPrefix(group)}
 	m.ov = newOverlay(&m.chunks)
-	m.pub = m.ov.view()
 	applied, clock, err := readMeta(m.store(), m.metaKey())
 	if err != nil {
 		return nil, fmt.Errorf("fsm: read meta of group %d: %w", group, err)
@@ -248,8 +246,13 @@ func (m *Machine) commit(tx *txn) {
 	// crash (checkpoint.go).
 	m.commits.Add(1)
 	m.storeWrites += uint64(tx.writes)
-	m.ov.seal()
-	m.pub = m.ov.view()
+	// A commit seals its records only once sealPendMax of them wait:
+	// readers that need the store are rare next to commits, and see the
+	// pending records through pubLayers meanwhile.
+	m.ov.commit()
+	if m.ov.pending() >= sealPendMax {
+		m.ov.seal()
+	}
 	tx.committed = true
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
 	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now, next: m.led.nextExpiry(), live: m.led.live})
@@ -424,4 +427,40 @@ func (m *Machine) store() reader {
 
 // pubStore is the group's state as of its last commit, for a reader that
 // holds mu for reading.
-func (m *Machine) pubStore() reader { return reader{l: m.pub, r: m.db} }
+func (m *Machine) pubStore() reader { return reader{l: m.pubLayers(), r: m.db} }
+
+// sealPendMax is how many pending records a commit leaves unsealed. One
+// seal sorts them in the caches, where a seal per commit pushed runs of a
+// few records, each merged up the stack a dozen times over records spread
+// across the arena (docs/PERFORMANCE.md).
+const sealPendMax = 1024
+
+// pubLayers returns the group's overlay as of its last commit, for a
+// reader that holds mu for reading (so apply waits, and everything in the
+// overlay is committed): its runs, and the records that commits left
+// pending sorted into a run of the reader's own (the overlay stays as it
+// is: only apply changes it). The first reader after a commit sorts them,
+// and the readers after it until the next commit share its run. The
+// layers never change: apply pushes runs onto a copy of the stack (seal).
+func (m *Machine) pubLayers() layers {
+	l := m.ov.view()
+	if m.ov.pending() == 0 {
+		return l
+	}
+	seq := m.ov.commits
+	if c := m.pendRun.Load(); c != nil && c.seq == seq && c.l.ar == l.ar && c.l.below == l.below {
+		return c.l
+	}
+	var scratch []sealed
+	r := sortRun(l.a, m.ov.pend, m.ov.pendDels, &scratch, func(n int) []uint32 { return make([]uint32, 0, n) })
+	l.runs = append(l.runs[:len(l.runs):len(l.runs)], r)
+	m.pendRun.Store(&pendLayers{seq: seq, l: l})
+	return l
+}
+
+// pendLayers are an overlay's layers with the pending records of its
+// commit seq as their top run (pubLayers).
+type pendLayers struct {
+	seq uint64
+	l   layers
+}

@@ -22,6 +22,7 @@ package fsm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"io"
 	"slices"
@@ -245,15 +246,20 @@ func (r *run) find(a chunks, key []byte) int {
 }
 
 // layers is what a reader sees of an overlay: its arena and runs, oldest
-// first. A layers value is never changed once a reader may hold it.
+// first, over the overlay a checkpoint is writing, if any (below). A
+// layers value is never changed once a reader may hold it.
 type layers struct {
 	a    chunks
 	runs []run
 	ar   *arena // a's owner, for a view to hold (acquire)
+	// below is the previous overlay, older than every run here, while a
+	// checkpoint writes it to Pebble (checkpoint.go); nil otherwise.
+	below *layers
 }
 
-// get looks key up in the runs, newest first: found reports whether the
-// overlay decides the key (set or deleted), ok whether it is set.
+// get looks key up in the runs, newest first, then below: found reports
+// whether the overlay decides the key (set or deleted), ok whether it is
+// set.
 func (l layers) get(key []byte) (val []byte, ok, found bool) {
 	for i := len(l.runs) - 1; i >= 0; i-- {
 		r := &l.runs[i]
@@ -267,7 +273,49 @@ func (l layers) get(key []byte) (val []byte, ok, found bool) {
 			return nil, false, true
 		}
 	}
+	if l.below != nil {
+		return l.below.get(key)
+	}
 	return nil, false, false
+}
+
+// acquire keeps the arenas l reads until release.
+func (l layers) acquire() {
+	l.ar.acquire()
+	if l.below != nil {
+		l.below.ar.acquire()
+	}
+}
+
+func (l layers) release() {
+	l.ar.release()
+	if l.below != nil {
+		l.below.ar.release()
+	}
+}
+
+// sources returns l's runs, below's first, and the chunks each one's
+// records are in: oldest first, as an iterator merges them.
+func (l layers) sources() ([]run, []chunks) {
+	n := len(l.runs)
+	if l.below == nil {
+		as := make([]chunks, n)
+		for i := range as {
+			as[i] = l.a
+		}
+		return l.runs, as
+	}
+	n += len(l.below.runs)
+	runs, as := make([]run, 0, n), make([]chunks, 0, n)
+	{
+		for _, r := range l.below.runs {
+			runs, as = append(runs, r), append(as, l.below.a)
+		}
+	}
+	for _, r := range l.runs {
+		runs, as = append(runs, r), append(as, l.a)
+	}
+	return runs, as
 }
 
 // overlay is a machine's writes since its last checkpoint: the published
@@ -275,16 +323,26 @@ func (l layers) get(key []byte) (val []byte, ok, found bool) {
 type overlay struct {
 	a    *arena
 	runs []run
+	// below is the previous overlay while a checkpoint writes it
+	// (layers.below).
+	below *layers
 	// pend holds the offsets of point records not yet sealed, in write
 	// order; pendDels the range deletions among them, which are older
 	// than every record of pend (DeleteRange seals first).
 	pend     []uint32
 	pendDels []uint32
-	// shared is set once runs' array may be read by others (view): the
-	// next seal copies the stack before it changes it.
-	shared bool
 	// sorted is scratch for seal.
 	sorted []sealed
+	// base is the stack as of the last commit, basePend and basePendDels
+	// how many of pend and pendDels that commit covered: abort goes back
+	// to them. Pending records are sealed lazily (commit), so a batch may
+	// begin with committed records pending; a seal during the batch seals
+	// those into a run of their own first, so that base stays a stack of
+	// committed runs.
+	base                   []run
+	basePend, basePendDels int
+	// commits counts commit calls, for pubLayers' cache.
+	commits uint64
 }
 
 // sealed is a pending record in seal's sort: its key and offset.
@@ -310,8 +368,7 @@ func (o *overlay) deleteRange(start, end []byte) {
 // get looks key up as the apply goroutine has the overlay, pending records
 // included: it scans up to pendScanMax of them, newest first, rather than
 // seal them into a run of a few records that merges cost more than the
-// scan; more are sealed first. The layers it reads are not published, so
-// the stack stays unshared.
+// scan; more are sealed first.
 func (o *overlay) get(key []byte) (val []byte, ok, found bool) {
 	if len(o.pend) > pendScanMax {
 		o.seal()
@@ -328,7 +385,7 @@ func (o *overlay) get(key []byte) (val []byte, ok, found bool) {
 			return nil, false, true
 		}
 	}
-	return layers{a: o.a.c, runs: o.runs}.get(key)
+	return layers{a: o.a.c, runs: o.runs, below: o.below}.get(key)
 }
 
 // pendScanMax is the most pending records a read scans rather than seal.
@@ -341,22 +398,63 @@ func (o *overlay) bytes() int { return o.a.bytes }
 // empty reports whether the overlay holds no record.
 func (o *overlay) empty() bool { return o.a.bytes == 0 }
 
+// commit marks every record so far committed: an abort keeps them.
+func (o *overlay) commit() {
+	o.base = o.runs[:len(o.runs):len(o.runs)]
+	o.basePend, o.basePendDels = len(o.pend), len(o.pendDels)
+	o.commits++
+}
+
+// abort drops the records written since the last commit, and the runs
+// they were sealed into.
+func (o *overlay) abort() {
+	o.runs, o.pend, o.pendDels = o.base, o.pend[:o.basePend], o.pendDels[:o.basePendDels]
+}
+
+// pending reports how many records wait for a seal.
+func (o *overlay) pending() int { return len(o.pend) + len(o.pendDels) }
+
 // seal makes the pending records a run on top of the stack, then merges
-// runs of like size.
+// runs of like size. Committed records pending are sealed first into a
+// run of their own, which becomes the base an abort returns to.
 func (o *overlay) seal() {
-	if len(o.pend) == 0 && len(o.pendDels) == 0 {
+	if o.basePend > 0 || o.basePendDels > 0 {
+		more := len(o.pend) > o.basePend || len(o.pendDels) > o.basePendDels
+		o.push(sortRun(o.a.c, o.pend[:o.basePend], o.pendDels[:o.basePendDels], &o.sorted, o.a.offsets))
+		o.pend = o.pend[:copy(o.pend, o.pend[o.basePend:])]
+		o.pendDels = o.pendDels[:copy(o.pendDels, o.pendDels[o.basePendDels:])]
+		o.basePend, o.basePendDels = 0, 0
+		o.base = o.runs[:len(o.runs):len(o.runs)] // what is left is not committed
+		if !more {
+			return
+		}
+	}
+	if o.pending() == 0 {
 		return
 	}
-	a := o.a.c
-	// Each key is resolved once; the sort is stable, so that of equal
-	// keys the last written comes last.
-	s := o.sorted[:0]
-	for _, off := range o.pend {
+	o.push(sortRun(o.a.c, o.pend, o.pendDels, &o.sorted, o.a.offsets))
+	o.pend, o.pendDels = o.pend[:0], o.pendDels[:0]
+}
+
+// sortRun makes a run of pending records (points in write order, and the
+// range deletions older than all of them): sorted by key, the last write
+// of each key kept. The points' array comes from alloc, sorted is scratch.
+func sortRun(a chunks, pend, dels []uint32, sorted *[]sealed, alloc func(n int) []uint32) run {
+	// Each key is resolved once. Of equal keys the last written comes
+	// last: offsets grow in write order (arena.add). A stable sort moves
+	// records about log n times more than this one.
+	s := (*sorted)[:0]
+	for _, off := range pend {
 		s = append(s, sealed{key: a.key(off), off: off})
 	}
-	slices.SortStableFunc(s, func(x, y sealed) int { return bytes.Compare(x.key, y.key) })
+	slices.SortFunc(s, func(x, y sealed) int {
+		if c := bytes.Compare(x.key, y.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.off, y.off)
+	})
 	// Keep the last write of each key: it is the latest of equal ones.
-	pts := o.a.offsets(len(s))
+	pts := alloc(len(s))
 	for i, r := range s {
 		if i+1 < len(s) && bytes.Equal(r.key, s[i+1].key) {
 			continue
@@ -364,17 +462,17 @@ func (o *overlay) seal() {
 		pts = append(pts, r.off)
 	}
 	clear(s) // no slice of a retired arena's chunks stays
-	o.sorted = s[:0]
-	r := run{points: pts, dels: slices.Clone(o.pendDels)}
-	o.pend, o.pendDels = o.pend[:0], o.pendDels[:0]
-	// A stack others may read is copied before a merge changes its runs.
-	// A run pushed past its end they do not see: their views end at
-	// theirs (view).
-	runs := append(o.runs, r)
-	if n := len(runs); o.shared && n >= 2 && mergeable(&runs[n-2], &runs[n-1]) {
-		runs = append(make([]run, 0, n+8), runs...)
-		o.shared = false
-	}
+	*sorted = s[:0]
+	return run{points: pts, dels: slices.Clone(dels)}
+}
+
+// push puts r on top of the stack and merges runs of like size.
+func (o *overlay) push(r run) {
+	a := o.a.c
+	// Readers (view) and base may hold the stack's array: a new one takes
+	// the merges, a copy of a few slice headers for a seal of hundreds of
+	// records.
+	runs := append(o.runs[:len(o.runs):len(o.runs)], r)
 	for n := len(runs); n >= 2 && mergeable(&runs[n-2], &runs[n-1]); n = len(runs) {
 		out := o.a.offsets(len(runs[n-2].points) + len(runs[n-1].points))
 		runs[n-2] = mergeRuns(a, &runs[n-2], &runs[n-1], out)
@@ -543,11 +641,12 @@ func (h *foldHeap) down(i int) {
 	}
 }
 
-// view returns the overlay as a reader sees it once pending records are
-// sealed. The caller seals first when the pending records must be seen.
+// view returns the overlay's runs as a reader sees them, pending records
+// left out: the caller seals first when they must be seen, or adds them
+// (Machine.pubLayers). It changes nothing: readers holding the machine's
+// lock for reading call it too.
 func (o *overlay) view() layers {
-	o.shared = true
-	return layers{a: o.a.c[:len(o.a.c):len(o.a.c)], runs: o.runs[:len(o.runs):len(o.runs)], ar: o.a}
+	return layers{a: o.a.c[:len(o.a.c):len(o.a.c)], runs: o.runs[:len(o.runs):len(o.runs)], ar: o.a, below: o.below}
 }
 
 // reader is a group's state as one reader sees it: layers over a Pebble

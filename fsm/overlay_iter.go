@@ -10,8 +10,11 @@ import (
 )
 
 type overlayIter struct {
-	l layers
-	p *pebble.Iterator // the store under the layers; nil: none
+	// runs are the layers' runs, oldest first, and as the chunks of
+	// each (layers.sources).
+	runs []run
+	as   []chunks
+	p    *pebble.Iterator // the store under the layers; nil: none
 	// lo, hi bound each run's points (by position) as the options bound keys.
 	lo, hi []int
 	pos    []int
@@ -27,24 +30,25 @@ type overlayIter struct {
 // newOverlayIter opens an iterator on l over p (which it closes) with o's
 // bounds.
 func newOverlayIter(l layers, p *pebble.Iterator, o *pebble.IterOptions) *overlayIter {
-	n := len(l.runs)
+	runs, as := l.sources()
+	n := len(runs)
 	pos := make([]int, 3*n) // one allocation for the three
-	it := &overlayIter{l: l, p: p, lo: pos[:n:n], hi: pos[n : 2*n : 2*n], pos: pos[2*n:]}
+	it := &overlayIter{runs: runs, as: as, p: p, lo: pos[:n:n], hi: pos[n : 2*n : 2*n], pos: pos[2*n:]}
 	it.key = it.keyBuf[:0]
-	for i := range l.runs {
-		r := &l.runs[i]
+	for i := range runs {
+		r := &runs[i]
 		it.lo[i], it.hi[i] = 0, len(r.points)
 		if o != nil && o.LowerBound != nil {
-			it.lo[i] = r.find(l.a, o.LowerBound)
+			it.lo[i] = r.find(as[i], o.LowerBound)
 		}
 		if o != nil && o.UpperBound != nil {
-			it.hi[i] = r.find(l.a, o.UpperBound)
+			it.hi[i] = r.find(as[i], o.UpperBound)
 		}
 	}
 	return it
 }
 
-func (it *overlayIter) runKey(i int) []byte { return it.l.a.key(it.l.runs[i].points[it.pos[i]]) }
+func (it *overlayIter) runKey(i int) []byte { return it.as[i].key(it.runs[i].points[it.pos[i]]) }
 
 func (it *overlayIter) runValid(i int) bool { return it.pos[i] >= it.lo[i] && it.pos[i] < it.hi[i] }
 
@@ -67,7 +71,7 @@ func (it *overlayIter) Last() bool {
 // SeekGE moves to the first key >= key.
 func (it *overlayIter) SeekGE(key []byte) bool {
 	for i := range it.pos {
-		it.pos[i] = max(it.l.runs[i].find(it.l.a, key), it.lo[i])
+		it.pos[i] = max(it.runs[i].find(it.as[i], key), it.lo[i])
 	}
 	it.pv = it.p != nil && it.p.SeekGE(key)
 	return it.settle(+1)
@@ -76,7 +80,7 @@ func (it *overlayIter) SeekGE(key []byte) bool {
 // SeekLT moves to the last key < key.
 func (it *overlayIter) SeekLT(key []byte) bool {
 	for i := range it.pos {
-		it.pos[i] = min(it.l.runs[i].find(it.l.a, key), it.hi[i]) - 1
+		it.pos[i] = min(it.runs[i].find(it.as[i], key), it.hi[i]) - 1
 	}
 	it.pv = it.p != nil && it.p.SeekLT(key)
 	return it.settle(-1)
@@ -160,13 +164,13 @@ func (it *overlayIter) settle(d int) bool {
 		var val []byte
 		if from >= 0 {
 			var kind byte
-			kind, _, val = it.l.a.rec(it.l.runs[from].points[it.pos[from]])
+			kind, _, val = it.as[from].rec(it.runs[from].points[it.pos[from]])
 			set = kind == recSet
 		} else {
 			val = it.p.Value()
 		}
-		for i := from + 1; set && i < len(it.l.runs); i++ {
-			set = !it.l.runs[i].covers(it.l.a, it.key)
+		for i := from + 1; set && i < len(it.runs); i++ {
+			set = !it.runs[i].covers(it.as[i], it.key)
 		}
 		if set {
 			it.valid, it.val, it.from = true, val, from

@@ -297,3 +297,61 @@ func seekKey(rng *rand.Rand, keys int, o *pebble.IterOptions) []byte {
 	}
 	return k
 }
+
+// TestOverlayAbortKeepsCommitted: commits leave records pending (a seal
+// every sealPendMax), so a batch may begin with committed records
+// pending and seal them mid-batch with its own (a range deletion, a read
+// past pendScanMax); an abort then drops exactly the batch's records and
+// keeps every committed one, sealed or not.
+func TestOverlayAbortKeepsCommitted(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 29))
+			keys := 20 + rng.IntN(150)
+			key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+			want, base := memDB(t), memDB(t)
+			o := newOverlay(&chunkPool{})
+			batch := want.NewIndexedBatch() // the batch's writes, until it commits
+			for range 1 + rng.IntN(1500) {
+				switch n := rng.IntN(100); {
+				case n < 50:
+					k, v := key(), fmt.Appendf(nil, "v%d", rng.Uint32())
+					must(batch.Set(k, v, nil), "set")
+					o.set(k, v)
+				case n < 65:
+					k := key()
+					must(batch.Delete(k, nil), "delete")
+					o.del(k)
+				case n < 69:
+					s, e := key(), key()
+					if bytes.Compare(s, e) > 0 {
+						s, e = e, s
+					}
+					must(batch.DeleteRange(s, e, nil), "delete range")
+					o.deleteRange(s, e)
+				case n < 75:
+					o.seal() // a read of the batch's that seals
+				case n < 88:
+					must(batch.Commit(nil), "commit")
+					batch = want.NewIndexedBatch()
+					o.commit()
+					if o.pending() >= sealPendMax || rng.IntN(8) == 0 {
+						o.seal()
+					}
+				case n < 94:
+					must(batch.Close(), "close")
+					batch = want.NewIndexedBatch()
+					o.abort()
+				default:
+					o.commit()
+					must(batch.Commit(nil), "commit")
+					batch = want.NewIndexedBatch()
+					compareReads(t, rng, keys, want, reader{r: base, o: o})
+				}
+			}
+			must(batch.Close(), "close")
+			o.abort()
+			compareReads(t, rng, keys, want, reader{r: base, o: o})
+		})
+	}
+}

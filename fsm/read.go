@@ -87,8 +87,8 @@ func (v *View) snapshot() (reader, error) {
 	v.m.mu.RLock()
 	p := v.m.published.Load()
 	snap := v.m.db.NewSnapshot()
-	v.l = v.m.pub
-	v.l.ar.acquire() // its memory stays until Close
+	v.l = v.m.pubLayers()
+	v.l.acquire() // its memory stays until Close
 	v.held = true
 	v.m.mu.RUnlock()
 	if p.index != v.applied || p.clock != v.clock {
@@ -153,7 +153,7 @@ func (v *View) Close() error {
 	}
 	if v.held {
 		v.held = false
-		v.l.ar.release()
+		v.l.release()
 	}
 	return v.snap.Close()
 }
@@ -325,7 +325,7 @@ func (v *View) showStates(showID string) (*layout, *cachedStates, error) {
 // checkStates compares states read from the ledger with the store's, read
 // while apply waits (tests: see checkLedger).
 func (v *View) checkStates(showID string, c *cachedStates) error {
-	sv := &View{m: v.m, snap: v.m.db.NewSnapshot(), l: v.m.pub, applied: v.applied, clock: v.clock}
+	sv := &View{m: v.m, snap: v.m.db.NewSnapshot(), l: v.m.pubLayers(), applied: v.applied, clock: v.clock}
 	defer sv.Close()
 	l, err := sv.snapLayout(showID)
 	if err != nil {

@@ -50,7 +50,7 @@ func TestRestart(t *testing.T) {
 	// so it comes back as it was at its last one (here, before the first
 	// entry), and raft's replay of the log brings the machine back to
 	// where it was.
-	m = crashReopen(t, db, dir, 2)
+	m = crashReopen(t, m, dir, 2)
 	kept := m.Applied()
 	if kept > before.applied {
 		t.Fatalf("after a crash: applied %d, past the %d entries applied", kept, before.applied)
@@ -96,8 +96,8 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("Restore: %v", err)
 	}
 	restored := stateOf(t, m)
-	m = crashReopen(t, db, dir, 2) // Restore flushed: nothing to replay
-	t.Cleanup(func() { m.db.Close() })
+	m = crashReopen(t, m, dir, 2) // Restore flushed: nothing to replay
+	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
 	if got := stateOf(t, m); got != restored {
 		t.Fatalf("after Restore and restart: state %+v, want %+v", got, restored)
 	}
@@ -107,7 +107,7 @@ func TestRestart(t *testing.T) {
 // a restarted node does.
 func reopen(t *testing.T, m *Machine, dir string, group uint32) *Machine {
 	t.Helper()
-	if err := m.Checkpoint(); err != nil {
+	if err := m.Checkpoint(); err != nil { // after any under way
 		t.Fatalf("Checkpoint: %v", err)
 	}
 	if err := CloseDB(m.db); err != nil {
@@ -116,11 +116,13 @@ func reopen(t *testing.T, m *Machine, dir string, group uint32) *Machine {
 	return openAgain(t, dir, group)
 }
 
-// crashReopen closes db without a flush, so that what only the memtables
-// held is lost as in a crash, and opens the directory again.
-func crashReopen(t *testing.T, db *pebble.DB, dir string, group uint32) *Machine {
+// crashReopen closes m's store without a flush, so that what only the
+// memtables held is lost as in a crash, and opens the directory again.
+// The crash comes after a checkpoint under way behind apply, if any.
+func crashReopen(t *testing.T, m *Machine, dir string, group uint32) *Machine {
 	t.Helper()
-	if err := db.Close(); err != nil {
+	m.WaitCheckpoint()
+	if err := m.db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	return openAgain(t, dir, group)
@@ -200,8 +202,8 @@ func TestSnapshotMakesItsIndexDurable(t *testing.T) {
 	}
 	s.Close()
 	apply(20) // after the snapshot: a crash may lose these
-	m = crashReopen(t, m.db, dir, 4)
-	t.Cleanup(func() { m.db.Close() })
+	m = crashReopen(t, m, dir, 4)
+	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
 	if got := m.Applied(); got < at {
 		t.Fatalf("after a crash: applied %d, below the snapshot's %d", got, at)
 	}

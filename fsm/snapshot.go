@@ -123,6 +123,9 @@ func (v *View) each(fn func(k, val []byte) error) error {
 // range and the new records, and Pebble ingests it atomically: a bad
 // stream or a crash leaves the state as it was.
 func (m *Machine) Restore(r io.Reader) error {
+	// Not beside a checkpoint: its table would be stale.
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
 	br := &hashReader{br: bufio.NewReaderSize(r, 64<<10), h: sha256.New()}
 	applied, clock, err := m.readSnapHeader(br)
 	if err != nil {

@@ -20,9 +20,7 @@ import (
 // between entries).
 type txn struct {
 	m *Machine
-	// runs and arenaBytes are the overlay's when the txn began: end
-	// puts the runs back if it did not commit.
-	runs       []run
+	// arenaBytes is the overlay's size when the txn began.
 	arenaBytes int
 	// writes counts the records written (storeWrites).
 	writes int
@@ -72,8 +70,8 @@ func (m *Machine) begin() *txn {
 		tx = &txn{}
 	}
 	m.spare = nil
-	m.ov.shared = true // tx.runs keeps the stack for end
-	*tx = txn{m: m, runs: m.ov.runs, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
+	m.ov.commit() // what end goes back to if the batch does not commit
+	*tx = txn{m: m, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
 		freed: tx.freed, freedShows: tx.freedShows[:0], events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
 		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf, sha: tx.sha}
 	clear(tx.freed)
@@ -91,8 +89,7 @@ func (m *Machine) end(tx *txn) {
 		m.spare = tx
 		return
 	}
-	// The runs may be published: the next seal copies them (shared).
-	m.ov.runs, m.ov.pend, m.ov.pendDels, m.ov.shared = tx.runs, m.ov.pend[:0], m.ov.pendDels[:0], true
+	m.ov.abort()
 	m.reload()
 }
 

@@ -318,6 +318,11 @@ func (g *Group) close() error {
 		g.trans.closeHeartbeats()
 	}
 	g.wg.Wait()
+	if g.machine != nil {
+		// Raft stopped applying; a checkpoint it started behind apply
+		// ends before the store closes or the group's range goes.
+		g.machine.WaitCheckpoint()
+	}
 	// After raft stopped applying: watchers wake and see the group gone.
 	g.applied.close()
 	if g.transport != nil {
