@@ -53,6 +53,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
@@ -70,6 +71,7 @@ import (
 func (m *Machine) Checkpoint() error {
 	m.checkpointMu.Lock()
 	defer m.checkpointMu.Unlock()
+	start := time.Now()
 	m.mu.RLock()
 	l, bytes := m.pubLayers(), m.ov.bytes()
 	l.acquire() // a Restore in between may retire it: it stays readable
@@ -86,15 +88,20 @@ func (m *Machine) Checkpoint() error {
 		return err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.ov.a != l.ar {
+		m.mu.Unlock()
 		return nil // a Restore replaced the state: the table is stale
 	}
 	if err := m.ingestCheckpoint(path); err != nil {
+		m.mu.Unlock()
 		return err
 	}
 	if m.ov.bytes() == bytes {
 		m.replaceOverlay()
+	}
+	m.mu.Unlock()
+	if m.checkpointHook != nil {
+		m.checkpointHook(CheckpointInfo{Bytes: bytes, Took: time.Since(start)})
 	}
 	return nil
 }
@@ -133,11 +140,21 @@ func (m *Machine) freeze() *layers {
 // and loses only its below.
 func (m *Machine) checkpointFrozen(frozen *layers) {
 	defer m.checkpointMu.Unlock()
+	start, bytes := time.Now(), frozen.ar.bytes
 	path, err := m.foldTable(*frozen)
 	if path != "" {
 		defer os.Remove(path) // Pebble links or copies what it ingests
 	}
 	must(err, "checkpoint behind apply")
+	m.ingestFrozen(frozen, path)
+	if m.checkpointHook != nil {
+		m.checkpointHook(CheckpointInfo{Behind: true, Bytes: bytes, Took: time.Since(start)})
+	}
+}
+
+// ingestFrozen ingests the table of frozen and drops it from under the
+// overlay, holding mu.
+func (m *Machine) ingestFrozen(frozen *layers, path string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ov.below != frozen {

@@ -569,3 +569,46 @@ func TestCheckpointBehindApplyReadsAsPebble(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckpointsBehindApply: with a small checkpoint bound, apply
+// checkpoints behind itself again and again while it goes on and readers
+// read (the digest reads every record through the overlays over Pebble);
+// the state stays its twin's throughout, and a crash then leaves a
+// checkpoint from which raft's replay reaches the twin again.
+func TestCheckpointsBehindApply(t *testing.T) {
+	dir := t.TempDir()
+	db, err := OpenDB(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestMachine(t, db, 7)
+	m.SetCheckpointBytes(16 << 10)
+	var behind atomic.Int64
+	m.SetCheckpointHook(func(c CheckpointInfo) {
+		if c.Behind && c.Bytes >= 16<<10 {
+			behind.Add(1)
+		}
+	})
+	twin := newTestMachine(t, newTestDB(t), 7)
+	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(31, 32))})}
+	for range 20 {
+		c.step(25, m, twin)
+		if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
+			t.Fatalf("at %d: digest %v, twin's %v", m.Applied(), got, want)
+		}
+	}
+	m.WaitCheckpoint()
+	if n := behind.Load(); n < 3 {
+		t.Fatalf("%d checkpoints behind apply of 16 KiB or more, want several", n)
+	}
+	checkpointed := m.Applied()
+	m = crashReopen(t, m, dir, 7)
+	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
+	if got := m.Applied(); got == 0 || got > checkpointed {
+		t.Fatalf("after a crash: applied %d, want a checkpoint's, in 1..%d", got, checkpointed)
+	}
+	c.replay(m)
+	if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
+		t.Fatalf("after the log's replay: digest %v, want the twin's %v", got, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -74,8 +75,10 @@ type Machine struct {
 	// pendRun caches pubLayers' answer for the readers of one commit.
 	pendRun atomic.Pointer[pendLayers]
 	// checkpointDue is set by a commit that finds the overlay past
-	// overlayBytesMax; apply goroutine only.
-	checkpointDue bool
+	// overlayBytesMax (or checkpointBytes, when set); apply goroutine only.
+	checkpointDue   bool
+	checkpointBytes int
+	checkpointHook  func(CheckpointInfo)
 	// chunks keeps the memory of retired overlays for the next ones.
 	chunks chunkPool
 	// decodeScratch is the memory decodeEntry decodes entries' messages
@@ -86,6 +89,27 @@ type Machine struct {
 // SetUnsafe switches off safety checks (unsafe_faults.go); call it before
 // the first Apply. Only a fault build (-tags faults) has any to switch off.
 func (m *Machine) SetUnsafe(u Unsafe) { m.unsafe = u }
+
+// CheckpointInfo describes a checkpoint that ended (SetCheckpointHook).
+type CheckpointInfo struct {
+	// Behind is set for a checkpoint of a full overlay, written behind
+	// apply; clear for one that Checkpoint made (a raft snapshot, a
+	// backup, a closing node).
+	Behind bool
+	// Bytes is the size of the overlay it wrote; Took how long it took.
+	Bytes int
+	Took  time.Duration
+}
+
+// SetCheckpointBytes sets the overlay size past which apply checkpoints
+// behind itself (0: overlayBytesMax, 16 MiB); call it before the first
+// Apply. A fault harness makes it small, so that its runs checkpoint often.
+func (m *Machine) SetCheckpointBytes(n int) { m.checkpointBytes = n }
+
+// SetCheckpointHook makes every checkpoint that wrote a table call fn
+// (on the goroutine that wrote it, holding no lock); call it before the
+// first Apply.
+func (m *Machine) SetCheckpointHook(fn func(CheckpointInfo)) { m.checkpointHook = fn }
 
 // NewMachine loads group's applied index, clock and ledger from db.
 func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
@@ -257,7 +281,7 @@ func (m *Machine) commit(tx *txn) {
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
 	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now, next: m.led.nextExpiry(), live: m.led.live})
 	m.commits.Add(1)
-	if m.ov.bytes() >= overlayBytesMax {
+	if b := m.ov.bytes(); b >= overlayBytesMax || (m.checkpointBytes > 0 && b >= m.checkpointBytes) {
 		m.checkpointDue = true // once the lock is released (checkpointIfDue)
 	}
 	if checkLedger {

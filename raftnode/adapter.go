@@ -75,6 +75,24 @@ func (a *adapter) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
+// CheckpointBehindMsg is the message of the log line a replica writes
+// when it wrote its state machine's writes to Pebble behind apply (the
+// fault harness counts them).
+const CheckpointBehindMsg = "checkpointed the state machine behind apply"
+
+// checkpointLogger logs a group's checkpoints: those behind apply at INFO
+// (one every overlay's worth of writes, 16 MiB by default), the others,
+// which raft's snapshots and a closing node make, at DEBUG.
+func checkpointLogger(log *slog.Logger) func(fsm.CheckpointInfo) {
+	return func(c fsm.CheckpointInfo) {
+		if c.Behind {
+			log.Info(CheckpointBehindMsg, "bytes", c.Bytes, "took", c.Took)
+			return
+		}
+		log.Debug("checkpointed the state machine", "bytes", c.Bytes, "took", c.Took)
+	}
+}
+
 // SnapshotInstalledMsg is the message of the log line a replica writes
 // when it installed a snapshot from its leader.
 const SnapshotInstalledMsg = "installed a snapshot from the leader"

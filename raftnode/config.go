@@ -108,6 +108,10 @@ type Config struct {
 	// TrailingLogs is the number of entries kept after a snapshot, so a
 	// briefly lagging follower catches up from the log, not a snapshot.
 	TrailingLogs uint64
+	// CheckpointBytes is the size of the state-machine writes a group
+	// holds in memory before it writes them to Pebble behind apply
+	// (fsm.Machine.SetCheckpointBytes); 0 means fsm's default, 16 MiB.
+	CheckpointBytes int
 
 	// UnsafeFSM switches off FSM safety checks (fault-harness self-tests
 	// only; see fsm.Unsafe).

@@ -87,6 +87,8 @@ func startGroup(n *Node, id uint32, bootstrap []string, machine *fsm.Machine) (*
 		}
 	}
 	machine.SetUnsafe(n.cfg.UnsafeFSM)
+	machine.SetCheckpointBytes(n.cfg.CheckpointBytes)
+	machine.SetCheckpointHook(checkpointLogger(n.cfg.Logger.With("group", id)))
 	if err := machine.UseScratchDir(dir); err != nil {
 		return nil, err
 	}

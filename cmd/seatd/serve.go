@@ -37,6 +37,7 @@ func runServe(args []string) error {
 	maxInflight := fs.Int("max-inflight", 0, "raft entries a group's leader keeps proposed but not yet committed; fewer make group commit put more commands in each (default 4)")
 	snapThreshold := fs.Uint64("snapshot-threshold", 0, "raft log entries a group applies between snapshots (raft's SnapshotThreshold, etcd's --snapshot-count; default 8192)")
 	trailingLogs := fs.Uint64("trailing-logs", 0, "raft log entries a group keeps after a snapshot; a follower further behind installs a snapshot instead (default 10240)")
+	checkpointBytes := fs.Int("checkpoint-bytes", 0, "bytes of state-machine writes a group holds in memory before it writes them to Pebble, behind apply (default 16 MiB, also the most it may hold); smaller checkpoints more often")
 	snapInterval := fs.Duration("snapshot-interval", 0, "how often a group checks whether --snapshot-threshold entries were applied since its last snapshot, plus up to as much jitter (default 2m)")
 	heartbeat := fs.Duration("heartbeat-timeout", 0, "raft heartbeat timeout: a follower that hears no leader for one to two of it stands for election, so a dead leader is replaced in about 1 s (default 500ms; heartbeats go out at a tenth of it)")
 	election := fs.Duration("election-timeout", 0, "raft election timeout: a candidate that wins no election in one to two of it tries again (default 500ms)")
@@ -116,6 +117,10 @@ func runServe(args []string) error {
 	cfg.Raft.SnapshotThreshold = *snapThreshold
 	cfg.Raft.TrailingLogs = *trailingLogs
 	cfg.Raft.SnapshotInterval = *snapInterval
+	if *checkpointBytes < 0 {
+		return fmt.Errorf("--checkpoint-bytes %d: must be 0 (the default) or more", *checkpointBytes)
+	}
+	cfg.Raft.CheckpointBytes = *checkpointBytes
 	switch {
 	case *adminTokenPath != "" && *noAuth:
 		return fmt.Errorf("--admin-token-file and --insecure-no-auth exclude each other")

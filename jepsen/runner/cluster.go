@@ -185,7 +185,7 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 	}
 	args := []string{"--heartbeat-timeout", cfg.HeartbeatTimeout.String(), "--election-timeout", cfg.ElectionTimeout.String(),
 		"--snapshot-threshold", fmt.Sprint(cfg.SnapshotThreshold), "--trailing-logs", fmt.Sprint(cfg.TrailingLogs),
-		"--snapshot-interval", cfg.SnapshotInterval.String(), "--unsafe-test-hooks"}
+		"--snapshot-interval", cfg.SnapshotInterval.String(), "--checkpoint-bytes", fmt.Sprint(cfg.CheckpointBytes), "--unsafe-test-hooks"}
 	if cfg.Broken != "" {
 		args = append(args, "--unsafe-broken", cfg.Broken)
 	}

@@ -79,6 +79,10 @@ type Config struct {
 	// faults go on.
 	SnapshotThreshold, TrailingLogs uint64
 	SnapshotInterval                time.Duration
+	// CheckpointBytes is seatd's --checkpoint-bytes: small, so that
+	// replicas write their state machines to Pebble behind apply many
+	// times while faults go on, between and beside raft's snapshots.
+	CheckpointBytes int
 }
 
 // Defaults for a short run.
@@ -94,6 +98,9 @@ const (
 	snapshotThresholdDefault = 64
 	trailingLogsDefault      = 16
 	snapshotIntervalDefault  = 250 * time.Millisecond
+	// A checkpoint behind apply every 8 KiB of a group's writes, about
+	// every 25 commands.
+	checkpointBytesDefault = 8 << 10
 	// installRunMin is the shortest run expected to install a snapshot.
 	installRunMin = 20 * time.Second
 	// Tuned raft timeouts: failover well under 2 s on loopback.
@@ -135,6 +142,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = snapshotThresholdDefault
+	}
+	if c.CheckpointBytes == 0 {
+		c.CheckpointBytes = checkpointBytesDefault
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = trailingLogsDefault

@@ -11,6 +11,10 @@ import (
 // the two equal, the harness itself speaks to seatd only from outside).
 const snapshotInstalledMsg = "installed a snapshot from the leader"
 
+// checkpointBehindMsg is the line a seatd replica logs when it wrote its
+// state machine to Pebble behind apply (raftnode.CheckpointBehindMsg).
+const checkpointBehindMsg = "checkpointed the state machine behind apply"
+
 // logPaths are the nodes' log files (each kept across restarts).
 func (tc *testCluster) logPaths() []string {
 	var out []string
@@ -22,7 +26,10 @@ func (tc *testCluster) logPaths() []string {
 
 // countInstalls counts the snapshot installs the logs record; a log that
 // cannot be read counts none.
-func countInstalls(paths []string) int {
+func countInstalls(paths []string) int { return countLines(paths, snapshotInstalledMsg) }
+
+// countLines counts the lines of the logs that hold msg.
+func countLines(paths []string, msg string) int {
 	n := 0
 	for _, p := range paths {
 		f, err := os.Open(p)
@@ -32,7 +39,7 @@ func countInstalls(paths []string) int {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), snapshotInstalledMsg) {
+			if strings.Contains(sc.Text(), msg) {
 				n++
 			}
 		}

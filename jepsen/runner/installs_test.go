@@ -16,6 +16,9 @@ func TestCountInstalls(t *testing.T) {
 	if snapshotInstalledMsg != raftnode.SnapshotInstalledMsg {
 		t.Fatalf("the harness looks for %q, seatd logs %q", snapshotInstalledMsg, raftnode.SnapshotInstalledMsg)
 	}
+	if checkpointBehindMsg != raftnode.CheckpointBehindMsg {
+		t.Fatalf("the harness looks for %q, seatd logs %q", checkpointBehindMsg, raftnode.CheckpointBehindMsg)
+	}
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "n1.log"), filepath.Join(dir, "n2.log")
 	os.WriteFile(a, []byte("time=1 level=INFO msg=\"installed a snapshot from the leader\" group=1\nother\n"), 0o644)

@@ -31,6 +31,9 @@ type Result struct {
 	// SnapshotInstalls counts the snapshots replicas installed from their
 	// leaders during the run (from the nodes' logs).
 	SnapshotInstalls int
+	// CheckpointsBehind counts the checkpoints replicas wrote behind
+	// apply (Config.CheckpointBytes).
+	CheckpointsBehind int
 }
 
 // convergeTimeout bounds the wait for replicas to agree after healing.
@@ -133,6 +136,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 		Unavailability: Unavailability(h), Problems: nem.problems}
 	res.SnapshotInstalls = countInstalls(tc.logPaths())
 	fmt.Fprintf(log, "jepsen: %d snapshot installs\n", res.SnapshotInstalls)
+	res.CheckpointsBehind = countLines(tc.logPaths(), checkpointBehindMsg)
+	fmt.Fprintf(log, "jepsen: %d checkpoints behind apply\n", res.CheckpointsBehind)
+	if res.CheckpointsBehind == 0 && cfg.Duration >= installRunMin && cfg.CheckpointBytes <= checkpointBytesDefault {
+		res.Problems = append(res.Problems, fmt.Sprintf("no replica checkpointed behind apply in a %v run with --checkpoint-bytes %d: the write-behind went untested", cfg.Duration, cfg.CheckpointBytes))
+	}
 	if res.SnapshotInstalls == 0 && cfg.installsExpected(h.Faults) {
 		res.Problems = append(res.Problems, fmt.Sprintf("no replica installed a snapshot, though the run (%v, snapshots every %d entries, %d kept) had faults that leave replicas behind: snapshot install went untested",
 			cfg.Duration, cfg.SnapshotThreshold, cfg.TrailingLogs))
