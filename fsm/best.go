@@ -46,11 +46,24 @@ func bestSeats(dst []int, l *layout, free []bool, n int, category string) []int 
 			continue
 		}
 		base, size := l.offsets[ri], int(r.Seats)
-		for start := 0; start+n <= size; start++ {
-			w, ok := rowWindow(free[base:base+size], start, n)
-			if !ok {
+		row := free[base : base+size]
+		// The windows [end-n, end) in order, each scored only when the
+		// run of free seats before end is long enough: a pass over the
+		// row, not n reads per window.
+		run := 0 // free seats right before end
+		for end := 0; end <= size; end++ {
+			if end > 0 {
+				if row[end-1] {
+					run++
+				} else {
+					run = 0
+				}
+			}
+			if run < n {
 				continue
 			}
+			start := end - n
+			w := scoreWindow(row, start, n)
 			w.row, w.first = ri, base+start
 			w.dist += rowDistance(ri, len(rows))
 			if !found || windowLess(&w, &best) {
@@ -68,13 +81,8 @@ func bestSeats(dst []int, l *layout, free []bool, n int, category string) []int 
 	return splitParty(dst, l, free, n, category)
 }
 
-// rowWindow scores seats [start, start+n) of one row, if all are free.
-func rowWindow(row []bool, start, n int) (window, bool) {
-	for i := start; i < start+n; i++ {
-		if !row[i] {
-			return window{}, false
-		}
-	}
+// scoreWindow scores seats [start, start+n) of one row, all free.
+func scoreWindow(row []bool, start, n int) window {
 	w := window{dist: abs(2*start + n - 1 - (len(row) - 1))}
 	// A run of exactly one free seat left on either side is an orphan.
 	if start >= 1 && row[start-1] && (start == 1 || !row[start-2]) {
@@ -84,7 +92,7 @@ func rowWindow(row []bool, start, n int) (window, bool) {
 	if end < len(row) && row[end] && (end == len(row)-1 || !row[end+1]) {
 		w.orphans++
 	}
-	return w, true
+	return w
 }
 
 func windowLess(a, b *window) bool {
