@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -155,10 +156,22 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 		violated("free seats of show %s, which is not in the ledger", show)
 	}
 	free := slices.Grow(dst[:0], l.total)[:l.total]
+	if tx.now < s.owners.takeLow {
+		// No owner may be taken from yet: no slot to read.
+		for i := range free {
+			free[i] = s.owners.ref(i) == 0
+		}
+		if checkLedger {
+			tx.m.led.checkTakeLow(s)
+		}
+		return free
+	}
 	// A hold's seats are mostly side by side: its slot is read once for
-	// the run of them.
+	// the run of them. Every owner's slot is read, so the bound can be
+	// made exact on the way.
 	var last uint32
 	lastFree := false
+	low := int64(math.MaxInt64)
 	for i := range free {
 		r := s.owners.ref(i)
 		switch {
@@ -167,11 +180,24 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 		case r == last:
 			free[i] = lastFree
 		default:
-			last, lastFree = r, tx.now >= tx.m.led.holds.takeAt(r)
+			at := tx.m.led.holds.takeAt(r)
+			low = min(low, at)
+			last, lastFree = r, tx.now >= at
 			free[i] = lastFree
 		}
 	}
+	s.owners.takeLow = low
 	return free
+}
+
+// checkTakeLow asserts that s.owners.takeLow is a bound of its owners'
+// takeAt (tests: checkLedger).
+func (led *ledger) checkTakeLow(s *showState) {
+	for i := range s.owners.len() {
+		if r := s.owners.ref(i); r != 0 && led.holds.takeAt(r) < s.owners.takeLow {
+			violated("seat %d of show %s is owned by hold %s, takeable at %d, before the show's bound %d", i, s.id, led.holds.id(r), led.holds.takeAt(r), s.owners.takeLow)
+		}
+	}
 }
 
 // hasFreeSeat reports whether a hold could take any seat of show now.

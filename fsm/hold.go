@@ -300,7 +300,7 @@ const holdIDLenMax = 1 + 10 + 1 + 20 + 1 + 20
 // the live holds and bookings (liveKey) tell load and snapshot readers
 // who owns what.
 func (tx *txn) putSeat(s *showState, n uint16, r uint32) {
-	s.owners.put(int(n), r)
+	s.owners.put(int(n), r, tx.m.led.holds.takeAt(r))
 	s.states.Store(nil)
 }
 

@@ -242,7 +242,7 @@ func (m *Machine) placeSeats(t *holdTable, s *showState, holds []*ledgerpb.HoldR
 					continue
 				}
 			}
-			o.put(n, r)
+			o.put(n, r, t.takeAt(r))
 		}
 	}
 	return o, nil
