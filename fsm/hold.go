@@ -164,14 +164,18 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	// A hold id is unique by construction: it names the group, the entry's
 	// index (strictly above every index applied before, applyEntry) and a
 	// position unique within the entry (offers start at offerPosBase). The
-	// store lookup that would prove it always misses, so only tests make it.
-	if led.holds.find(id) != 0 || (checkHoldIDs && tx.endedHold(id) != nil) {
+	// store lookup that would prove it always misses, so only tests make it;
+	// the table tells whether it had the id as it adds it.
+	if checkHoldIDs && tx.endedHold(id) != nil {
 		violated("hold id %s reused", string(idBytes)) // a copy: idBuf stays on the stack
 	}
 	s := led.shows[c.ShowId]
 	// The table copies the strings: the command's are the entry's
 	// (decodeEntry).
-	r := led.holds.add(id, client, l.currency(), s.num, l, ids, idx)
+	r, fresh := led.holds.addFresh(id, client, l.currency(), s.num, l, ids, idx)
+	if !fresh {
+		violated("hold id %s reused", string(idBytes))
+	}
 	h := led.holds.at(r)
 	h.createdAt, h.expiresAt, h.state, h.revision = tx.now, tx.now+ttl, ledgerpb.HoldState_HOLD_STATE_HELD, tx.index
 	led.live++

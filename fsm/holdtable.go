@@ -148,6 +148,23 @@ func strLen(what, s string) uint16 {
 // layout), and the other fields are the caller's to set. The slot has no
 // seats, no list and no expiry entry yet.
 func (t *holdTable) add(id, client, currency string, show uint32, l *layout, ids []string, idx []uint16) uint32 {
+	r, _ := t.addFresh(id, client, currency, show, l, ids, idx)
+	return r
+}
+
+// addFresh is add, and reports whether id was new to the table: add
+// reads the ids with its hash anyway, so a caller that must prove an id
+// new needs no find before it (one hash and one index lookup less).
+func (t *holdTable) addFresh(id, client, currency string, show uint32, l *layout, ids []string, idx []uint16) (uint32, bool) {
+	key := hash64(id)
+	head := t.ids[key]
+	fresh := true
+	for x := head; x != 0; x = t.slots[x].idNext {
+		if t.id(x) == id {
+			fresh = false
+			break
+		}
+	}
 	if len(idx) > SeatsPerHoldMax || len(idx) == 0 || (ids != nil && len(ids) != len(idx)) {
 		violated("hold %s has %d seats (%d ids)", strings.Clone(id), len(idx), len(ids)) // id may be on the caller's stack
 	}
@@ -181,11 +198,10 @@ func (t *holdTable) add(id, client, currency string, show uint32, l *layout, ids
 		h.seatLen[i] = uint16(len(t.arena) - start)
 		h.seat[i] = n
 	}
-	key := hash64(id)
-	h.idNext = t.ids[key]
+	h.idNext = head
 	t.ids[key] = r
 	t.n++
-	return r
+	return r, fresh
 }
 
 // find returns the slot of the live hold or booking id, 0 if none.
