@@ -37,7 +37,7 @@ type window struct {
 // category ("" = any), or nil when fewer than n are free. They are in
 // dst's memory when it is large enough.
 func bestSeats(dst []int, l *layout, free []bool, n int, category string) []int {
-	rows := l.show.Rows
+	rows := l.showRows // the geometry's: see layout.seatRow
 	// best is a value, not a pointer to the loop's window: taking that
 	// address moved every candidate to the heap.
 	var best window
@@ -113,14 +113,14 @@ func rowDistance(ri, rows int) int { return abs(2*ri - (rows - 1)) }
 func splitParty(dst []int, l *layout, free []bool, n int, category string) []int {
 	type cand struct{ idx, dist int }
 	var cands []cand
-	for ri, r := range l.show.Rows {
+	for ri, r := range l.showRows {
 		if category != "" && r.Category != category {
 			continue
 		}
 		base, size := l.offsets[ri], int(r.Seats)
 		for s := 0; s < size; s++ {
 			if free[base+s] {
-				cands = append(cands, cand{base + s, rowDistance(ri, len(l.show.Rows)) + abs(2*s-(size-1))})
+				cands = append(cands, cand{base + s, rowDistance(ri, len(l.showRows)) + abs(2*s-(size-1))})
 			}
 		}
 	}

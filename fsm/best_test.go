@@ -99,3 +99,31 @@ func rowWindowReadingAll(row []bool, start, n int) (window, bool) {
 	}
 	return w, true
 }
+
+// BenchmarkBestSeats picks 1-4 seats in BenchmarkApplyUniform's show of
+// 10 rows of 20 seats with about half its seats taken, in runs of 1-4.
+func BenchmarkBestSeats(b *testing.B) {
+	rows := "A:20:std,B:20:std,C:20:std,D:20:std,E:20:std,F:20:std,G:20:std,H:20:std,I:20:std,J:20:std"
+	l := newLayout(testShow("s1", rows, "std:1000:EUR"))
+	rng := rand.New(rand.NewPCG(1, 2))
+	frees := make([][]bool, 64)
+	for k := range frees {
+		free := make([]bool, l.total)
+		for i := 0; i < len(free); {
+			n := 1 + rng.IntN(4)
+			taken := rng.IntN(2) == 0
+			for j := i; j < min(i+n, len(free)); j++ {
+				free[j] = !taken
+			}
+			i += n
+		}
+		frees[k] = free
+	}
+	var dst []int
+	k := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = bestSeats(dst, l, frees[k%len(frees)], 1+k%4, "std")
+		k++
+	}
+}

@@ -182,8 +182,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	var seats [SeatsPerHoldMax]string
 	for i, seat := range led.holds.seatIDs(seats[:0], r) {
 		n := idx[i]
-		row, _ := l.seat(int(n))
-		h.amount += l.price(row)
+		h.amount += l.rowPrice[l.seatRow(int(n))]
 		if s.owners.ref(int(n)) != 0 && !tx.m.unsafe.skipSeatCheck() {
 			violated("S1: seat %s of show %s is not free when hold %s takes it", seat, s.id, led.holds.id(r))
 		}
