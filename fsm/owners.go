@@ -46,7 +46,7 @@ func (o *seatOwners) clear(n int) { o.seat[n] = 0 }
 // expiry while it is HELD (by the log clock, before an Expire entry frees
 // them), never for a booking.
 func (t *holdTable) takeAt(r uint32) int64 {
-	h := &t.slots[r]
+	h := t.at(r)
 	if h.state == ledgerpb.HoldState_HOLD_STATE_HELD {
 		return h.expiresAt
 	}
