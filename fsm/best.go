@@ -36,39 +36,26 @@ type window struct {
 // bestSeats returns the layout indexes of the n best free seats of rows in
 // category ("" = any), or nil when fewer than n are free. They are in
 // dst's memory when it is large enough.
+//
+// The best window is the least by windowLess, an order in which no two
+// windows tie (first tells them apart), so the order rows are read in
+// cannot change it: they are read from the middle out, and a row that
+// cannot hold a window better than the best so far is not read at all.
 func bestSeats(dst []int, l *layout, free []bool, n int, category string) []int {
 	rows := l.showRows // the geometry's: see layout.seatRow
 	// best is a value, not a pointer to the loop's window: taking that
 	// address moved every candidate to the heap.
 	var best window
 	found := false
-	for ri, r := range rows {
-		if category != "" && r.Category != category {
-			continue
-		}
-		base, size := l.offsets[ri], int(r.Seats)
-		row := free[base : base+size]
-		// The windows [end-n, end) in order, each scored only when the
-		// run of free seats before end is long enough: a pass over the
-		// row, not n reads per window.
-		run := 0 // free seats right before end
-		for end := 0; end <= size; end++ {
-			if end > 0 {
-				if row[end-1] {
-					run++
-				} else {
-					run = 0
-				}
+	if len(rows) > 0 {
+		// Rows a and b are equally far from the middle; a + b = len - 1.
+		for a, b := (len(rows)-1)/2, len(rows)/2; a >= 0; a, b = a-1, b+1 {
+			if found && best.orphans == 0 && best.dist < rowDistance(a, len(rows)) {
+				break // every row left is farther than the best window
 			}
-			if run < n {
-				continue
-			}
-			start := end - n
-			w := scoreWindow(row, start, n)
-			w.row, w.first = ri, base+start
-			w.dist += rowDistance(ri, len(rows))
-			if !found || windowLess(&w, &best) {
-				best, found = w, true
+			best, found = bestInRow(l, free, a, n, category, best, found)
+			if b != a {
+				best, found = bestInRow(l, free, b, n, category, best, found)
 			}
 		}
 	}
@@ -80,6 +67,51 @@ func bestSeats(dst []int, l *layout, free []bool, n int, category string) []int 
 		return seats
 	}
 	return splitParty(dst, l, free, n, category)
+}
+
+// bestInRow returns the better of best (if found) and row ri's best
+// window of n free seats, if the row is in category and has one.
+func bestInRow(l *layout, free []bool, ri, n int, category string, best window, found bool) (window, bool) {
+	r := l.showRows[ri]
+	if category != "" && r.Category != category {
+		return best, found
+	}
+	base, size := l.offsets[ri], int(r.Seats)
+	rd := rowDistance(ri, len(l.showRows))
+	// No window of the row is nearer than rd plus the parity of the
+	// seats it would leave (scoreWindow's distance is even or odd with
+	// them): a best window without orphans at least that near, and
+	// before the row when as near, stays the best.
+	if found && best.orphans == 0 {
+		if low := rd + abs(size-n)%2; best.dist < low || (best.dist == low && best.first < base) {
+			return best, found
+		}
+	}
+	row := free[base : base+size]
+	// The windows [end-n, end) in order, each scored only when the run
+	// of free seats before end is long enough: a pass over the row, not
+	// n reads per window.
+	run := 0 // free seats right before end
+	for end := 0; end <= size; end++ {
+		if end > 0 {
+			if row[end-1] {
+				run++
+			} else {
+				run = 0
+			}
+		}
+		if run < n {
+			continue
+		}
+		start := end - n
+		w := scoreWindow(row, start, n)
+		w.row, w.first = ri, base+start
+		w.dist += rd
+		if !found || windowLess(&w, &best) {
+			best, found = w, true
+		}
+	}
+	return best, found
 }
 
 // scoreWindow scores seats [start, start+n) of one row, all free.
