@@ -404,6 +404,9 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 			}
 			continue
 		}
+		if taken == nil {
+			taken = make([]string, 0, len(idx)-i) // at most the seats left
+		}
 		if ids != nil {
 			taken = append(taken, ids[i])
 		} else {

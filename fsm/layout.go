@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"google.golang.org/protobuf/proto"
@@ -151,7 +152,10 @@ func (l *layout) seatIDs(idx []int) []string {
 		return ids
 	}
 	var ends [SeatsPerHoldMax]int
-	var b []byte
+	// Built on the stack when they fit (a hold's seats always do): the
+	// string is then the only allocation besides ids.
+	var buf [SeatsPerHoldMax * SeatIDLenMax]byte
+	b := buf[:0]
 	for i, n := range idx {
 		b = l.appendSeatID(b, n)
 		if i < len(ends) {
@@ -357,15 +361,15 @@ func validateHoldSeats(c *ledgerpb.HoldCmd) *FieldError {
 	if len(c.SeatIds) > SeatsPerHoldMax {
 		return fieldErr("seat_ids", "must name 1..%d seats", SeatsPerHoldMax)
 	}
-	seen := make(map[string]bool, len(c.SeatIds))
-	for _, s := range c.SeatIds {
+	// At most SeatsPerHoldMax seats: comparing each with those before it
+	// is cheaper than hashing them into a set.
+	for i, s := range c.SeatIds {
 		if len(s) == 0 || len(s) > SeatIDLenMax {
 			return fieldErr("seat_ids", "seat id %q is not a seat id such as A1", s)
 		}
-		if seen[s] {
+		if slices.Contains(c.SeatIds[:i], s) {
 			return fieldErr("seat_ids", "seat %s is named twice", s)
 		}
-		seen[s] = true
 	}
 	return nil
 }
