@@ -27,8 +27,9 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 		return stateReject(ledgerpb.Code_CODE_HOLD_CONFIRMED, c.HoldId, h.state, "hold %s is already confirmed with another payment")
 	}
 	s := led.showOf(r)
+	sc := tx.changesOf(s.id)
 	tx.eachHeldSeat(r, func(seat string, _ uint16) {
-		tx.seatChanged(s.id, seat, ledgerpb.SeatState_BOOKED)
+		sc.seatChanged(seat, ledgerpb.SeatState_BOOKED)
 	})
 	led.untrack(r)
 	led.undue(r) // its seats can no longer be taken

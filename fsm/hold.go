@@ -180,6 +180,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	h.createdAt, h.expiresAt, h.state, h.revision = tx.now, tx.now+ttl, ledgerpb.HoldState_HOLD_STATE_HELD, tx.index
 	led.live++
 	var seats [SeatsPerHoldMax]string
+	sc := tx.changesOf(s.id)
 	for i, seat := range led.holds.seatIDs(seats[:0], r) {
 		n := idx[i]
 		h.amount += l.rowPrice[l.seatRow(int(n))]
@@ -187,7 +188,7 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 			violated("S1: seat %s of show %s is not free when hold %s takes it", seat, s.id, led.holds.id(r))
 		}
 		tx.putSeat(s, n, r)
-		tx.seatChanged(s.id, seat, ledgerpb.SeatState_HELD)
+		sc.seatChanged(seat, ledgerpb.SeatState_HELD)
 	}
 	led.due(r)
 	led.track(r)
@@ -426,9 +427,10 @@ func (tx *txn) closeHold(r uint32, state ledgerpb.HoldState, result bool) *ledge
 		violated("closing hold %s in state %s", led.holds.id(r), h.state)
 	}
 	s := led.showOf(r)
+	sc := tx.changesOf(s.id)
 	tx.eachHeldSeat(r, func(seat string, n uint16) {
 		tx.clearSeat(s, n)
-		tx.seatChanged(s.id, seat, ledgerpb.SeatState_FREE)
+		sc.seatChanged(seat, ledgerpb.SeatState_FREE)
 	})
 	tx.del(tx.liveKey(s.id, led.holds.id(r)))
 	led.untrack(r)
