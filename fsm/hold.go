@@ -249,7 +249,7 @@ func (tx *txn) slotResult(r uint32, token bool) *ledgerpb.Result {
 	rb.r.AmountMinor = h.amount
 	rb.r.MaxExpiresAtMs = h.createdAt + HoldLifetimeMaxMs
 	if token {
-		rb.token = tx.holdTokenBytes(tx.m.led.showOf(r).id, rb.r.HoldId)
+		rb.token = tx.showHoldToken(tx.m.led.showOf(r), rb.r.HoldId)
 		rb.r.HoldToken = unsafe.String(&rb.token[0], len(rb.token)) // never written again
 	}
 	return &rb.r
@@ -486,13 +486,14 @@ func holdResult(h *ledgerpb.HoldRecord) *ledgerpb.Result {
 func (tx *txn) liveHold(client, show, id, token string) (uint32, *ledgerpb.HoldRecord, *ledgerpb.Result) {
 	led := &tx.m.led
 	if r := led.holds.find(id); r != 0 {
-		if led.showOf(r).id != show {
+		s := led.showOf(r)
+		if s.id != show {
 			return 0, nil, reject(ledgerpb.Code_CODE_HOLD_NOT_FOUND, "show %s has no hold %s", show, id)
 		}
 		if led.holds.client(r) != client {
 			return 0, nil, reject(ledgerpb.Code_CODE_NOT_HOLD_OWNER, "hold %s belongs to another client", id)
 		}
-		if !tx.tokenMatches(show, id, token) {
+		if !tx.showTokenMatches(s, id, token) {
 			return 0, nil, badToken(id)
 		}
 		if h := led.holds.at(r); h.state == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.expiresAt {
