@@ -37,7 +37,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	// The booking keeps its seats in the ledger (and its record stays
 	// under its show's live holds); they now read BOOKED, so the show's
 	// seat states must be built again.
-	s.states.Store(nil)
+	s.dropStates()
 	led.holds.setPayment(r, c.PaymentRef) // a copy: not the entry's bytes (decodeEntry)
 	h := led.holds.at(r)
 	h.state = ledgerpb.HoldState_HOLD_STATE_CONFIRMED

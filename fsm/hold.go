@@ -305,12 +305,25 @@ const holdIDLenMax = 1 + 10 + 1 + 20 + 1 + 20
 // who owns what.
 func (tx *txn) putSeat(s *showState, n uint16, r uint32) {
 	s.owners.put(int(n), r, tx.m.led.holds.takeAt(r))
-	s.states.Store(nil)
+	s.dropStates()
 }
 
 func (tx *txn) clearSeat(s *showState, n uint16) {
 	s.owners.clear(int(n))
-	s.states.Store(nil)
+	s.dropStates()
+}
+
+// dropStates forgets the seat states readers built of show s
+// (statescache.go), which a change of its seats makes stale. It loads
+// before it stores: the states are most often gone already (an earlier
+// seat of the command or entry dropped them, or no reader asked), and an
+// atomic store is a locked exchange where a load is a plain read. Nothing
+// can store between the two: readers build states under the machine's
+// read lock, and apply holds the write lock.
+func (s *showState) dropStates() {
+	if s.states.Load() != nil {
+		s.states.Store(nil)
+	}
 }
 
 // liveHoldsOf counts client's holds in show that are live by the log clock:
