@@ -104,8 +104,8 @@ var holdSeed = maphash.MakeSeed()
 // that share a hash are told apart by their bytes.
 func hash64(s string) uint64 { return maphash.String(holdSeed, s) }
 
-// at returns slot r; the pointer is valid until the next add (until
-// the slot is reused, since the slab is in pages).
+// at returns slot r. Pages never move, so the pointer stays good while r
+// is in use, across adds.
 func (t *holdTable) at(r uint32) *holdSlot {
 	return &t.pages[r/holdPageSlots][r%holdPageSlots]
 }
