@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -35,26 +36,26 @@ type window struct {
 // bestSeats returns the layout indexes of the n best free seats of rows in
 // category ("" = any), or nil when fewer than n are free. They are in
 // dst's memory when it is large enough.
+//
+// The best window is the least by windowLess, an order in which no two
+// windows tie (first tells them apart), so the order rows are read in
+// cannot change it: they are read from the middle out, and a row that
+// cannot hold a window better than the best so far is not read at all.
 func bestSeats(dst []int, l *layout, free []bool, n int, category string) []int {
-	rows := l.show.Rows
+	rows := l.showRows // the geometry's: see layout.seatRow
 	// best is a value, not a pointer to the loop's window: taking that
 	// address moved every candidate to the heap.
 	var best window
 	found := false
-	for ri, r := range rows {
-		if category != "" && r.Category != category {
-			continue
-		}
-		base, size := l.offsets[ri], int(r.Seats)
-		for start := 0; start+n <= size; start++ {
-			w, ok := rowWindow(free[base:base+size], start, n)
-			if !ok {
-				continue
+	if len(rows) > 0 {
+		// Rows a and b are equally far from the middle; a + b = len - 1.
+		for a, b := (len(rows)-1)/2, len(rows)/2; a >= 0; a, b = a-1, b+1 {
+			if found && best.orphans == 0 && best.dist < rowDistance(a, len(rows)) {
+				break // every row left is farther than the best window
 			}
-			w.row, w.first = ri, base+start
-			w.dist += rowDistance(ri, len(rows))
-			if !found || windowLess(&w, &best) {
-				best, found = w, true
+			best, found = bestInRow(l, free, a, n, category, best, found)
+			if b != a {
+				best, found = bestInRow(l, free, b, n, category, best, found)
 			}
 		}
 	}
@@ -68,13 +69,53 @@ func bestSeats(dst []int, l *layout, free []bool, n int, category string) []int 
 	return splitParty(dst, l, free, n, category)
 }
 
-// rowWindow scores seats [start, start+n) of one row, if all are free.
-func rowWindow(row []bool, start, n int) (window, bool) {
-	for i := start; i < start+n; i++ {
-		if !row[i] {
-			return window{}, false
+// bestInRow returns the better of best (if found) and row ri's best
+// window of n free seats, if the row is in category and has one.
+func bestInRow(l *layout, free []bool, ri, n int, category string, best window, found bool) (window, bool) {
+	r := l.showRows[ri]
+	if category != "" && r.Category != category {
+		return best, found
+	}
+	base, size := l.offsets[ri], int(r.Seats)
+	rd := rowDistance(ri, len(l.showRows))
+	// No window of the row is nearer than rd plus the parity of the
+	// seats it would leave (scoreWindow's distance is even or odd with
+	// them): a best window without orphans at least that near, and
+	// before the row when as near, stays the best.
+	if found && best.orphans == 0 {
+		if low := rd + abs(size-n)%2; best.dist < low || (best.dist == low && best.first < base) {
+			return best, found
 		}
 	}
+	row := free[base : base+size]
+	// The windows [end-n, end) in order, each scored only when the run
+	// of free seats before end is long enough: a pass over the row, not
+	// n reads per window.
+	run := 0 // free seats right before end
+	for end := 0; end <= size; end++ {
+		if end > 0 {
+			if row[end-1] {
+				run++
+			} else {
+				run = 0
+			}
+		}
+		if run < n {
+			continue
+		}
+		start := end - n
+		w := scoreWindow(row, start, n)
+		w.row, w.first = ri, base+start
+		w.dist += rd
+		if !found || windowLess(&w, &best) {
+			best, found = w, true
+		}
+	}
+	return best, found
+}
+
+// scoreWindow scores seats [start, start+n) of one row, all free.
+func scoreWindow(row []bool, start, n int) window {
 	w := window{dist: abs(2*start + n - 1 - (len(row) - 1))}
 	// A run of exactly one free seat left on either side is an orphan.
 	if start >= 1 && row[start-1] && (start == 1 || !row[start-2]) {
@@ -84,7 +125,7 @@ func rowWindow(row []bool, start, n int) (window, bool) {
 	if end < len(row) && row[end] && (end == len(row)-1 || !row[end+1]) {
 		w.orphans++
 	}
-	return w, true
+	return w
 }
 
 func windowLess(a, b *window) bool {
@@ -104,14 +145,14 @@ func rowDistance(ri, rows int) int { return abs(2*ri - (rows - 1)) }
 func splitParty(dst []int, l *layout, free []bool, n int, category string) []int {
 	type cand struct{ idx, dist int }
 	var cands []cand
-	for ri, r := range l.show.Rows {
+	for ri, r := range l.showRows {
 		if category != "" && r.Category != category {
 			continue
 		}
 		base, size := l.offsets[ri], int(r.Seats)
 		for s := 0; s < size; s++ {
 			if free[base+s] {
-				cands = append(cands, cand{base + s, rowDistance(ri, len(l.show.Rows)) + abs(2*s-(size-1))})
+				cands = append(cands, cand{base + s, rowDistance(ri, len(l.showRows)) + abs(2*s-(size-1))})
 			}
 		}
 	}
@@ -147,10 +188,22 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 		violated("free seats of show %s, which is not in the ledger", show)
 	}
 	free := slices.Grow(dst[:0], l.total)[:l.total]
+	if tx.now < s.owners.takeLow {
+		// No owner may be taken from yet: no slot to read.
+		for i := range free {
+			free[i] = s.owners.ref(i) == 0
+		}
+		if checkLedger {
+			tx.m.led.checkTakeLow(s)
+		}
+		return free
+	}
 	// A hold's seats are mostly side by side: its slot is read once for
-	// the run of them.
+	// the run of them. Every owner's slot is read, so the bound can be
+	// made exact on the way.
 	var last uint32
 	lastFree := false
+	low := int64(math.MaxInt64)
 	for i := range free {
 		r := s.owners.ref(i)
 		switch {
@@ -159,11 +212,24 @@ func (tx *txn) freeSeatMap(show string, l *layout, dst []bool) []bool {
 		case r == last:
 			free[i] = lastFree
 		default:
-			last, lastFree = r, tx.now >= tx.m.led.holds.takeAt(r)
+			at := tx.m.led.holds.takeAt(r)
+			low = min(low, at)
+			last, lastFree = r, tx.now >= at
 			free[i] = lastFree
 		}
 	}
+	s.owners.takeLow = low
 	return free
+}
+
+// checkTakeLow asserts that s.owners.takeLow is a bound of its owners'
+// takeAt (tests: checkLedger).
+func (led *ledger) checkTakeLow(s *showState) {
+	for i := range s.owners.len() {
+		if r := s.owners.ref(i); r != 0 && led.holds.takeAt(r) < s.owners.takeLow {
+			violated("seat %d of show %s is owned by hold %s, takeable at %d, before the show's bound %d", i, s.id, led.holds.id(r), led.holds.takeAt(r), s.owners.takeLow)
+		}
+	}
 }
 
 // hasFreeSeat reports whether a hold could take any seat of show now.

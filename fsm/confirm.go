@@ -27,8 +27,9 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 		return stateReject(ledgerpb.Code_CODE_HOLD_CONFIRMED, c.HoldId, h.state, "hold %s is already confirmed with another payment")
 	}
 	s := led.showOf(r)
+	sc := tx.changesOf(s.id)
 	tx.eachHeldSeat(r, func(seat string, _ uint16) {
-		tx.seatChanged(s.id, seat, ledgerpb.SeatState_BOOKED)
+		sc.seatChanged(seat, ledgerpb.SeatState_BOOKED)
 	})
 	led.untrack(r)
 	led.undue(r) // its seats can no longer be taken
@@ -36,7 +37,7 @@ func (tx *txn) confirm(client string, c *ledgerpb.ConfirmCmd) *ledgerpb.Result {
 	// The booking keeps its seats in the ledger (and its record stays
 	// under its show's live holds); they now read BOOKED, so the show's
 	// seat states must be built again.
-	s.states.Store(nil)
+	s.dropStates()
 	led.holds.setPayment(r, c.PaymentRef) // a copy: not the entry's bytes (decodeEntry)
 	h := led.holds.at(r)
 	h.state = ledgerpb.HoldState_HOLD_STATE_CONFIRMED

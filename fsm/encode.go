@@ -109,22 +109,49 @@ func appendResult(b []byte, r *ledgerpb.Result) []byte {
 
 // appendVarintOmitZero appends a varint field unless v is zero. Signed
 // fields and enums pass their value converted to uint64, sign extended
-// as protobuf encodes them.
+// as protobuf encodes them. It is small enough to be inlined, so that a
+// zero field, the most common, costs a compare and no call.
 func appendVarintOmitZero(b []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
+	return appendVarintField(b, num, v)
 }
 
-// appendStringOmitEmpty appends a string field unless it is empty.
+// appendVarintField appends a varint field, zero or not.
+func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
+	return protowire.AppendVarint(appendTag(b, num, protowire.VarintType), v)
+}
+
+// appendStringOmitEmpty appends a string field unless it is empty; like
+// appendVarintOmitZero, it is inlined.
 func appendStringOmitEmpty(b []byte, num protowire.Number, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	return appendStringField(b, num, s)
+}
+
+// appendStringField is protowire's AppendTag and AppendString without a
+// call for a field numbered below 16 and a string shorter than 128 bytes
+// (a one-byte tag and length), as most of ours are.
+func appendStringField(b []byte, num protowire.Number, s string) []byte {
+	b = appendTag(b, num, protowire.BytesType)
+	if len(s) < 1<<7 {
+		b = append(b, byte(len(s)))
+	} else {
+		b = protowire.AppendVarint(b, uint64(len(s)))
+	}
+	return append(b, s...)
+}
+
+// appendTag is protowire.AppendTag, one byte without a call for a field
+// numbered below 16.
+func appendTag(b []byte, num protowire.Number, typ protowire.Type) []byte {
+	if uint64(num) < 16 {
+		return append(b, byte(num)<<3|byte(typ&7))
+	}
+	return protowire.AppendTag(b, num, typ)
 }
 
 // appendPayload appends c's deterministic protobuf encoding to b, as

@@ -34,7 +34,17 @@ func (tx *txn) seatChanged(show, seat string, state ledgerpb.SeatState) {
 	if !(state != ledgerpb.SeatState_SEAT_STATE_UNSPECIFIED && seat != "") {
 		violated("seat %q of show %s changed to state %v", seat, show, state)
 	}
-	sc := tx.changesOf(show)
+	tx.changesOf(show).seatChanged(seat, state)
+}
+
+// seatChanged is txn.seatChanged in sc's show: a command that changes a
+// hold's seats, which are all of one show, looks the show's changes up
+// once (changesOf) rather than once a seat. sc is good until changesOf
+// adds another show.
+func (sc *showChanges) seatChanged(seat string, state ledgerpb.SeatState) {
+	if !(state != ledgerpb.SeatState_SEAT_STATE_UNSPECIFIED && seat != "") {
+		violated("seat %q of show %s changed to state %v", seat, sc.show, state)
+	}
 	sc.changes = appendSeatChange(sc.changes, seat, state)
 }
 

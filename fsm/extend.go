@@ -39,7 +39,7 @@ func (tx *txn) extend(client string, c *ledgerpb.ExtendCmd) *ledgerpb.Result {
 		s := led.showOf(r)
 		v := tx.view(r)
 		tx.putHold(tx.liveKey(s.id, v.HoldId), v)
-		s.states.Store(nil) // its seats are held longer
+		s.dropStates() // its seats are held longer
 	}
 	return tx.slotResult(r, false)
 }

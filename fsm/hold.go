@@ -164,27 +164,31 @@ func (tx *txn) createHold(client string, c *ledgerpb.HoldCmd, l *layout, ids []s
 	// A hold id is unique by construction: it names the group, the entry's
 	// index (strictly above every index applied before, applyEntry) and a
 	// position unique within the entry (offers start at offerPosBase). The
-	// store lookup that would prove it always misses, so only tests make it.
-	if led.holds.find(id) != 0 || (checkHoldIDs && tx.endedHold(id) != nil) {
+	// store lookup that would prove it always misses, so only tests make it;
+	// the table tells whether it had the id as it adds it.
+	if checkHoldIDs && tx.endedHold(id) != nil {
 		violated("hold id %s reused", string(idBytes)) // a copy: idBuf stays on the stack
 	}
 	s := led.shows[c.ShowId]
 	// The table copies the strings: the command's are the entry's
 	// (decodeEntry).
-	r := led.holds.add(id, client, l.currency(), s.num, l, ids, idx)
+	r, fresh := led.holds.addFresh(id, client, l.currency(), s.num, l, ids, idx)
+	if !fresh {
+		violated("hold id %s reused", string(idBytes))
+	}
 	h := led.holds.at(r)
 	h.createdAt, h.expiresAt, h.state, h.revision = tx.now, tx.now+ttl, ledgerpb.HoldState_HOLD_STATE_HELD, tx.index
 	led.live++
 	var seats [SeatsPerHoldMax]string
+	sc := tx.changesOf(s.id)
 	for i, seat := range led.holds.seatIDs(seats[:0], r) {
 		n := idx[i]
-		row, _ := l.seat(int(n))
-		h.amount += l.price(row)
+		h.amount += l.rowPrice[l.seatRow(int(n))]
 		if s.owners.ref(int(n)) != 0 && !tx.m.unsafe.skipSeatCheck() {
 			violated("S1: seat %s of show %s is not free when hold %s takes it", seat, s.id, led.holds.id(r))
 		}
 		tx.putSeat(s, n, r)
-		tx.seatChanged(s.id, seat, ledgerpb.SeatState_HELD)
+		sc.seatChanged(seat, ledgerpb.SeatState_HELD)
 	}
 	led.due(r)
 	led.track(r)
@@ -245,7 +249,7 @@ func (tx *txn) slotResult(r uint32, token bool) *ledgerpb.Result {
 	rb.r.AmountMinor = h.amount
 	rb.r.MaxExpiresAtMs = h.createdAt + HoldLifetimeMaxMs
 	if token {
-		rb.token = tx.holdTokenBytes(tx.m.led.showOf(r).id, rb.r.HoldId)
+		rb.token = tx.showHoldToken(tx.m.led.showOf(r), rb.r.HoldId)
 		rb.r.HoldToken = unsafe.String(&rb.token[0], len(rb.token)) // never written again
 	}
 	return &rb.r
@@ -300,13 +304,26 @@ const holdIDLenMax = 1 + 10 + 1 + 20 + 1 + 20
 // the live holds and bookings (liveKey) tell load and snapshot readers
 // who owns what.
 func (tx *txn) putSeat(s *showState, n uint16, r uint32) {
-	s.owners.put(int(n), r)
-	s.states.Store(nil)
+	s.owners.put(int(n), r, tx.m.led.holds.takeAt(r))
+	s.dropStates()
 }
 
 func (tx *txn) clearSeat(s *showState, n uint16) {
 	s.owners.clear(int(n))
-	s.states.Store(nil)
+	s.dropStates()
+}
+
+// dropStates forgets the seat states readers built of show s
+// (statescache.go), which a change of its seats makes stale. It loads
+// before it stores: the states are most often gone already (an earlier
+// seat of the command or entry dropped them, or no reader asked), and an
+// atomic store is a locked exchange where a load is a plain read. Nothing
+// can store between the two: readers build states under the machine's
+// read lock, and apply holds the write lock.
+func (s *showState) dropStates() {
+	if s.states.Load() != nil {
+		s.states.Store(nil)
+	}
 }
 
 // liveHoldsOf counts client's holds in show that are live by the log clock:
@@ -401,6 +418,9 @@ func (tx *txn) takenSeats(show string, ids []string, idx []uint16) ([]string, []
 			}
 			continue
 		}
+		if taken == nil {
+			taken = make([]string, 0, len(idx)-i) // at most the seats left
+		}
 		if ids != nil {
 			taken = append(taken, ids[i])
 		} else {
@@ -420,9 +440,10 @@ func (tx *txn) closeHold(r uint32, state ledgerpb.HoldState, result bool) *ledge
 		violated("closing hold %s in state %s", led.holds.id(r), h.state)
 	}
 	s := led.showOf(r)
+	sc := tx.changesOf(s.id)
 	tx.eachHeldSeat(r, func(seat string, n uint16) {
 		tx.clearSeat(s, n)
-		tx.seatChanged(s.id, seat, ledgerpb.SeatState_FREE)
+		sc.seatChanged(seat, ledgerpb.SeatState_FREE)
 	})
 	tx.del(tx.liveKey(s.id, led.holds.id(r)))
 	led.untrack(r)
@@ -478,13 +499,14 @@ func holdResult(h *ledgerpb.HoldRecord) *ledgerpb.Result {
 func (tx *txn) liveHold(client, show, id, token string) (uint32, *ledgerpb.HoldRecord, *ledgerpb.Result) {
 	led := &tx.m.led
 	if r := led.holds.find(id); r != 0 {
-		if led.showOf(r).id != show {
+		s := led.showOf(r)
+		if s.id != show {
 			return 0, nil, reject(ledgerpb.Code_CODE_HOLD_NOT_FOUND, "show %s has no hold %s", show, id)
 		}
 		if led.holds.client(r) != client {
 			return 0, nil, reject(ledgerpb.Code_CODE_NOT_HOLD_OWNER, "hold %s belongs to another client", id)
 		}
-		if !tx.tokenMatches(show, id, token) {
+		if !tx.showTokenMatches(s, id, token) {
 			return 0, nil, badToken(id)
 		}
 		if h := led.holds.at(r); h.state == ledgerpb.HoldState_HOLD_STATE_HELD && tx.now >= h.expiresAt {

@@ -22,12 +22,17 @@ import (
 // arena).
 //
 // Memory: the slab keeps as many slots as were ever live at once (128
-// bytes each; freed ones are reused), the arena at most about twice its
+// bytes each, in pages of 128 KiB; freed ones are reused), the arena at most about twice its
 // live strings (remove compacts it when half of it is dead), the index
 // one entry per slot in use.
 type holdTable struct {
-	slots []holdSlot // slots[0] is unused: slot 0 is no hold
-	free  []uint32   // slots to reuse
+	// pages are the slots, holdPageSlots a page: slot r is
+	// pages[r/holdPageSlots][r%holdPageSlots]. A slab in pages, not one
+	// slice, so that it grows without copying every slot it has: append
+	// copied the whole slab, tens of MiB, each time it grew by a quarter.
+	pages  []*[holdPageSlots]holdSlot
+	nSlots uint32   // slots made; slot 0 is unused: slot 0 is no hold
+	free   []uint32 // slots to reuse
 	// ids maps the hash of a hold id (hash64) to the first slot of the ids
 	// with that hash; the others follow through holdSlot.idNext.
 	ids map[uint64]uint32
@@ -67,9 +72,28 @@ type holdSlot struct {
 // holdArenaCompactMin is the least dead arena space worth compacting.
 const holdArenaCompactMin = 1 << 20
 
+// holdPageSlots is the number of slots in a page of the slab: 128 KiB.
+const holdPageSlots = 1024
+
 func newHoldTable() holdTable {
-	return holdTable{slots: make([]holdSlot, 1), ids: map[uint64]uint32{}}
+	t := holdTable{ids: map[uint64]uint32{}}
+	t.newSlot() // slot 0, unused
+	return t
 }
+
+// newSlot makes a slot at the end of the slab, zero.
+func (t *holdTable) newSlot() uint32 {
+	r := t.nSlots
+	if r%holdPageSlots == 0 {
+		t.pages = append(t.pages, new([holdPageSlots]holdSlot))
+	}
+	t.nSlots++
+	return r
+}
+
+// slotCount is the number of slots made, slot 0 included: slots are
+// 0..slotCount()-1.
+func (t *holdTable) slotCount() int { return int(t.nSlots) }
 
 // holdSeed keys hash64; any seed will do, the indexes it keys being no
 // state (nothing that leaves the ledger depends on them), and one drawn
@@ -80,8 +104,11 @@ var holdSeed = maphash.MakeSeed()
 // that share a hash are told apart by their bytes.
 func hash64(s string) uint64 { return maphash.String(holdSeed, s) }
 
-// at returns slot r; the pointer is valid until the next add.
-func (t *holdTable) at(r uint32) *holdSlot { return &t.slots[r] }
+// at returns slot r. Pages never move, so the pointer stays good while r
+// is in use, across adds.
+func (t *holdTable) at(r uint32) *holdSlot {
+	return &t.pages[r/holdPageSlots][r%holdPageSlots]
+}
 
 // len is the number of live holds and bookings.
 func (t *holdTable) len() int { return t.n }
@@ -95,28 +122,28 @@ func (t *holdTable) str(off uint32, n uint16) string {
 }
 
 func (t *holdTable) id(r uint32) string {
-	h := &t.slots[r]
+	h := t.at(r)
 	return t.str(h.off, h.idLen)
 }
 
 func (t *holdTable) client(r uint32) string {
-	h := &t.slots[r]
+	h := t.at(r)
 	return t.str(h.off+uint32(h.idLen), h.clientLen)
 }
 
 func (t *holdTable) currency(r uint32) string {
-	h := &t.slots[r]
+	h := t.at(r)
 	return t.str(h.off+uint32(h.idLen)+uint32(h.clientLen), h.currencyLen)
 }
 
 func (t *holdTable) payment(r uint32) string {
-	h := &t.slots[r]
+	h := t.at(r)
 	return t.str(h.payOff, h.payLen)
 }
 
 // seatIDs appends the ids of r's seats to dst, in the hold's order.
 func (t *holdTable) seatIDs(dst []string, r uint32) []string {
-	h := &t.slots[r]
+	h := t.at(r)
 	off := h.off + uint32(h.idLen) + uint32(h.clientLen) + uint32(h.currencyLen)
 	for i := range h.nSeats {
 		dst = append(dst, t.str(off, h.seatLen[i]))
@@ -127,7 +154,7 @@ func (t *holdTable) seatIDs(dst []string, r uint32) []string {
 
 // region is r's id, client, currency and seat ids, as stored.
 func (t *holdTable) region(r uint32) []byte {
-	h := &t.slots[r]
+	h := t.at(r)
 	n := uint32(h.idLen) + uint32(h.clientLen) + uint32(h.currencyLen)
 	for _, l := range h.seatLen[:h.nSeats] {
 		n += uint32(l)
@@ -148,6 +175,23 @@ func strLen(what, s string) uint16 {
 // layout), and the other fields are the caller's to set. The slot has no
 // seats, no list and no expiry entry yet.
 func (t *holdTable) add(id, client, currency string, show uint32, l *layout, ids []string, idx []uint16) uint32 {
+	r, _ := t.addFresh(id, client, currency, show, l, ids, idx)
+	return r
+}
+
+// addFresh is add, and reports whether id was new to the table: add
+// reads the ids with its hash anyway, so a caller that must prove an id
+// new needs no find before it (one hash and one index lookup less).
+func (t *holdTable) addFresh(id, client, currency string, show uint32, l *layout, ids []string, idx []uint16) (uint32, bool) {
+	key := hash64(id)
+	head := t.ids[key]
+	fresh := true
+	for x := head; x != 0; x = t.at(x).idNext {
+		if t.id(x) == id {
+			fresh = false
+			break
+		}
+	}
 	if len(idx) > SeatsPerHoldMax || len(idx) == 0 || (ids != nil && len(ids) != len(idx)) {
 		violated("hold %s has %d seats (%d ids)", strings.Clone(id), len(idx), len(ids)) // id may be on the caller's stack
 	}
@@ -156,13 +200,12 @@ func (t *holdTable) add(id, client, currency string, show uint32, l *layout, ids
 		r = t.free[n-1]
 		t.free = t.free[:n-1]
 	} else {
-		t.slots = append(t.slots, holdSlot{})
-		r = uint32(len(t.slots) - 1)
+		r = t.newSlot()
 	}
 	if uint64(len(t.arena))+1<<20 > 1<<32 {
 		violated("the hold arena is over 4 GiB")
 	}
-	h := &t.slots[r]
+	h := t.at(r)
 	*h = holdSlot{show: show, off: uint32(len(t.arena)), idLen: strLen("id", id), clientLen: strLen("client", client),
 		currencyLen: strLen("currency", currency), nSeats: uint16(len(idx))}
 	t.arena = append(t.arena, id...)
@@ -181,11 +224,10 @@ func (t *holdTable) add(id, client, currency string, show uint32, l *layout, ids
 		h.seatLen[i] = uint16(len(t.arena) - start)
 		h.seat[i] = n
 	}
-	key := hash64(id)
-	h.idNext = t.ids[key]
+	h.idNext = head
 	t.ids[key] = r
 	t.n++
-	return r
+	return r, fresh
 }
 
 // find returns the slot of the live hold or booking id, 0 if none.
@@ -193,7 +235,7 @@ func (t *holdTable) find(id string) uint32 { return t.findIn(hash64(id), id) }
 
 // findIn is find among the ids whose hash is key.
 func (t *holdTable) findIn(key uint64, id string) uint32 {
-	for r := t.ids[key]; r != 0; r = t.slots[r].idNext {
+	for r := t.ids[key]; r != 0; r = t.at(r).idNext {
 		if t.id(r) == id {
 			return r
 		}
@@ -203,7 +245,7 @@ func (t *holdTable) findIn(key uint64, id string) uint32 {
 
 // setPayment keeps r's payment reference (a copy).
 func (t *holdTable) setPayment(r uint32, p string) {
-	h := &t.slots[r]
+	h := t.at(r)
 	t.dead += int(h.payLen)
 	h.payOff, h.payLen = uint32(len(t.arena)), strLen("payment reference", p)
 	t.arena = append(t.arena, p...)
@@ -212,7 +254,7 @@ func (t *holdTable) setPayment(r uint32, p string) {
 // remove forgets slot r (its hold ended or its booking was refunded); its
 // seats, list and expiry entry must be gone already.
 func (t *holdTable) remove(r uint32) {
-	h := &t.slots[r]
+	h := t.at(r)
 	if h.state == ledgerpb.HoldState_HOLD_STATE_UNSPECIFIED || h.heapAt != 0 || h.clientPrev != 0 || h.clientNext != 0 {
 		violated("removing hold slot %d in state %s, queued %t, listed %t", r, h.state, h.heapAt != 0, h.clientPrev|h.clientNext != 0)
 	}
@@ -228,8 +270,8 @@ func (t *holdTable) remove(r uint32) {
 
 // unlinkID takes slot r off the ids whose hash is key.
 func (t *holdTable) unlinkID(key uint64, r uint32) {
-	next := t.slots[r].idNext
-	t.slots[r].idNext = 0
+	next := t.at(r).idNext
+	t.at(r).idNext = 0
 	if t.ids[key] == r {
 		if next == 0 {
 			delete(t.ids, key)
@@ -239,21 +281,21 @@ func (t *holdTable) unlinkID(key uint64, r uint32) {
 		return
 	}
 	p := t.ids[key]
-	for p != 0 && t.slots[p].idNext != r {
-		p = t.slots[p].idNext
+	for p != 0 && t.at(p).idNext != r {
+		p = t.at(p).idNext
 	}
 	if p == 0 {
 		violated("hold %s is not in the id index", t.id(r))
 	}
-	t.slots[p].idNext = next
+	t.at(p).idNext = next
 }
 
 // compact copies the strings of the slots in use to a new arena. Strings
 // that point into the old one stay valid: it is not written again.
 func (t *holdTable) compact() {
 	arena := make([]byte, 0, len(t.arena)-t.dead+len(t.arena)/8)
-	for r := range t.slots {
-		h := &t.slots[r]
+	for r := range t.nSlots {
+		h := t.at(r)
 		if h.state == ledgerpb.HoldState_HOLD_STATE_UNSPECIFIED {
 			continue
 		}
@@ -271,7 +313,7 @@ func (t *holdTable) compact() {
 // arena and its seat ids in dst's own slice: dst is for encoding and
 // comparing, never to keep.
 func (t *holdTable) fill(dst *ledgerpb.HoldRecord, r uint32, show string) {
-	h := &t.slots[r]
+	h := t.at(r)
 	dst.HoldId = t.id(r)
 	dst.ShowId = show
 	dst.SeatIds = t.seatIDs(dst.SeatIds[:0], r)
@@ -293,7 +335,7 @@ func (t *holdTable) record(r uint32, show string) *ledgerpb.HoldRecord {
 	h := &ledgerpb.HoldRecord{}
 	t.fill(h, r, show)
 	all := string(t.region(r)) + t.payment(r)
-	id, client, currency := t.slots[r].idLen, t.slots[r].clientLen, t.slots[r].currencyLen
+	id, client, currency := t.at(r).idLen, t.at(r).clientLen, t.at(r).currencyLen
 	h.HoldId, all = all[:id], all[id:]
 	h.ClientId, all = all[:client], all[client:]
 	h.Currency, all = all[:currency], all[currency:]
@@ -308,6 +350,6 @@ func (t *holdTable) record(r uint32, show string) *ledgerpb.HoldRecord {
 // later reports whether hold a was made after hold b (its id names a later
 // entry, or a later position in the same one).
 func (t *holdTable) later(a, b uint32) bool {
-	ra, rb := t.slots[a].revision, t.slots[b].revision
+	ra, rb := t.at(a).revision, t.at(b).revision
 	return ra > rb || (ra == rb && t.id(a) > t.id(b))
 }

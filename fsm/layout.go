@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"google.golang.org/protobuf/proto"
@@ -39,6 +40,11 @@ type geometry struct {
 	offsets []int          // first seat index of each row
 	prices  map[string]*ledgerpb.Category
 	total   int
+	// byLetter is each one-letter row's index + 1 ('A' first), 0 for
+	// none, and rowPrice each row's price (price): the hold path finds
+	// seats and sums prices without a map lookup.
+	byLetter [26]int32
+	rowPrice []int64
 	// showRows and categories are the rows and categories it was made
 	// of: the shows sharing it hold these.
 	showRows   []*ledgerpb.Row
@@ -59,13 +65,30 @@ func newGeometry(show *ledgerpb.Show) *geometry {
 	}
 	for i, r := range show.Rows {
 		g.rows[r.Name] = i
+		if len(r.Name) == 1 && isUpper(r.Name[0]) {
+			g.byLetter[r.Name[0]-'A'] = int32(i) + 1 // the last row of a name, as rows has it
+		}
 		g.offsets[i] = g.total
 		g.total += int(r.Seats)
 	}
 	for _, c := range show.Categories {
 		g.prices[c.Name] = c
 	}
+	g.rowPrice = make([]int64, len(show.Rows))
+	for i, r := range show.Rows {
+		g.rowPrice[i] = g.price(r)
+	}
 	return g
+}
+
+// rowIndex returns the index of the row named name.
+func (g *geometry) rowIndex(name string) (int, bool) {
+	if len(name) == 1 && isUpper(name[0]) {
+		i := g.byLetter[name[0]-'A']
+		return int(i) - 1, i != 0
+	}
+	ri, ok := g.rows[name]
+	return ri, ok
 }
 
 // sharedLayout is newLayout for the ledger: a show whose rows and
@@ -91,8 +114,8 @@ func (l *layout) seatIndex(seatID string) (uint16, bool) {
 	if !ok {
 		return 0, false
 	}
-	ri, ok := l.rows[row]
-	if !ok || num < 1 || num > int(l.show.Rows[ri].Seats) {
+	ri, ok := l.rowIndex(row)
+	if !ok || num < 1 || num > int(l.showRows[ri].Seats) {
 		return 0, false
 	}
 	return uint16(l.offsets[ri] + num - 1), true
@@ -100,9 +123,17 @@ func (l *layout) seatIndex(seatID string) (uint16, bool) {
 
 // seat returns row, number and category of a seat index.
 func (l *layout) seat(idx int) (row *ledgerpb.Row, number int) {
-	for i := len(l.offsets) - 1; i >= 0; i-- {
-		if idx >= l.offsets[i] {
-			return l.show.Rows[i], idx - l.offsets[i] + 1
+	i := l.seatRow(idx)
+	return l.showRows[i], idx - l.offsets[i] + 1
+}
+
+// seatRow returns the index of the row of a seat index. The layout's
+// geometry answers, which the shows of a screen share, so the hold path
+// reads no show of its own (l.show).
+func (g *geometry) seatRow(idx int) int {
+	for i := len(g.offsets) - 1; i >= 0; i-- {
+		if idx >= g.offsets[i] {
+			return i
 		}
 	}
 	panic("fsm: seat index below the first row")
@@ -121,7 +152,10 @@ func (l *layout) seatIDs(idx []int) []string {
 		return ids
 	}
 	var ends [SeatsPerHoldMax]int
-	var b []byte
+	// Built on the stack when they fit (a hold's seats always do): the
+	// string is then the only allocation besides ids.
+	var buf [SeatsPerHoldMax * SeatIDLenMax]byte
+	b := buf[:0]
 	for i, n := range idx {
 		b = l.appendSeatID(b, n)
 		if i < len(ends) {
@@ -148,16 +182,16 @@ func (l *layout) appendSeatID(b []byte, idx int) []byte {
 	return strconv.AppendInt(append(b, row.Name...), int64(n), 10)
 }
 
-func (l *layout) price(row *ledgerpb.Row) int64 {
-	if c, ok := l.prices[row.Category]; ok {
+func (g *geometry) price(row *ledgerpb.Row) int64 {
+	if c, ok := g.prices[row.Category]; ok {
 		return c.PriceMinor
 	}
 	return 0
 }
 
-func (l *layout) currency() string {
-	if len(l.show.Categories) > 0 {
-		return l.show.Categories[0].Currency
+func (g *geometry) currency() string {
+	if len(g.categories) > 0 {
+		return g.categories[0].Currency
 	}
 	return ""
 }
@@ -327,15 +361,15 @@ func validateHoldSeats(c *ledgerpb.HoldCmd) *FieldError {
 	if len(c.SeatIds) > SeatsPerHoldMax {
 		return fieldErr("seat_ids", "must name 1..%d seats", SeatsPerHoldMax)
 	}
-	seen := make(map[string]bool, len(c.SeatIds))
-	for _, s := range c.SeatIds {
+	// At most SeatsPerHoldMax seats: comparing each with those before it
+	// is cheaper than hashing them into a set.
+	for i, s := range c.SeatIds {
 		if len(s) == 0 || len(s) > SeatIDLenMax {
 			return fieldErr("seat_ids", "seat id %q is not a seat id such as A1", s)
 		}
-		if seen[s] {
+		if slices.Contains(c.SeatIds[:i], s) {
 			return fieldErr("seat_ids", "seat %s is named twice", s)
 		}
-		seen[s] = true
 	}
 	return nil
 }

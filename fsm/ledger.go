@@ -138,10 +138,10 @@ func (m *Machine) load(r reader) (ledger, error) {
 	}
 	// The live holds' lists and expiry entries. (Slots are in the order
 	// loadSeats made them: by show, then id.)
-	for r := range led.holds.slots {
-		if led.holds.slots[r].state == ledgerpb.HoldState_HOLD_STATE_HELD {
-			led.track(uint32(r))
-			led.due(uint32(r))
+	for r := range uint32(led.holds.slotCount()) {
+		if led.holds.at(r).state == ledgerpb.HoldState_HOLD_STATE_HELD {
+			led.track(r)
+			led.due(r)
 			led.live++
 		}
 	}
@@ -242,7 +242,7 @@ func (m *Machine) placeSeats(t *holdTable, s *showState, holds []*ledgerpb.HoldR
 					continue
 				}
 			}
-			o.put(n, r)
+			o.put(n, r, t.takeAt(r))
 		}
 	}
 	return o, nil
@@ -296,21 +296,21 @@ func (led *ledger) diff(o *ledger) string {
 		return fmt.Sprintf("%d shows and %d holds, against %d and %d", len(led.shows), led.holds.len(), len(o.shows), o.holds.len())
 	}
 	var a, b ledgerpb.HoldRecord
-	for r := range led.holds.slots {
-		if led.holds.slots[r].state == ledgerpb.HoldState_HOLD_STATE_UNSPECIFIED {
+	for r := range uint32(led.holds.slotCount()) {
+		if led.holds.at(r).state == ledgerpb.HoldState_HOLD_STATE_UNSPECIFIED {
 			continue
 		}
-		id := led.holds.id(uint32(r))
+		id := led.holds.id(r)
 		g := o.holds.find(id)
 		if g == 0 {
 			return fmt.Sprintf("hold %s is missing", id)
 		}
-		led.holds.fill(&a, uint32(r), led.showOf(uint32(r)).id)
+		led.holds.fill(&a, r, led.showOf(r).id)
 		o.holds.fill(&b, g, o.showOf(g).id)
 		if !proto.Equal(&a, &b) {
 			return fmt.Sprintf("hold %s is %v, against %v", id, &a, &b)
 		}
-		if d := led.checkSlot(uint32(r)); d != "" {
+		if d := led.checkSlot(r); d != "" {
 			return d
 		}
 		if d := o.checkSlot(g); d != "" {
@@ -358,8 +358,8 @@ func (led *ledger) checkSlot(r uint32) string {
 // countLive counts the live holds in the ledger.
 func countLive(led *ledger) int {
 	n := 0
-	for _, h := range led.holds.slots {
-		if h.state == ledgerpb.HoldState_HOLD_STATE_HELD {
+	for r := range uint32(led.holds.slotCount()) {
+		if led.holds.at(r).state == ledgerpb.HoldState_HOLD_STATE_HELD {
 			n++
 		}
 	}

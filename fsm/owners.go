@@ -1,6 +1,10 @@
 package fsm
 
-import "github.com/seatledger/seatledger/proto/ledgerpb"
+import (
+	"math"
+
+	"github.com/seatledger/seatledger/proto/ledgerpb"
+)
 
 // seatOwners is who owns each seat of a show: one slot of the ledger's
 // hold table per seat (holdTable), 0 for a FREE seat, instead of a pointer
@@ -9,9 +13,19 @@ import "github.com/seatledger/seatledger/proto/ledgerpb"
 // differently and still agree on every owner.
 type seatOwners struct {
 	seat []uint32 // by layout index: the owner's slot, 0 FREE
+	// takeLow is at most the takeAt of every owner in seat: before it,
+	// a seat may be taken exactly when it is FREE, and freeSeatMap reads
+	// no hold slot. It holds because an owner's takeAt never goes down
+	// while it owns a seat (a hold's expiry only grows, confirming makes
+	// it never, and a slot is reused only once its seats are cleared), so
+	// put, which every owner comes through, need only lower it. It is
+	// derived, not state: replicas may keep different bounds.
+	takeLow int64
 }
 
-func newSeatOwners(seats int) seatOwners { return seatOwners{seat: make([]uint32, seats)} }
+func newSeatOwners(seats int) seatOwners {
+	return seatOwners{seat: make([]uint32, seats), takeLow: math.MaxInt64}
+}
 
 // len is the number of seats.
 func (o *seatOwners) len() int { return len(o.seat) }
@@ -19,15 +33,20 @@ func (o *seatOwners) len() int { return len(o.seat) }
 // ref returns the slot of seat n's owner, 0 when it is FREE.
 func (o *seatOwners) ref(n int) uint32 { return o.seat[n] }
 
-// put gives seat n to the hold in slot r; clear frees it.
-func (o *seatOwners) put(n int, r uint32) { o.seat[n] = r }
-func (o *seatOwners) clear(n int)         { o.seat[n] = 0 }
+// put gives seat n to the hold in slot r, whose takeAt is takeAt; clear
+// frees it.
+func (o *seatOwners) put(n int, r uint32, takeAt int64) {
+	o.seat[n] = r
+	o.takeLow = min(o.takeLow, takeAt)
+}
+
+func (o *seatOwners) clear(n int) { o.seat[n] = 0 }
 
 // takeAt is the log time from which a hold may take r's seats: at its
 // expiry while it is HELD (by the log clock, before an Expire entry frees
 // them), never for a booking.
 func (t *holdTable) takeAt(r uint32) int64 {
-	h := &t.slots[r]
+	h := t.at(r)
 	if h.state == ledgerpb.HoldState_HOLD_STATE_HELD {
 		return h.expiresAt
 	}

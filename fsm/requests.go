@@ -187,9 +187,18 @@ func (f *requestFilter) add(h, bucket uint64) {
 	g.n++
 	m := uint64(len(g.bits) * 64)
 	for i := range uint64(requestHashes) {
-		b := (h + i*bits.RotateLeft64(h, 32)) % m
+		b := probe(h, i, m)
 		g.bits[b/64] |= 1 << (b % 64)
 	}
+}
+
+// probe is the bit of a filter of m bits that hash h sets or tests in
+// its i'th probe: the probes step by h's halves swapped (double hashing),
+// and the step's high bits scale to [0, m) by a multiplication, not a
+// division (a 64-bit division costs tens of cycles, ten times a request).
+func probe(h, i, m uint64) uint64 {
+	hi, _ := bits.Mul64(h+i*bits.RotateLeft64(h, 32), m)
+	return hi
 }
 
 // each calls fn with every bucket that may hold a record of h, newest
@@ -213,7 +222,7 @@ func (f *requestFilter) each(h uint64, fn func(bucket uint64) bool) {
 func (g *requestGen) mayHave(h uint64) bool {
 	m := uint64(len(g.bits) * 64)
 	for i := range uint64(requestHashes) {
-		b := (h + i*bits.RotateLeft64(h, 32)) % m
+		b := probe(h, i, m)
 		if g.bits[b/64]&(1<<(b%64)) == 0 {
 			return false
 		}

@@ -40,6 +40,12 @@ func (tx *txn) holdTokenBytes(show, holdID string) [holdTokenLen]byte {
 	if s == nil {
 		violated("token of a hold of missing show %s", show)
 	}
+	return tx.showHoldToken(s, holdID)
+}
+
+// showHoldToken is holdTokenBytes for a hold of show s, for a caller that
+// has the show (a live hold's slot names it) and need not look it up.
+func (tx *txn) showHoldToken(s *showState, holdID string) [holdTokenLen]byte {
 	mac := &tx.m.led.macs[s.num]
 	if !mac.ready {
 		*mac = newShowMAC(s.l.tokenKey)
@@ -122,7 +128,15 @@ func (tx *txn) showTokenKey(show string) []byte {
 // tokenMatches compares a presented token with the token of hold id of
 // show in constant time.
 func (tx *txn) tokenMatches(show, id, token string) bool {
-	want := tx.holdTokenBytes(show, id)
+	return tokenEqual(tx.holdTokenBytes(show, id), token)
+}
+
+// showTokenMatches is tokenMatches for a hold of show s.
+func (tx *txn) showTokenMatches(s *showState, id, token string) bool {
+	return tokenEqual(tx.showHoldToken(s, id), token)
+}
+
+func tokenEqual(want [holdTokenLen]byte, token string) bool {
 	return len(token) == len(want) && hmac.Equal(want[:], []byte(token))
 }
 

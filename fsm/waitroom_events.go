@@ -56,10 +56,6 @@ func (tx *txn) roomChanged(show string, r *room) {
 	sc.changes = protowire.AppendBytes(b, body)
 }
 
-func appendVarintField(b []byte, n protowire.Number, v uint64) []byte {
-	return protowire.AppendVarint(protowire.AppendTag(b, n, protowire.VarintType), v)
-}
-
 func appendBoolField(b []byte, n protowire.Number, v bool) []byte {
 	return appendVarintField(b, n, protowire.EncodeBool(v))
 }
