@@ -16,7 +16,11 @@ import (
 // gateway drew when it proposed the show, stored in the log and the state,
 // so every replica issues and checks the same tokens without a clock or a
 // random source of its own, and a replayed hold returns the same token.
-// Tokens are never stored: they are recomputed to be checked.
+// Tokens are recomputed to be checked, never looked up. A hold's answer,
+// token included, is kept in its request record for the retry horizon
+// (requests.go), so that a replayed hold returns the very answer it got;
+// the show's key sits in the same store, so that copy gives away nothing
+// the store did not hold already.
 
 // holdTokenBytes is how much of the HMAC a token keeps.
 const holdTokenBytes = 16
