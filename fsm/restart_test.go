@@ -67,7 +67,6 @@ func TestRestart(t *testing.T) {
 	}
 
 	m = reopen(t, m, dir, 2)
-	db = m.db
 	if got := stateOf(t, m); got != before {
 		t.Fatalf("after restart: state %+v, want %+v", got, before)
 	}
