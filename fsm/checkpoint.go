@@ -36,16 +36,18 @@ package fsm
 // the overlay: the restored state replaces it, once a checkpoint under
 // way has ended.
 //
-// Behind apply. A full overlay is checkpointed on a goroutine of its own
-// (checkpointIfDue): apply freezes it, goes on in a new overlay over it
-// (layers.below: readers see both, newest first, over Pebble), and the
-// goroutine folds, writes and ingests the frozen one, then drops it from
-// under the new one. Its table holds the state at the commit it froze,
-// an entry boundary, with that commit's meta record: the same prefix of
-// the log a checkpoint on the apply goroutine would have written, so
-// crash safety is as above. Checkpoints still run one at a time
-// (checkpointMu): a raft snapshot's, a Restore, the next freeze and a
-// closing group (WaitCheckpoint) wait for one under way.
+// Behind apply. A full overlay is checkpointed by CheckpointBehind, which
+// the machine's owner calls on a goroutine of its own when CheckpointDue
+// says so (raftnode's checkpointer; fsm itself starts no goroutine): it
+// freezes the overlay, apply goes on in a new overlay over it
+// (layers.below: readers see both, newest first, over Pebble), and it
+// folds, writes and ingests the frozen one, then drops it from under the
+// new one. Its table holds the state at the commit it froze, an entry
+// boundary, with that commit's meta record: the same prefix of the log a
+// checkpoint on the apply goroutine would have written, so crash safety is
+// as above. Checkpoints still run one at a time (checkpointMu): a raft
+// snapshot's, a Restore and the next freeze wait for one under way, and
+// past twice its bound apply checkpoints in line (checkpointIfDue).
 
 import (
 	"bytes"
@@ -53,7 +55,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
@@ -71,7 +72,6 @@ import (
 func (m *Machine) Checkpoint() error {
 	m.checkpointMu.Lock()
 	defer m.checkpointMu.Unlock()
-	start := time.Now()
 	m.mu.RLock()
 	l, bytes := m.pubLayers(), m.ov.bytes()
 	l.acquire() // a Restore in between may retire it: it stays readable
@@ -100,33 +100,67 @@ func (m *Machine) Checkpoint() error {
 		m.replaceOverlay()
 	}
 	m.mu.Unlock()
-	if m.checkpointHook != nil {
-		m.checkpointHook(CheckpointInfo{Bytes: bytes, Took: time.Since(start)})
-	}
 	return nil
 }
 
-// checkpointIfDue starts a checkpoint behind apply, on the apply goroutine
-// without the lock, once a commit found the overlay past overlayBytesMax:
-// the overlay is frozen, a new one takes the writes that follow over it
-// (layers.below), and a goroutine of its own writes and ingests the frozen
-// one (checkpointFrozen), so apply does not wait for the table as it does
-// for a raft snapshot's checkpoint. It waits for the previous checkpoint,
-// if that is still under way, so at most two overlays are held.
-func (m *Machine) checkpointIfDue() {
-	if !m.checkpointDue {
-		return
+// CheckpointDue reports whether a commit found the overlay past its bound
+// (overlayBytesMax, or SetCheckpointBytes's): the machine's owner should
+// call CheckpointBehind, on a goroutine of its own so that apply goes on
+// meanwhile (raftnode's checkpointer).
+func (m *Machine) CheckpointDue() bool { return m.checkpointDue.Load() }
+
+// CheckpointBehind checkpoints a full overlay without holding up apply:
+// it freezes the overlay, starts a new one over it for the writes that
+// follow (layers.below: readers see both, newest first, over Pebble),
+// then folds, writes and ingests the frozen one and drops it from under
+// the new one. The table holds the state at the commit it froze, an entry
+// boundary, as any checkpoint's. It returns the size of the overlay it
+// wrote, 0 when none was due (a raft snapshot's checkpoint came first).
+// Checkpoints run one at a time (checkpointMu), so a group holds at most
+// two overlays. A failure to write or ingest panics, as in apply: the
+// state it drops from memory must reach Pebble.
+func (m *Machine) CheckpointBehind() int {
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
+	frozen := m.freeze()
+	if frozen == nil {
+		return 0
 	}
-	m.checkpointDue = false
-	go m.checkpointFrozen(m.freeze())
+	m.checkpointFrozen(frozen)
+	return frozen.ar.bytes
 }
 
-// freeze locks checkpointMu and starts a new overlay over the current
-// one, which it returns, sealed, for checkpointFrozen.
+// checkpointIfDue, on the apply goroutine without the lock, checkpoints in
+// line once the overlay is past twice its bound: an owner that checkpoints
+// behind apply keeps it far below that, one that does not (or falls
+// behind) gets apply's back pressure instead of an overlay that grows
+// without end.
+func (m *Machine) checkpointIfDue() {
+	if m.checkpointInLine {
+		m.checkpointInLine = false
+		m.CheckpointBehind()
+	}
+}
+
+// checkpointBound is the overlay size past which a commit finds a
+// checkpoint due.
+func (m *Machine) checkpointBound() int {
+	if m.checkpointBytes > 0 {
+		return min(m.checkpointBytes, overlayBytesMax)
+	}
+	return overlayBytesMax
+}
+
+// freeze starts a new overlay over the current one, if that is past its
+// bound, and returns the current one, sealed, for checkpointFrozen; nil
+// when none is due.
 func (m *Machine) freeze() *layers {
-	m.checkpointMu.Lock() // checkpointFrozen unlocks it
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.checkpointDue.Store(false)
+	if m.ov.bytes() < m.checkpointBound() {
+		return nil
+	}
 	m.ov.seal()
 	frozen := m.ov.view()
 	m.ov = newOverlay(&m.chunks)
@@ -135,21 +169,15 @@ func (m *Machine) freeze() *layers {
 }
 
 // checkpointFrozen checkpoints frozen, an overlay of committed entries up
-// to a commit's, under the new overlay (checkpointIfDue), holding
-// checkpointMu, which it unlocks: as Checkpoint, but the new overlay stays
-// and loses only its below.
+// to a commit's, under the new overlay (freeze): as Checkpoint, but the new
+// overlay stays and loses only its below.
 func (m *Machine) checkpointFrozen(frozen *layers) {
-	defer m.checkpointMu.Unlock()
-	start, bytes := time.Now(), frozen.ar.bytes
 	path, err := m.foldTable(*frozen)
 	if path != "" {
 		defer os.Remove(path) // Pebble links or copies what it ingests
 	}
 	must(err, "checkpoint behind apply")
 	m.ingestFrozen(frozen, path)
-	if m.checkpointHook != nil {
-		m.checkpointHook(CheckpointInfo{Behind: true, Bytes: bytes, Took: time.Since(start)})
-	}
 }
 
 // ingestFrozen ingests the table of frozen and drops it from under the
@@ -164,14 +192,6 @@ func (m *Machine) ingestFrozen(frozen *layers, path string) {
 	// Readers that took frozen keep it (acquire) until they close.
 	m.ov.below = nil
 	frozen.ar.retire()
-}
-
-// WaitCheckpoint waits for a checkpoint under way behind apply: call it
-// once apply has stopped, before the store closes or the group's range
-// is dropped.
-func (m *Machine) WaitCheckpoint() {
-	m.checkpointMu.Lock()
-	defer m.checkpointMu.Unlock()
 }
 
 // foldTable folds layers to one run and writes it as a table (in the

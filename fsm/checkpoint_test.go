@@ -134,7 +134,7 @@ func TestCrashBetweenCheckpoints(t *testing.T) {
 	c.step(50, m, twin)
 	// Later entries reach no store: many small ones, then a crash.
 	m = crashReopen(t, m, dir, 5)
-	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
+	t.Cleanup(func() { m.db.Close() })
 	if got := m.Applied(); got != at {
 		t.Fatalf("after a crash: applied %d, want the checkpoint's %d", got, at)
 	}
@@ -191,7 +191,7 @@ func TestCrashDuringCheckpoint(t *testing.T) {
 	must(m.Checkpoint(), "checkpoint")
 	second, secondDigest := m.Applied(), mustDigest(t, m)
 	m = crashReopen(t, m, dir, 6)
-	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
+	t.Cleanup(func() { m.db.Close() })
 	if got, d := m.Applied(), mustDigest(t, m); got != second || d != secondDigest {
 		t.Fatalf("after a crash after the ingestion: applied %d digest %v, want the checkpoint's %d %v", got, d, second, secondDigest)
 	}
@@ -200,9 +200,9 @@ func TestCrashDuringCheckpoint(t *testing.T) {
 	}
 }
 
-// TestOverlayBoundCheckpoints: past overlayBytesMax an apply checkpoints
-// by itself, so the overlay stays bounded when raft snapshots rarely, and
-// views read on meanwhile.
+// TestOverlayBoundCheckpoints: past overlayBytesMax a checkpoint is due,
+// so the overlay stays bounded when raft snapshots rarely; the owner's
+// CheckpointBehind writes it while views read on.
 func TestOverlayBoundCheckpoints(t *testing.T) {
 	m := newTestMachine(t, newTestDB(t), 8)
 	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(41, 42))})}
@@ -236,11 +236,19 @@ func TestOverlayBoundCheckpoints(t *testing.T) {
 		}
 	}()
 	c.step(1, m)
+	if !m.CheckpointDue() {
+		t.Fatal("no checkpoint due past the overlay's bound")
+	}
+	if n := m.CheckpointBehind(); n < overlayBytesMax {
+		t.Fatalf("CheckpointBehind wrote %d bytes, want the overlay's %d or more", n, overlayBytesMax)
+	}
 	close(stop)
 	if err := <-read; err != nil {
 		t.Fatal(err)
 	}
-	m.WaitCheckpoint() // it runs behind apply
+	if m.CheckpointDue() || m.CheckpointBehind() != 0 {
+		t.Fatal("a checkpoint is still due after one")
+	}
 	if m.checkpoints != 1 || m.ov.bytes() >= overlayBytesMax {
 		t.Fatalf("%d checkpoints, overlay of %d bytes, want 1 and under %d", m.checkpoints, m.ov.bytes(), overlayBytesMax)
 	}
@@ -372,7 +380,7 @@ func TestCheckpointWhileApplying(t *testing.T) {
 		t.Fatalf("digest %v, want the twin's %v", got, want)
 	}
 	m = crashReopen(t, m, dir, 11)
-	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
+	t.Cleanup(func() { m.db.Close() })
 	c.replay(m)
 	if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
 		t.Fatalf("after a crash and the replay: digest %v, want the twin's %v", got, want)
@@ -461,7 +469,7 @@ func TestRandomCrashesAndCheckpoints(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := newTestMachine(t, db, 14)
-			t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() }) // the last one opened
+			t.Cleanup(func() { m.db.Close() }) // the last one opened
 			twin := newTestMachine(t, newTestDB(t), 14)
 			c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(seed, 102))})}
 			durable := uint64(0) // the last checkpoint's index
@@ -514,6 +522,8 @@ func TestCheckpointBehindApplyReadsAsPebble(t *testing.T) {
 			m := &Machine{db: db, group: 3, prefix: groupPrefix(3), scratchDir: t.TempDir()}
 			m.ov = newOverlay(&m.chunks)
 			m.published.Store(&appliedPoint{})
+			m.SetCheckpointBytes(1) // any overlay may be frozen
+			froze := 0
 			type taken struct {
 				snap *pebble.Snapshot
 				view *View
@@ -530,7 +540,9 @@ func TestCheckpointBehindApplyReadsAsPebble(t *testing.T) {
 					}
 				case n < 88 && frozen == nil:
 					m.ov.commit()
-					frozen = m.freeze()
+					if frozen = m.freeze(); frozen != nil {
+						froze++
+					}
 				case n < 92 && frozen != nil:
 					m.checkpointFrozen(frozen)
 					frozen = nil
@@ -563,18 +575,18 @@ func TestCheckpointBehindApplyReadsAsPebble(t *testing.T) {
 				must(v.view.Close(), "close view")
 				must(v.snap.Close(), "close snapshot")
 			}
-			if m.checkpoints == 0 {
-				t.Fatal("no checkpoint")
+			if froze == 0 || m.checkpoints == 0 {
+				t.Fatalf("%d overlays frozen, %d checkpoints: want some of each", froze, m.checkpoints)
 			}
 		})
 	}
 }
 
-// TestCheckpointsBehindApply: with a small checkpoint bound, apply
-// checkpoints behind itself again and again while it goes on and readers
-// read (the digest reads every record through the overlays over Pebble);
-// the state stays its twin's throughout, and a crash then leaves a
-// checkpoint from which raft's replay reaches the twin again.
+// TestCheckpointsBehindApply: with a small checkpoint bound, an owner's
+// goroutine checkpoints behind apply again and again while apply goes on
+// and readers read (the digest reads every record through the overlays
+// over Pebble); the state stays its twin's throughout, and a crash then
+// leaves a checkpoint from which raft's replay reaches the twin again.
 func TestCheckpointsBehindApply(t *testing.T) {
 	dir := t.TempDir()
 	db, err := OpenDB(dir)
@@ -583,32 +595,50 @@ func TestCheckpointsBehindApply(t *testing.T) {
 	}
 	m := newTestMachine(t, db, 7)
 	m.SetCheckpointBytes(16 << 10)
-	var behind atomic.Int64
-	m.SetCheckpointHook(func(c CheckpointInfo) {
-		if c.Behind && c.Bytes >= 16<<10 {
-			behind.Add(1)
-		}
-	})
+	ck := startCheckpointer(m)
 	twin := newTestMachine(t, newTestDB(t), 7)
 	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(31, 32))})}
 	for range 20 {
-		c.step(25, m, twin)
+		for range 25 {
+			c.step(1, m, twin)
+			ck.afterApply()
+		}
 		if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
 			t.Fatalf("at %d: digest %v, twin's %v", m.Applied(), got, want)
 		}
 	}
-	m.WaitCheckpoint()
-	if n := behind.Load(); n < 3 {
-		t.Fatalf("%d checkpoints behind apply of 16 KiB or more, want several", n)
+	if n := ck.stop(); n < 3 {
+		t.Fatalf("%d checkpoints behind apply, want several", n)
 	}
 	checkpointed := m.Applied()
 	m = crashReopen(t, m, dir, 7)
-	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
+	t.Cleanup(func() { m.db.Close() })
 	if got := m.Applied(); got == 0 || got > checkpointed {
 		t.Fatalf("after a crash: applied %d, want a checkpoint's, in 1..%d", got, checkpointed)
 	}
 	c.replay(m)
 	if got, want := mustDigest(t, m), mustDigest(t, twin); got != want {
 		t.Fatalf("after the log's replay: digest %v, want the twin's %v", got, want)
+	}
+}
+
+// TestCheckpointInLinePastTwiceTheBound: with no owner to checkpoint
+// behind apply, apply checkpoints in line once the overlay is past twice
+// its bound, so the overlay stays bounded anyway.
+func TestCheckpointInLinePastTwiceTheBound(t *testing.T) {
+	m := newTestMachine(t, newTestDB(t), 9)
+	const bound = 16 << 10
+	m.SetCheckpointBytes(bound)
+	c := &crashLog{t: t, g: newGen(randChooser{rand.New(rand.NewPCG(33, 34))})}
+	most := 0
+	for range 500 {
+		c.step(1, m)
+		most = max(most, m.ov.bytes())
+		if m.ov.bytes() >= 2*bound {
+			t.Fatalf("after entry %d: overlay of %d bytes, past twice its bound of %d", m.Applied(), m.ov.bytes(), bound)
+		}
+	}
+	if m.checkpoints == 0 || most < bound {
+		t.Fatalf("%d checkpoints, overlay at most %d bytes: the bound of %d was never reached", m.checkpoints, most, bound)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -49,7 +50,6 @@ func newTestMachine(t testing.TB, db *pebble.DB, group uint32) *Machine {
 	if err != nil {
 		t.Fatalf("NewMachine(group %d): %v", group, err)
 	}
-	t.Cleanup(m.WaitCheckpoint) // before db's cleanup closes it
 	return m
 }
 
@@ -463,4 +463,44 @@ func readWhileApplying(t *testing.T, read, apply func()) {
 			t.Fatal(p)
 		}
 	}
+}
+
+// checkpointer checkpoints a machine behind apply on a goroutine of its
+// own, as raftnode's does: afterApply wakes it when a checkpoint is due,
+// stop ends it (after one under way) and returns how many it made.
+type checkpointer struct {
+	m    *Machine
+	wake chan struct{}
+	done chan struct{}
+	n    atomic.Int64
+}
+
+func startCheckpointer(m *Machine) *checkpointer {
+	c := &checkpointer{m: m, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for range c.wake {
+			if m.CheckpointBehind() > 0 {
+				c.n.Add(1)
+			}
+		}
+	}()
+	return c
+}
+
+// afterApply wakes the checkpointer if a checkpoint is due; call it on
+// the goroutine that applies.
+func (c *checkpointer) afterApply() {
+	if c.m.CheckpointDue() {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (c *checkpointer) stop() int64 {
+	close(c.wake)
+	<-c.done
+	return c.n.Load()
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -75,10 +74,13 @@ type Machine struct {
 	// pendRun caches pubLayers' answer for the readers of one commit.
 	pendRun atomic.Pointer[pendLayers]
 	// checkpointDue is set by a commit that finds the overlay past
-	// overlayBytesMax (or checkpointBytes, when set); apply goroutine only.
-	checkpointDue   bool
+	// checkpointBound, and cleared by the freeze that follows (on the
+	// owner's goroutine).
+	checkpointDue   atomic.Bool
 	checkpointBytes int
-	checkpointHook  func(CheckpointInfo)
+	// checkpointInLine is set by a commit that finds the overlay past
+	// twice the bound (checkpointIfDue); apply goroutine only.
+	checkpointInLine bool
 	// chunks keeps the memory of retired overlays for the next ones.
 	chunks chunkPool
 	// decodeScratch is the memory decodeEntry decodes entries' messages
@@ -90,26 +92,11 @@ type Machine struct {
 // the first Apply. Only a fault build (-tags faults) has any to switch off.
 func (m *Machine) SetUnsafe(u Unsafe) { m.unsafe = u }
 
-// CheckpointInfo describes a checkpoint that ended (SetCheckpointHook).
-type CheckpointInfo struct {
-	// Behind is set for a checkpoint of a full overlay, written behind
-	// apply; clear for one that Checkpoint made (a raft snapshot, a
-	// backup, a closing node).
-	Behind bool
-	// Bytes is the size of the overlay it wrote; Took how long it took.
-	Bytes int
-	Took  time.Duration
-}
-
-// SetCheckpointBytes sets the overlay size past which apply checkpoints
-// behind itself (0: overlayBytesMax, 16 MiB); call it before the first
-// Apply. A fault harness makes it small, so that its runs checkpoint often.
+// SetCheckpointBytes sets the overlay size past which a checkpoint is
+// due (CheckpointDue; 0 or more than overlayBytesMax: overlayBytesMax,
+// 16 MiB); call it before the first Apply. A fault harness makes it small,
+// so that its runs checkpoint often.
 func (m *Machine) SetCheckpointBytes(n int) { m.checkpointBytes = n }
-
-// SetCheckpointHook makes every checkpoint that wrote a table call fn
-// (on the goroutine that wrote it, holding no lock); call it before the
-// first Apply.
-func (m *Machine) SetCheckpointHook(fn func(CheckpointInfo)) { m.checkpointHook = fn }
 
 // NewMachine loads group's applied index, clock and ledger from db.
 func NewMachine(db *pebble.DB, group uint32) (*Machine, error) {
@@ -281,8 +268,9 @@ func (m *Machine) commit(tx *txn) {
 	m.changes.note(tx.index, tx.touched) // before the index: see changeIndex
 	m.published.Store(&appliedPoint{index: tx.index, clock: tx.now, next: m.led.nextExpiry(), live: m.led.live})
 	m.commits.Add(1)
-	if b := m.ov.bytes(); b >= overlayBytesMax || (m.checkpointBytes > 0 && b >= m.checkpointBytes) {
-		m.checkpointDue = true // once the lock is released (checkpointIfDue)
+	if b := m.ov.bytes(); b >= m.checkpointBound() {
+		m.checkpointDue.Store(true) // the owner's CheckpointBehind
+		m.checkpointInLine = b >= 2*m.checkpointBound()
 	}
 	if checkLedger {
 		stored, err := m.load(m.store())

@@ -96,7 +96,7 @@ func TestRestart(t *testing.T) {
 	}
 	restored := stateOf(t, m)
 	m = crashReopen(t, m, dir, 2) // Restore flushed: nothing to replay
-	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
+	t.Cleanup(func() { m.db.Close() })
 	if got := stateOf(t, m); got != restored {
 		t.Fatalf("after Restore and restart: state %+v, want %+v", got, restored)
 	}
@@ -106,7 +106,7 @@ func TestRestart(t *testing.T) {
 // a restarted node does.
 func reopen(t *testing.T, m *Machine, dir string, group uint32) *Machine {
 	t.Helper()
-	if err := m.Checkpoint(); err != nil { // after any under way
+	if err := m.Checkpoint(); err != nil {
 		t.Fatalf("Checkpoint: %v", err)
 	}
 	if err := CloseDB(m.db); err != nil {
@@ -117,10 +117,8 @@ func reopen(t *testing.T, m *Machine, dir string, group uint32) *Machine {
 
 // crashReopen closes m's store without a flush, so that what only the
 // memtables held is lost as in a crash, and opens the directory again.
-// The crash comes after a checkpoint under way behind apply, if any.
 func crashReopen(t *testing.T, m *Machine, dir string, group uint32) *Machine {
 	t.Helper()
-	m.WaitCheckpoint()
 	if err := m.db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -202,7 +200,7 @@ func TestSnapshotMakesItsIndexDurable(t *testing.T) {
 	s.Close()
 	apply(20) // after the snapshot: a crash may lose these
 	m = crashReopen(t, m, dir, 4)
-	t.Cleanup(func() { m.WaitCheckpoint(); m.db.Close() })
+	t.Cleanup(func() { m.db.Close() })
 	if got := m.Applied(); got < at {
 		t.Fatalf("after a crash: applied %d, below the snapshot's %d", got, at)
 	}

@@ -18,6 +18,8 @@ type adapter struct {
 	applied *appliedSignal
 	metrics *groupMetrics
 	log     *slog.Logger
+	// checkpoint wakes the group's checkpointer (checkpointer.go).
+	checkpoint chan<- struct{}
 }
 
 var _ raft.BatchingFSM = (*adapter)(nil)
@@ -25,7 +27,19 @@ var _ raft.BatchingFSM = (*adapter)(nil)
 // Apply applies one committed command entry.
 func (a *adapter) Apply(l *raft.Log) any {
 	defer a.applied.publish()
+	defer a.checkpointIfDue()
 	return a.m.ApplyEntry(l.Index, l.Data)
+}
+
+// checkpointIfDue wakes the checkpointer once the state machine's overlay
+// is full (fsm.Machine.CheckpointDue); one already awake or woken takes it.
+func (a *adapter) checkpointIfDue() {
+	if a.m.CheckpointDue() {
+		select {
+		case a.checkpoint <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // ApplyBatch applies committed entries in order; configuration entries need
@@ -47,6 +61,7 @@ func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
 	for j, res := range results {
 		out[at[j]] = res
 	}
+	a.checkpointIfDue()
 	a.applied.publish()
 	return out
 }
@@ -73,24 +88,6 @@ func (a *adapter) Restore(rc io.ReadCloser) error {
 	a.metrics.snapshotInstalls.Inc()
 	a.log.Info(SnapshotInstalledMsg, "from_index", from, "to_index", a.m.Applied())
 	return nil
-}
-
-// CheckpointBehindMsg is the message of the log line a replica writes
-// when it wrote its state machine's writes to Pebble behind apply (the
-// fault harness counts them).
-const CheckpointBehindMsg = "checkpointed the state machine behind apply"
-
-// checkpointLogger logs a group's checkpoints: those behind apply at INFO
-// (one every overlay's worth of writes, 16 MiB by default), the others,
-// which raft's snapshots and a closing node make, at DEBUG.
-func checkpointLogger(log *slog.Logger) func(fsm.CheckpointInfo) {
-	return func(c fsm.CheckpointInfo) {
-		if c.Behind {
-			log.Info(CheckpointBehindMsg, "bytes", c.Bytes, "took", c.Took)
-			return
-		}
-		log.Debug("checkpointed the state machine", "bytes", c.Bytes, "took", c.Took)
-	}
 }
 
 // SnapshotInstalledMsg is the message of the log line a replica writes

@@ -66,6 +66,9 @@ type Group struct {
 	ready chan struct{}
 	// admitReady wakes the admission driver (admit.go) the same way.
 	admitReady chan struct{}
+	// checkpoint (capacity 1) wakes the checkpointer (checkpointer.go)
+	// when the state machine's overlay is full.
+	checkpoint chan struct{}
 	// leaderless says how long this replica has known no leader
 	// (leaderless.go).
 	leaderless leaderWatch
@@ -88,7 +91,6 @@ func startGroup(n *Node, id uint32, bootstrap []string, machine *fsm.Machine) (*
 	}
 	machine.SetUnsafe(n.cfg.UnsafeFSM)
 	machine.SetCheckpointBytes(n.cfg.CheckpointBytes)
-	machine.SetCheckpointHook(checkpointLogger(n.cfg.Logger.With("group", id)))
 	if err := machine.UseScratchDir(dir); err != nil {
 		return nil, err
 	}
@@ -104,6 +106,7 @@ func startGroup(n *Node, id uint32, bootstrap []string, machine *fsm.Machine) (*
 		stop:       make(chan struct{}),
 		ready:      make(chan struct{}, 1),
 		admitReady: make(chan struct{}, 1),
+		checkpoint: make(chan struct{}, 1),
 	}
 	var err error
 	if g.incarnation, err = readIncarnation(dir); err != nil {
@@ -115,11 +118,12 @@ func startGroup(n *Node, id uint32, bootstrap []string, machine *fsm.Machine) (*
 	if err := g.openRaft(dir, bootstrap); err != nil {
 		return nil, err
 	}
-	g.wg.Add(4)
+	g.wg.Add(5)
 	go g.watchLeadership()
 	go g.runProposer()
 	go g.runExpiry()
-	go g.runAdmit() // admit.go
+	go g.runAdmit()        // admit.go
+	go g.runCheckpointer() // checkpointer.go
 	return g, nil
 }
 
@@ -205,7 +209,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	// Heartbeats go through the node's coalescer (heartbeat.go).
 	g.trans = newBeatTransport(progressTransport{g.transport, g.metrics.followers, rpcs},
 		g.node.beats, g.id, heartbeatGapMin(cfg.HeartbeatTimeout), peerAddresses{g.node}, g.stop)
-	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics, log: g.log}, logs, store, snaps, g.trans)
+	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics, log: g.log, checkpoint: g.checkpoint}, logs, store, snaps, g.trans)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)
@@ -319,12 +323,7 @@ func (g *Group) close() error {
 		// Before the stable store closes (heartbeat_transport.go).
 		g.trans.closeHeartbeats()
 	}
-	g.wg.Wait()
-	if g.machine != nil {
-		// Raft stopped applying; a checkpoint it started behind apply
-		// ends before the store closes or the group's range goes.
-		g.machine.WaitCheckpoint()
-	}
+	g.wg.Wait() // a checkpoint behind apply under way ends first (checkpointer.go)
 	// After raft stopped applying: watchers wake and see the group gone.
 	g.applied.close()
 	if g.transport != nil {
