@@ -105,29 +105,31 @@ func (v balanceView) leastLoaded(g groupLead, leads map[string]int, limit int) s
 	return best
 }
 
-// balanceRound moves at most one leadership off this node.
-func (n *Node) balanceRound() {
+// balanceRound moves at most one leadership off this node, and returns the
+// group whose leadership it asked raft to hand away (nil: none).
+func (n *Node) balanceRound() *Group {
 	v := balanceView{self: n.cfg.NodeID, total: len(n.cfg.Groups),
 		draining: func(id string) bool { p, _ := n.Peer(id); return p.Draining }}
 	byID := map[uint32]*Group{}
 	for _, g := range n.Groups() {
 		reps, err := g.Replicas()
 		if err != nil {
-			return
+			return nil
 		}
 		v.groups = append(v.groups, groupLead{id: g.id, leader: g.Leader(), replicas: reps, down: g.followerDown})
 		byID[g.id] = g
 	}
 	id, to, ok := v.pick()
 	if !ok {
-		return
+		return nil
 	}
 	g := byID[id]
 	if !g.IsLeader() {
-		return // lost it meanwhile
+		return nil // lost it meanwhile
 	}
 	n.cfg.Logger.Info("moving leadership to balance", "group", g.id, "term", g.raft.CurrentTerm(), "to", to)
 	g.raft.LeadershipTransferToServer(g.serverID(to), raft.ServerAddress(g.serverAddr(to)))
+	return g
 }
 
 // serverAddr is a replica's address: the peer table's, else the one in the
@@ -180,17 +182,52 @@ func (g *Group) followerDown(id string) bool {
 	return g.hb.down[id]
 }
 
-// runBalancer runs balance rounds until the node closes.
+// balanceSoon is the pace of balance rounds while a node is handing
+// leaderships away: its first round after it starts, and the round after a
+// move whose transfer took. A node moves one leadership a round, so at
+// BalanceInterval alone a cluster just started (elections gave one node
+// five of eight groups) or a node back from a restart took 10-15 s to
+// balance, under load the while: seatbench's runs, which start with the
+// cluster, measured that time's skew, and a leadership move landed in half
+// of its stampedes with watchers (whose setup outlasts the first interval).
+// A transfer that did not take (the group still leads here a round later)
+// returns the node to BalanceInterval, so a follower that cannot take over
+// is not asked again every second (a transfer holds the group's writes for
+// up to an election timeout).
+const balanceSoon = time.Second
+
+// runBalancer runs balance rounds until the node closes: soon after the
+// start and after each move that took, every BalanceInterval otherwise.
 func (n *Node) runBalancer() {
 	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.BalanceInterval)
+	b := balancePace{interval: n.cfg.BalanceInterval}
+	t := time.NewTimer(min(b.interval, balanceSoon))
 	defer t.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
-			n.balanceRound()
 		}
+		t.Reset(b.next(n.balanceRound))
 	}
+}
+
+// balancePace paces a node's balance rounds (balanceSoon).
+type balancePace struct {
+	interval time.Duration // BalanceInterval
+	moved    *Group        // the last round's move; nil: none
+}
+
+// next runs a round, unless the last round's move did not take, and
+// returns the wait before the next.
+func (b *balancePace) next(round func() *Group) time.Duration {
+	if b.moved != nil && b.moved.IsLeader() {
+		b.moved = nil // it did not take: back to the steady pace
+		return b.interval
+	}
+	if b.moved = round(); b.moved != nil {
+		return min(b.interval, balanceSoon)
+	}
+	return b.interval
 }

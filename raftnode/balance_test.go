@@ -59,13 +59,33 @@ func TestBalanceSpreadsLeaders(t *testing.T) {
 	// Every node runs rounds, as each node's balancer does: under load an
 	// election may hand a group to another node meanwhile, and that node
 	// must then give its excess away too.
+	// Each runs them at its balancer's pace: soon while it moves
+	// leaderships that take, every interval once it has nothing to move.
+	paces := make([]balancePace, len(tc.nodes))
+	for i := range paces {
+		paces[i].interval = time.Hour
+	}
+	n1Soon := 0
 	waitFor("each node leads two groups", func() bool {
-		for _, n := range tc.nodes {
-			n.balanceRound()
+		for i, n := range tc.nodes {
+			wait, want := paces[i].next(n.balanceRound), time.Hour
+			if paces[i].moved != nil {
+				want = balanceSoon
+				if n == n1 {
+					n1Soon++
+				}
+			}
+			if wait != want {
+				t.Fatalf("%s waits %v after a round that moved %v, want %v", n.cfg.NodeID, wait, paces[i].moved != nil, want)
+			}
 		}
+		time.Sleep(100 * time.Millisecond) // let the transfers take
 		l := leaders()
 		return l["n1"] == 2 && l["n2"] == 2 && l["n3"] == 2
 	})
+	if n1Soon < groups-2 {
+		t.Fatalf("n1 handed away %d leaderships at the soon pace, want at least %d", n1Soon, groups-2)
+	}
 	// Balanced: more rounds move nothing.
 	for range 5 {
 		for _, n := range tc.nodes {
@@ -75,6 +95,19 @@ func TestBalanceSpreadsLeaders(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if l := leaders(); l["n1"] != 2 || l["n2"] != 2 || l["n3"] != 2 {
 		t.Fatalf("after balancing, more rounds changed the leaders: %v", l)
+	}
+
+	// A move that did not take (the group still leads here a round later)
+	// runs no round and returns to the steady pace.
+	for _, g := range n1.Groups() {
+		if !g.IsLeader() {
+			continue
+		}
+		p, ran := balancePace{interval: time.Hour, moved: g}, false
+		if wait := p.next(func() *Group { ran = true; return nil }); wait != time.Hour || ran || p.moved != nil {
+			t.Fatalf("after a move that did not take: wait %v, ran a round %v, moved %v; want 1h, false, nil", wait, ran, p.moved)
+		}
+		break
 	}
 }
 

@@ -96,9 +96,9 @@ type grpcAPI struct {
 // tlsCfg is set. With route, conns Go clients (client/) each reach every
 // endpoint and send each call to its group's leader, batching concurrent
 // writes to a node into Batch calls (at most batchesInFlight at once)
-// unless noClientBatch; batchStats then sums their client.BatchStats. Without route, every api returned shares
-// one connection to one endpoint, and batchStats is nil.
-func dialGRPC(endpoints []string, conns int, route, noClientBatch bool, batchesInFlight int, adminToken string, tlsCfg *tls.Config) (apis []api, closeAll func(), batchStats func() (batches, calls uint64), err error) {
+// unless noClientBatch; gc then holds them. Without route, every api
+// returned shares one connection to one endpoint, and gc is nil.
+func dialGRPC(endpoints []string, conns int, route, noClientBatch bool, batchesInFlight int, adminToken string, tlsCfg *tls.Config) (apis []api, closeAll func(), gc goClients, err error) {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
 		creds = credentials.NewTLS(tlsCfg)
@@ -137,16 +137,33 @@ func dialGRPC(endpoints []string, conns int, route, noClientBatch bool, batchesI
 			out = append(out, &grpcAPI{c: ledgerpb.NewBookingClient(cc), w: ledgerpb.NewWaitingRoomClient(cc)})
 		}
 	}
-	if route {
-		batchStats = func() (batches, calls uint64) {
-			for _, cl := range clients {
-				b, c := cl.BatchStats()
-				batches, calls = batches+b, calls+c
-			}
-			return batches, calls
+	return out, closeAll, clients, nil
+}
+
+// goClients are a run's Go clients (client/); nil when it uses none (HTTP,
+// --route any).
+type goClients []*client.Client
+
+// batchStats sums their client.BatchStats: the Batch calls made and the
+// calls they carried.
+func (gc goClients) batchStats() (batches, calls uint64) {
+	for _, cl := range gc {
+		b, c := cl.BatchStats()
+		batches, calls = batches+b, calls+c
+	}
+	return batches, calls
+}
+
+// refresh has each ask for the routing table now, as it would at its next
+// background refresh (at most 2 s later): a run that waited for the
+// leaderships to settle starts with the table of the settled cluster.
+func (gc goClients) refresh(ctx context.Context) error {
+	for _, cl := range gc {
+		if err := cl.Refresh(ctx); err != nil {
+			return err
 		}
 	}
-	return out, closeAll, batchStats, nil
+	return nil
 }
 
 func grpcErr(err error) error {

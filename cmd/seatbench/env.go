@@ -55,9 +55,9 @@ type env struct {
 	tls    *tls.Config
 	extra  map[string]any
 	checks []Check
-	// batchStats sums the Go clients' Batch calls and the calls they
-	// carried (nil when no Go client is in use: HTTP, --route any).
-	batchStats func() (batches, calls uint64)
+	// goClients are the run's Go clients (nil when none is in use: HTTP,
+	// --route any).
+	goClients goClients
 }
 
 func (e *env) addCheck(name string, ok bool, format string, args ...any) {
@@ -123,6 +123,9 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	if err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
+	if e.cluster != nil {
+		e.settleLeaders(ctx)
+	}
 	sum.SetupS = time.Since(setupStart).Seconds()
 	e.stats = &stats{} // setup calls are not part of the figures
 	cpu0, idx0 := e.cpuNow(), e.appliedTotal(ctx)
@@ -182,10 +185,7 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 // clientBatches is the Go clients' Batch calls and the calls they carried
 // so far (zeros without Go clients).
 func (e *env) clientBatches() (batches, calls uint64) {
-	if e.batchStats == nil {
-		return 0, 0
-	}
-	return e.batchStats()
+	return e.goClients.batchStats()
 }
 
 // appliedTotal is the sum of every group's applied index on the first local
@@ -280,8 +280,8 @@ func (e *env) dial(endpoints []string) (func(), error) {
 		e.apis = apis
 		return closeFn, nil
 	}
-	apis, closeFn, batchStats, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.route == "leader", !e.cfg.clientBatch, e.cfg.clientBatches, e.cfg.adminToken, e.tls)
-	e.apis, e.batchStats = apis, batchStats
+	apis, closeFn, gc, err := dialGRPC(endpoints, e.cfg.conns, e.cfg.route == "leader", !e.cfg.clientBatch, e.cfg.clientBatches, e.cfg.adminToken, e.tls)
+	e.apis, e.goClients = apis, gc
 	return closeFn, err
 }
 

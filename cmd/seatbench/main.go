@@ -17,6 +17,12 @@
 //	           admits at --admit-rate for --duration (waitingroom.go); with
 //	           --kill-leader the room's leader process is killed halfway
 //
+// On a local cluster the measured phase starts once the leaderships are
+// balanced (every group led, none beyond a node's fair share: settle.go),
+// with the Go clients' routing tables read afresh: a cluster that just
+// started has most groups on one node until its balancer moves them
+// (leaders_at_start and leaders_settled_s in the summary).
+//
 // Every mutating call carries client_id + request_id and is retried on
 // 503/UNAVAILABLE with the same ids (exactly once). It prints a progress line
 // each second and a summary at the end (--json FILE for JSON). Load goes to
