@@ -18,17 +18,18 @@ func buckets(f *requestFilter, client, request string) []uint64 {
 
 func TestRequestFilterHasNoFalseNegatives(t *testing.T) {
 	var f requestFilter
-	const n = 5 * requestGenCapMin
+	const n = 6 * requestGenCapMin
+	hour := func(i int) uint64 { return uint64(i / requestGenCapMin) } // six hours: a whole span and part of the next
 	for i := range n {
-		f.add(requestHash(fmt.Sprintf("c%d", i), "r"), uint64(i/(2*requestGenCapMin))) // an hour fills two filters
+		f.add(requestHash(fmt.Sprintf("c%d", i), "r"), hour(i))
 	}
 	if len(f.gens) < 4 {
-		t.Fatalf("%d filters after %d adds over 3 hours, want growth within an hour", len(f.gens), n)
+		t.Fatalf("%d filters after %d adds over 6 hours, want growth within a span", len(f.gens), n)
 	}
 	for i := range n {
 		got := buckets(&f, fmt.Sprintf("c%d", i), "r")
-		if !slices.Contains(got, uint64(i/(2*requestGenCapMin))) {
-			t.Fatalf("buckets(c%d) = %v, want hour %d among them", i, got, i/(2*requestGenCapMin))
+		if !slices.Contains(got, hour(i)) {
+			t.Fatalf("buckets(c%d) = %v, want hour %d among them", i, got, hour(i))
 		}
 		for j := 1; j < len(got); j++ {
 			if got[j] >= got[j-1] {
@@ -36,12 +37,34 @@ func TestRequestFilterHasNoFalseNegatives(t *testing.T) {
 			}
 		}
 	}
+	// A new request is named where a filter says maybe: about 0.1% per
+	// filter, each naming the hours it covers.
 	fp := 0
 	for i := range 20000 {
 		fp += len(buckets(&f, fmt.Sprintf("new%d", i), "r"))
 	}
-	if fp > 200 {
-		t.Errorf("%d hours named for 20000 new requests, want about 0.1%% per hour", fp)
+	if limit := 20000 * len(f.gens) * requestSpanHours / 500; fp > limit {
+		t.Errorf("%d hours named for 20000 new requests over %d filters, want at most %d (0.2%% a filter, each naming its hours)", fp, len(f.gens), limit)
+	}
+}
+
+// A day into a group's life: the filter holds the records of 25 hours in 7
+// spans, so a new request asks 7 filters, not 25.
+func TestRequestFilterSpansHours(t *testing.T) {
+	var f requestFilter
+	for hour := range uint64(25) {
+		for i := range 1000 {
+			f.add(requestHash(fmt.Sprintf("c%d-%d", hour, i), "r"), 100+hour)
+		}
+	}
+	if len(f.gens) != 7 {
+		t.Fatalf("%d filters for 25 hours from hour 100, want 7 (spans of %d hours)", len(f.gens), requestSpanHours)
+	}
+	if got := buckets(&f, "c24-7", "r"); len(got) == 0 || got[0] != 124 {
+		t.Fatalf("buckets(c24-7) = %v, want hour 124 first", got)
+	}
+	if got := buckets(&f, "c3-7", "r"); !slices.Equal(got, []uint64{103, 102, 101, 100}) {
+		t.Fatalf("buckets(c3-7) = %v, want its span's hours [103 102 101 100]", got)
 	}
 }
 
@@ -59,5 +82,22 @@ func TestRequestFilterDropsOnlyPrunedHours(t *testing.T) {
 	}
 	if got := buckets(&f, "new", "r"); len(got) != 1 || got[0] != 8 {
 		t.Errorf("buckets(new) = %v after pruning an older hour, want [8]", got)
+	}
+
+	// Within a span, pruning stops naming the hours it deleted.
+	var g requestFilter
+	g.add(requestHash("old", "r"), 4)
+	g.add(requestHash("mid", "r"), 5)
+	g.add(requestHash("new", "r"), 6)
+	g.prunedBelow(5)
+	if got := buckets(&g, "new", "r"); !slices.Equal(got, []uint64{6, 5}) {
+		t.Errorf("buckets(new) = %v after pruning hour 4 of its span, want [6 5]", got)
+	}
+	if got := buckets(&g, "old", "r"); slices.Contains(got, 4) {
+		t.Errorf("buckets(old) = %v names hour 4, which pruning deleted", got)
+	}
+	g.prunedBelow(7)
+	if len(g.gens) != 0 {
+		t.Errorf("%d filters left after pruning every hour they cover", len(g.gens))
 	}
 }
