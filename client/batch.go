@@ -181,7 +181,10 @@ func parseMillis(v string) (int64, bool) {
 // Batch).
 func (c *Client) invoke(ctx context.Context, cc *grpc.ClientConn, method string, args, reply any, call *ledgerpb.BatchCall, opts []grpc.CallOption) error {
 	if call == nil {
-		return cc.Invoke(ctx, method, args, reply, opts...)
+		var header metadata.MD
+		err := cc.Invoke(ctx, method, args, reply, append(opts[:len(opts):len(opts)], grpc.Header(&header))...)
+		c.noteForwarded(header)
+		return err
 	}
 	res, err := c.batcherOf(cc).do(ctx, call)
 	if errors.Is(err, errUnbatched) {
@@ -386,7 +389,9 @@ func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 	b.c.batchRPCs.Add(1)
 	b.c.batchCalls.Add(uint64(len(batch)))
 	resp := &ledgerpb.BatchResponse{}
-	err := b.cc.Invoke(ctx, methodBatch, req, resp, grpc.StaticMethod())
+	var header metadata.MD
+	err := b.cc.Invoke(ctx, methodBatch, req, resp, grpc.StaticMethod(), grpc.Header(&header))
+	b.c.noteForwarded(header)
 	switch {
 	case unimplemented(err):
 		b.mu.Lock()

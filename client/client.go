@@ -2,9 +2,10 @@
 // that names a show sent straight to the node that leads the show's raft
 // group, so that no node has to forward it (a hop that costs both nodes a
 // gRPC call). The routing table comes from any node's GetRouting and is
-// refreshed in the background and whenever a call finds no leader. A stale
-// table costs a hop, never an error: every node forwards what it does not
-// lead. Calls that name no show, and streams, go to the seed endpoints in
+// refreshed in the background, whenever a call finds no leader, and when a
+// node says it forwarded a call (ForwardedKey). A stale table costs a hop,
+// never an error: every node forwards what it does not lead. Calls that
+// name no show, and streams, go to the seed endpoints in
 // turn. A node cut off from a show's group answers Unavailable at once
 // (fail fast); the client then sends a call that is safe to repeat to
 // another node before it returns (Invoke).
@@ -43,6 +44,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -69,6 +71,10 @@ type Config struct {
 	// wait for it and go together in the next).
 	BatchesInFlight int
 }
+
+// refreshGapMin is the least time between two refreshes that calls asked
+// for (askRefresh).
+const refreshGapMin = 100 * time.Millisecond
 
 // refreshIntervalDefault and routingTimeout bound the background refresh.
 const (
@@ -235,6 +241,18 @@ func (c *Client) seed() *grpc.ClientConn {
 	return c.seeds[c.next.Add(1)%uint64(len(c.seeds))]
 }
 
+// ForwardedKey is the response header of a call a node forwarded to the
+// leader of its group (gateway.ForwardedKey): the routing table is stale.
+const ForwardedKey = "seatledger-forwarded"
+
+// noteForwarded asks for a new routing table if a call's response header
+// says the node forwarded it.
+func (c *Client) noteForwarded(header metadata.MD) {
+	if len(header.Get(ForwardedKey)) > 0 {
+		c.askRefresh()
+	}
+}
+
 func (c *Client) askRefresh() {
 	select {
 	case c.refresh <- struct{}{}:
@@ -296,13 +314,27 @@ func (c *Client) loop() {
 	defer close(c.done)
 	tick := time.NewTicker(c.cfg.RefreshInterval)
 	defer tick.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-tick.C:
 		case <-c.refresh:
+			// Asked by calls (one found no leader, a node forwarded
+			// one): at most one such refresh per refreshGapMin, however
+			// many ask, as a seed's own table may lag a moment.
+			if wait := refreshGapMin - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-c.stop:
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 		}
+		last = time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			select {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,7 +74,7 @@ func TestCallsGoStraightToLeaders(t *testing.T) {
 	shows := make([]string, 8)
 	for i := range shows {
 		shows[i] = fmt.Sprintf("route-%d", i)
-		show := &ledgerpb.Show{ShowId: shows[i], Title: "t", Rows: []*ledgerpb.Row{{Name: "A", Seats: 10, Category: "std"}},
+		show := &ledgerpb.Show{ShowId: shows[i], Title: "t", Rows: []*ledgerpb.Row{{Name: "A", Seats: 16, Category: "std"}},
 			Categories: []*ledgerpb.Category{{Name: "std", PriceMinor: 100, Currency: "EUR"}}}
 		if _, err := direct.CreateShow(ctx, &ledgerpb.CreateShowRequest{Show: show, ClientId: "admin", RequestId: shows[i]}); err != nil {
 			t.Fatalf("CreateShow(%s): %v", shows[i], err)
@@ -96,6 +97,35 @@ func TestCallsGoStraightToLeaders(t *testing.T) {
 		}
 	}
 
+	// A stale table costs a round, not a refresh interval: a client whose
+	// table sends every group to n1, and which would not refresh on its own
+	// for an hour, is told by n1 that it forwarded, and reads the table
+	// afresh.
+	stale, err := New(ctx, Config{Endpoints: []string{n1}, DialOptions: opts, RefreshInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Close()
+	good := stale.table.Load()
+	wrong := &table{groups: good.groups, leaders: slices.Repeat([]*grpc.ClientConn{stale.seeds[0]}, int(good.groups))}
+	stale.table.Store(wrong)
+	before := forwarded(t, c)
+	holds(t, ctx, stale.Booking(), shows, "stale", 7)
+	if forwarded(t, c) == before {
+		t.Fatal("no hold through the stale table was forwarded: n1 leads every group")
+	}
+	for deadline := time.Now().Add(5 * time.Second); stale.table.Load() == wrong; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client did not refresh its table within 5 s of a forwarded call")
+		}
+	}
+	for _, show := range shows {
+		g := GroupFor(show, good.groups)
+		if got, want := stale.table.Load().leaders[g], good.leaders[g]; got != want && good.leaders[g] != nil {
+			t.Errorf("after the refresh, group %d routes to %v, want %v", g, got.Target(), want.Target())
+		}
+	}
+
 	// The same calls through that node alone: those of groups it does not
 	// lead are forwarded (so the count above could have failed).
 	cc, err := grpc.NewClient(n1, opts...)
@@ -103,8 +133,8 @@ func TestCallsGoStraightToLeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	before := forwarded(t, c)
-	holds(t, ctx, ledgerpb.NewBookingClient(cc), shows, "via-n1", 7)
+	before = forwarded(t, c)
+	holds(t, ctx, ledgerpb.NewBookingClient(cc), shows, "via-n1", 10)
 	if n := forwarded(t, c) - before; n == 0 {
 		t.Errorf("no hold through n1 alone was forwarded: the cluster's leaders are all on n1, or the count is broken")
 	}

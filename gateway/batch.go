@@ -138,6 +138,7 @@ func (r *batchRun) send(ctx context.Context, showID string, cmd *ledgerpb.Comman
 	r.run()
 	if !r.proposed {
 		r.proposed = true
+		r.s.noteForwarded(r.ctx, r.shows...)
 		r.answers, r.errs = r.s.router.ProposeAll(r.pctx, r.shows, r.cmds)
 	}
 	return r.answers[k], r.errs[k]

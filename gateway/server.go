@@ -98,6 +98,7 @@ func (s *Server) proposeBounded(ctx context.Context, showID string, cmd *ledgerp
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
+	s.noteForwarded(ctx, showID)
 	return s.router.Propose(ctx, showID, cmd)
 }
 

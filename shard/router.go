@@ -302,6 +302,13 @@ func (r *Router) conn(id string) (*grpc.ClientConn, error) {
 // this router does not make itself, such as a relayed watch).
 func (r *Router) PeerConn(id string) (*grpc.ClientConn, error) { return r.conn(id) }
 
+// Leads reports whether this node's replica of showID's group leads it
+// now; false for a group this node does not host.
+func (r *Router) Leads(showID string) bool {
+	g, err := r.node.Group(r.smap.GroupFor(showID))
+	return err == nil && g.IsLeader()
+}
+
 // LeaderHint returns the node last named as the leader of a group this
 // node does not host, or "".
 func (r *Router) LeaderHint(group uint32) string {
