@@ -10,7 +10,7 @@
 # A sold-out takes about half a second, so what the run before left behind
 # moves it: a run started right after one with 9,000 watchers (whose
 # processes, sockets and memory the kernel is still tearing down) sold out in
-# 0.55-1.2 s against 0.47-0.59 s after a quiet machine. The pause keeps the
+# 0.55-0.85 s against 0.47-0.59 s after a quiet machine. The pause keeps the
 # runs apart. seatbench itself starts each stampede on a settled cluster
 # (settle.go), so no leadership move lands inside it.
 #
