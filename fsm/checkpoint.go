@@ -88,18 +88,16 @@ func (m *Machine) Checkpoint() error {
 		return err
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.ov.a != l.ar {
-		m.mu.Unlock()
 		return nil // a Restore replaced the state: the table is stale
 	}
 	if err := m.ingestCheckpoint(path); err != nil {
-		m.mu.Unlock()
 		return err
 	}
 	if m.ov.bytes() == bytes {
 		m.replaceOverlay()
 	}
-	m.mu.Unlock()
 	return nil
 }
 

@@ -146,7 +146,8 @@ type requestFilter struct {
 }
 
 // requestGen is one Bloom filter of a span's records: those of buckets lo
-// to hi (lo rises as pruning deletes hours of the span).
+// to hi, lo <= hi (lo rises as pruning deletes hours of the span, and a
+// filter goes once it would pass hi).
 type requestGen struct {
 	span   uint64
 	lo, hi uint64
@@ -223,7 +224,7 @@ func (f *requestFilter) each(h uint64, fn func(bucket uint64) bool) {
 	next := uint64(1<<64 - 1) // buckets from here down are not named yet
 	for i := len(f.gens) - 1; i >= 0; i-- {
 		g := f.gens[i]
-		if g.lo > g.hi || g.lo >= next || !g.mayHave(h) {
+		if g.lo >= next || !g.mayHave(h) {
 			continue
 		}
 		for b := min(g.hi, next-1); ; b-- {
