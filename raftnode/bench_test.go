@@ -23,7 +23,11 @@ import (
 )
 
 // benchCluster starts three nodes hosting group 0 with production timings.
-func benchCluster(b *testing.B) []*Node {
+func benchCluster(b *testing.B) []*Node { return benchClusterGroups(b, 1) }
+
+// benchClusterGroups starts three nodes hosting groups 0..groups-1 with
+// production timings.
+func benchClusterGroups(b *testing.B, groups int) []*Node {
 	dir := b.TempDir()
 	var lns []net.Listener
 	var peers []Peer
@@ -41,9 +45,13 @@ func benchCluster(b *testing.B) []*Node {
 			n.Close()
 		}
 	})
+	hosted := map[uint32][]string{}
+	for g := range groups {
+		hosted[uint32(g)] = []string{"n1", "n2", "n3"}
+	}
 	for i, p := range peers {
 		n, err := Start(Config{NodeID: p.ID, DataDir: filepath.Join(dir, p.ID), RaftAddr: p.RaftAddr, Listener: lns[i], ClusterID: testClusterID,
-			Peers: peers, Groups: map[uint32][]string{0: {"n1", "n2", "n3"}}, Bootstrap: true,
+			Peers: peers, Groups: hosted, Bootstrap: true,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			b.Fatal(err)
@@ -122,6 +130,99 @@ func benchPropose(b *testing.B, clients int) {
 	if entries := g.Machine().Applied() - first; entries > 0 {
 		b.ReportMetric(float64(b.N)/float64(entries), "cmds/entry")
 	}
+}
+
+// BenchmarkPropose8Groups is benchPropose over 8 groups whose leaders the
+// balancer has spread over the three nodes (3/3/2), 32 clients per group:
+// the shape of a loaded cluster, where a node-log commit carries several
+// groups' appends and their AppendEntries share frames (append.go). It
+// reports the process's CPU per command (the three nodes and the clients).
+func BenchmarkPropose8Groups(b *testing.B) {
+	const groups, clients = 8, 256
+	nodes := benchClusterGroups(b, groups)
+	leaders := benchSpread(b, nodes, groups)
+	ctx := context.Background()
+	perGroup := (b.N + groups - 1) / groups
+	shows := (perGroup + benchSeatsPerShow - 1) / benchSeatsPerShow
+	var first uint64
+	for g, l := range leaders {
+		for s := range shows {
+			if res, err := l.Propose(ctx, benchShow(fmt.Sprintf("g%d-s%d", g, s))); err != nil || res.Code != ledgerpb.Code_CODE_OK {
+				b.Fatalf("CreateShow = %v, %v", res, err)
+			}
+		}
+		first += l.Machine().Applied()
+	}
+	var next atomic.Int64
+	var failed atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := processCPU()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				g, j := i%groups, i/groups
+				seat := j % benchSeatsPerShow
+				cmd := &ledgerpb.Command{ClientId: fmt.Sprintf("c%d-%d", c, i), RequestId: fmt.Sprintf("r%d", i),
+					Op: &ledgerpb.Command_Hold{Hold: &ledgerpb.HoldCmd{ShowId: fmt.Sprintf("g%d-s%d", g, j/benchSeatsPerShow),
+						SeatIds: []string{fmt.Sprintf("%c%d", 'A'+seat/500, seat%500+1)}}}}
+				res, err := leaders[g].Propose(ctx, cmd)
+				if err != nil || res.Code != ledgerpb.Code_CODE_OK {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d of %d holds failed", n, b.N)
+	}
+	var last uint64
+	for _, l := range leaders {
+		last += l.Machine().Applied()
+	}
+	if entries := last - first; entries > 0 {
+		b.ReportMetric(float64(b.N)/float64(entries), "cmds/entry")
+	}
+}
+
+// benchSpread waits until every group has a ready leader and no node leads
+// more than its share, and returns each group's leader.
+func benchSpread(b *testing.B, nodes []*Node, groups int) []*Group {
+	share := (groups + len(nodes) - 1) / len(nodes)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		leaders := make([]*Group, groups)
+		led := map[*Node]int{}
+		ok := true
+		for g := range groups {
+			for _, n := range nodes {
+				if gr, _ := n.Group(uint32(g)); gr != nil && gr.leaderReady() {
+					leaders[g] = gr
+					led[n]++
+				}
+			}
+			ok = ok && leaders[g] != nil
+		}
+		for _, c := range led {
+			ok = ok && c <= share
+		}
+		if ok {
+			return leaders
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Fatal("leaders not spread within 30s")
+	return nil
 }
 
 func BenchmarkPropose1(b *testing.B)   { benchPropose(b, 1) }

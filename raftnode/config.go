@@ -248,6 +248,9 @@ func (c *Config) Validate() error {
 		if g == beatGroupID {
 			return fmt.Errorf("raftnode: group id %d is reserved for heartbeat frames", g)
 		}
+		if g == appendGroupID {
+			return fmt.Errorf("raftnode: group id %d is reserved for append frames", g)
+		}
 		for _, id := range ids {
 			if !known[id] {
 				return fmt.Errorf("raftnode: group %d names unknown node %s", g, id)

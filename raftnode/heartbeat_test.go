@@ -376,7 +376,7 @@ func TestBeatsPeerNotServingYetFailsThenFrames(t *testing.T) {
 // wedge replication to a follower and Shutdown (AppendEntriesPipeline's
 // comment). Refusing it makes raft replicate with plain AppendEntries.
 func TestGroupTransportRefusesPipelines(t *testing.T) {
-	tr := newBeatTransport(progressTransport{}, nil, 1, time.Millisecond, nil, nil)
+	tr := newBeatTransport(progressTransport{}, nil, nil, 1, time.Millisecond, nil, nil)
 	p, err := tr.AppendEntriesPipeline("n2", "127.0.0.1:1")
 	if p != nil || !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
 		t.Fatalf("AppendEntriesPipeline = %v, %v; want nil, raft.ErrPipelineReplicationNotSupported", p, err)

@@ -10,12 +10,16 @@ import (
 
 // beatTransport is a group's raft transport: its NetworkTransport (with
 // follower progress, metrics_state.go), except that heartbeats go through
-// the node's beatCoalescer (heartbeat.go). It also keeps raft's heartbeat
-// handler, which the coalescer calls for heartbeats peers send this group.
+// the node's beatCoalescer (heartbeat.go) and appends through its
+// appendSender (append.go). It also keeps raft's heartbeat handler, which
+// the coalescer calls for heartbeats peers send this group.
 type beatTransport struct {
 	progressTransport
 	beats *beatCoalescer
-	group uint32
+	// appends is nil in tests of heartbeats alone: appends then go on
+	// the group's own connections.
+	appends *appendSender
+	group   uint32
 	// interval is heartbeatGapMin (raftseam.go): raft waits at least this
 	// long after a periodic heartbeat's answer before the next one.
 	// Read-only.
@@ -50,8 +54,8 @@ type beatTransport struct {
 	}
 }
 
-func newBeatTransport(p progressTransport, beats *beatCoalescer, group uint32, interval time.Duration, peers raft.ServerAddressProvider, stop <-chan struct{}) *beatTransport {
-	t := &beatTransport{progressTransport: p, beats: beats, group: group, interval: interval, peers: peers, stop: stop}
+func newBeatTransport(p progressTransport, beats *beatCoalescer, appends *appendSender, group uint32, interval time.Duration, peers raft.ServerAddressProvider, stop <-chan struct{}) *beatTransport {
+	t := &beatTransport{progressTransport: p, beats: beats, appends: appends, group: group, interval: interval, peers: peers, stop: stop}
 	t.mu.last = map[string]time.Time{}
 	return t
 }
@@ -98,10 +102,15 @@ func (t *beatTransport) closeHeartbeats() {
 }
 
 // AppendEntries sends a heartbeat (isHeartbeat, raftseam.go) through the
-// coalescer, anything else on the group's own connections.
+// coalescer, any other append through the append sender, unless its entries
+// carry more than appendViaFrameMax bytes: those go on the group's own
+// connections.
 func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if !isHeartbeat(args) {
-		return t.progressTransport.AppendEntries(id, target, args, resp)
+		if t.appends == nil || appendBytesOf(args) > appendViaFrameMax {
+			return t.progressTransport.AppendEntries(id, target, args, resp)
+		}
+		return t.sendAppend(id, target, args, resp)
 	}
 	// A raft address names the replica's incarnation (incarnation.go): it
 	// goes in the frame; the coalescer dials the node.
@@ -120,6 +129,19 @@ func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	t.mu.Unlock()
 	if err == nil {
 		*resp = b.resp
+	}
+	t.progress.note(id, args, resp, err)
+	return err
+}
+
+// sendAppend sends an append through the node's append sender, addressed
+// as a heartbeat is.
+func (t *beatTransport) sendAppend(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	target = t.peerAddr(id, target)
+	a := &pendingAppend{group: t.group, incarnation: incarnationOf(string(target)), req: args, done: make(chan error, 1)}
+	err := t.appends.send(dialAddr(string(target)), a, t.stop)
+	if err == nil {
+		*resp = a.resp
 	}
 	t.progress.note(id, args, resp, err)
 	return err

@@ -118,15 +118,21 @@ func decodeBeatReplies(p []byte) ([]beatReply, error) {
 	return out, d.done()
 }
 
-// readBeatFrame reads one length-prefixed frame body.
+// readBeatFrame reads one length-prefixed heartbeat frame body.
 func readBeatFrame(r *bufio.Reader) ([]byte, error) {
+	return readFrame(r, beatFrameBytesMax, errBeatFrame)
+}
+
+// readFrame reads one length-prefixed frame body of at most max bytes;
+// a longer one fails with malformed.
+func readFrame(r *bufio.Reader, max uint32, malformed error) ([]byte, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return nil, err
 	}
 	size := binary.BigEndian.Uint32(n[:])
-	if size > beatFrameBytesMax {
-		return nil, fmt.Errorf("%w: %d bytes", errBeatFrame, size)
+	if size > max {
+		return nil, fmt.Errorf("%w: %d bytes", malformed, size)
 	}
 	p := make([]byte, size)
 	if _, err := io.ReadFull(r, p); err != nil {

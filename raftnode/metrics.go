@@ -92,8 +92,12 @@ type nodeMetrics struct {
 	applyCommands    *prometheus.HistogramVec
 	logStoreLatency  *prometheus.HistogramVec
 	logCommitAppends prometheus.Histogram
-	ledger           [ledgerEvents]*prometheus.CounterVec
-	rejections       *prometheus.CounterVec
+	// appendFrameAppends is by direction; appendSent and appendAnswered
+	// are its two children.
+	appendFrameAppends         *prometheus.HistogramVec
+	appendSent, appendAnswered prometheus.Observer
+	ledger                     [ledgerEvents]*prometheus.CounterVec
+	rejections                 *prometheus.CounterVec
 }
 
 // newNodeMetrics registers n's metrics with reg (a private registry when
@@ -119,6 +123,9 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 	m.logStoreLatency = histogram("log_store_latency_seconds", "Time to seal, write and fsync one append to the raft log (raft-boltdb), waiting for other groups' appends in the same commit included.", storeBuckets)
 	m.logCommitAppends = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "raft", Name: "log_commit_appends",
 		Help: "Appends (of any group) written by one commit of the node's raft log: the groups sharing one pair of fsyncs.", Buckets: countBuckets})
+	m.appendFrameAppends = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "raft", Name: "append_frame_appends",
+		Help: "AppendEntries (of any group) in one frame between two nodes: sent, the requests this node sent a peer; answered, the answers it sent back.", Buckets: countBuckets}, []string{"direction"})
+	m.appendSent, m.appendAnswered = m.appendFrameAppends.WithLabelValues("sent"), m.appendFrameAppends.WithLabelValues("answered")
 	for ev, c := range ledgerCounters {
 		m.ledger[ev] = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "ledger", Name: c.name,
 			Help: c.help + " Counted by the proposing leader."}, group)
@@ -127,7 +134,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 		Help: "Client commands answered with a result code other than OK, by command and code. Counted by the proposing leader."}, []string{"group", "op", "code"})
 
 	cs := []prometheus.Collector{m.leaderChanges, m.snapshotInstalls, m.proposeFailures, m.commitLatency, m.batchCommands,
-		m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.logCommitAppends, m.rejections, stateCollector{n}}
+		m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.logCommitAppends, m.appendFrameAppends, m.rejections, stateCollector{n}}
 	for _, c := range m.ledger {
 		cs = append(cs, c)
 	}
@@ -139,6 +146,16 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 		m.registered = append(m.registered, c)
 	}
 	return m, nil
+}
+
+// observeAppendFrame records the appends in one append frame (append.go)
+// this node sent: requests if sent, else answers.
+func (m *nodeMetrics) observeAppendFrame(sent bool, appends int) {
+	if sent {
+		m.appendSent.Observe(float64(appends))
+	} else {
+		m.appendAnswered.Observe(float64(appends))
+	}
 }
 
 // observeLogCommit records the appends one commit of the node log carried.

@@ -27,6 +27,9 @@ type Node struct {
 	// beats sends and serves the groups' heartbeats, coalesced per peer
 	// node (heartbeat.go); closed after the groups, before mux.
 	beats *beatCoalescer
+	// appends sends and serves the groups' AppendEntries, coalesced per
+	// peer node (append.go).
+	appends *appendSender
 	// metrics is set before any group starts and not changed after.
 	metrics *nodeMetrics
 	// peers is the peer table (peers.go): an immutable snapshot, swapped
@@ -108,6 +111,12 @@ func Start(cfg Config) (*Node, error) {
 		closeStores()
 		return nil, err
 	}
+	appendLayer, err := mux.layer(appendGroupID)
+	if err != nil {
+		ln.Close()
+		closeStores()
+		return nil, err
+	}
 	n := &Node{cfg: cfg, db: db, log: rlog, mux: mux, muxDone: make(chan struct{}), stop: make(chan struct{})}
 	n.beats = newBeatCoalescer(beatLayer, cfg.HeartbeatTimeout/10, max(cfg.HeartbeatTimeout, beatTimeoutMin))
 	n.mu.groups = map[uint32]*Group{}
@@ -121,6 +130,7 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	rlog.observe = n.metrics.observeLogCommit
+	n.appends = newAppendSender(appendLayer, transportTimeout, n.appendReceiver, n.metrics.observeAppendFrame)
 	go func() {
 		defer close(n.muxDone)
 		n.mux.Serve()
@@ -278,6 +288,7 @@ func (n *Node) Close() error {
 		}
 		n.mu.Unlock()
 		n.beats.close()
+		n.appends.close()
 		errs = append(errs, n.mux.Close())
 		<-n.muxDone
 		errs = append(errs, n.log.close())
@@ -290,4 +301,13 @@ func (n *Node) Close() error {
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
+}
+
+// appendReceiver is the local replica of group that answers appends
+// (append.go): the one that answers its heartbeats. nil if none.
+func (n *Node) appendReceiver(group uint32) appendReceiver {
+	if g, ok := n.beats.receiver(group).(*Group); ok {
+		return g
+	}
+	return nil
 }
