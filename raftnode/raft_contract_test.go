@@ -557,3 +557,27 @@ func contractLeader(t *testing.T, rafts []*raft.Raft) int {
 	t.Fatal("no leader elected")
 	return -1
 }
+
+// Behaviour 11: append frames (append_wire.go) carry every field of raft's
+// AppendEntries request, entry and answer; a field added by an upgrade
+// would be dropped on the way, so it fails here until the frames carry it.
+func TestRaftContractAppendFields(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want []string
+	}{
+		{raft.AppendEntriesRequest{}, []string{"RPCHeader", "Term", "Leader", "PrevLogEntry", "PrevLogTerm", "Entries", "LeaderCommitIndex"}},
+		{raft.AppendEntriesResponse{}, []string{"RPCHeader", "Term", "LastLog", "Success", "NoRetryBackoff"}},
+		{raft.RPCHeader{}, []string{"ProtocolVersion", "ID", "Addr"}},
+		{raft.Log{}, []string{"Index", "Term", "Type", "Data", "Extensions", "AppendedAt"}},
+	} {
+		typ := reflect.TypeOf(c.v)
+		var got []string
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("raft.%s has fields %v; append frames carry %v (append_wire.go)", typ.Name(), got, c.want)
+		}
+	}
+}

@@ -60,6 +60,9 @@ import (
 //     TestRaftContractConfigurationIndexUnknown,
 //     TestRaftContractRemovedFollowerMayNotLearn,
 //     TestDropGroupAfterAnUnseenRemoval.
+// 11. Append fields. An AppendEntries, its entries and its answer have the
+//     fields append frames carry (append_wire.go) and no others, so a frame
+//     drops nothing raft sends. TestRaftContractAppendFields.
 //
 // Raft learns a transport's optional features (pre-vote, close) and a log
 // store's by type assertion; the wrappers keep them, checked below.
