@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A CPU profile of every node during a uniform run, for A/B comparisons of
-# two builds (docs/PERFORMANCE.md, "Forwarded commands travel in batches"):
+# two builds (docs/PERFORMANCE.md, "The budget of a command"):
 # three `seatd serve --admin-http` on 127.0.0.1, seatbench against them,
 # and a 12 s profile of each node from the fifth second of the measured
 # phase (PROFILE_AT=40 starts it at the fortieth, for a long run's end).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How the uniform workload's cost grows with groups, clients, shows and seats
-# per show (issue 4, docs/PERFORMANCE.md "How cost grows"): one short seatbench
+# per show (issue 4; its tables: `git show d6f12c1:docs/PERFORMANCE.md`, "How cost grows"): one short seatbench
 # run per point, each on a fresh local 3-node cluster, one table per
 # dimension. Node CPU per command (all three replicas together) is the
 # figure that moves least when the machine is shared.
