@@ -82,7 +82,16 @@ type appendResult struct {
 }
 
 func TestAppendsAnsweredOutOfOrder(t *testing.T) {
-	ma, mb := newTestMux(t, headerTimeout), newTestMux(t, headerTimeout)
+	testAppendsAnsweredOutOfOrder(t, nil, nil)
+}
+
+func TestAppendsAnsweredOutOfOrderOverTLS(t *testing.T) {
+	pki := newTestPKI(t)
+	testAppendsAnsweredOutOfOrder(t, pki.muxTLS(t, "n1", true), pki.muxTLS(t, "n2", true))
+}
+
+func testAppendsAnsweredOutOfOrder(t *testing.T, tlsA, tlsB *MuxTLS) {
+	ma, mb := serveTestMux(t, headerTimeout, tlsA), serveTestMux(t, headerTimeout, tlsB)
 	stuck := &testAppendReceiver{entered: make(chan struct{}, 1), block: make(chan struct{})}
 	receivers := map[uint32]*testAppendReceiver{1: stuck, 2: {}, 3: {}}
 	a, b := testAppends(t, ma, beatTestTimeout, nil), testAppends(t, mb, beatTestTimeout, receivers)
