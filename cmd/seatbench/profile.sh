@@ -7,7 +7,11 @@
 # It prints the run's figures and, from the merged profiles, node
 # CPU per command and the shares of a few hot spots; each node's heap
 # profile, taken after the CPU profile, is left in OUTDIR/nN.heap
-# (`go tool pprof -sample_index=inuse_space -top OUTDIR/n1.heap`).
+# (`go tool pprof -sample_index=inuse_space -top OUTDIR/n1.heap`), and
+# its allocation profiles from just before and just after the CPU profile
+# in OUTDIR/nN.allocs0 and nN.allocs1: what the window allocated is their
+# difference (`go tool pprof -sample_index=alloc_objects -top
+# -diff_base OUTDIR/n1.allocs0 OUTDIR/n1.allocs1`).
 #
 #   cmd/seatbench/profile.sh BINDIR OUTDIR   # BINDIR holds seatd and seatbench
 #   DURATION=30s PORT=21100 cmd/seatbench/profile.sh .bin /tmp/prof-new
@@ -65,10 +69,14 @@ for _ in $(seq 1 300); do
 done
 curls=()
 for i in 1 2 3; do
+	curl -s -o "$OUT/n$i.allocs0" "http://127.0.0.1:$((PORT + 300 + i))/debug/pprof/allocs" || true
 	curl -s -o "$OUT/n$i.prof" "http://127.0.0.1:$((PORT + 300 + i))/debug/pprof/profile?seconds=12" &
 	curls+=($!)
 done
 for c in "${curls[@]}"; do wait "$c"; done
+for i in 1 2 3; do
+	curl -s -o "$OUT/n$i.allocs1" "http://127.0.0.1:$((PORT + 300 + i))/debug/pprof/allocs" || true
+done
 for i in 1 2 3; do
 	curl -s -o "$OUT/n$i.metrics" "http://127.0.0.1:$((PORT + 200 + i))/metrics" || true
 	curl -s -o "$OUT/n$i.heap" "http://127.0.0.1:$((PORT + 300 + i))/debug/pprof/heap" || true
