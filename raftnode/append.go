@@ -130,10 +130,9 @@ type pendingAppend struct {
 	group       uint32
 	incarnation uint64
 	req         *raft.AppendEntriesRequest
-	// resp and err are the answer, written by the connection's reader
-	// before it sends on done.
+	// resp is raft's answer, written by the connection's reader before
+	// it sends nil on done; done carries the error otherwise, once.
 	resp raft.AppendEntriesResponse
-	err  error
 	done chan error // buffered: nobody blocks on a caller
 }
 
