@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -314,5 +315,22 @@ func TestClusterAppendsTravelInFrames(t *testing.T) {
 	}
 	if sent := tc.nodes[li].appends.sent.Load(); sent < 21 {
 		t.Errorf("leader sent %d appends through frames, want at least one per proposal (21)", sent)
+	}
+}
+
+// The Mux group ids of heartbeat and append frames are no raft group's.
+func TestConfigRefusesFrameGroupIDs(t *testing.T) {
+	for _, id := range []uint32{beatGroupID, appendGroupID} {
+		c := Config{NodeID: "n1", DataDir: "d", RaftAddr: "a", ClusterID: testClusterID,
+			Peers: []Peer{{ID: "n1", RaftAddr: "a"}}, Groups: map[uint32][]string{id: {"n1"}}}
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("Validate(group %d) = %v, want a reserved-id error", id, err)
+		}
+	}
+	ok := Config{NodeID: "n1", DataDir: "d", RaftAddr: "a", ClusterID: testClusterID,
+		Peers: []Peer{{ID: "n1", RaftAddr: "a"}}, Groups: map[uint32][]string{0: {"n1"}}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("Validate(group 0) = %v, want nil", err)
 	}
 }
