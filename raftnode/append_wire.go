@@ -141,20 +141,8 @@ func decodeAppendReqs(p []byte) ([]appendReq, error) {
 func encodeAppendReplies(replies []appendReply) []byte {
 	b := binary.AppendUvarint(make([]byte, 4, 64*len(replies)+8), uint64(len(replies)))
 	for i := range replies {
-		r := &replies[i].resp
 		b = binary.AppendUvarint(b, replies[i].id)
-		b = appendBytes(b, []byte(replies[i].err))
-		b = appendHeader(b, r.RPCHeader)
-		b = binary.AppendUvarint(b, r.Term)
-		b = binary.AppendUvarint(b, r.LastLog)
-		var flags uint64
-		if r.Success {
-			flags |= 1
-		}
-		if r.NoRetryBackoff {
-			flags |= 2
-		}
-		b = binary.AppendUvarint(b, flags)
+		b = appendAnswer(b, replies[i].err, &replies[i].resp)
 	}
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	return b
@@ -167,12 +155,7 @@ func decodeAppendReplies(p []byte) ([]appendReply, error) {
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		var ar appendReply
 		ar.id = d.uvarint(1<<64 - 1)
-		ar.err = string(d.bytes())
-		ar.resp.RPCHeader = d.header()
-		ar.resp.Term = d.uvarint(1<<64 - 1)
-		ar.resp.LastLog = d.uvarint(1<<64 - 1)
-		flags := d.uvarint(3)
-		ar.resp.Success, ar.resp.NoRetryBackoff = flags&1 != 0, flags&2 != 0
+		ar.err, ar.resp = d.answer()
 		out = append(out, ar)
 	}
 	return out, appendFrameErr(d.done())

@@ -1,6 +1,7 @@
 // This file measures the write path below the API: many concurrent
-// proposals of one-seat holds to one group's leader in a 3-node cluster over
-// loopback TCP, with the raft log fsynced as in production. It reports the
+// proposals of one-seat holds to the leaders of one or eight groups in a
+// 3-node cluster over loopback TCP, with the raft log fsynced as in
+// production. It reports the
 // cost per command and how many commands each raft entry carried (group
 // commit). Compare runs with benchstat:
 //
@@ -21,9 +22,6 @@ import (
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
-
-// benchCluster starts three nodes hosting group 0 with production timings.
-func benchCluster(b *testing.B) []*Node { return benchClusterGroups(b, 1) }
 
 // benchClusterGroups starts three nodes hosting groups 0..groups-1 with
 // production timings.
@@ -61,20 +59,6 @@ func benchClusterGroups(b *testing.B, groups int) []*Node {
 	return nodes
 }
 
-func benchLeader(b *testing.B, nodes []*Node) *Group {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, n := range nodes {
-			if g, _ := n.Group(0); g.leaderReady() {
-				return g
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	b.Fatal("no ready leader within 20s")
-	return nil
-}
-
 // benchSeatsPerShow is the size of each show the benchmark creates.
 const benchSeatsPerShow = 10000
 
@@ -86,59 +70,11 @@ func benchShow(id string) *ledgerpb.Command {
 	return &ledgerpb.Command{ClientId: "admin", RequestId: "create-" + id, Op: &ledgerpb.Command_CreateShow{CreateShow: &ledgerpb.CreateShowCmd{Show: show}}}
 }
 
-func benchPropose(b *testing.B, clients int) {
-	nodes := benchCluster(b)
-	g := benchLeader(b, nodes)
-	ctx := context.Background()
-	shows := (b.N + benchSeatsPerShow - 1) / benchSeatsPerShow
-	for s := range shows {
-		if res, err := g.Propose(ctx, benchShow(fmt.Sprintf("s%d", s))); err != nil || res.Code != ledgerpb.Code_CODE_OK {
-			b.Fatalf("CreateShow = %v, %v", res, err)
-		}
-	}
-	first := g.Machine().Applied()
-	var next atomic.Int64
-	var failed atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= b.N {
-					return
-				}
-				seat := i % benchSeatsPerShow
-				cmd := &ledgerpb.Command{ClientId: fmt.Sprintf("c%d-%d", c, i), RequestId: fmt.Sprintf("r%d", i),
-					Op: &ledgerpb.Command_Hold{Hold: &ledgerpb.HoldCmd{ShowId: fmt.Sprintf("s%d", i/benchSeatsPerShow),
-						SeatIds: []string{fmt.Sprintf("%c%d", 'A'+seat/500, seat%500+1)}}}}
-				res, err := g.Propose(ctx, cmd)
-				if err != nil || res.Code != ledgerpb.Code_CODE_OK {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.StopTimer()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d holds failed", n, b.N)
-	}
-	if entries := g.Machine().Applied() - first; entries > 0 {
-		b.ReportMetric(float64(b.N)/float64(entries), "cmds/entry")
-	}
-}
-
-// BenchmarkPropose8Groups is benchPropose over 8 groups whose leaders the
-// balancer has spread over the three nodes (3/3/2), 32 clients per group:
-// the shape of a loaded cluster, where a node-log commit carries several
-// groups' appends and their AppendEntries share frames (append.go). It
-// reports the process's CPU per command (the three nodes and the clients).
-func BenchmarkPropose8Groups(b *testing.B) {
-	const groups, clients = 8, 256
+// benchPropose proposes b.N one-seat holds from clients goroutines, spread
+// over groups groups whose leaders the balancer has spread over the three
+// nodes, each to its group's leader. It reports the process's CPU per
+// command (the three nodes and the clients) and commands per entry.
+func benchPropose(b *testing.B, groups, clients int) {
 	nodes := benchClusterGroups(b, groups)
 	leaders := benchSpread(b, nodes, groups)
 	ctx := context.Background()
@@ -225,5 +161,10 @@ func benchSpread(b *testing.B, nodes []*Node, groups int) []*Group {
 	return nil
 }
 
-func BenchmarkPropose1(b *testing.B)   { benchPropose(b, 1) }
-func BenchmarkPropose256(b *testing.B) { benchPropose(b, 256) }
+func BenchmarkPropose1(b *testing.B)   { benchPropose(b, 1, 1) }
+func BenchmarkPropose256(b *testing.B) { benchPropose(b, 1, 256) }
+
+// BenchmarkPropose8Groups is the shape of a loaded cluster: 8 groups led
+// 3/3/2, 32 clients per group, so that a node-log commit carries several
+// groups' appends and their AppendEntries share frames (append.go).
+func BenchmarkPropose8Groups(b *testing.B) { benchPropose(b, 8, 256) }

@@ -83,22 +83,39 @@ func decodeBeatReqs(p []byte) ([]beatReq, error) {
 func encodeBeatReplies(replies []beatReply) []byte {
 	b := binary.AppendUvarint(make([]byte, 4, 64*len(replies)+8), uint64(len(replies)))
 	for i := range replies {
-		r := &replies[i].resp
-		b = appendBytes(b, []byte(replies[i].err))
-		b = appendHeader(b, r.RPCHeader)
-		b = binary.AppendUvarint(b, r.Term)
-		b = binary.AppendUvarint(b, r.LastLog)
-		var flags uint64
-		if r.Success {
-			flags |= 1
-		}
-		if r.NoRetryBackoff {
-			flags |= 2
-		}
-		b = binary.AppendUvarint(b, flags)
+		b = appendAnswer(b, replies[i].err, &replies[i].resp)
 	}
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	return b
+}
+
+// appendAnswer appends one answer to an AppendEntries, heartbeat or not:
+// the error the receiving node had for it (empty: none) and raft's
+// response.
+func appendAnswer(b []byte, err string, r *raft.AppendEntriesResponse) []byte {
+	b = appendBytes(b, []byte(err))
+	b = appendHeader(b, r.RPCHeader)
+	b = binary.AppendUvarint(b, r.Term)
+	b = binary.AppendUvarint(b, r.LastLog)
+	var flags uint64
+	if r.Success {
+		flags |= 1
+	}
+	if r.NoRetryBackoff {
+		flags |= 2
+	}
+	return binary.AppendUvarint(b, flags)
+}
+
+// answer reads what appendAnswer wrote.
+func (d *beatDecoder) answer() (err string, r raft.AppendEntriesResponse) {
+	err = string(d.bytes())
+	r.RPCHeader = d.header()
+	r.Term = d.uvarint(1<<64 - 1)
+	r.LastLog = d.uvarint(1<<64 - 1)
+	flags := d.uvarint(3)
+	r.Success, r.NoRetryBackoff = flags&1 != 0, flags&2 != 0
+	return err, r
 }
 
 func decodeBeatReplies(p []byte) ([]beatReply, error) {
@@ -107,12 +124,7 @@ func decodeBeatReplies(p []byte) ([]beatReply, error) {
 	out := make([]beatReply, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
 		var br beatReply
-		br.err = string(d.bytes())
-		br.resp.RPCHeader = d.header()
-		br.resp.Term = d.uvarint(1<<64 - 1)
-		br.resp.LastLog = d.uvarint(1<<64 - 1)
-		flags := d.uvarint(3)
-		br.resp.Success, br.resp.NoRetryBackoff = flags&1 != 0, flags&2 != 0
+		br.err, br.resp = d.answer()
 		out = append(out, br)
 	}
 	return out, d.done()
