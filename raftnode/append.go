@@ -75,9 +75,8 @@ type appendSender struct {
 	observe func(sent bool, appends int)
 
 	// sent and served count the appends this node sent and answered
-	// through frames, and frames the request frames it sent (tests and
-	// metrics: appends per frame).
-	sent, served, frames atomic.Uint64
+	// through frames (tests; the metric counts them per frame).
+	sent, served atomic.Uint64
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -130,6 +129,8 @@ type pendingAppend struct {
 	group       uint32
 	incarnation uint64
 	req         *raft.AppendEntriesRequest
+	// size is appendBytesOf(req), for filling frames.
+	size int
 	// resp is raft's answer, written by the connection's reader before
 	// it sends nil on done; done carries the error otherwise, once.
 	resp raft.AppendEntriesResponse
@@ -258,7 +259,7 @@ func (p *appendPeer) take() []*pendingAppend {
 	defer p.mu.Unlock()
 	n, size := 0, 0
 	for n < len(p.mu.queue) && n < appendsPerFrameMax && (n == 0 || size < appendFrameFill) {
-		size += appendBytesOf(p.mu.queue[n].req)
+		size += p.mu.queue[n].size
 		n++
 	}
 	batch := p.mu.queue[:n:n]
@@ -306,7 +307,6 @@ func (p *appendPeer) write(batch []*pendingAppend) {
 		return
 	}
 	p.s.sent.Add(uint64(len(batch)))
-	p.s.frames.Add(1)
 	if p.s.observe != nil {
 		p.s.observe(true, len(batch))
 	}

@@ -74,7 +74,7 @@ func testAppend(group uint32, first uint64, entries int) *pendingAppend {
 		req.Entries = append(req.Entries, &raft.Log{Index: first + uint64(i), Term: 7, Type: raft.LogCommand,
 			Data: bytes.Repeat([]byte{byte(group)}, 100+i), AppendedAt: time.Unix(1700000000, int64(i))})
 	}
-	return &pendingAppend{group: group, req: req, done: make(chan error, 1)}
+	return &pendingAppend{group: group, req: req, size: appendBytesOf(req), done: make(chan error, 1)}
 }
 
 type appendResult struct {

@@ -107,10 +107,11 @@ func (t *beatTransport) closeHeartbeats() {
 // connections.
 func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if !isHeartbeat(args) {
-		if t.appends == nil || appendBytesOf(args) > appendViaFrameMax {
+		size := appendBytesOf(args)
+		if t.appends == nil || size > appendViaFrameMax {
 			return t.progressTransport.AppendEntries(id, target, args, resp)
 		}
-		return t.sendAppend(id, target, args, resp)
+		return t.sendAppend(id, target, args, size, resp)
 	}
 	// A raft address names the replica's incarnation (incarnation.go): it
 	// goes in the frame; the coalescer dials the node.
@@ -136,9 +137,9 @@ func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 
 // sendAppend sends an append through the node's append sender, addressed
 // as a heartbeat is.
-func (t *beatTransport) sendAppend(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+func (t *beatTransport) sendAppend(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, size int, resp *raft.AppendEntriesResponse) error {
 	target = t.peerAddr(id, target)
-	a := &pendingAppend{group: t.group, incarnation: incarnationOf(string(target)), req: args, done: make(chan error, 1)}
+	a := &pendingAppend{group: t.group, incarnation: incarnationOf(string(target)), req: args, size: size, done: make(chan error, 1)}
 	err := t.appends.send(dialAddr(string(target)), a, t.stop)
 	if err == nil {
 		*resp = a.resp
