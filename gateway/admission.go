@@ -34,20 +34,24 @@ type Admission struct {
 // limiter is a set of token buckets by client_id.
 type limiter struct {
 	cfg Admission
-	mu  struct {
+	// epoch is what a bucket's last is counted from: buckets held by
+	// value, without a pointer (a time.Time has one), cost no allocation
+	// per new client and nothing for the collector to follow.
+	epoch time.Time
+	mu    struct {
 		sync.Mutex
-		buckets map[string]*bucket
+		buckets map[string]bucket
 	}
 }
 
 type bucket struct {
 	tokens float64
-	last   time.Time
+	last   time.Duration // since the limiter's epoch
 }
 
 func newLimiter(cfg Admission) *limiter {
-	l := &limiter{cfg: cfg}
-	l.mu.buckets = map[string]*bucket{}
+	l := &limiter{cfg: cfg, epoch: time.Now()}
+	l.mu.buckets = map[string]bucket{}
 	return l
 }
 
@@ -59,18 +63,22 @@ func (l *limiter) allow(client string, now time.Time) (bool, time.Duration) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	at := now.Sub(l.epoch)
 	b, ok := l.mu.buckets[client]
 	if !ok {
 		if len(l.mu.buckets) >= clientBucketsMax {
-			l.sweepLocked(now)
+			l.sweepLocked(at)
 		}
-		b = &bucket{tokens: l.cfg.Burst, last: now}
-		l.mu.buckets[client] = b
+		b = bucket{tokens: l.cfg.Burst, last: at}
 	}
-	b.tokens = min(l.cfg.Burst, b.tokens+now.Sub(b.last).Seconds()*l.cfg.Rate)
-	b.last = now
-	if b.tokens >= 1 {
+	b.tokens = min(l.cfg.Burst, b.tokens+(at-b.last).Seconds()*l.cfg.Rate)
+	b.last = at
+	allowed := b.tokens >= 1
+	if allowed {
 		b.tokens--
+	}
+	l.mu.buckets[client] = b
+	if allowed {
 		return true, 0
 	}
 	wait := time.Duration((1 - b.tokens) / l.cfg.Rate * float64(time.Second))
@@ -79,13 +87,13 @@ func (l *limiter) allow(client string, now time.Time) (bool, time.Duration) {
 
 // sweepLocked drops idle buckets; if every bucket is busy it starts over,
 // which at worst lets each client burst once more.
-func (l *limiter) sweepLocked(now time.Time) {
+func (l *limiter) sweepLocked(at time.Duration) {
 	for id, b := range l.mu.buckets {
-		if now.Sub(b.last) > clientBucketIdle {
+		if at-b.last > clientBucketIdle {
 			delete(l.mu.buckets, id)
 		}
 	}
 	if len(l.mu.buckets) >= clientBucketsMax {
-		l.mu.buckets = map[string]*bucket{}
+		l.mu.buckets = map[string]bucket{}
 	}
 }

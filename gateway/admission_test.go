@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -43,6 +44,31 @@ func TestLimiterBucket(t *testing.T) {
 	}
 	if ok, _ := l.allow("flood", t1); ok {
 		t.Fatalf("allow(flood) #4 after an hour = admitted, want the bucket capped at its burst")
+	}
+}
+
+// TestLimiterSweepsIdleBuckets: past clientBucketsMax buckets a new client
+// drops the idle ones, and a bucket still refilling keeps its tokens.
+func TestLimiterSweepsIdleBuckets(t *testing.T) {
+	l := newLimiter(Admission{Rate: 1, Burst: 2})
+	t0 := time.Unix(1000, 0)
+	for i := range clientBucketsMax - 1 {
+		l.allow(fmt.Sprintf("idle-%d", i), t0)
+	}
+	late := t0.Add(clientBucketIdle + time.Second)
+	l.allow("busy", late)
+	l.allow("busy", late) // its burst spent
+	if n := len(l.mu.buckets); n != clientBucketsMax {
+		t.Fatalf("%d buckets before the sweep, want %d", n, clientBucketsMax)
+	}
+	if ok, _ := l.allow("newcomer", late); !ok {
+		t.Fatal("allow(newcomer) = refused, want its full burst")
+	}
+	if n := len(l.mu.buckets); n != 2 {
+		t.Fatalf("%d buckets after the sweep, want 2 (busy and newcomer): the idle ones dropped", n)
+	}
+	if ok, _ := l.allow("busy", late); ok {
+		t.Fatal("allow(busy) after the sweep = admitted, want refused: its bucket survived, empty")
 	}
 }
 
