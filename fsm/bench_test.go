@@ -213,23 +213,37 @@ func BenchmarkHoldConflict(b *testing.B) {
 // as raft hands it over. The entries are made in chunks with the timer
 // stopped, and the CPU spent making them is taken out of cpu-ns/op, so
 // time and allocations are the machine's alone.
-func BenchmarkApplyUniform(b *testing.B) { benchApplyUniform(b, 4) }
+func BenchmarkApplyUniform(b *testing.B) { benchApplyUniform(b, 4, false) }
+
+// BenchmarkApplyUniformCold is BenchmarkApplyUniform with 8 commands per
+// entry (a loaded node's apply batch) and the CPU caches emptied before
+// each entry, timer stopped: in a node the apply goroutine finds them
+// filled by the log, the transport and the gRPC server, and a replica
+// applied a command in about three times the warm benchmark's time
+// (docs/PERFORMANCE.md, "The budget of a command"). It counts the cache
+// misses of a command: what the state's layout costs in memory reads.
+func BenchmarkApplyUniformCold(b *testing.B) { benchApplyUniform(b, 8, true) }
 
 // BenchmarkApplyUniformEntrySize is BenchmarkApplyUniform with 1, 4 and 16
 // commands per entry: what an entry costs the state machine beyond its
 // commands (docs/PERFORMANCE.md, "Per entry, not per command").
 func BenchmarkApplyUniformEntrySize(b *testing.B) {
 	for _, n := range []int{1, 4, 16} {
-		b.Run(fmt.Sprintf("cmds=%d", n), func(b *testing.B) { benchApplyUniform(b, n) })
+		b.Run(fmt.Sprintf("cmds=%d", n), func(b *testing.B) { benchApplyUniform(b, n, false) })
 	}
 }
 
 // benchApplyUniform applies entries of perEntry uniform commands (holds,
 // and confirms and releases of earlier holds) over 2,500 shows, each entry
 // through ApplyEntries as raft hands it over; the making of entries is
-// left out of its figures.
-func benchApplyUniform(b *testing.B, perEntry int) {
+// left out of its figures. cold walks a buffer larger than the caches
+// before each entry, timer stopped.
+func benchApplyUniform(b *testing.B, perEntry int, cold bool) {
 	const shows, chunk = 2500, 256
+	var evict []byte
+	if cold {
+		evict = make([]byte, 8<<20) // four times a core's L2 here, a quarter of the L3
+	}
 	m := newTestMachine(b, newTestDB(b), 1)
 	index := uint64(0)
 	rows := "A:20:std,B:20:std,C:20:std,D:20:std,E:20:std,F:20:std,G:20:std,H:20:std,I:20:std,J:20:std"
@@ -295,7 +309,7 @@ func benchApplyUniform(b *testing.B, perEntry int) {
 		}
 	}
 	b.ReportAllocs()
-	var making int64 // CPU spent in prepare
+	var making int64 // CPU spent in prepare (and emptying the caches)
 	reads0, writes0 := m.storeReads, m.storeWrites
 	ck := startCheckpointer(m) // as raftnode's, behind apply
 	defer ck.stop()
@@ -308,6 +322,15 @@ func benchApplyUniform(b *testing.B, perEntry int) {
 			prepare()
 			making += cpuNanos() - t0
 			k = 0
+			b.StartTimer()
+		}
+		if cold {
+			b.StopTimer()
+			t0 := cpuNanos()
+			for i := 0; i < len(evict); i += 64 {
+				evict[i]++
+			}
+			making += cpuNanos() - t0
 			b.StartTimer()
 		}
 		ops[k].res = m.ApplyEntries(ops[k].entry)

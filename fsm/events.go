@@ -154,10 +154,11 @@ func (tx *txn) flushEvents() {
 		tx.scratch = appendEventRecord(tx.scratch[:0], tx.now, sc.changes, sc.offers)
 		tx.keyBuf = tx.m.appendEventKey(tx.keyBuf[:0], bucket, sc.show, tx.index)
 		tx.set(tx.keyBuf, tx.scratch)
-		if tx.touched == nil {
-			tx.touched = map[string]uint64{}
+		st := tx.m.led.shows[sc.show]
+		if st == nil {
+			violated("changes of missing show %s at index %d", sc.show, tx.index)
 		}
-		tx.touched[sc.show] = tx.index
+		tx.touched = append(tx.touched, showTouch{st.id, st.num, tx.index})
 	}
 	// One revision record for the entry, naming its shows: a record per
 	// show would be one more record per command under load.
@@ -212,10 +213,6 @@ func (tx *txn) eventFloor() uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-// changeIndexShowsMax bounds the shows changeIndex remembers; past it, it
-// starts over (and readers read until it knows their show again).
-const changeIndexShowsMax = 1 << 16
-
 // changeIndex remembers, in memory, the last index at which each show's
 // change log grew, so that a watcher woken by an entry of another show skips
 // opening a snapshot. Like the layout cache it is not state: forgetting
@@ -225,36 +222,52 @@ const changeIndexShowsMax = 1 << 16
 // reader loads the applied index before it asks; so a reader that sees an
 // index also sees every change up to it, and may skip to that index when
 // its show did not change. Restore resets it before publishing its index.
+//
+// It is kept by show number (showState.num), an array write per changed
+// show for apply; a map by id, written once per show, is the readers' way
+// in. Memory: 8 bytes and a map entry per show that changed.
 type changeIndex struct {
 	mu struct {
 		sync.Mutex
 		base uint64            // changes at or below base are not known
-		last map[string]uint64 // show -> last index with a change record
+		last []uint64          // by show number: the last index with a change record, 0 none known
+		nums map[string]uint32 // show -> number, for the shows last has
 	}
 }
 
 func (c *changeIndex) reset(base uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.base, c.mu.last = base, nil
+	c.mu.base, c.mu.last, c.mu.nums = base, nil, nil
 }
 
-// note records the shows a batch committed up to index changed.
-func (c *changeIndex) note(index uint64, shows map[string]uint64) {
+// showTouch is a show, by id and number, and an index at which its change
+// log grew.
+type showTouch struct {
+	show string
+	num  uint32
+	at   uint64
+}
+
+// note records the shows a batch committed up to index changed, in the
+// order they changed (a show may come more than once; the last counts).
+func (c *changeIndex) note(index uint64, shows []showTouch) {
 	if len(shows) == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.mu.last)+len(shows) > changeIndexShowsMax {
-		c.mu.base, c.mu.last = index, nil
-		return // every change up to index is now "not known"
-	}
-	if c.mu.last == nil {
-		c.mu.last = make(map[string]uint64, len(shows))
-	}
-	for show, at := range shows {
-		c.mu.last[show] = at
+	for _, t := range shows {
+		if n := int(t.num) + 1; n > len(c.mu.last) {
+			c.mu.last = append(c.mu.last, make([]uint64, n-len(c.mu.last))...)
+		}
+		if c.mu.last[t.num] == 0 {
+			if c.mu.nums == nil {
+				c.mu.nums = map[string]uint32{}
+			}
+			c.mu.nums[t.show] = t.num
+		}
+		c.mu.last[t.num] = t.at
 	}
 }
 
@@ -268,7 +281,8 @@ func (m *Machine) ShowChangedAfter(show string, pos uint64) bool {
 	if pos < c.mu.base {
 		return true
 	}
-	return c.mu.last[show] > pos
+	num, ok := c.mu.nums[show]
+	return ok && c.mu.last[num] > pos
 }
 
 // ---- keys ----

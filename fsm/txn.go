@@ -35,7 +35,10 @@ type txn struct {
 	// position of each show's in events.
 	events  []showChanges
 	eventAt map[string]int
-	touched map[string]uint64 // show -> last index its change log grew
+	// touched are the shows whose change log grew, with the index, in
+	// order: a slice, not a map by show, as nearly every command changes
+	// a show of its own.
+	touched []showTouch
 	// committed is set once b is committed (Machine.end).
 	committed bool
 	// scratch is reused to encode records (put, set); keyBuf to build
@@ -72,11 +75,11 @@ func (m *Machine) begin() *txn {
 	m.spare = nil
 	m.ov.commit() // what end goes back to if the batch does not commit
 	*tx = txn{m: m, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
-		freed: tx.freed, freedShows: tx.freedShows[:0], events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched,
+		freed: tx.freed, freedShows: tx.freedShows[:0], events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched[:0],
 		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf, sha: tx.sha}
 	clear(tx.freed)
 	clear(tx.eventAt)
-	clear(tx.touched)
+	clear(tx.touched[:cap(tx.touched)]) // drop the shows' ids
 	return tx
 }
 
