@@ -51,27 +51,28 @@ func (tx *txn) holdTokenBytes(show, holdID string) [holdTokenLen]byte {
 // has the show (a live hold's slot names it) and need not look it up.
 func (tx *txn) showHoldToken(s *showState, holdID string) [holdTokenLen]byte {
 	mac := &tx.m.led.macs[s.num]
-	if !mac.ready {
+	if !mac.ready() {
 		*mac = newShowMAC(s.l.tokenKey)
 	}
 	if tx.sha == nil {
 		tx.sha = sha256.New()
+		tx.shaState = new([sha256StateLen]byte)
 	}
 	var out [holdTokenLen]byte
-	tx.tokenBuf, out = mac.token(tx.sha, tx.tokenBuf, holdID)
+	tx.tokenBuf, out = mac.token(tx.sha, tx.shaState, tx.tokenBuf, holdID)
 	return out
 }
 
-// token computes the token of hold id with SHA-256 d and scratch buf (the
-// id and the sums go through it: hash.Hash is an interface, so a
-// converted string or a local array would escape); it returns buf for
-// reuse.
-func (mac *showMAC) token(d hash.Hash, buf []byte, id string) ([]byte, [holdTokenLen]byte) {
-	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(mac.inner[:]), "restore HMAC inner state")
+// token computes the token of hold id with SHA-256 d, the buffer st for
+// d's state and scratch buf (the id and the sums go through it: hash.Hash
+// is an interface, so a converted string or a local array would escape);
+// it returns buf for reuse.
+func (mac *showMAC) token(d hash.Hash, st *[sha256StateLen]byte, buf []byte, id string) ([]byte, [holdTokenLen]byte) {
+	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(mac.state(st, mac[:sha256.Size])), "restore HMAC inner state")
 	buf = append(buf[:0], id...)
 	d.Write(buf)
 	buf = d.Sum(buf[:0])
-	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(mac.outer[:]), "restore HMAC outer state")
+	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(mac.state(st, mac[sha256.Size:])), "restore HMAC outer state")
 	d.Write(buf)
 	buf = d.Sum(buf[:0])
 	var out [holdTokenLen]byte
@@ -79,17 +80,49 @@ func (mac *showMAC) token(d hash.Hash, buf []byte, id string) ([]byte, [holdToke
 	return buf, out
 }
 
-// showMAC is a show's HMAC-SHA256 key schedule: the SHA-256 states after
-// the key's inner and outer pads (MarshalBinary's encoding), made on
-// first use. Bytes, not a hash.Hash per show: the garbage collector has
-// nothing to scan in them.
-type showMAC struct {
-	ready        bool
-	inner, outer [sha256StateLen]byte
+// showMAC is a show's HMAC-SHA256 key schedule, made on first use: the
+// SHA-256 chaining values after the key's inner pad, then after its outer
+// pad. 64 bytes, one cache line, where the states as crypto/sha256
+// marshals them took four: the rest of such a state after one block is
+// the same for every key (sha256PadState), and a token is computed for
+// nearly every command, each in a show of its own. Bytes, not a hash.Hash
+// per show: the garbage collector has nothing to scan in them.
+type showMAC [2 * sha256.Size]byte
+
+// ready says whether the schedule was made: chaining values of zero would
+// take a preimage of SHA-256's compression function to reach (and, were
+// they reached, would only be made again, alike).
+func (mac *showMAC) ready() bool { return *mac != showMAC{} }
+
+// state fills st with the marshaled SHA-256 state whose chaining values
+// are h, one block into the message.
+func (mac *showMAC) state(st *[sha256StateLen]byte, h []byte) []byte {
+	*st = sha256PadState
+	copy(st[sha256ChainAt:], h)
+	return st[:]
 }
 
-// sha256StateLen is the length of crypto/sha256's marshaled state.
+// sha256StateLen is the length of crypto/sha256's marshaled state: a
+// 4-byte magic, the chaining values, the pending block (zeros after a
+// whole one) and the length.
 const sha256StateLen = 108
+
+// sha256ChainAt is where the chaining values start in a marshaled state.
+const sha256ChainAt = 4
+
+// sha256PadState is the marshaled state of SHA-256 after one block,
+// whatever its chaining values (newShowMAC checks each state against it).
+var sha256PadState = func() (st [sha256StateLen]byte) {
+	d := sha256.New()
+	d.Write(make([]byte, sha256.BlockSize))
+	b, err := d.(encoding.BinaryMarshaler).MarshalBinary()
+	must(err, "save SHA-256 state")
+	if len(b) != sha256StateLen {
+		violated("crypto/sha256 state is %d bytes, not %d", len(b), sha256StateLen)
+	}
+	copy(st[:], b)
+	return st
+}()
 
 func newShowMAC(key []byte) showMAC {
 	if len(key) > sha256.BlockSize {
@@ -98,12 +131,8 @@ func newShowMAC(key []byte) showMAC {
 	}
 	var pad [sha256.BlockSize]byte
 	copy(pad[:], key)
-	mac := showMAC{ready: true}
-	for i, st := range []*[sha256StateLen]byte{&mac.inner, &mac.outer} {
-		x := byte(0x36)
-		if i == 1 {
-			x = 0x5c
-		}
+	var mac showMAC
+	for i, x := range []byte{0x36, 0x5c} {
 		var block [sha256.BlockSize]byte
 		for j := range block {
 			block[j] = pad[j] ^ x
@@ -112,10 +141,11 @@ func newShowMAC(key []byte) showMAC {
 		d.Write(block[:])
 		b, err := d.(encoding.BinaryMarshaler).MarshalBinary()
 		must(err, "save HMAC state")
-		if len(b) != sha256StateLen {
-			violated("crypto/sha256 state is %d bytes, not %d", len(b), sha256StateLen)
+		h := sha256ChainAt + sha256.Size
+		if len(b) != sha256StateLen || string(b[:sha256ChainAt]) != string(sha256PadState[:sha256ChainAt]) || string(b[h:]) != string(sha256PadState[h:]) {
+			violated("crypto/sha256 state after a block is not the chaining values in sha256PadState")
 		}
-		copy(st[:], b)
+		copy(mac[i*sha256.Size:], b[sha256ChainAt:h])
 	}
 	return mac
 }

@@ -29,14 +29,18 @@ func TestLedgerTokensMatchHoldToken(t *testing.T) {
 
 func TestShowMACMatchesHMAC(t *testing.T) {
 	d := sha256.New()
+	var st [sha256StateLen]byte
 	var buf []byte
 	for _, key := range [][]byte{nil, []byte("k"), []byte(strings.Repeat("x", 32)), []byte(strings.Repeat("y", 64)),
 		[]byte(strings.Repeat("z", 65)), []byte(strings.Repeat("w", 200))} {
 		mac := newShowMAC(key)
+		if !mac.ready() {
+			t.Fatalf("key of %d bytes: a schedule of zeros reads as not made", len(key))
+		}
 		for i := range 5 {
 			id := fmt.Sprintf("h1-%d-%d", 1000+i, i)
 			var got [holdTokenLen]byte
-			buf, got = mac.token(d, buf, id)
+			buf, got = mac.token(d, &st, buf, id)
 			if string(got[:]) != HoldToken(key, id) {
 				t.Errorf("key of %d bytes, hold %s: token %s, want %s", len(key), id, got, HoldToken(key, id))
 			}

@@ -58,8 +58,10 @@ type txn struct {
 	// request record while it is encoded (applyOne).
 	hash [16]byte
 	rec  ledgerpb.RequestRecord
-	// sha computes hold tokens (holdTokenBytes).
-	sha hash.Hash
+	// sha computes hold tokens (holdTokenBytes), shaState holds its
+	// state for it to restore.
+	sha      hash.Hash
+	shaState *[sha256StateLen]byte
 	// holdBuf is the record a live hold is encoded from (view).
 	holdBuf *ledgerpb.HoldRecord
 }
@@ -76,7 +78,7 @@ func (m *Machine) begin() *txn {
 	m.ov.commit() // what end goes back to if the batch does not commit
 	*tx = txn{m: m, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
 		freed: tx.freed, freedShows: tx.freedShows[:0], events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched[:0],
-		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf, sha: tx.sha}
+		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf, sha: tx.sha, shaState: tx.shaState}
 	clear(tx.freed)
 	clear(tx.eventAt)
 	clear(tx.touched[:cap(tx.touched)]) // drop the shows' ids
