@@ -124,8 +124,8 @@ func (tx *txn) pruneRequests() {
 // has deleted its last hour, so the filter never forgets a record the store
 // still has. "Maybe" is answered by a read of each hour of the span that
 // said it (newest first, until one holds the record), so a false positive
-// (up to about 0.2% per span kept) costs up to requestSpanHours reads and
-// changes no result: replicas may hold different filters (each builds its own at
+// (about 0.1% per span kept) costs up to requestSpanHours reads and changes
+// no result: replicas may hold different filters (each builds its own at
 // load) and still apply every entry alike.
 //
 // Spans, not hours: a new request, nearly every request, is asked of every
@@ -134,17 +134,7 @@ func (tx *txn) pruneRequests() {
 // filters, 1.4-3 µs a request on this machine (BenchmarkRequestFilter,
 // hours=25) against 0.3-0.5 µs with one; spans of four hours make it 7.
 //
-// Blocked: the probes of a request fall in one 512-bit block, one cache
-// line, so that adding a request costs one cache miss, not one per probe
-// (a plain filter's ten), once a span's filter has outgrown the caches (Putze, Sanders and
-// Singler, "Cache-, Hash- and Space-Efficient Bloom Filters", 2007). A bit
-// more per key keeps the false positives near a plain filter's: at its
-// capacity 0.19% against 0.07% for a plain one of 15 bits a key and ten
-// probes; in BenchmarkRequestFilter a new request costs 230-260 ns
-// against 305-420 (held=4000000), 1.6 hours read per hundred new
-// requests against 0.6.
-//
-// Memory: about 2 bytes per request in the retention horizon
+// Memory: about 1.9 bytes per request in the retention horizon
 // (RequestRetentionMs, plus up to requestSpanHours while a span's last hours
 // wait for pruning); one span's filter grows by doubling and stops at
 // requestGenBitsMax bits, past which its false positives grow, and so do
@@ -173,12 +163,9 @@ const (
 	requestGenCapMin = 1 << 14
 	// requestGenBitsMax bounds one filter: 256 Mbit, 32 MiB.
 	requestGenBitsMax = 1 << 28
-	// requestBitsPerKey and requestHashes give at most about 0.2% false
-	// positives (TestRequestFilterHasNoFalseNegatives bounds them).
-	requestBitsPerKey = 16
-	requestHashes     = 8
-	// requestBlockWords is a block of the filter in uint64s: 512 bits.
-	requestBlockWords = 8
+	// requestBitsPerKey and requestHashes give about 0.1% false positives.
+	requestBitsPerKey = 15
+	requestHashes     = 10
 )
 
 // requestSeed hashes request identities; any seed will do, the filter being
@@ -209,29 +196,25 @@ func (f *requestFilter) add(h, bucket uint64) {
 			capacity = max(requestGenCapMin, g.n) // the last span's rate
 		}
 		nbits := min(capacity*requestBitsPerKey, requestGenBitsMax)
-		words := (nbits + 511) / 512 * requestBlockWords
-		g = &requestGen{span: span, lo: bucket, bits: make([]uint64, words), cap: capacity}
+		g = &requestGen{span: span, lo: bucket, bits: make([]uint64, (nbits+63)/64), cap: capacity}
 		f.gens = append(f.gens, g)
 	}
 	g.hi = bucket
 	g.n++
-	blk, at, step := g.probes(h)
-	for range requestHashes {
-		blk[at/64] |= 1 << (at % 64)
-		at = (at + step) % 512
+	m := uint64(len(g.bits) * 64)
+	for i := range uint64(requestHashes) {
+		b := probe(h, i, m)
+		g.bits[b/64] |= 1 << (b % 64)
 	}
 }
 
-// probes returns the block of g that hash h probes, its first bit in the
-// block and the step to the next (double hashing; odd, so that the
-// probes are distinct bits). The block comes from h's high bits, scaled to the filter
-// by a multiplication, not a division (a 64-bit division costs tens of
-// cycles); the bits from h mixed again, as keys that share a block share
-// their high bits.
-func (g *requestGen) probes(h uint64) (blk *[requestBlockWords]uint64, at, step uint64) {
-	n, _ := bits.Mul64(h, uint64(len(g.bits)/requestBlockWords))
-	x := h * 0x9e3779b97f4a7c15
-	return (*[requestBlockWords]uint64)(g.bits[n*requestBlockWords:]), x >> 55, (x>>46)&511 | 1
+// probe is the bit of a filter of m bits that hash h sets or tests in
+// its i'th probe: the probes step by h's halves swapped (double hashing),
+// and the step's high bits scale to [0, m) by a multiplication, not a
+// division (a 64-bit division costs tens of cycles, ten times a request).
+func probe(h, i, m uint64) uint64 {
+	hi, _ := bits.Mul64(h+i*bits.RotateLeft64(h, 32), m)
+	return hi
 }
 
 // each calls fn with every bucket that may hold a record of h, newest
@@ -257,12 +240,12 @@ func (f *requestFilter) each(h uint64, fn func(bucket uint64) bool) {
 }
 
 func (g *requestGen) mayHave(h uint64) bool {
-	blk, at, step := g.probes(h)
-	for range requestHashes {
-		if blk[at/64]&(1<<(at%64)) == 0 {
+	m := uint64(len(g.bits) * 64)
+	for i := range uint64(requestHashes) {
+		b := probe(h, i, m)
+		if g.bits[b/64]&(1<<(b%64)) == 0 {
 			return false
 		}
-		at = (at + step) % 512
 	}
 	return true
 }
