@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 )
 
 // BenchmarkLogAppend8Groups measures one round of appends by 8 groups at
@@ -163,4 +164,68 @@ func BenchmarkLogAppendLoaded(b *testing.B) {
 	b.ReportMetric(float64(processCPU()-cpu)/n, "cpu-ns/op")
 	b.ReportMetric(float64(appends.Load())/c, "appends/commit")
 	b.ReportMetric(float64(stats.Write-before.Write)/c, "pages/commit")
+}
+
+// BenchmarkBoltCommitShape asks what a node-log commit's CPU would come to
+// if its layout or its syncs changed (docs/PERFORMANCE.md, "The node log"):
+// raft-boltdb commits of 4 appends of one 600-byte entry (a loaded node's
+// commit), after 4,000 rounds of 8 groups, with the node log's bbolt
+// options. per-group keys each group's entries as the node log does (g<<48
+// | index), so a commit dirties a leaf and a branch per group; sequential
+// keys every entry by one counter, as a log of one sequence would (every
+// commit appends to one leaf); nosync is per-group without the two
+// fdatasyncs, which the node log cannot drop: each append must be durable
+// before raft acknowledges it.
+//
+//	go test -run='^$' -bench=BoltCommitShape -benchtime=5000x ./raftnode/
+func BenchmarkBoltCommitShape(b *testing.B) {
+	for _, tc := range []struct {
+		name             string
+		sequential, skip bool
+	}{{"per-group", false, false}, {"sequential", true, false}, {"nosync", false, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			const groups, perCommit = 8, 4
+			data := make([]byte, 600)
+			store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(b.TempDir(), "log.db"), NoSync: tc.skip,
+				BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			next := make([]uint64, groups)
+			seq := uint64(0)
+			entry := func(g int) *raft.Log {
+				next[g]++
+				seq++
+				idx := uint64(g)<<logIndexBits | next[g]
+				if tc.sequential {
+					idx = seq
+				}
+				return &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data, AppendedAt: time.Now()}
+			}
+			for range 4000 {
+				logs := make([]*raft.Log, 0, groups)
+				for g := range groups {
+					logs = append(logs, entry(g))
+				}
+				if err := store.StoreLogs(logs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			cpu := processCPU()
+			g := 0
+			for range b.N {
+				logs := make([]*raft.Log, 0, perCommit)
+				for range perCommit {
+					logs = append(logs, entry(g%groups))
+					g++
+				}
+				if err := store.StoreLogs(logs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/commit")
+		})
+	}
 }
