@@ -56,6 +56,8 @@ func (tx *txn) showHoldToken(s *showState, holdID string) [holdTokenLen]byte {
 	}
 	if tx.sha == nil {
 		tx.sha = sha256.New()
+	}
+	if tx.shaState == nil {
 		tx.shaState = new([sha256StateLen]byte)
 	}
 	var out [holdTokenLen]byte
