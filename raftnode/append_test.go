@@ -131,6 +131,12 @@ func testAppendsAnsweredOutOfOrder(t *testing.T, tlsA, tlsB *MuxTLS) {
 			t.Errorf("group %d received %+v, want %+v", g, got, want)
 		}
 	}
+	// The peer counts an answer once its write returns, which may be after
+	// the sender has read it.
+	deadline := time.Now().Add(5 * time.Second)
+	for b.served.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	if n := b.served.Load(); n != 3 {
 		t.Errorf("peer answered %d appends, want 3", n)
 	}
