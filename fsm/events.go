@@ -225,7 +225,8 @@ func (tx *txn) eventFloor() uint64 {
 //
 // It is kept by show number (showState.num), an array write per changed
 // show for apply; a map by id, written once per show, is the readers' way
-// in. Memory: 8 bytes and a map entry per show that changed.
+// in. Memory: 8 bytes per show (up to the highest number that changed)
+// and a map entry per show that changed.
 type changeIndex struct {
 	mu struct {
 		sync.Mutex

@@ -70,11 +70,11 @@ func (tx *txn) showHoldToken(s *showState, holdID string) [holdTokenLen]byte {
 // is an interface, so a converted string or a local array would escape);
 // it returns buf for reuse.
 func (mac *showMAC) token(d hash.Hash, st *[sha256StateLen]byte, buf []byte, id string) ([]byte, [holdTokenLen]byte) {
-	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(mac.state(st, mac[:sha256.Size])), "restore HMAC inner state")
+	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(sha256State(st, mac[:sha256.Size])), "restore HMAC inner state")
 	buf = append(buf[:0], id...)
 	d.Write(buf)
 	buf = d.Sum(buf[:0])
-	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(mac.state(st, mac[sha256.Size:])), "restore HMAC outer state")
+	must(d.(encoding.BinaryUnmarshaler).UnmarshalBinary(sha256State(st, mac[sha256.Size:])), "restore HMAC outer state")
 	d.Write(buf)
 	buf = d.Sum(buf[:0])
 	var out [holdTokenLen]byte
@@ -96,9 +96,9 @@ type showMAC [2 * sha256.Size]byte
 // they reached, would only be made again, alike).
 func (mac *showMAC) ready() bool { return *mac != showMAC{} }
 
-// state fills st with the marshaled SHA-256 state whose chaining values
-// are h, one block into the message.
-func (mac *showMAC) state(st *[sha256StateLen]byte, h []byte) []byte {
+// sha256State fills st with the marshaled SHA-256 state whose chaining
+// values are h, one block into the message.
+func sha256State(st *[sha256StateLen]byte, h []byte) []byte {
 	*st = sha256PadState
 	copy(st[sha256ChainAt:], h)
 	return st[:]

@@ -174,22 +174,7 @@ func appendFrameErr(err error) error {
 
 // blob reads a byte string of up to the frame's size, pointing into the
 // frame (nil if empty).
-func (d *beatDecoder) blob() []byte {
-	n := d.uvarint(appendFrameBytesMax)
-	if d.err != nil {
-		return nil
-	}
-	if uint64(len(d.p)) < n {
-		d.err = errBeatFrame
-		return nil
-	}
-	if n == 0 {
-		return nil
-	}
-	s := d.p[:n:n]
-	d.p = d.p[n:]
-	return s
-}
+func (d *beatDecoder) blob() []byte { return d.span(appendFrameBytesMax) }
 
 // varint reads a signed varint.
 func (d *beatDecoder) varint() int64 {

@@ -188,8 +188,19 @@ func (d *beatDecoder) count() int {
 	return int(d.uvarint(beatsPerFrameMax))
 }
 
+// bytes reads a byte string of up to beatFieldBytesMax, a copy (nil if
+// empty).
 func (d *beatDecoder) bytes() []byte {
-	n := d.uvarint(beatFieldBytesMax)
+	if s := d.span(beatFieldBytesMax); s != nil {
+		return append([]byte(nil), s...)
+	}
+	return nil
+}
+
+// span reads a byte string of up to max bytes, pointing into the frame
+// (nil if empty).
+func (d *beatDecoder) span(max uint64) []byte {
+	n := d.uvarint(max)
 	if d.err != nil {
 		return nil
 	}
@@ -200,7 +211,7 @@ func (d *beatDecoder) bytes() []byte {
 	if n == 0 {
 		return nil
 	}
-	s := append([]byte(nil), d.p[:n]...)
+	s := d.p[:n:n]
 	d.p = d.p[n:]
 	return s
 }
