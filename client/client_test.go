@@ -81,8 +81,10 @@ func TestCallsGoStraightToLeaders(t *testing.T) {
 		}
 	}
 	// The leadership balancer may still move a leader between a refresh and
-	// the holds: a second round with fresh seats must then be clean.
-	for round := range 2 {
+	// the holds (on a loaded machine more than once): a later round with
+	// fresh seats must then be clean.
+	const rounds = 5
+	for round := range rounds {
 		if err := cl.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -92,8 +94,8 @@ func TestCallsGoStraightToLeaders(t *testing.T) {
 		if n == 0 {
 			break
 		}
-		if round == 1 {
-			t.Errorf("%.0f of %d holds through the client were forwarded, want 0", n, len(shows)*3)
+		if round == rounds-1 {
+			t.Errorf("%.0f of %d holds through the client were forwarded in each of %d rounds, want 0 in one", n, len(shows)*3, rounds)
 		}
 	}
 
