@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -70,6 +71,9 @@ func (l *limiter) allow(client string, now time.Time) (bool, time.Duration) {
 			l.sweepLocked(at)
 		}
 		b = bucket{tokens: l.cfg.Burst, last: at}
+		// The id may be a slice of its request's bytes (decodeBatch):
+		// the map keeps only the id.
+		client = strings.Clone(client)
 	}
 	b.tokens = min(l.cfg.Burst, b.tokens+(at-b.last).Seconds()*l.cfg.Rate)
 	b.last = at

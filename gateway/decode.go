@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/seatledger/seatledger/proto/ledgerpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
@@ -42,6 +43,17 @@ func newRequestCodec() *requestCodec {
 }
 
 func (c *requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if m, ok := v.(*ledgerpb.BatchRequest); ok {
+		var b []byte
+		if len(data) == 1 {
+			b = data[0].ReadOnlyData() // decodeBatch copies what it keeps
+		} else {
+			b = data.Materialize()
+		}
+		if decodeBatch(b, m) {
+			return nil
+		}
+	}
 	if err := c.CodecV2.Unmarshal(data, v); err != nil {
 		c.failed.Store(v, err)
 	}
