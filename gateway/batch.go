@@ -55,14 +55,14 @@ func (s *Server) Batch(ctx context.Context, req *ledgerpb.BatchRequest) (*ledger
 		return nil, err
 	}
 	chain, _ := ctx.Value(chainKey{}).(grpc.UnaryServerInterceptor) // nil over HTTP
-	ctx = context.WithValue(ctx, firstSentCallKey{}, batchFirstSent{md: metadata.ValueFromIncomingContext(ctx, FirstSentKey)})
+	ctx = context.WithValue(ctx, firstSentCallKey{}, &batchFirstSent{md: metadata.ValueFromIncomingContext(ctx, FirstSentKey)})
 	n := len(req.Calls)
 	resp := &ledgerpb.BatchResponse{Results: make([]*ledgerpb.BatchResult, n)}
 	if n == 1 {
 		// Nothing to gather: a batch of one costs what the call alone
 		// costs, plus the wrapping.
 		var w batchWraps
-		resp.Results[0] = w.result(0, s.batchCall(ctx, chain, req.Calls[0], s.handlers(s.proposeBounded)))
+		resp.Results[0] = w.result(0, s.batchCall(ctx, chain, req.Calls[0], s.handlers(s.proposeBounded), nil))
 		return resp, nil
 	}
 	// The commands go together under the batch's ctx, bounded as each
@@ -73,7 +73,8 @@ func (s *Server) Batch(ctx context.Context, req *ledgerpb.BatchRequest) (*ledger
 		pctx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
-	r := &batchRun{s: s, ctx: ctx, pctx: pctx, chain: chain, calls: req.Calls, results: resp.Results, wraps: batchWraps{n: n}}
+	r := &batchRun{s: s, ctx: ctx, pctx: pctx, chain: chain, calls: req.Calls, results: resp.Results, wraps: batchWraps{n: n},
+		callCtxs: make([]firstSentCtx, n)}
 	r.h = s.handlers(r.send)
 	r.run()
 	return resp, nil
@@ -103,7 +104,10 @@ type batchRun struct {
 	calls   []*ledgerpb.BatchCall
 	results []*ledgerpb.BatchResult
 	wraps   batchWraps
-	next    int // the first call not yet started
+	// callCtxs are the contexts of calls that state their own first
+	// send time: one allocation a batch.
+	callCtxs []firstSentCtx
+	next     int // the first call not yet started
 	// The commands handed in, in order, then their answers.
 	shows    []string
 	cmds     []*ledgerpb.Command
@@ -117,7 +121,7 @@ func (r *batchRun) run() {
 	for r.next < len(r.calls) {
 		i := r.next
 		r.next++
-		r.results[i] = r.wraps.result(i, r.s.batchCall(r.ctx, r.chain, r.calls[i], r.h))
+		r.results[i] = r.wraps.result(i, r.s.batchCall(r.ctx, r.chain, r.calls[i], r.h, &r.callCtxs[i]))
 	}
 }
 
@@ -172,11 +176,16 @@ func batchError(reason, field, msg string) error {
 // batchCall runs one call as its unary RPC would run: through chain (the
 // gRPC server's interceptors) when there is one, with the call's own
 // first send time and its command sent by h's, and returns what it
-// answered: a response, or the error.
-func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerInterceptor, call *ledgerpb.BatchCall, h *callHandlers) any {
+// answered: a response, or the error. fc, if not nil, is where the call's
+// context goes when it states its own first send time.
+func (s *Server) batchCall(ctx context.Context, chain grpc.UnaryServerInterceptor, call *ledgerpb.BatchCall, h *callHandlers, fc *firstSentCtx) any {
 	req, info, handler := h.of(call)
 	if call.FirstSentAtMs != 0 {
-		ctx = context.WithValue(ctx, firstSentCallKey{}, batchFirstSent{ms: call.FirstSentAtMs})
+		if fc == nil {
+			fc = new(firstSentCtx)
+		}
+		*fc = firstSentCtx{Context: ctx, fs: batchFirstSent{ms: call.FirstSentAtMs}}
+		ctx = fc
 	}
 	var resp any
 	var err error

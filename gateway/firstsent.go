@@ -34,7 +34,7 @@ const (
 // The FSM checks again against the log clock.
 func firstSentAt(ctx context.Context, now time.Time) (int64, error) {
 	var vs []string
-	if b, ok := ctx.Value(firstSentCallKey{}).(batchFirstSent); ok {
+	if b, ok := ctx.Value(firstSentCallKey{}).(*batchFirstSent); ok {
 		if b.ms != 0 {
 			// A batched call's own, checked as the metadata is.
 			return checkFirstSent(b.ms, now)
@@ -109,4 +109,20 @@ func incomingHeader(key string) (string, bool) {
 type batchFirstSent struct {
 	ms int64
 	md []string
+}
+
+// firstSentCtx is a batched call's context when the call states its own
+// first send time: Value answers firstSentCallKey with it. A batch makes
+// them in one slice (batchRun.callCtxs), where context.WithValue cost two
+// allocations a call, the context and the boxed value.
+type firstSentCtx struct {
+	context.Context
+	fs batchFirstSent
+}
+
+func (c *firstSentCtx) Value(key any) any {
+	if _, ok := key.(firstSentCallKey); ok {
+		return &c.fs
+	}
+	return c.Context.Value(key)
 }
