@@ -63,26 +63,33 @@ type localGroup struct {
 
 // byGroup returns the positions of shows by group, in order of each
 // group's first show. A batch spans a few of the groups, so a scan per
-// group costs less than a map.
+// group costs less than a map. The groups' positions share one array: two
+// allocations besides the result, however many groups.
 func byGroup(smap Map, shows []string) []groupCommands {
-	groups := make([]uint32, len(shows))
-	for i, show := range shows {
-		groups[i] = smap.GroupFor(show)
-	}
+	n := len(shows)
+	at := make([]int, 2*n) // each show's group in out, then the positions
 	var out []groupCommands
-	taken := make([]bool, len(shows))
-	for i := range shows {
-		if taken[i] {
-			continue
+	for i, show := range shows {
+		g := smap.GroupFor(show)
+		k := 0
+		for k < len(out) && out[k].group != g {
+			k++
 		}
-		gc := groupCommands{group: groups[i]}
-		for j := i; j < len(shows); j++ {
-			if !taken[j] && groups[j] == gc.group {
-				taken[j] = true
-				gc.idx = append(gc.idx, j)
-			}
+		if k == len(out) {
+			out = append(out, groupCommands{group: g})
 		}
-		out = append(out, gc)
+		at[i] = k
+		at[n+k]++ // group k's count, until the positions take its place
+	}
+	start := n
+	for k := range out {
+		c := at[n+k]
+		out[k].idx = at[start : start : start+c]
+		start += c
+	}
+	for i := range n {
+		gc := &out[at[i]]
+		gc.idx = append(gc.idx, i)
 	}
 	return out
 }

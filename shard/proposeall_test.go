@@ -7,6 +7,7 @@ package shard
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,4 +99,37 @@ func entriesOf(t *testing.T, results []*ledgerpb.Result) int {
 		entries[r.GetHoldId()[:i]] = true
 	}
 	return len(entries)
+}
+
+// TestByGroup checks byGroup against its definition: each group once, in
+// order of its first show, with its shows' positions in order.
+func TestByGroup(t *testing.T) {
+	smap := Map{Groups: 8}
+	for _, n := range []int{0, 1, 2, 7, 23, 256} {
+		shows := make([]string, n)
+		for i := range shows {
+			shows[i] = "show-" + strings.Repeat("x", i%5) + string(rune('a'+i%11))
+		}
+		var want []groupCommands
+		for i, s := range shows {
+			g := smap.GroupFor(s)
+			k := 0
+			for k < len(want) && want[k].group != g {
+				k++
+			}
+			if k == len(want) {
+				want = append(want, groupCommands{group: g})
+			}
+			want[k].idx = append(want[k].idx, i)
+		}
+		got := byGroup(smap, shows)
+		if len(got) != len(want) {
+			t.Fatalf("%d shows: %d groups, want %d", n, len(got), len(want))
+		}
+		for k := range want {
+			if got[k].group != want[k].group || !slices.Equal(got[k].idx, want[k].idx) {
+				t.Fatalf("%d shows: group %d is %v, want %v", n, k, got[k], want[k])
+			}
+		}
+	}
 }
