@@ -20,6 +20,10 @@ type adapter struct {
 	log     *slog.Logger
 	// checkpoint wakes the group's checkpointer (checkpointer.go).
 	checkpoint chan<- struct{}
+	// entries and at are ApplyBatch's scratch, reused: raft calls the
+	// FSM from one goroutine.
+	entries []fsm.Entry
+	at      []int
 }
 
 var _ raft.BatchingFSM = (*adapter)(nil)
@@ -47,8 +51,7 @@ func (a *adapter) checkpointIfDue() {
 // load one Pebble batch and commit serve many entries instead of one each.
 func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
-	entries := make([]fsm.Entry, 0, len(logs))
-	at := make([]int, 0, len(logs))
+	entries, at := a.entries[:0], a.at[:0]
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
 			entries = append(entries, fsm.Entry{Index: l.Index, Data: l.Data})
@@ -61,6 +64,8 @@ func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
 	for j, res := range results {
 		out[at[j]] = res
 	}
+	clear(entries) // raft's data is not ours to keep
+	a.entries, a.at = entries[:0], at[:0]
 	a.checkpointIfDue()
 	a.applied.publish()
 	return out

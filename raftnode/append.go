@@ -147,8 +147,8 @@ func (s *appendSender) send(addr string, a *pendingAppend, stop <-chan struct{})
 		return err
 	}
 	c := p.enqueue(a)
-	t := time.NewTimer(s.timeout)
-	defer t.Stop()
+	t := getTimer(s.timeout)
+	defer putTimer(t)
 	select {
 	case err := <-a.done:
 		return err
@@ -608,4 +608,21 @@ func (g *Group) appendEntries(req *raft.AppendEntriesRequest, stop <-chan struct
 	case <-stop:
 		return nil, errAppendsClosed
 	}
+}
+
+// Timers for send's waits, one an append of each group to each peer:
+// reused, as a stopped timer never fires late (Go 1.23's timers).
+var sendTimers sync.Pool
+
+func getTimer(d time.Duration) *time.Timer {
+	if t, ok := sendTimers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+func putTimer(t *time.Timer) {
+	t.Stop()
+	sendTimers.Put(t)
 }
