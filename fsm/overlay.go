@@ -466,25 +466,167 @@ func sortRun(a chunks, pend, dels []uint32, sorted *[]sealed, alloc func(n int) 
 	return run{points: pts, dels: slices.Clone(dels)}
 }
 
-// push puts r on top of the stack and merges runs of like size.
+// push puts r on top of the stack and folds runs of like size, foldWidth
+// at a time (tiers, as an LSM tree's size-tiered compaction): each record
+// is merged about log4 of the runs' growth times instead of log2, and
+// each merge reads its records' keys out of the arena once, mostly
+// missing the caches for a stack's larger runs.
 func (o *overlay) push(r run) {
 	a := o.a.c
 	// Readers (view) and base may hold the stack's array: a new one takes
 	// the merges, a copy of a few slice headers for a seal of hundreds of
 	// records.
 	runs := append(o.runs[:len(o.runs):len(o.runs)], r)
-	for n := len(runs); n >= 2 && mergeable(&runs[n-2], &runs[n-1]); n = len(runs) {
-		out := o.a.offsets(len(runs[n-2].points) + len(runs[n-1].points))
-		runs[n-2] = mergeRuns(a, &runs[n-2], &runs[n-1], out)
-		runs[n-1] = run{}
-		runs = runs[:n-1]
+	for n := len(runs); ; n = len(runs) {
+		switch {
+		case n >= foldWidth && foldable(runs[n-foldWidth:]):
+			w := runs[n-foldWidth:]
+			points := 0
+			for i := range w {
+				points += len(w[i].points)
+			}
+			runs[n-foldWidth] = fold4(a, w, o.a.offsets(points))
+			clear(runs[n-foldWidth+1:])
+			runs = runs[:n-foldWidth+1]
+		case n > runsTiered && mergeable(&runs[n-2], &runs[n-1]):
+			// Runs that tiers leave unmerged (a small seal between
+			// larger ones) are merged two by two past runsTiered.
+			out := o.a.offsets(len(runs[n-2].points) + len(runs[n-1].points))
+			runs[n-2] = mergeRuns(a, &runs[n-2], &runs[n-1], out)
+			runs[n-1] = run{}
+			runs = runs[:n-1]
+		default:
+			o.runs = runs
+			return
+		}
 	}
-	o.runs = runs
+}
+
+// foldWidth is how many runs of like size fold into one (fold4).
+const foldWidth = 4
+
+// fold4 merges four runs, oldest first, as mergeRuns would pairwise, in
+// one pass: two pair streams, whose heads a third merge takes. Each
+// point's key is read from the arena once, and each point costs two
+// compares, where merging 1+1, 1+1, then 2+2 read and compared the first
+// pairs' points twice. The points go to out's array, which has room for
+// all of w's.
+func fold4(a chunks, w []run, out []uint32) run {
+	lo, hi := newPairStream(a, &w[0], &w[1]), newPairStream(a, &w[2], &w[3])
+	hiDels := len(w[2].dels) > 0 || len(w[3].dels) > 0
+	for lo.has || hi.has {
+		c := 1
+		switch {
+		case !hi.has:
+			c = -1
+		case lo.has:
+			c = bytes.Compare(lo.key, hi.key)
+		}
+		if c < 0 {
+			if !hiDels || !(w[2].covers(a, lo.key) || w[3].covers(a, lo.key)) {
+				out = append(out, lo.off)
+			}
+			lo.next()
+			continue
+		}
+		if c == 0 {
+			lo.next() // the newer pair's point hides it
+		}
+		out = append(out, hi.off)
+		hi.next()
+	}
+	dels := w[0].dels
+	for i := 1; i < len(w); i++ {
+		if len(w[i].dels) > 0 {
+			dels = append(slices.Clip(dels), w[i].dels...)
+		}
+	}
+	return run{points: out, dels: dels}
+}
+
+// pairStream merges an older and a newer run as mergeRuns does, a point
+// at a time: its head (off, key) is the next point the merge would write.
+type pairStream struct {
+	a            chunks
+	older, newer *run
+	i, j         int
+	ok, nk       []byte // the keys of older.points[i] and newer.points[j]
+	off          uint32
+	key          []byte
+	has          bool
+}
+
+func newPairStream(a chunks, older, newer *run) pairStream {
+	p := pairStream{a: a, older: older, newer: newer}
+	if len(older.points) > 0 {
+		p.ok = a.key(older.points[0])
+	}
+	if len(newer.points) > 0 {
+		p.nk = a.key(newer.points[0])
+	}
+	p.next()
+	return p
+}
+
+// next moves the head to the merge's next point.
+func (p *pairStream) next() {
+	op, np := p.older.points, p.newer.points
+	for {
+		oi, nj := p.i < len(op), p.j < len(np)
+		if !oi && !nj {
+			p.has = false
+			return
+		}
+		c := 1
+		switch {
+		case !nj:
+			c = -1
+		case oi:
+			c = bytes.Compare(p.ok, p.nk)
+		}
+		if c < 0 {
+			off, key := op[p.i], p.ok
+			if p.i++; p.i < len(op) {
+				p.ok = p.a.key(op[p.i])
+			}
+			if len(p.newer.dels) > 0 && p.newer.covers(p.a, key) {
+				continue
+			}
+			p.off, p.key, p.has = off, key, true
+			return
+		}
+		if c == 0 { // the newer's point hides the older's
+			if p.i++; p.i < len(op) {
+				p.ok = p.a.key(op[p.i])
+			}
+		}
+		p.off, p.key, p.has = np[p.j], p.nk, true
+		if p.j++; p.j < len(np) {
+			p.nk = p.a.key(np[p.j])
+		}
+		return
+	}
+}
+
+// runsTiered is the stack's height past which runs also merge two by two.
+const runsTiered = 24
+
+// foldable says when the top runs w (oldest first) fold into one: none
+// has runPointsMerged points, and the oldest is at most twice the newest,
+// so sizes grow about fourfold down the stack.
+func foldable(w []run) bool {
+	for i := range w {
+		if len(w[i].points) >= runPointsMerged {
+			return false
+		}
+	}
+	newest := &w[len(w)-1]
+	return 2*(len(newest.points)+len(newest.dels)) >= len(w[0].points)+len(w[0].dels)
 }
 
 // mergeable says when the newer of two runs is big enough to merge into
-// the older: sizes then fall by half or more down the stack, so a record
-// is merged O(log n) times and a stack of n records has O(log n) runs.
+// the older (past runsTiered runs): sizes then fall by half or more down
+// the stack.
 // A run of runPointsMerged points or more takes no more merges: merging
 // into it would walk its records all over the arena, out of the caches,
 // for a run that the next checkpoint folds anyway; an overlay of

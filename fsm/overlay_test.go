@@ -212,6 +212,51 @@ func TestFoldRunsMergesAsPairs(t *testing.T) {
 	}
 }
 
+// TestFold4MergesAsPairs: folding four runs in one pass (push's tiers)
+// keeps exactly the records, in the same order, and the range deletions
+// that merging them two by two keeps.
+func TestFold4MergesAsPairs(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		keys := 5 + rng.IntN(200)
+		key := func() []byte { return fmt.Appendf(nil, "k%03d", rng.IntN(keys)) }
+		a := &arena{pool: &chunkPool{}}
+		var w [4]run
+		var scratch []sealed
+		for i := range w {
+			var pend, dels []uint32
+			for range rng.IntN(4) * rng.IntN(3) / 2 { // mostly none
+				s, e := key(), key()
+				if bytes.Compare(s, e) > 0 {
+					s, e = e, s
+				}
+				dels = append(dels, a.add(recDR, s, e))
+			}
+			for range rng.IntN(1 + rng.IntN(400)) {
+				if rng.IntN(4) == 0 {
+					pend = append(pend, a.add(recDel, key(), nil))
+				} else {
+					pend = append(pend, a.add(recSet, key(), fmt.Appendf(nil, "v%d", rng.Uint32())))
+				}
+			}
+			w[i] = sortRun(a.c, pend, dels, &scratch, func(n int) []uint32 { return make([]uint32, 0, n) })
+		}
+		want := run{}
+		for i := range w {
+			want = mergeRuns(a.c, &want, &w[i], make([]uint32, 0, len(want.points)+len(w[i].points)))
+		}
+		n := 0
+		for i := range w {
+			n += len(w[i].points)
+		}
+		got := fold4(a.c, w[:], make([]uint32, 0, n))
+		if !slices.Equal(got.points, want.points) || !slices.Equal(got.dels, want.dels) {
+			t.Fatalf("seed %d: fold4 = %d points, %d deletions; two by two %d, %d",
+				seed, len(got.points), len(got.dels), len(want.points), len(want.dels))
+		}
+	}
+}
+
 func compareReads(t *testing.T, rng *rand.Rand, keys int, want pebble.Reader, got reader) {
 	t.Helper()
 	for i := range keys + 1 {
