@@ -206,11 +206,20 @@ func TestAppendTimeoutDropsConnection(t *testing.T) {
 	if err := a.send(addr, next, nil); err != nil || next.resp.LastLog != 1 {
 		t.Fatalf("append after the timeout = %v (%+v), want nil and LastLog 1", err, next.resp)
 	}
-	b.mu.Lock()
-	conns := len(b.mu.conns)
-	b.mu.Unlock()
+	// The peer closes the timed-out connection once its stuck handler
+	// returns and its answer fails to write: after close(stuck.block),
+	// racing the second append, so wait for it.
+	conns := 0
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b.mu.Lock()
+		conns = len(b.mu.conns)
+		b.mu.Unlock()
+		if conns == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if conns != 1 {
-		t.Errorf("peer holds %d connections, want 1: the timed-out one closed", conns)
+		t.Errorf("peer holds %d connections 5 s on, want 1: the timed-out one closed", conns)
 	}
 }
 
