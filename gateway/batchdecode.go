@@ -18,8 +18,8 @@ import (
 // It takes only what it decodes exactly as proto.Unmarshal would: the
 // fields of those three requests and the call's first_sent_at_ms, each
 // with its declared wire type, valid UTF-8, at most one request a call.
-// For anything else (another call kind, an unknown field, a request field
-// given twice, bytes that do not parse) it returns false having set
+// For anything else (another call kind, an unknown field, two requests in
+// one call, bytes that do not parse) it returns false having set
 // nothing, and the caller decodes with proto.Unmarshal, which takes or
 // refuses the request as before. FuzzDecodeBatch checks both paths agree.
 //
@@ -94,6 +94,17 @@ type batchSlabs struct {
 	seats    []string
 }
 
+// take hands out the next element of a slab, or a new one when the slab
+// has run out.
+func take[T any](slab *[]T) *T {
+	if len(*slab) == 0 {
+		return new(T)
+	}
+	p := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return p
+}
+
 // call decodes a BatchCall's fields into c: at most one request, and
 // first_sent_at_ms.
 func (d *batchSlabs) call(r *wireReader, c *ledgerpb.BatchCall) bool {
@@ -112,37 +123,19 @@ func (d *batchSlabs) call(r *wireReader, c *ledgerpb.BatchCall) bool {
 		in := wireReader{b: r.b, s: r.s, pos: f.lo, end: f.hi}
 		switch f.num {
 		case 1:
-			var h *ledgerpb.HoldRequest
-			var w *ledgerpb.BatchCall_Hold
-			if len(d.holds) > 0 {
-				h, w, d.holds, d.holdW = &d.holds[0], &d.holdW[0], d.holds[1:], d.holdW[1:]
-			} else {
-				h, w = new(ledgerpb.HoldRequest), new(ledgerpb.BatchCall_Hold)
-			}
+			h, w := take(&d.holds), take(&d.holdW)
 			if !in.hold(h, &d.seats) {
 				return false
 			}
 			w.Hold, c.Call = h, w
 		case 2:
-			var cf *ledgerpb.ConfirmRequest
-			var w *ledgerpb.BatchCall_Confirm
-			if len(d.confirms) > 0 {
-				cf, w, d.confirms, d.confirmW = &d.confirms[0], &d.confirmW[0], d.confirms[1:], d.confirmW[1:]
-			} else {
-				cf, w = new(ledgerpb.ConfirmRequest), new(ledgerpb.BatchCall_Confirm)
-			}
+			cf, w := take(&d.confirms), take(&d.confirmW)
 			if !in.confirm(cf) {
 				return false
 			}
 			w.Confirm, c.Call = cf, w
 		case 3:
-			var rl *ledgerpb.ReleaseRequest
-			var w *ledgerpb.BatchCall_Release
-			if len(d.releases) > 0 {
-				rl, w, d.releases, d.releaseW = &d.releases[0], &d.releaseW[0], d.releases[1:], d.releaseW[1:]
-			} else {
-				rl, w = new(ledgerpb.ReleaseRequest), new(ledgerpb.BatchCall_Release)
-			}
+			rl, w := take(&d.releases), take(&d.releaseW)
 			if !in.release(rl) {
 				return false
 			}
