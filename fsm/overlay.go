@@ -506,7 +506,8 @@ func (o *overlay) push(r run) {
 const foldWidth = 4
 
 // fold4 merges four runs, oldest first, as mergeRuns would pairwise, in
-// one pass: two pair streams, whose heads a third merge takes. Each
+// one pass: two pair streams, whose heads a third merge takes as a pair
+// stream takes its runs'. Each
 // point's key is read from the arena once, and each point costs two
 // compares, where merging 1+1, 1+1, then 2+2 read and compared the first
 // pairs' points twice. The points go to out's array, which has room for
@@ -544,8 +545,11 @@ func fold4(a chunks, w []run, out []uint32) run {
 	return run{points: out, dels: dels}
 }
 
-// pairStream merges an older and a newer run as mergeRuns does, a point
-// at a time: its head (off, key) is the next point the merge would write.
+// pairStream merges an older and a newer run a point at a time: the
+// newer's points win over the older's of the same key, and its range
+// deletions drop the older's points they cover. Its head (off, key) is
+// the next point of the merge; each point's key is read from the arena
+// once.
 type pairStream struct {
 	a            chunks
 	older, newer *run
@@ -640,49 +644,12 @@ func mergeable(older, newer *run) bool {
 const runPointsMerged = 1 << 15
 
 // mergeRuns merges newer over older: newer's records win, and its range
-// deletions drop older's points they cover.
+// deletions drop older's points they cover (pairStream).
 // The points go to out's array, which has room for both runs'.
 func mergeRuns(a chunks, older, newer *run, out []uint32) run {
-	op, np := older.points, newer.points
-	i, j := 0, 0
-	// Each side's key is resolved once as the merge reaches it.
-	var ok, nk []byte
-	if len(op) > 0 {
-		ok = a.key(op[0])
+	for p := newPairStream(a, older, newer); p.has; p.next() {
+		out = append(out, p.off)
 	}
-	if len(np) > 0 {
-		nk = a.key(np[0])
-	}
-	for i < len(op) && j < len(np) {
-		switch c := bytes.Compare(ok, nk); {
-		case c < 0:
-			if len(newer.dels) == 0 || !newer.covers(a, ok) {
-				out = append(out, op[i])
-			}
-			if i++; i < len(op) {
-				ok = a.key(op[i])
-			}
-		case c > 0:
-			out = append(out, np[j])
-			if j++; j < len(np) {
-				nk = a.key(np[j])
-			}
-		default:
-			out = append(out, np[j])
-			if i++; i < len(op) {
-				ok = a.key(op[i])
-			}
-			if j++; j < len(np) {
-				nk = a.key(np[j])
-			}
-		}
-	}
-	for ; i < len(op); i++ {
-		if off := op[i]; len(newer.dels) == 0 || !newer.covers(a, a.key(off)) {
-			out = append(out, off)
-		}
-	}
-	out = append(out, np[j:]...)
 	dels := append(slices.Clip(older.dels), newer.dels...)
 	return run{points: out, dels: dels}
 }
