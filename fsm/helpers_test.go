@@ -79,6 +79,22 @@ func applyEncodedRecover(m *Machine, index uint64, cmd *ledgerpb.Command) (res [
 	return m.ApplyEntries([]Entry{{Index: index, Data: data}})[0], nil
 }
 
+// applyUnansweredRecover is applyEncodedRecover as a follower applies:
+// unanswered, so it returns no results.
+func applyUnansweredRecover(m *Machine, index uint64, cmd *ledgerpb.Command) (res []*ledgerpb.Result, err error) {
+	data, err := EncodeCommand(cmd)
+	if err != nil {
+		return applyRecover(m, index, cmd) // not encodable, so never in a log
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("ApplyEntriesUnanswered(%d) panicked: %v", index, r)
+		}
+	}()
+	m.ApplyEntriesUnanswered([]Entry{{Index: index, Data: data}})
+	return nil, nil
+}
+
 // mustApply applies an entry that must not panic and must yield n results.
 func mustApply(t testing.TB, m *Machine, index uint64, cmd *ledgerpb.Command, n int) []*ledgerpb.Result {
 	t.Helper()

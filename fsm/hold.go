@@ -215,7 +215,7 @@ func (tx *txn) view(r uint32) *ledgerpb.HoldRecord {
 func (tx *txn) slotResult(r uint32, token bool) *ledgerpb.Result {
 	t := &tx.m.led.holds
 	h := t.at(r)
-	rb := &holdResultBuf{}
+	rb := tx.newResultBuf()
 	id, currency := t.id(r), t.currency(r)
 	var seats [SeatsPerHoldMax]string
 	ids := t.seatIDs(seats[:0], r)
@@ -253,6 +253,19 @@ func (tx *txn) slotResult(r uint32, token bool) *ledgerpb.Result {
 		rb.r.HoldToken = unsafe.String(&rb.token[0], len(rb.token)) // never written again
 	}
 	return &rb.r
+}
+
+// newResultBuf is a fresh holdResultBuf, or for an unanswered entry tx's
+// own, reset.
+func (tx *txn) newResultBuf() *holdResultBuf {
+	if !tx.unanswered {
+		return &holdResultBuf{}
+	}
+	if tx.resultBuf == nil {
+		tx.resultBuf = &holdResultBuf{}
+	}
+	tx.resultBuf.r.Reset()
+	return tx.resultBuf
 }
 
 // holdResultBuf is a hold's result with room for its strings: the token,

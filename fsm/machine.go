@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -167,13 +168,27 @@ const applyBatchBytesMax = 4 << 20
 // entry at or below the applied index. Like ApplyEntry it panics on data that
 // does not decode.
 func (m *Machine) ApplyEntries(entries []Entry) [][]*ledgerpb.Result {
-	out := m.applyEntries(entries)
+	out := make([][]*ledgerpb.Result, len(entries))
+	m.applyEntries(entries, out)
 	m.checkpointIfDue()
 	return out
 }
 
-func (m *Machine) applyEntries(entries []Entry) [][]*ledgerpb.Result {
-	out := make([][]*ledgerpb.Result, len(entries))
+// ApplyEntriesUnanswered applies entries as ApplyEntries does, for a
+// replica whose results nobody reads (a follower's): the state and the
+// records written are the same, but the results are built in reused
+// buffers, only to be recorded for exactly-once, and are not returned.
+// It returns how many entries it applied (those above the applied index)
+// and how many commands they held.
+func (m *Machine) ApplyEntriesUnanswered(entries []Entry) (applied, commands int) {
+	applied, commands = m.applyEntries(entries, nil)
+	m.checkpointIfDue()
+	return applied, commands
+}
+
+// applyEntries applies entries and counts them; out, if not nil, receives
+// each entry's results (nil: nobody reads them, txn.unanswered).
+func (m *Machine) applyEntries(entries []Entry, out [][]*ledgerpb.Result) (applied, commands int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var tx *txn
@@ -192,8 +207,15 @@ func (m *Machine) applyEntries(entries []Entry) [][]*ledgerpb.Result {
 		}
 		if tx == nil {
 			tx = m.begin()
+			tx.unanswered = out == nil
 		}
-		out[i] = tx.applyEntry(e.Index, cmd)
+		results := tx.applyEntry(e.Index, cmd)
+		applied, commands = applied+1, commands+len(results)
+		if out != nil {
+			out[i] = results
+		} else {
+			clear(results) // nothing keeps them past their records
+		}
 		if tx.bytes() >= applyBatchBytesMax {
 			m.commit(tx)
 			m.end(tx)
@@ -203,7 +225,7 @@ func (m *Machine) applyEntries(entries []Entry) [][]*ledgerpb.Result {
 	if tx != nil {
 		m.commit(tx)
 	}
-	return out
+	return applied, commands
 }
 
 // applyEntry applies one entry to tx at index.
@@ -225,7 +247,13 @@ func (tx *txn) applyEntry(index uint64, cmd *ledgerpb.Command) []*ledgerpb.Resul
 	if len(batch.Commands) > BatchCommandsMax {
 		violated("batch of %d commands at index %d", len(batch.Commands), index)
 	}
-	results := make([]*ledgerpb.Result, len(batch.Commands))
+	var results []*ledgerpb.Result
+	if tx.unanswered {
+		results = slices.Grow(tx.results[:0], len(batch.Commands))[:len(batch.Commands)]
+		tx.results = results
+	} else {
+		results = make([]*ledgerpb.Result, len(batch.Commands))
+	}
 	for i, c := range batch.Commands {
 		if c.GetBatch() != nil {
 			violated("nested batch at index %d", index)

@@ -64,6 +64,13 @@ type txn struct {
 	shaState *[sha256StateLen]byte
 	// holdBuf is the record a live hold is encoded from (view).
 	holdBuf *ledgerpb.HoldRecord
+	// unanswered is set for entries whose results nobody reads
+	// (ApplyEntriesUnanswered): a hold's or a booking's result is then
+	// built in resultBuf, and an entry's results in results, both reused
+	// (each result lives only until its request record is encoded).
+	unanswered bool
+	resultBuf  *holdResultBuf
+	results    []*ledgerpb.Result
 }
 
 // begin starts a Pebble batch for one or more entries. The txn is the
@@ -78,7 +85,8 @@ func (m *Machine) begin() *txn {
 	m.ov.commit() // what end goes back to if the batch does not commit
 	*tx = txn{m: m, arenaBytes: m.ov.bytes(), index: m.Applied(), now: m.Clock(),
 		freed: tx.freed, freedShows: tx.freedShows[:0], events: tx.events[:0], eventAt: tx.eventAt, touched: tx.touched[:0],
-		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf, sha: tx.sha, shaState: tx.shaState}
+		scratch: tx.scratch[:0], keyBuf: tx.keyBuf[:0], tokenBuf: tx.tokenBuf[:0], freeBuf: tx.freeBuf[:0], seatBuf: tx.seatBuf[:0], bestBuf: tx.bestBuf[:0], holdBuf: tx.holdBuf, sha: tx.sha, shaState: tx.shaState,
+		resultBuf: tx.resultBuf, results: tx.results[:0]}
 	clear(tx.freed)
 	clear(tx.eventAt)
 	clear(tx.touched[:cap(tx.touched)]) // drop the shows' ids

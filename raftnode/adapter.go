@@ -3,6 +3,7 @@ package raftnode
 import (
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -24,6 +25,9 @@ type adapter struct {
 	// FSM from one goroutine.
 	entries []fsm.Entry
 	at      []int
+	// raft is the group's raft, once started: ApplyBatch asks it whether
+	// this replica leads (answered).
+	raft *atomic.Pointer[raft.Raft]
 }
 
 var _ raft.BatchingFSM = (*adapter)(nil)
@@ -59,16 +63,40 @@ func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
 		}
 	}
 	start := time.Now()
-	results := a.m.ApplyEntries(entries)
-	a.metrics.observeApply(time.Since(start), results)
-	for j, res := range results {
-		out[at[j]] = res
+	if a.answered() {
+		results := a.m.ApplyEntries(entries)
+		applied, commands := 0, 0
+		for j, res := range results {
+			out[at[j]] = res
+			if res != nil {
+				applied, commands = applied+1, commands+len(res)
+			}
+		}
+		a.metrics.observeApply(time.Since(start), applied, commands)
+	} else {
+		applied, commands := a.m.ApplyEntriesUnanswered(entries)
+		a.metrics.observeApply(time.Since(start), applied, commands)
 	}
 	clear(entries) // raft's data is not ours to keep
 	a.entries, a.at = entries[:0], at[:0]
 	a.checkpointIfDue()
 	a.applied.publish()
 	return out
+}
+
+// answered reports whether anyone may read the results of the entries
+// ApplyBatch applies now: only a leader's proposer waits for results
+// (proposer.go). A follower's are built only to be recorded for
+// exactly-once (fsm.Machine.ApplyEntriesUnanswered). A leader that steps
+// down fails the proposals it had in flight (raft answers their futures
+// ErrLeadershipLost), so results missed in the moment between its state
+// changing and that reach nobody waiting; a future that did get the
+// response of an unanswered entry finds no results, and its callers learn
+// that the outcome is unknown (awaitCommits) and retry with the same
+// request_id.
+func (a *adapter) answered() bool {
+	r := a.raft.Load()
+	return r == nil || r.State() == raft.Leader
 }
 
 // Snapshot syncs applied state and pins a point-in-time view.

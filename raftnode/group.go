@@ -209,7 +209,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 	// Heartbeats go through the node's coalescer (heartbeat.go).
 	g.trans = newBeatTransport(progressTransport{g.transport, g.metrics.followers, rpcs},
 		g.node.beats, g.node.appends, g.id, heartbeatGapMin(cfg.HeartbeatTimeout), peerAddresses{g.node}, g.stop)
-	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics, log: g.log, checkpoint: g.checkpoint}, logs, store, snaps, g.trans)
+	r, err := raft.NewRaft(rc, &adapter{m: g.machine, applied: &g.applied, metrics: g.metrics, log: g.log, checkpoint: g.checkpoint, raft: &g.trans.raft}, logs, store, snaps, g.trans)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: start raft of group %d: %w", g.id, err)
