@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -46,7 +48,27 @@ func logSum(l *raft.Log, data []byte) uint32 {
 // checkedLogs wraps the bolt log store.
 type checkedLogs struct {
 	raft.LogStore
+	// scratch, if set, is StoreLogs' buffers, reused (a group's): only
+	// over a store that keeps no entry it was handed (the node log, which
+	// encodes them into its transaction; raft's in-memory store keeps
+	// them).
+	scratch *sealScratch
 }
+
+// sealScratch is the buffers StoreLogs seals entries into, reused while
+// busy is held: raft appends a group's entries from one goroutine, so an
+// append finds them busy only if that ever changes, and then makes its
+// own.
+type sealScratch struct {
+	busy   atomic.Bool
+	buf    []byte
+	sealed []raft.Log
+	ptrs   []*raft.Log
+}
+
+// sealScratchKeepMax bounds the data buffer kept between appends: a
+// catching-up follower's large appends get buffers of their own.
+const sealScratchKeepMax = 1 << 20
 
 // seal returns l with its data and trailer in buf, which must have room
 // for them, and the rest of buf.
@@ -71,20 +93,34 @@ func (c checkedLogs) IsMonotonic() bool { return true }
 func (c checkedLogs) StoreLog(l *raft.Log) error { return c.StoreLogs([]*raft.Log{l}) }
 
 // StoreLogs seals and stores entries: the sealed copies, and their data,
-// are one allocation each for all of them.
+// go to the scratch's buffers, or to one allocation each for all of them.
 func (c checkedLogs) StoreLogs(logs []*raft.Log) error {
 	n := 0
 	for _, l := range logs {
 		n += len(l.Data) + logTrailerBytes
 	}
-	buf := make([]byte, n)
-	sealed := make([]raft.Log, len(logs))
-	ptrs := make([]*raft.Log, len(logs))
-	for i, l := range logs {
-		buf = c.seal(&sealed[i], l, buf)
-		ptrs[i] = &sealed[i]
+	sc := c.scratch
+	if sc == nil || !sc.busy.CompareAndSwap(false, true) {
+		sc = &sealScratch{}
+	} else {
+		defer sc.busy.Store(false)
 	}
-	return c.LogStore.StoreLogs(ptrs)
+	if cap(sc.buf) < n {
+		sc.buf = make([]byte, n)
+	}
+	sc.sealed = slices.Grow(sc.sealed[:0], len(logs))[:len(logs)]
+	sc.ptrs = slices.Grow(sc.ptrs[:0], len(logs))[:len(logs)]
+	buf := sc.buf[:n]
+	for i, l := range logs {
+		buf = c.seal(&sc.sealed[i], l, buf)
+		sc.ptrs[i] = &sc.sealed[i]
+	}
+	err := c.LogStore.StoreLogs(sc.ptrs)
+	clear(sc.sealed) // raft's extensions are not ours to keep
+	if cap(sc.buf) > sealScratchKeepMax {
+		sc.buf = nil
+	}
+	return err
 }
 
 // GetLog reads an entry and verifies its seal.

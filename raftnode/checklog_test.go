@@ -22,7 +22,7 @@ func TestCheckedLogsDetectCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	c := checkedLogs{store}
+	c := checkedLogs{LogStore: store}
 	want := []*raft.Log{
 		{Index: 1, Term: 1, Type: raft.LogConfiguration, Data: []byte("config")},
 		{Index: 2, Term: 1, Type: raft.LogCommand, Data: []byte("hold A1 A2")},

@@ -143,7 +143,7 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		return fmt.Errorf("raftnode: group %d refuses to start on a damaged log (%s): %w", g.id, g.node.log.path, err)
 	}
 	g.nodeLog = glog
-	checked := checkedLogs{glog}
+	checked := checkedLogs{LogStore: glog, scratch: &sealScratch{}}
 	if err := checked.verifyAll(); err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: group %d refuses to start on a damaged log (%s): %w", g.id, g.node.log.path, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -94,6 +95,8 @@ type nodeLog struct {
 	done  chan struct{}
 	// observe, if set, is told the appends each commit carried (metrics).
 	observe func(appends int)
+	// copies is append's copies of the entries, reused by the writer.
+	copies []raft.Log
 }
 
 // logReq is an append (logs) or a removal of [delFirst, delLast].
@@ -229,8 +232,13 @@ func (nl *nodeLog) wipe(id uint32) error {
 	return g.DeleteRange(1, logIndexMax)
 }
 
+// submit hands r to the writer and waits for its answer. r.done, if set,
+// must be empty (a reused request: the writer answers each once, and a
+// request is reused only after its answer or once the writer stopped).
 func (nl *nodeLog) submit(r *logReq) error {
-	r.done = make(chan error, 1)
+	if r.done == nil {
+		r.done = make(chan error, 1)
+	}
 	select {
 	case nl.reqs <- r:
 	case <-nl.stop:
@@ -357,12 +365,17 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 		b      logBounds
 		record bool // the bounds record must be written
 	}
-	var updates []update
+	var room [8]update // the groups of a commit, mostly few
+	updates := room[:0]
 	n := 0
 	for _, r := range batch {
 		n += len(r.logs)
 	}
-	copies := make([]raft.Log, n)
+	if cap(nl.copies) < n {
+		nl.copies = make([]raft.Log, n)
+	}
+	copies := nl.copies[:n]
+	defer clear(copies) // raft's data is not ours to keep
 	for _, r := range batch {
 		u := -1
 		for i := range updates {
@@ -434,6 +447,12 @@ type groupLog struct {
 	// recorded is the group's bounds record as stored; its last may trail
 	// last. Owned by the writer goroutine (set before it sees the group).
 	recorded logBounds
+
+	// req is StoreLogs' request, reused while reqBusy is held: raft
+	// appends a group's entries from one goroutine, so another append
+	// finds it busy only if that ever changes, and then makes its own.
+	req     logReq
+	reqBusy atomic.Bool
 }
 
 func (g *groupLog) key(index uint64) uint64 { return g.base | index }
@@ -519,7 +538,18 @@ func (g *groupLog) StoreLogs(logs []*raft.Log) error {
 		g.mu.Unlock()
 		close(done)
 	}()
-	return g.nl.submit(&logReq{g: g, logs: logs})
+	if !g.reqBusy.CompareAndSwap(false, true) {
+		return g.nl.submit(&logReq{g: g, logs: logs})
+	}
+	defer g.reqBusy.Store(false)
+	r := &g.req
+	if r.done == nil {
+		r.done = make(chan error, 1)
+	}
+	r.g, r.logs = g, logs
+	err := g.nl.submit(r)
+	r.logs = nil // raft's entries are not ours to keep
+	return err
 }
 
 // appending returns a channel closed when the group's append in progress

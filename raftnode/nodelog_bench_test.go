@@ -119,7 +119,7 @@ func BenchmarkLogAppendLoaded(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		stores[g] = checkedLogs{gl}
+		stores[g] = checkedLogs{LogStore: gl}
 	}
 	batch := func(first uint64, n int) []*raft.Log {
 		logs := make([]*raft.Log, n)

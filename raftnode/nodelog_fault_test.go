@@ -38,7 +38,7 @@ func TestCorruptLogEntryIsDetected(t *testing.T) {
 			g := openTestGroup(t, nl, 1)
 			// Two appends: the bounds record names 1..5 only.
 			for _, r := range [][2]uint64{{1, 5}, {6, 20}} {
-				if err := (checkedLogs{g}).StoreLogs(entries(1, r[0], r[1])); err != nil {
+				if err := (checkedLogs{LogStore: g}).StoreLogs(entries(1, r[0], r[1])); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -50,7 +50,7 @@ func TestCorruptLogEntryIsDetected(t *testing.T) {
 			nl = openTestLog(t, nodeLogPath(dir))
 			defer nl.close()
 			g = openTestGroup(t, nl, 1)
-			if err := (checkedLogs{g}).verifyAll(); !errors.Is(err, ErrCorruptLog) {
+			if err := (checkedLogs{LogStore: g}).verifyAll(); !errors.Is(err, ErrCorruptLog) {
 				t.Fatalf("after %s: verifyAll = %v, want ErrCorruptLog", what, err)
 			}
 		})

@@ -365,7 +365,7 @@ func TestRaftContractCommitAppend(t *testing.T) {
 // Behaviour 6: the log cache passes IsMonotonic on, through the wrappers
 // raftnode puts under it (group.go).
 func TestRaftContractLogCacheIsMonotonic(t *testing.T) {
-	c, err := raft.NewLogCache(8, timedLogs{checkedLogs{raft.NewInmemStore()}, prometheus.ObserverFunc(func(float64) {})})
+	c, err := raft.NewLogCache(8, timedLogs{checkedLogs{LogStore: raft.NewInmemStore()}, prometheus.ObserverFunc(func(float64) {})})
 	if err != nil {
 		t.Fatal(err)
 	}
