@@ -74,7 +74,7 @@ const (
 )
 
 type batchOutcome struct {
-	res *ledgerpb.BatchResult
+	res rawResult
 	err error
 }
 
@@ -197,34 +197,6 @@ func (c *Client) invoke(ctx context.Context, cc *grpc.ClientConn, method string,
 	return answer(res, reply)
 }
 
-// answer gives a caller its call's result: the response into reply, or
-// the status the node answered.
-func answer(res *ledgerpb.BatchResult, reply any) error {
-	var got proto.Message
-	switch r := res.GetResult().(type) {
-	case *ledgerpb.BatchResult_Error:
-		if err := callError(r.Error); err != nil {
-			return err
-		}
-	case *ledgerpb.BatchResult_Hold:
-		got = r.Hold
-	case *ledgerpb.BatchResult_Confirm:
-		got = r.Confirm
-	case *ledgerpb.BatchResult_Release:
-		got = r.Release
-	case *ledgerpb.BatchResult_Extend:
-		got = r.Extend
-	case *ledgerpb.BatchResult_Refund:
-		got = r.Refund
-	}
-	dst, ok := reply.(proto.Message)
-	if got == nil || !ok || dst.ProtoReflect().Descriptor() != got.ProtoReflect().Descriptor() {
-		return fmt.Errorf("%w: %T for a %T", ErrBadReply, res.GetResult(), reply)
-	}
-	proto.Merge(dst, got)
-	return nil
-}
-
 // batcherOf returns cc's batcher, made on first use.
 func (c *Client) batcherOf(cc *grpc.ClientConn) *batcher {
 	if b, ok := c.batchers.Load(cc); ok {
@@ -236,13 +208,13 @@ func (c *Client) batcherOf(cc *grpc.ClientConn) *batcher {
 
 // do sends call in the next Batch to b's node and waits for its result;
 // errUnbatched says to send it alone.
-func (b *batcher) do(ctx context.Context, call *ledgerpb.BatchCall) (*ledgerpb.BatchResult, error) {
+func (b *batcher) do(ctx context.Context, call *ledgerpb.BatchCall) (rawResult, error) {
 	bc := &batchCall{call: call, bytes: proto.Size(call) + callOverheadBytes, done: make(chan batchOutcome, 1)}
 	bc.deadline, _ = ctx.Deadline()
 	b.mu.Lock()
 	if b.mu.unary {
 		b.mu.Unlock()
-		return nil, errUnbatched
+		return rawResult{}, errUnbatched
 	}
 	if len(b.mu.queue) == 0 && b.mu.inflight < b.c.cfg.BatchesInFlight {
 		// Idle: sent now, on this goroutine and with the caller's ctx, so
@@ -388,9 +360,9 @@ func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 	}
 	b.c.batchRPCs.Add(1)
 	b.c.batchCalls.Add(uint64(len(batch)))
-	resp := &ledgerpb.BatchResponse{}
+	resp := &rawBatchResponse{}
 	var header metadata.MD
-	err := b.cc.Invoke(ctx, methodBatch, req, resp, grpc.StaticMethod(), grpc.Header(&header))
+	err := b.cc.Invoke(ctx, methodBatch, req, resp, grpc.StaticMethod(), grpc.Header(&header), grpc.ForceCodecV2(batchCodec{}))
 	b.c.noteForwarded(header)
 	switch {
 	case unimplemented(err):
@@ -398,14 +370,14 @@ func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 		b.mu.unary = true
 		b.mu.Unlock()
 		err = errUnbatched // nothing was applied: each goes alone
-	case err == nil && len(resp.Results) != len(batch):
-		err = fmt.Errorf("%w: %d calls answered %d results", ErrBadReply, len(batch), len(resp.Results))
+	case err == nil && len(resp.results) != len(batch):
+		err = fmt.Errorf("%w: %d calls answered %d results", ErrBadReply, len(batch), len(resp.results))
 	}
 	for i, bc := range batch {
 		if err != nil {
 			bc.done <- batchOutcome{err: err}
 		} else {
-			bc.done <- batchOutcome{res: resp.Results[i]}
+			bc.done <- batchOutcome{res: resp.results[i]}
 		}
 	}
 }

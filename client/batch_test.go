@@ -22,11 +22,13 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -386,7 +388,7 @@ func TestBatchesInFlight(t *testing.T) {
 // its call is the client's ErrBadReply, not a status it made up, and not
 // Gone (the node answered).
 func TestAnswerRefusesAResultOfAnotherKind(t *testing.T) {
-	res := &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Confirm{Confirm: &ledgerpb.ConfirmResponse{}}}
+	res := rawOf(t, &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Confirm{Confirm: &ledgerpb.ConfirmResponse{}}})
 	err := answer(res, &ledgerpb.HoldResponse{})
 	if !errors.Is(err, ErrBadReply) {
 		t.Fatalf("answer(confirm result, hold reply) = %v, want ErrBadReply", err)
@@ -397,7 +399,28 @@ func TestAnswerRefusesAResultOfAnotherKind(t *testing.T) {
 	if _, ok := status.FromError(err); ok {
 		t.Errorf("answer made a status: %v", err)
 	}
-	if err := answer(&ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Hold{Hold: &ledgerpb.HoldResponse{HoldId: "h1"}}}, &ledgerpb.HoldResponse{}); err != nil {
+	if err := answer(rawOf(t, &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Hold{Hold: &ledgerpb.HoldResponse{HoldId: "h1"}}}), &ledgerpb.HoldResponse{}); err != nil {
 		t.Errorf("answer(hold result, hold reply) = %v", err)
 	}
+	if err := answer(rawOf(t, &ledgerpb.BatchResult{}), &ledgerpb.HoldResponse{}); !errors.Is(err, ErrBadReply) {
+		t.Errorf("answer(no result, hold reply) = %v, want ErrBadReply", err)
+	}
+	ok := rawOf(t, &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Error{Error: &spb.Status{}}})
+	if err := answer(ok, &ledgerpb.HoldResponse{}); !errors.Is(err, ErrBadReply) {
+		t.Errorf("answer(an OK status, hold reply) = %v, want ErrBadReply", err)
+	}
+}
+
+// rawOf is res as a Batch's answer hands it to its caller.
+func rawOf(t *testing.T, res *ledgerpb.BatchResult) rawResult {
+	t.Helper()
+	b, err := proto.Marshal(&ledgerpb.BatchResponse{Results: []*ledgerpb.BatchResult{res}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r rawBatchResponse
+	if err := r.parse(b); err != nil || len(r.results) != 1 {
+		t.Fatalf("parse(%v) = %v, %d results", res, err, len(r.results))
+	}
+	return r.results[0]
 }
