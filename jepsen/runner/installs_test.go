@@ -30,7 +30,8 @@ func TestCountInstalls(t *testing.T) {
 
 // TestInstallsExpectedCountsFaultsThatLeaveAReplicaBehind: a run expects a
 // snapshot install only from faults it drew that leave one replica behind
-// the others, never from kill-all alone.
+// the others, never from kill-all alone, nor from faults after a
+// corrupt-log left its node down.
 func TestInstallsExpectedCountsFaultsThatLeaveAReplicaBehind(t *testing.T) {
 	c := &Config{Duration: time.Minute}
 	c.SetDefaults()
@@ -44,10 +45,18 @@ func TestInstallsExpectedCountsFaultsThatLeaveAReplicaBehind(t *testing.T) {
 		{[]string{NemKillAll, NemPartitionOne}, true},
 		{[]string{NemKillLeader}, true},
 		{[]string{NemPauseLeader}, true},
+		// A node a corrupt-log left down: only faults before it count.
+		{[]string{"corrupt-log-down", NemKillLeader, NemPartitionOne}, false},
+		{[]string{NemKillLeader, "corrupt-log-down"}, true},
+		{[]string{NemCorruptLog, NemKillLeader}, true}, // skipped, or restarted
 	} {
 		var faults []history.Fault
 		for _, k := range tc.kinds {
-			faults = append(faults, history.Fault{Kind: k})
+			f := history.Fault{Kind: k}
+			if k == "corrupt-log-down" {
+				f = history.Fault{Kind: NemCorruptLog, Nodes: "n1 group-0 entry 315 bit 136: " + corruptLeftDown}
+			}
+			faults = append(faults, f)
 		}
 		if got := c.installsExpected(faults); got != tc.want {
 			t.Errorf("installsExpected(%v) = %t, want %t", tc.kinds, got, tc.want)

@@ -207,7 +207,8 @@ func (n *nemesis) kill(ctx context.Context, ids []string, kind string) {
 		}
 	}
 	desc := strings.Join(ids, ",")
-	if lost := quorumLost(replicas, ids); lost != "" {
+	// A node a corrupt-log left down counts as down too.
+	if lost := quorumLost(replicas, append(slices.Clone(ids), n.dead...)); lost != "" {
 		desc += "; no quorum: " + lost
 	}
 	n.rec.fault(kind, desc)
@@ -315,5 +316,9 @@ func (n *nemesis) corrupt(ctx context.Context) {
 		return
 	}
 	n.dead = append(n.dead, id)
-	n.rec.fault(NemCorruptLog, fmt.Sprintf("%s %s: detected, node refuses to start", id, where))
+	n.rec.fault(NemCorruptLog, fmt.Sprintf("%s %s: %s", id, where, corruptLeftDown))
 }
+
+// corruptLeftDown ends the description of a corrupt-log fault whose node
+// refused to start, as it must, and stays down.
+const corruptLeftDown = "detected, node refuses to start"
