@@ -55,6 +55,13 @@ const methodBatch = "/seatledger.v1.Booking/Batch"
 // serve Batch.
 var errUnbatched = errors.New("client: the node does not serve Batch")
 
+// sizedCall is a call as a Batch carries it, with its size there; call
+// nil: the call goes alone.
+type sizedCall struct {
+	call  *ledgerpb.BatchCall
+	bytes int // its encoding, plus callOverheadBytes
+}
+
 // batchCall is one caller's call waiting in a batcher, for one attempt.
 type batchCall struct {
 	call     *ledgerpb.BatchCall
@@ -91,36 +98,37 @@ type batcher struct {
 	}
 }
 
-// batchable returns the call args would be in a Batch, or nil when it goes
-// alone: batching is off, the method is not one a Batch takes, the caller
+// batchable returns the call args would be in a Batch and its size, the
+// size reckoned once for every attempt, or no call when it goes alone: batching is off, the method is not one a Batch takes, the caller
 // passed call options or metadata a Batch cannot carry per call, or the
 // call is too large. The call states its first send time: the caller's
 // (WithFirstSent) or now.
-func (c *Client) batchable(ctx context.Context, method string, args any, opts []grpc.CallOption, now time.Time) *ledgerpb.BatchCall {
+func (c *Client) batchable(ctx context.Context, method string, args any, opts []grpc.CallOption, now time.Time) sizedCall {
 	if c.cfg.NoBatching || !onlyStatic(opts) {
-		return nil
+		return sizedCall{}
 	}
 	call := batchCallOf(method, args)
 	if call == nil {
-		return nil
+		return sizedCall{}
 	}
 	sent := now.UnixMilli()
 	if md, ok := metadata.FromOutgoingContext(ctx); ok && md.Len() > 0 {
 		vs := md.Get(FirstSentKey)
 		if md.Len() != 1 || len(vs) != 1 {
-			return nil
+			return sizedCall{}
 		}
 		ms, ok := parseMillis(vs[0])
 		if !ok {
-			return nil // the node's own check answers it
+			return sizedCall{} // the node's own check answers it
 		}
 		sent = ms
 	}
 	call.FirstSentAtMs = sent
-	if proto.Size(call)+callOverheadBytes > callBytesMax {
-		return nil
+	bytes := proto.Size(call) + callOverheadBytes
+	if bytes > callBytesMax {
+		return sizedCall{}
 	}
-	return call
+	return sizedCall{call: call, bytes: bytes}
 }
 
 // onlyStatic reports whether opts are at most what generated clients pass
@@ -177,10 +185,10 @@ func parseMillis(v string) (int64, bool) {
 }
 
 // invoke makes one attempt of a call: alone, or through the batcher of cc
-// when call is not nil (falling back to alone when the node serves no
+// when call.call is not nil (falling back to alone when the node serves no
 // Batch).
-func (c *Client) invoke(ctx context.Context, cc *grpc.ClientConn, method string, args, reply any, call *ledgerpb.BatchCall, opts []grpc.CallOption) error {
-	if call == nil {
+func (c *Client) invoke(ctx context.Context, cc *grpc.ClientConn, method string, args, reply any, call sizedCall, opts []grpc.CallOption) error {
+	if call.call == nil {
 		var header metadata.MD
 		err := cc.Invoke(ctx, method, args, reply, append(opts[:len(opts):len(opts)], grpc.Header(&header))...)
 		c.noteForwarded(header)
@@ -188,7 +196,7 @@ func (c *Client) invoke(ctx context.Context, cc *grpc.ClientConn, method string,
 	}
 	res, err := c.batcherOf(cc).do(ctx, call)
 	if errors.Is(err, errUnbatched) {
-		ctx = stampFirstSent(ctx, args, time.UnixMilli(call.FirstSentAtMs))
+		ctx = stampFirstSent(ctx, args, time.UnixMilli(call.call.FirstSentAtMs))
 		return cc.Invoke(ctx, method, args, reply, opts...)
 	}
 	if err != nil {
@@ -208,8 +216,8 @@ func (c *Client) batcherOf(cc *grpc.ClientConn) *batcher {
 
 // do sends call in the next Batch to b's node and waits for its result;
 // errUnbatched says to send it alone.
-func (b *batcher) do(ctx context.Context, call *ledgerpb.BatchCall) (rawResult, error) {
-	bc := &batchCall{call: call, bytes: proto.Size(call) + callOverheadBytes, done: make(chan batchOutcome, 1)}
+func (b *batcher) do(ctx context.Context, call sizedCall) (rawResult, error) {
+	bc := &batchCall{call: call.call, bytes: call.bytes, done: make(chan batchOutcome, 1)}
 	bc.deadline, _ = ctx.Deadline()
 	b.mu.Lock()
 	if b.mu.unary {

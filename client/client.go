@@ -172,7 +172,7 @@ func (c *Client) Booking() ledgerpb.BookingClient { return ledgerpb.NewBookingCl
 func (c *Client) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	now := time.Now()
 	call := c.batchable(ctx, method, args, opts, now) // states its first send itself
-	if call == nil {
+	if call.call == nil {
 		ctx = stampFirstSent(ctx, args, now) // once: the retries below keep it
 	}
 	cc, t, group := c.route(args)
