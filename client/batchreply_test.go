@@ -6,6 +6,7 @@ package client
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -175,5 +176,52 @@ func FuzzRawBatchReply(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkRawAgrees(t, b)
+	})
+}
+
+// BenchmarkBatchAnswer answers the 23 hold calls of a Batch (seatbench's
+// mean under the uniform load): "merged" as the client did before, the
+// response decoded whole and each result merged into its reply; "raw" as
+// it does now.
+func BenchmarkBatchAnswer(b *testing.B) {
+	resp := &ledgerpb.BatchResponse{}
+	for i := range 23 {
+		resp.Results = append(resp.Results, &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Hold{Hold: &ledgerpb.HoldResponse{
+			HoldId: fmt.Sprintf("h3-%d-%d", 100000+i, i%8), ShowId: fmt.Sprintf("show-%d", i*797), SeatIds: []string{"C7", "C8"},
+			ExpiresAt: timestamppb.New(time.UnixMilli(1795816932310 + 300_000)), Revision: uint64(100000 + i),
+			AppliedAt: timestamppb.New(time.UnixMilli(1795816932310)), AmountMinor: 2000, Currency: "EUR",
+			HoldToken: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8", MaxExpiresAt: timestamppb.New(time.UnixMilli(1795816932310 + 1_800_000))}}})
+	}
+	wire, err := proto.Marshal(resp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("merged", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r ledgerpb.BatchResponse
+			if err := proto.Unmarshal(wire, &r); err != nil {
+				b.Fatal(err)
+			}
+			for _, res := range r.Results {
+				if err := wantAnswer(res, &ledgerpb.HoldResponse{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r rawBatchResponse
+			if err := r.parse(wire); err != nil {
+				b.Fatal(err)
+			}
+			for _, res := range r.results {
+				if err := answer(res, &ledgerpb.HoldResponse{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
 	})
 }
