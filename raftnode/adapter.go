@@ -3,6 +3,7 @@ package raftnode
 import (
 	"io"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,7 @@ type adapter struct {
 	// FSM from one goroutine.
 	entries []fsm.Entry
 	at      []int
+	out     []any
 	// raft is the group's raft, once started: ApplyBatch asks it whether
 	// this replica leads (answered).
 	raft *atomic.Pointer[raft.Raft]
@@ -54,7 +56,11 @@ func (a *adapter) checkpointIfDue() {
 // no state here. The command entries go to the FSM together, so that under
 // load one Pebble batch and commit serve many entries instead of one each.
 func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
-	out := make([]any, len(logs))
+	// Raft reads the responses before it calls ApplyBatch again (its FSM
+	// goroutine hands each to its future, if any): out is reused.
+	out := slices.Grow(a.out[:0], len(logs))[:len(logs)]
+	clear(out)
+	a.out = out
 	entries, at := a.entries[:0], a.at[:0]
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
@@ -67,8 +73,10 @@ func (a *adapter) ApplyBatch(logs []*raft.Log) []any {
 		results := a.m.ApplyEntries(entries)
 		applied, commands := 0, 0
 		for j, res := range results {
-			out[at[j]] = res
 			if res != nil {
+				// A pointer into results: boxing the slice itself
+				// would allocate (awaitCommits reads it back).
+				out[at[j]] = &results[j]
 				applied, commands = applied+1, commands+len(res)
 			}
 		}

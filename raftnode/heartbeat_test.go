@@ -382,3 +382,20 @@ func TestGroupTransportRefusesPipelines(t *testing.T) {
 		t.Fatalf("AppendEntriesPipeline = %v, %v; want nil, raft.ErrPipelineReplicationNotSupported", p, err)
 	}
 }
+
+// EncodePeer remembers the last address it encoded (raft encodes its own
+// in every RPC's header) and encodes another one afresh.
+func TestGroupTransportEncodePeerRemembers(t *testing.T) {
+	tr := newBeatTransport(progressTransport{NetworkTransport: &raft.NetworkTransport{}}, nil, nil, 1, time.Millisecond, nil, nil)
+	a := tr.EncodePeer("n1", "127.0.0.1:7001")
+	b := tr.EncodePeer("n1", "127.0.0.1:7001")
+	if string(a) != "127.0.0.1:7001" || &a[0] != &b[0] {
+		t.Fatalf("EncodePeer = %q then %q (same array %t); want the same encoding, remembered", a, b, &a[0] == &b[0])
+	}
+	if cap(a) != len(a) {
+		t.Errorf("the remembered encoding has room past its end (cap %d, len %d): an append would write into it", cap(a), len(a))
+	}
+	if c := tr.EncodePeer("n2", "127.0.0.1:7002"); string(c) != "127.0.0.1:7002" {
+		t.Fatalf("EncodePeer(another) = %q", c)
+	}
+}

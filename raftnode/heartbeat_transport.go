@@ -31,6 +31,8 @@ type beatTransport struct {
 
 	// raft is set once raft has started (heartbeats read its commit index).
 	raft atomic.Pointer[raft.Raft]
+	// encoded is the last address EncodePeer encoded.
+	encoded atomic.Pointer[encodedPeer]
 	// handler is raft's heartbeat handler, set by SetHeartbeatHandler.
 	handler atomic.Pointer[func(raft.RPC)]
 	// verifying counts VerifyLeader calls in progress (read.go): while
@@ -184,4 +186,24 @@ func (t *beatTransport) leaderCommit(term uint64) uint64 {
 		return 0
 	}
 	return c
+}
+
+// encodedPeer is an address and its encoding.
+type encodedPeer struct {
+	addr raft.ServerAddress
+	b    []byte
+}
+
+// EncodePeer encodes addr as the wrapped transport does, remembering the
+// last one: raft encodes its own address into the header of every RPC it
+// sends (a copy of the string each time), and nothing writes to a
+// header's address.
+func (t *beatTransport) EncodePeer(id raft.ServerID, addr raft.ServerAddress) []byte {
+	if e := t.encoded.Load(); e != nil && e.addr == addr {
+		return e.b
+	}
+	b := t.progressTransport.EncodePeer(id, addr)
+	b = b[:len(b):len(b)] // an append to one header's address copies
+	t.encoded.Store(&encodedPeer{addr: addr, b: b})
+	return b
 }

@@ -279,7 +279,9 @@ func (g *Group) awaitCommits(inflight <-chan pending) {
 		err := g.waitFuture(p.future)
 		var results []*ledgerpb.Result
 		if err == nil {
-			results, _ = p.future.Response().([]*ledgerpb.Result)
+			if r, ok := p.future.Response().(*[]*ledgerpb.Result); ok { // adapter.ApplyBatch
+				results = *r
+			}
 			if len(results) != len(p.batch) {
 				// Applied, but not by this replica's FSM call (skipped as
 				// a replay): the callers must retry to learn the result.
