@@ -197,15 +197,30 @@ func (grpcFormat) EncodeWatchEvent(e *ledgerpb.WatchEvent) ([]byte, error) { ret
 type encodedEvent []byte
 
 // watchCodec is the server's codec: protobuf, except that an encodedEvent
-// is sent as it is, so a change encoded once goes to every gRPC watcher.
+// is sent as it is, so a change encoded once goes to every gRPC watcher,
+// and a Batch's answer is encoded by hand (batchencode.go).
 type watchCodec struct{ encoding.CodecV2 }
 
 func (c watchCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if b, ok := v.(encodedEvent); ok {
-		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	switch m := v.(type) {
+	case encodedEvent:
+		return mem.BufferSlice{mem.SliceBuffer(m)}, nil
+	case *ledgerpb.BatchResponse: // batchencode.go
+		// From grpc's buffer pool, as its codec takes them, at about a
+		// hold's answer a result; append grows it if that is short.
+		pool := mem.DefaultBufferPool()
+		buf := pool.Get(batchResultBytes * max(len(m.Results), 1))
+		if b, ok := appendBatchResponse((*buf)[:0], m); ok {
+			*buf = b
+			return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
+		}
+		pool.Put(buf)
 	}
 	return c.CodecV2.Marshal(v)
 }
+
+// batchResultBytes is about the encoding of a hold's answer in a Batch.
+const batchResultBytes = 192
 
 // ---- Server-Sent Events ----
 
