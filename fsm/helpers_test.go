@@ -66,33 +66,32 @@ func applyRecover(m *Machine, index uint64, cmd *ledgerpb.Command) (res []*ledge
 
 // applyEncodedRecover is applyRecover through the log's bytes: the entry is
 // encoded and applied as raft hands it over (decodeEntry).
-func applyEncodedRecover(m *Machine, index uint64, cmd *ledgerpb.Command) (res []*ledgerpb.Result, err error) {
-	data, err := EncodeCommand(cmd)
-	if err != nil {
-		return applyRecover(m, index, cmd) // not encodable, so never in a log
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("ApplyEntries(%d) panicked: %v", index, r)
-		}
-	}()
-	return m.ApplyEntries([]Entry{{Index: index, Data: data}})[0], nil
+func applyEncodedRecover(m *Machine, index uint64, cmd *ledgerpb.Command) ([]*ledgerpb.Result, error) {
+	return applyBytesRecover(m, index, cmd, false)
 }
 
 // applyUnansweredRecover is applyEncodedRecover as a follower applies:
 // unanswered, so it returns no results.
-func applyUnansweredRecover(m *Machine, index uint64, cmd *ledgerpb.Command) (res []*ledgerpb.Result, err error) {
+func applyUnansweredRecover(m *Machine, index uint64, cmd *ledgerpb.Command) ([]*ledgerpb.Result, error) {
+	return applyBytesRecover(m, index, cmd, true)
+}
+
+func applyBytesRecover(m *Machine, index uint64, cmd *ledgerpb.Command, unanswered bool) (res []*ledgerpb.Result, err error) {
 	data, err := EncodeCommand(cmd)
 	if err != nil {
 		return applyRecover(m, index, cmd) // not encodable, so never in a log
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("ApplyEntriesUnanswered(%d) panicked: %v", index, r)
+			err = fmt.Errorf("ApplyEntries(%d, unanswered %t) panicked: %v", index, unanswered, r)
 		}
 	}()
-	m.ApplyEntriesUnanswered([]Entry{{Index: index, Data: data}})
-	return nil, nil
+	entries := []Entry{{Index: index, Data: data}}
+	if unanswered {
+		m.ApplyEntriesUnanswered(entries)
+		return nil, nil
+	}
+	return m.ApplyEntries(entries)[0], nil
 }
 
 // mustApply applies an entry that must not panic and must yield n results.

@@ -4,6 +4,7 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/seatledger/seatledger/proto/ledgerpb"
@@ -24,44 +25,53 @@ import (
 // appendBatchResponse appends resp's encoding to b, or reports false and
 // leaves the encoding to protobuf.
 func appendBatchResponse(b []byte, resp *ledgerpb.BatchResponse) ([]byte, bool) {
-	if len(resp.ProtoReflect().GetUnknown()) > 0 {
+	if !plain(resp) {
 		return b, false
 	}
 	for _, r := range resp.Results {
-		if r == nil || len(r.ProtoReflect().GetUnknown()) > 0 {
+		if !plain(r) {
 			return b, false
 		}
-		var ok bool
-		var start int
-		b, start = beginMsg(b, 1)
+		var m proto.Message
+		var body func(b []byte) ([]byte, bool)
+		var field protowire.Number // BatchResult's oneof field
 		switch res := r.Result.(type) {
 		case *ledgerpb.BatchResult_Hold:
-			b, ok = appendHoldResponse(b, res.Hold)
+			m, field, body = res.Hold, 1, func(b []byte) ([]byte, bool) { return appendHoldResponse(b, res.Hold) }
 		case *ledgerpb.BatchResult_Confirm:
-			b, ok = appendConfirmResponse(b, res.Confirm)
+			m, field, body = res.Confirm, 2, func(b []byte) ([]byte, bool) { return appendConfirmResponse(b, res.Confirm) }
 		case *ledgerpb.BatchResult_Release:
-			b, ok = appendReleaseResponse(b, res.Release)
-		}
-		if !ok {
+			m, field, body = res.Release, 3, func(b []byte) ([]byte, bool) { return appendReleaseResponse(b, res.Release) }
+		default:
 			return b, false
 		}
-		b = endMsg(b, start)
+		if !plain(m) {
+			return b, false
+		}
+		var result, kind int
+		var ok bool
+		b, result = beginMsg(b, 1) // BatchResponse.results
+		b, kind = beginMsg(b, field)
+		if b, ok = body(b); !ok {
+			return b, false
+		}
+		b = endMsg(endMsg(b, kind), result)
 	}
 	return b, true
 }
 
+// plain reports whether m is set and carries no unknown fields, which the
+// hand encoder would drop.
+func plain(m proto.Message) bool {
+	r := m.ProtoReflect()
+	return r.IsValid() && len(r.GetUnknown()) == 0
+}
+
 func appendHoldResponse(b []byte, m *ledgerpb.HoldResponse) ([]byte, bool) {
-	if m == nil || len(m.ProtoReflect().GetUnknown()) > 0 {
-		return b, false
-	}
-	b, start := beginMsg(b, 1)
 	ok := true
 	b, ok = appendString(b, 1, m.HoldId, ok)
 	b, ok = appendString(b, 2, m.ShowId, ok)
-	for _, s := range m.SeatIds {
-		ok = ok && utf8.ValidString(s)
-		b = protowire.AppendString(protowire.AppendTag(b, 3, protowire.BytesType), s)
-	}
+	b, ok = appendStrings(b, 3, m.SeatIds, ok)
 	b, ok = appendTimestamp(b, 4, m.ExpiresAt, ok)
 	b = appendVarint(b, 5, m.Revision)
 	b, ok = appendTimestamp(b, 6, m.AppliedAt, ok)
@@ -70,21 +80,14 @@ func appendHoldResponse(b []byte, m *ledgerpb.HoldResponse) ([]byte, bool) {
 	b = appendBool(b, 9, m.Replayed)
 	b, ok = appendString(b, 10, m.HoldToken, ok)
 	b, ok = appendTimestamp(b, 11, m.MaxExpiresAt, ok)
-	return endMsg(b, start), ok
+	return b, ok
 }
 
 func appendConfirmResponse(b []byte, m *ledgerpb.ConfirmResponse) ([]byte, bool) {
-	if m == nil || len(m.ProtoReflect().GetUnknown()) > 0 {
-		return b, false
-	}
-	b, start := beginMsg(b, 2)
 	ok := true
 	b, ok = appendString(b, 1, m.HoldId, ok)
 	b, ok = appendString(b, 2, m.ShowId, ok)
-	for _, s := range m.SeatIds {
-		ok = ok && utf8.ValidString(s)
-		b = protowire.AppendString(protowire.AppendTag(b, 3, protowire.BytesType), s)
-	}
+	b, ok = appendStrings(b, 3, m.SeatIds, ok)
 	b = appendVarint(b, 4, uint64(m.State))
 	b, ok = appendString(b, 5, m.PaymentRef, ok)
 	b = appendVarint(b, 6, m.Revision)
@@ -92,21 +95,17 @@ func appendConfirmResponse(b []byte, m *ledgerpb.ConfirmResponse) ([]byte, bool)
 	b = appendVarint(b, 8, uint64(m.AmountMinor))
 	b, ok = appendString(b, 9, m.Currency, ok)
 	b = appendBool(b, 10, m.Replayed)
-	return endMsg(b, start), ok
+	return b, ok
 }
 
 func appendReleaseResponse(b []byte, m *ledgerpb.ReleaseResponse) ([]byte, bool) {
-	if m == nil || len(m.ProtoReflect().GetUnknown()) > 0 {
-		return b, false
-	}
-	b, start := beginMsg(b, 3)
 	ok := true
 	b, ok = appendString(b, 1, m.HoldId, ok)
 	b = appendVarint(b, 2, uint64(m.State))
 	b = appendVarint(b, 3, m.Revision)
 	b, ok = appendTimestamp(b, 4, m.AppliedAt, ok)
 	b = appendBool(b, 5, m.Replayed)
-	return endMsg(b, start), ok
+	return b, ok
 }
 
 // appendTimestamp appends a Timestamp field, if t is set (a message field
@@ -115,7 +114,7 @@ func appendTimestamp(b []byte, field protowire.Number, t *timestamppb.Timestamp,
 	if t == nil {
 		return b, ok
 	}
-	if len(t.ProtoReflect().GetUnknown()) > 0 {
+	if !plain(t) {
 		return b, false
 	}
 	b, start := beginMsg(b, field)
@@ -131,6 +130,16 @@ func appendString(b []byte, field protowire.Number, s string, ok bool) ([]byte, 
 		return b, ok
 	}
 	return protowire.AppendString(protowire.AppendTag(b, field, protowire.BytesType), s), ok && utf8.ValidString(s)
+}
+
+// appendStrings appends a repeated string field, each element even if
+// empty.
+func appendStrings(b []byte, field protowire.Number, ss []string, ok bool) ([]byte, bool) {
+	for _, s := range ss {
+		b = protowire.AppendString(protowire.AppendTag(b, field, protowire.BytesType), s)
+		ok = ok && utf8.ValidString(s)
+	}
+	return b, ok
 }
 
 // appendVarint appends a proto3 integer or enum field unless it is zero.
