@@ -8,9 +8,12 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	gproto "google.golang.org/grpc/encoding/proto"
@@ -66,6 +69,25 @@ func randomSeats(r *rand.Rand) []string {
 	return s
 }
 
+// randomError is a call's error as the gateway answers it: a status with
+// an ErrorInfo (whose metadata map has several keys) and maybe the taken
+// seats, or a bare status.
+func randomError(r *rand.Rand) *statuspb.Status {
+	st := status.New(codes.Code(1+r.IntN(16)), randomString(r))
+	if r.IntN(3) == 0 {
+		return st.Proto()
+	}
+	info := &errdetails.ErrorInfo{Reason: "SEATS_TAKEN", Domain: "seatledger"}
+	if r.IntN(2) == 0 {
+		info.Metadata = map[string]string{"show_id": randomString(r), "seat": randomString(r), "z": "1", "a": "2"}
+	}
+	withDetails, err := st.WithDetails(info, &ledgerpb.ErrorDetail{TakenSeatIds: randomSeats(r), Revision: uint64(randomInt(r))})
+	if err != nil {
+		panic(err)
+	}
+	return withDetails.Proto()
+}
+
 // randomBatchAnswer is a BatchResponse of the results the hand encoder
 // takes, every field random, zero, negative or long.
 func randomBatchAnswer(r *rand.Rand) *ledgerpb.BatchResponse {
@@ -73,7 +95,7 @@ func randomBatchAnswer(r *rand.Rand) *ledgerpb.BatchResponse {
 	for range r.IntN(30) {
 		var res ledgerpb.BatchResult
 		state := ledgerpb.HoldState(r.IntN(5))
-		switch r.IntN(3) {
+		switch r.IntN(4) {
 		case 0:
 			res.Result = &ledgerpb.BatchResult_Hold{Hold: &ledgerpb.HoldResponse{HoldId: randomString(r), ShowId: randomString(r),
 				SeatIds: randomSeats(r), ExpiresAt: randomTimestamp(r), Revision: uint64(randomInt(r)), AppliedAt: randomTimestamp(r),
@@ -86,6 +108,8 @@ func randomBatchAnswer(r *rand.Rand) *ledgerpb.BatchResponse {
 		case 2:
 			res.Result = &ledgerpb.BatchResult_Release{Release: &ledgerpb.ReleaseResponse{HoldId: randomString(r), State: state,
 				Revision: uint64(randomInt(r)), AppliedAt: randomTimestamp(r), Replayed: r.IntN(2) == 0}}
+		case 3:
+			res.Result = &ledgerpb.BatchResult_Error{Error: randomError(r)}
 		}
 		resp.Results = append(resp.Results, &res)
 	}
@@ -116,7 +140,7 @@ func TestAppendBatchResponseDeclines(t *testing.T) {
 	unknown := &ledgerpb.HoldResponse{HoldId: "h1"}
 	unknown.ProtoReflect().SetUnknown(protoreflect.RawFields{0x98, 0x06, 0x01}) // field 99, varint 1
 	for name, res := range map[string]*ledgerpb.BatchResult{
-		"error":            {Result: &ledgerpb.BatchResult_Error{Error: status.New(codes.Aborted, "taken").Proto()}},
+		"error not UTF-8":  {Result: &ledgerpb.BatchResult_Error{Error: status.New(codes.Aborted, "taken \xff").Proto()}},
 		"extend":           {Result: &ledgerpb.BatchResult_Extend{Extend: &ledgerpb.ExtendResponse{HoldId: "h1"}}},
 		"refund":           {Result: &ledgerpb.BatchResult_Refund{Refund: &ledgerpb.RefundResponse{}}},
 		"no result":        {},
@@ -133,7 +157,8 @@ func TestAppendBatchResponseDeclines(t *testing.T) {
 	}
 	// The server's codec then encodes it as protobuf does.
 	resp := &ledgerpb.BatchResponse{Results: []*ledgerpb.BatchResult{
-		{Result: &ledgerpb.BatchResult_Error{Error: status.New(codes.Aborted, "taken").Proto()}}}}
+		{Result: &ledgerpb.BatchResult_Error{Error: status.New(codes.Aborted, "taken").Proto()}},
+		{Result: &ledgerpb.BatchResult_Extend{Extend: &ledgerpb.ExtendResponse{HoldId: "h1"}}}}}
 	got, err := watchCodec{encoding.GetCodecV2(gproto.Name)}.Marshal(resp)
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +253,8 @@ func FuzzAppendBatchResponse(f *testing.F) {
 
 // BenchmarkBatchAnswerEncode encodes the answer of a Batch of 23 holds
 // (seatbench's mean under the uniform load) as the server's codec did,
-// through protobuf, and as it does now, by hand (watchCodec).
+// through protobuf, and as it does now, by hand (watchCodec); taken/ is
+// the same answer with its last hold refused, SEATS_TAKEN.
 func BenchmarkBatchAnswerEncode(b *testing.B) {
 	resp := &ledgerpb.BatchResponse{}
 	for i := range 23 {
@@ -238,26 +264,31 @@ func BenchmarkBatchAnswerEncode(b *testing.B) {
 			AppliedAt: &timestamppb.Timestamp{Seconds: 1795816932, Nanos: 310e6}, AmountMinor: 2000, Currency: "EUR",
 			HoldToken: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8", MaxExpiresAt: &timestamppb.Timestamp{Seconds: 1795818732}}}})
 	}
+	// The same with the last hold refused, as about half the answers
+	// under load carry a seat taken.
+	taken := &ledgerpb.BatchResponse{Results: slices.Clone(resp.Results)}
+	st, err := status.New(codes.Aborted, "seats [C7] are taken").WithDetails(
+		&errdetails.ErrorInfo{Reason: "SEATS_TAKEN", Domain: "seatledger"},
+		&ledgerpb.ErrorDetail{TakenSeatIds: []string{"C7"}, Revision: 100023, SuggestedSeatIds: []string{"D7", "D8"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	taken.Results[22] = &ledgerpb.BatchResult{Result: &ledgerpb.BatchResult_Error{Error: st.Proto()}}
 	codec := encoding.GetCodecV2(gproto.Name)
-	b.Run("proto", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			out, err := codec.Marshal(resp)
-			if err != nil {
-				b.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		c    encoding.CodecV2
+		resp *ledgerpb.BatchResponse
+	}{{"proto", codec, resp}, {"hand", watchCodec{codec}, resp}, {"taken/proto", codec, taken}, {"taken/hand", watchCodec{codec}, taken}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := tc.c.Marshal(tc.resp)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out.Free()
 			}
-			out.Free()
-		}
-	})
-	b.Run("hand", func(b *testing.B) {
-		b.ReportAllocs()
-		c := watchCodec{codec}
-		for b.Loop() {
-			out, err := c.Marshal(resp)
-			if err != nil {
-				b.Fatal(err)
-			}
-			out.Free()
-		}
-	})
+		})
+	}
 }
