@@ -169,22 +169,31 @@ func BenchmarkLogAppendLoaded(b *testing.B) {
 // BenchmarkBoltCommitShape asks what a node-log commit's CPU would come to
 // if its layout or its syncs changed (docs/PERFORMANCE.md, "The node log"):
 // raft-boltdb commits of 4 appends of one 600-byte entry (a loaded node's
-// commit), after 4,000 rounds of 8 groups, with the node log's bbolt
-// options. per-group keys each group's entries as the node log does (g<<48
+// commit), with the node log's bbolt options, after prefill rounds of 8
+// groups. per-group keys each group's entries as the node log does (g<<48
 // | index), so a commit dirties a leaf and a branch per group; sequential
 // keys every entry by one counter, as a log of one sequence would (every
 // commit appends to one leaf); nosync is per-group without the two
 // fdatasyncs, which the node log cannot drop: each append must be durable
-// before raft acknowledges it.
+// before raft acknowledges it. The deep/ cases prefill 18,000 rounds, a
+// node's log with raft's defaults (about 18,000 entries a group before a
+// compaction), whose full branch pages bbolt copies into element arrays it
+// allocates for every group a commit touches: B/op is that garbage, which
+// the shallow tree of 4,000 rounds hides (the journal, "One key sequence
+// for the node log, measured end to end").
 //
 //	go test -run='^$' -bench=BoltCommitShape -benchtime=5000x ./raftnode/
 func BenchmarkBoltCommitShape(b *testing.B) {
 	for _, tc := range []struct {
 		name             string
 		sequential, skip bool
-	}{{"per-group", false, false}, {"sequential", true, false}, {"nosync", false, true}} {
+		prefill          int
+	}{
+		{"per-group", false, false, 4000}, {"sequential", true, false, 4000}, {"nosync", false, true, 4000},
+		{"deep/per-group", false, false, 18000}, {"deep/sequential", true, false, 18000},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
-			const groups, perCommit = 8, 4
+			const groups, perCommit, prefillPerCommit = 8, 4, 100
 			data := make([]byte, 600)
 			store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(b.TempDir(), "log.db"), NoSync: tc.skip,
 				BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}})
@@ -203,15 +212,20 @@ func BenchmarkBoltCommitShape(b *testing.B) {
 				}
 				return &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: data, AppendedAt: time.Now()}
 			}
-			for range 4000 {
-				logs := make([]*raft.Log, 0, groups)
-				for g := range groups {
-					logs = append(logs, entry(g))
+			// Rounds of 8 groups, many to a commit: the tree a node's
+			// commits would have built, in far fewer syncs.
+			for r := 0; r < tc.prefill; r += prefillPerCommit {
+				logs := make([]*raft.Log, 0, groups*prefillPerCommit)
+				for range min(prefillPerCommit, tc.prefill-r) {
+					for g := range groups {
+						logs = append(logs, entry(g))
+					}
 				}
 				if err := store.StoreLogs(logs); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := processCPU()
 			g := 0
