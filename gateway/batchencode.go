@@ -116,8 +116,8 @@ func appendReleaseResponse(b []byte, m *ledgerpb.ReleaseResponse) ([]byte, bool)
 
 // appendStatus appends an error's status as protobuf encodes it: it is
 // one result of many, and its details (an ErrorInfo, the taken seats) are
-// Anys that hold their bytes already. Deterministic, as the test's
-// reference is: a map in a detail is then in key order.
+// Anys that hold their bytes already, which any encoding copies as they
+// are. Deterministic, as the test's reference is.
 func appendStatus(b []byte, st *statuspb.Status) ([]byte, bool) {
 	out, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(b, st)
 	return out, err == nil
