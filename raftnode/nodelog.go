@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,21 +22,53 @@ import (
 // groups, as multi-raft systems keep all their ranges' logs in one engine
 // (docs/PERFORMANCE.md, "The node log").
 //
-// Layout: entry i of group g is the store's entry g<<48 | i (48 bits of
-// index per group: 2.8e14 entries). Entry g<<48 | boundsIndex holds the
-// group's bounds: its first and last index and a range that a removal may
-// have left behind. The record is written only when something other than
-// the last index changes: an append to an empty group or one that does not
-// extend the log by last+1 onwards, the first append after a removal (which
-// clears the removal's range), and every removal. An append that only
-// extends the log writes its entries alone, so the recorded last may trail
-// the log: a start takes the last index from the store, as the end of the
-// run of entries that follows the recorded last (findLast). That run is
-// contiguous and nothing of the group lies beyond it, as appends extend by
-// last+1 and anything else records the bounds. A removal writes the new
-// bounds first and deletes after, so a crash in between leaves only
-// entries outside the bounds, which the next start deletes before it
-// looks for the last index.
+// Layout: one key sequence for every group, from seqBase up. Each commit
+// writes, at the sequence's next key, a commit record naming its spans
+// (group, first raft index, count), and the commit's entries right after
+// it in span order; the next commit's record follows its last entry. So a
+// commit touches one leaf of the tree (and the branch above it) however
+// many groups it carries: with a key range per group it touched a leaf and
+// a branch page per group, and bbolt's element arrays for those branch
+// pages were half the bytes a loaded node allocated (docs/
+// PERFORMANCE-JOURNAL.md, "One key sequence for the node log, measured end
+// to end"). Entries are stored with Index = their key (raft-boltdb keys by
+// Index); a group reads them through its runs, in memory: raft indexes
+// [first, first+n) at keys key..key+n-1.
+//
+// A start walks the commit records from the floor (a record at
+// floorKey; absent: seqBase) to the first key that holds nothing, and
+// replays the spans by raft's own rule for an append: a span of group g at
+// index i drops g's entries from i on and adds its own. So a conflict's
+// truncation (raft truncates a suffix only right before it appends at its
+// start) needs no record: lost in a crash, the truncated entries come back
+// as they were, a state the replica had already acknowledged, and the
+// append that followed, if it is on disk, truncates them again.
+//
+// Removals that raft must find done after a crash are records, not key
+// ranges: each group keeps a bounds record at g<<48 | boundsIndex, written
+// before raft is answered. A prefix removal (compaction) records the
+// group's floor, below which its entries are gone; a removal of the whole
+// log (a snapshot's install, DropGroup) records the sequence key at which
+// the group starts afresh (reset): spans in commit records below it are
+// void for the group, so a group added again never finds its old entries.
+// Nothing deletes sequence keys yet: the cleaner (a floor record and a
+// DeleteRange below the oldest commit with a live entry, and copying an
+// idle group's live entries forward in commits whose span kind "copy"
+// replaces exactly its range) is the next step, and until then the file
+// and a start's walk grow with every commit.
+//
+// Logs written before the sequence (entry i of group g at g<<48 | i) are
+// read as they were: the bounds record's first four fields name the
+// group's legacy entries (their first and last index; appends that only
+// extended the log did not update the last, found from the entries:
+// findLast) and a removal that may not have finished, and the group's
+// legacy entries become its first run. New appends never go to legacy
+// keys; a prefix or whole-log removal that covers legacy entries records
+// them in the bounds record's removal range and deletes them by key range
+// after the record is written (a crash in between leaves the range to the
+// next start). The bounds record now has two more fields (floor, reset):
+// a seatd from before the sequence refuses it (its length), so a node
+// cannot go back to an older binary once it ran this one.
 //
 // A group's stable store (current term, vote) stays in its own
 // group-N/raft.db: it is written only on elections.
@@ -46,30 +79,46 @@ const (
 	logIndexMax = 1<<logIndexBits - 2
 	// boundsIndex is the index of the group's bounds record.
 	boundsIndex = 1<<logIndexBits - 1
+	// maxGroupID is the largest group id the node log holds: the legacy
+	// keys g<<48 | i stay below seqBase.
+	maxGroupID = 1<<(62-logIndexBits) - 2
+	// seqBase is the first key of the sequence.
+	seqBase = uint64(1) << 62
+	// floorKey holds the sequence's floor: the key of its first commit
+	// record (absent: seqBase). Nothing writes it yet (the cleaner will).
+	floorKey = uint64(math.MaxUint64)
 )
 
-// logBounds is a group's range in the node log: [first, last], both 0 when
-// the group has no entries; [delFirst, delLast] is a removal that may not
-// have finished (0, 0: none).
+// logBounds is a group's bounds record. first, last: its legacy entries
+// (0, 0: none); [delFirst, delLast]: a removal of legacy entries that may
+// not have finished (0, 0: none); floor: raft indexes below it are gone;
+// reset: spans in commit records at keys below it are void for the group
+// (0: none).
 type logBounds struct {
 	first, last       uint64
 	delFirst, delLast uint64
+	floor, reset      uint64
 }
 
-const boundsBytes = 4*8 + 4 // four indexes and a CRC-32C
+const (
+	boundsBytesV1 = 4*8 + 4 // before the sequence: four indexes and a CRC-32C
+	boundsBytes   = 6*8 + 4 // six fields and a CRC-32C
+)
 
 func (b logBounds) encode() []byte {
 	buf := make([]byte, boundsBytes)
-	binary.BigEndian.PutUint64(buf[0:], b.first)
-	binary.BigEndian.PutUint64(buf[8:], b.last)
-	binary.BigEndian.PutUint64(buf[16:], b.delFirst)
-	binary.BigEndian.PutUint64(buf[24:], b.delLast)
-	binary.BigEndian.PutUint32(buf[32:], crc32.Checksum(buf[:32], castagnoli))
+	for i, v := range [...]uint64{b.first, b.last, b.delFirst, b.delLast, b.floor, b.reset} {
+		binary.BigEndian.PutUint64(buf[8*i:], v)
+	}
+	binary.BigEndian.PutUint32(buf[48:], crc32.Checksum(buf[:48], castagnoli))
 	return buf
 }
 
+// decodeBounds reads a bounds record of either length (a record from
+// before the sequence has floor and reset 0).
 func decodeBounds(group uint32, data []byte) (logBounds, error) {
-	if len(data) != boundsBytes || crc32.Checksum(data[:32], castagnoli) != binary.BigEndian.Uint32(data[32:]) {
+	n := len(data) - 4
+	if (len(data) != boundsBytes && len(data) != boundsBytesV1) || crc32.Checksum(data[:n], castagnoli) != binary.BigEndian.Uint32(data[n:]) {
 		return logBounds{}, fmt.Errorf("%w: the bounds record of group %d fails its checksum", ErrCorruptLog, group)
 	}
 	b := logBounds{
@@ -78,10 +127,154 @@ func decodeBounds(group uint32, data []byte) (logBounds, error) {
 		delFirst: binary.BigEndian.Uint64(data[16:]),
 		delLast:  binary.BigEndian.Uint64(data[24:]),
 	}
+	if len(data) == boundsBytes {
+		b.floor = binary.BigEndian.Uint64(data[32:])
+		b.reset = binary.BigEndian.Uint64(data[40:])
+	}
 	if b.first > b.last || b.last > logIndexMax || (b.first == 0) != (b.last == 0) {
 		return logBounds{}, fmt.Errorf("%w: group %d has impossible bounds [%d, %d]", ErrCorruptLog, group, b.first, b.last)
 	}
+	if b.floor > logIndexMax+1 || (b.reset != 0 && (b.reset < seqBase || b.reset == floorKey)) {
+		return logBounds{}, fmt.Errorf("%w: group %d has an impossible floor %d or reset %#x", ErrCorruptLog, group, b.floor, b.reset)
+	}
 	return b, nil
+}
+
+// A commit record: a version byte, the number of spans (uint32), the spans
+// (a kind byte, the group uint32, the first raft index uint64, the count
+// uint32), a CRC-32C of all before it; big-endian.
+const (
+	commitVersion   = 1
+	commitHeadBytes = 1 + 4
+	commitSpanBytes = 1 + 4 + 8 + 4
+	// spanAppend is an append (raft's rule: it drops the group's entries
+	// from its first index on). Other kinds are for the cleaner (a copy
+	// that replaces exactly its range), not written yet.
+	spanAppend = 0
+)
+
+// commitSpan is one span of a commit record.
+type commitSpan struct {
+	kind  byte
+	group uint32
+	first uint64
+	count uint32
+}
+
+// appendCommitRecord appends the encoded record of spans to buf.
+func appendCommitRecord(buf []byte, spans []commitSpan) []byte {
+	start := len(buf)
+	buf = append(buf, commitVersion)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(spans)))
+	for _, s := range spans {
+		buf = append(buf, s.kind)
+		buf = binary.BigEndian.AppendUint32(buf, s.group)
+		buf = binary.BigEndian.AppendUint64(buf, s.first)
+		buf = binary.BigEndian.AppendUint32(buf, s.count)
+	}
+	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(buf[start:], castagnoli))
+}
+
+// decodeCommitRecord calls span for each span of the record in data, in
+// order, and returns the number of entries the commit holds. It refuses
+// (ErrCorruptLog) a record that fails its checksum or names an impossible
+// span.
+func decodeCommitRecord(data []byte, span func(commitSpan)) (uint64, error) {
+	if len(data) < commitHeadBytes+4 {
+		return 0, fmt.Errorf("%w: a commit record of %d bytes", ErrCorruptLog, len(data))
+	}
+	n := len(data) - 4
+	if crc32.Checksum(data[:n], castagnoli) != binary.BigEndian.Uint32(data[n:]) {
+		return 0, fmt.Errorf("%w: a commit record fails its checksum", ErrCorruptLog)
+	}
+	if data[0] != commitVersion {
+		return 0, fmt.Errorf("%w: a commit record of version %d", ErrCorruptLog, data[0])
+	}
+	count := uint64(binary.BigEndian.Uint32(data[1:]))
+	if uint64(n-commitHeadBytes) != count*commitSpanBytes {
+		return 0, fmt.Errorf("%w: a commit record of %d bytes names %d spans", ErrCorruptLog, len(data), count)
+	}
+	var total uint64
+	for p := commitHeadBytes; p < n; p += commitSpanBytes {
+		s := commitSpan{
+			kind:  data[p],
+			group: binary.BigEndian.Uint32(data[p+1:]),
+			first: binary.BigEndian.Uint64(data[p+5:]),
+			count: binary.BigEndian.Uint32(data[p+13:]),
+		}
+		if s.kind != spanAppend || s.group > maxGroupID || s.count == 0 || s.first == 0 || s.first > logIndexMax || uint64(s.count)-1 > logIndexMax-s.first {
+			return 0, fmt.Errorf("%w: a commit record names an impossible span (kind %d, group %d, %d entries from %d)", ErrCorruptLog, s.kind, s.group, s.count, s.first)
+		}
+		total += uint64(s.count)
+		if span != nil {
+			span(s)
+		}
+	}
+	return total, nil
+}
+
+// logRun is a run of a group's entries: raft indexes [first, first+n) at
+// keys key..key+n-1, written by the commit whose record is at key rec (0:
+// legacy keys).
+type logRun struct {
+	first, n, key, rec uint64
+}
+
+func (r logRun) end() uint64 { return r.first + r.n }
+
+// searchRuns returns the first run of runs (sorted, disjoint) that ends
+// past index, or len(runs).
+func searchRuns(runs []logRun, index uint64) int {
+	lo, hi := 0, len(runs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if runs[m].end() > index {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// truncateRuns drops the entries from index i on.
+func truncateRuns(runs []logRun, i uint64) []logRun {
+	k := searchRuns(runs, i)
+	if k < len(runs) && runs[k].first < i {
+		runs[k].n = i - runs[k].first
+		k++
+	}
+	return runs[:k]
+}
+
+// cutRuns drops the entries below index i.
+func cutRuns(runs []logRun, i uint64) []logRun {
+	runs = runs[searchRuns(runs, i):]
+	if len(runs) > 0 && runs[0].first < i {
+		d := i - runs[0].first
+		runs[0].first, runs[0].key, runs[0].n = i, runs[0].key+d, runs[0].n-d
+	}
+	return runs
+}
+
+// appendRun applies raft's rule for an append: r drops the entries from
+// its first index on, and follows what is left.
+func appendRun(runs []logRun, r logRun) []logRun {
+	runs = truncateRuns(runs, r.first)
+	if k := len(runs) - 1; k >= 0 && runs[k].end() == r.first && runs[k].key+runs[k].n == r.key && runs[k].rec == r.rec {
+		runs[k].n += r.n
+		return runs
+	}
+	return append(runs, r)
+}
+
+// removeRuns drops the entries [lo, hi].
+func removeRuns(runs []logRun, lo, hi uint64) []logRun {
+	var tail []logRun
+	if hi < logIndexMax {
+		tail = cutRuns(append([]logRun(nil), runs...), hi+1)
+	}
+	return append(truncateRuns(runs, lo), tail...)
 }
 
 // nodeLog is the node's raft log store; every change goes through its
@@ -97,6 +290,31 @@ type nodeLog struct {
 	observe func(appends int)
 	// copies is append's copies of the entries, reused by the writer.
 	copies []raft.Log
+
+	// next is the key of the next commit record; owned by the writer
+	// (set before it starts).
+	next uint64
+	// spans, record and recordData are append's, reused by the writer.
+	spans      []logSpan
+	record     raft.Log
+	recordData []byte
+	encSpans   []commitSpan
+
+	// mu guards groups and walked.
+	mu sync.Mutex
+	// groups is every group opened in this process: the writer updates
+	// their runs live, so a group is opened once.
+	groups map[uint32]*groupLog
+	// walked is the runs of the commit records a start walked, of the
+	// groups not opened since.
+	walked map[uint32][]logRun
+}
+
+// logSpan is a span of a commit being written.
+type logSpan struct {
+	g        *groupLog
+	first, n uint64
+	key      uint64
 }
 
 // logReq is an append (logs) or a removal of [delFirst, delLast].
@@ -120,9 +338,73 @@ func openNodeLog(path string) (*nodeLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: open raft log %s: %w", path, err)
 	}
-	nl := &nodeLog{store: store, path: path, reqs: make(chan *logReq, 64), stop: make(chan struct{}), done: make(chan struct{})}
+	nl, err := loadNodeLog(store, path)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	go nl.run()
 	return nl, nil
+}
+
+// loadNodeLog reads the node log's commit records from store; the caller
+// starts its writer (run) if it is to change.
+func loadNodeLog(store *raftboltdb.BoltStore, path string) (*nodeLog, error) {
+	nl := &nodeLog{store: store, path: path, reqs: make(chan *logReq, 64), stop: make(chan struct{}), done: make(chan struct{}),
+		groups: make(map[uint32]*groupLog), walked: make(map[uint32][]logRun)}
+	if err := nl.walk(); err != nil {
+		return nil, fmt.Errorf("raftnode: raft log %s: %w", path, err)
+	}
+	return nl, nil
+}
+
+// walk reads the commit records from the floor to the first key that
+// holds nothing, which is next, and keeps their runs per group.
+func (nl *nodeLog) walk() error {
+	key := seqBase
+	var l raft.Log
+	switch err := nl.store.GetLog(floorKey, &l); {
+	case errors.Is(err, raft.ErrLogNotFound):
+	case err != nil:
+		return fmt.Errorf("read the floor: %w", err)
+	default:
+		if len(l.Data) != 12 || crc32.Checksum(l.Data[:8], castagnoli) != binary.BigEndian.Uint32(l.Data[8:]) {
+			return fmt.Errorf("%w: the floor record fails its checksum", ErrCorruptLog)
+		}
+		key = binary.BigEndian.Uint64(l.Data)
+		if key < seqBase || key >= floorKey {
+			return fmt.Errorf("%w: an impossible floor %#x", ErrCorruptLog, key)
+		}
+	}
+	for {
+		err := nl.store.GetLog(key, &l)
+		if errors.Is(err, raft.ErrLogNotFound) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read the commit record at %#x: %w", key, err)
+		}
+		rec, at := key, key+1
+		n, err := decodeCommitRecord(l.Data, func(s commitSpan) {
+			nl.walked[s.group] = appendRun(nl.walked[s.group], logRun{first: s.first, n: uint64(s.count), key: at, rec: rec})
+			at += uint64(s.count)
+		})
+		if err != nil {
+			return fmt.Errorf("the commit record at %#x: %w", key, err)
+		}
+		key += 1 + n
+	}
+	nl.next = key
+	// Nothing lies past the last record (only the floor record): a record
+	// lost in the middle would otherwise hide the commits after it.
+	last, err := nl.store.LastIndex()
+	if err != nil {
+		return err
+	}
+	if last >= nl.next && last != floorKey {
+		return fmt.Errorf("%w: key %#x lies past the last commit record's entries (%#x)", ErrCorruptLog, last, nl.next)
+	}
+	return nil
 }
 
 // close stops the writer and closes the store; the groups must be closed.
@@ -132,9 +414,19 @@ func (nl *nodeLog) close() error {
 	return nl.store.Close()
 }
 
-// group opens group id's log: reads its bounds and deletes what a removal
-// left behind.
+// group returns group id's log, the same for an id within a process: the
+// first call reads its bounds record and legacy entries (finishing a
+// removal a crash interrupted) and its runs from the walked commit
+// records.
 func (nl *nodeLog) group(id uint32) (*groupLog, error) {
+	if id > maxGroupID {
+		return nil, fmt.Errorf("raftnode: group id %d is beyond the node log's largest, %d", id, maxGroupID)
+	}
+	nl.mu.Lock()
+	defer nl.mu.Unlock()
+	if g := nl.groups[id]; g != nil {
+		return g, nil
+	}
 	g := &groupLog{nl: nl, id: id, base: uint64(id) << logIndexBits}
 	b, err := g.readBounds()
 	if err != nil {
@@ -152,16 +444,42 @@ func (nl *nodeLog) group(id uint32) (*groupLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.recorded = b
-	g.first, g.last = b.first, last
+	b.last, b.delFirst, b.delLast = last, 0, 0
+	nl.adopt(g, b)
 	return g, nil
 }
 
-// findLast returns the group's last index: the end of the run of entries
-// that follows the recorded last b.last (nodeLog's comment says why it is
-// one run). It doubles its step past b.last until it finds no entry, then
-// halves back: O(log n) reads for n entries appended since the bounds were
-// written. The entries at b.first and b.last must exist.
+// adopt sets g's bounds record to b and builds its runs: its legacy
+// entries, then the walked spans at or past b.reset by the append rule,
+// then cut below b.floor; and keeps g as the group's log.
+func (nl *nodeLog) adopt(g *groupLog, b logBounds) {
+	g.recorded = b
+	var runs []logRun
+	if b.first > 0 {
+		runs = append(runs, logRun{first: b.first, n: b.last - b.first + 1, key: g.key(b.first)})
+	}
+	for _, r := range nl.walked[g.id] {
+		// walked holds every span of the group replayed by the append
+		// rule. Spans before reset come before those at or past it, and
+		// never change which of the later ones' entries survive, so
+		// dropping the earlier ones' runs here is replaying the later ones
+		// alone; and the later span with the lowest first index survives,
+		// so the legacy entries are cut where that replay would cut them.
+		if r.rec >= b.reset {
+			runs = appendRun(runs, r)
+		}
+	}
+	g.runs = cutRuns(runs, b.floor)
+	delete(nl.walked, g.id)
+	nl.groups[g.id] = g
+}
+
+// findLast returns the group's last legacy index: the end of the run of
+// legacy entries that follows the recorded last b.last (appends before the
+// sequence extended the log by last+1 without a record). It doubles its
+// step past b.last until it finds no entry, then halves back: O(log n)
+// reads for n entries appended since the bounds were written. The entries
+// at b.first and b.last must exist.
 func (g *groupLog) findLast(b logBounds) (uint64, error) {
 	if b.last == 0 {
 		return 0, nil
@@ -204,7 +522,7 @@ func (g *groupLog) findLast(b logBounds) (uint64, error) {
 	return have, nil
 }
 
-// stored reports whether the store holds entry index of the group.
+// stored reports whether the store holds legacy entry index of the group.
 func (g *groupLog) stored(index uint64) (bool, error) {
 	var l raft.Log
 	err := g.nl.store.GetLog(g.key(index), &l)
@@ -218,16 +536,24 @@ func (g *groupLog) stored(index uint64) (bool, error) {
 }
 
 // wipe deletes every entry of group id, for a replica that leaves the group
-// (no replica of it may be open).
+// (no replica of it may be open): it records that the group starts afresh
+// at the sequence's next key and deletes its legacy entries.
 func (nl *nodeLog) wipe(id uint32) error {
-	g := &groupLog{nl: nl, id: id, base: uint64(id) << logIndexBits}
-	b, err := g.readBounds()
-	if err != nil {
-		// A damaged bounds record is no reason to keep the entries.
-		b = logBounds{first: 1, last: logIndexMax}
+	if id > maxGroupID {
+		return nil // the node log cannot hold it
 	}
-	if b.last == 0 {
-		return nil
+	g, err := nl.group(id)
+	if err != nil {
+		// A damaged bounds record or log is no reason to keep the
+		// entries: remove every legacy key the group may have, and void
+		// its spans.
+		nl.mu.Lock()
+		g = nl.groups[id]
+		if g == nil {
+			g = &groupLog{nl: nl, id: id, base: uint64(id) << logIndexBits}
+			nl.adopt(g, logBounds{first: 1, last: logIndexMax})
+		}
+		nl.mu.Unlock()
 	}
 	return g.DeleteRange(1, logIndexMax)
 }
@@ -356,17 +682,10 @@ func (nl *nodeLog) linger(t *time.Timer, batch *[]*logReq) *logReq {
 	return nil
 }
 
-// append writes the entries of batch in one transaction, with the bounds
-// record of each group whose append changes more than its last index
-// (nodeLog's comment), then publishes the bounds.
+// append writes the entries of batch in one transaction: the commit
+// record at next, then the entries in span order; then it adds the runs
+// to the groups.
 func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error) {
-	type update struct {
-		g      *groupLog
-		b      logBounds
-		record bool // the bounds record must be written
-	}
-	var room [8]update // the groups of a commit, mostly few
-	updates := room[:0]
 	n := 0
 	for _, r := range batch {
 		n += len(r.logs)
@@ -376,54 +695,66 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 	}
 	copies := nl.copies[:n]
 	defer clear(copies) // raft's data is not ours to keep
+	rec := nl.next
+	key := rec + 1
+	spans := nl.spans[:0]
+	logs = append(logs, &nl.record)
 	for _, r := range batch {
-		u := -1
-		for i := range updates {
-			if updates[i].g == r.g {
-				u = i
-			}
-		}
-		if u < 0 {
-			first, last := r.g.bounds()
-			rec := r.g.recorded
-			// A removal's range stays in the record until a write clears
-			// it: left there, the next start would delete what was
-			// appended since.
-			record := rec.delFirst != 0 || rec.delLast != 0 || rec.first != first
-			updates = append(updates, update{g: r.g, b: logBounds{first: first, last: last}, record: record})
-			u = len(updates) - 1
-		}
-		b := &updates[u].b
 		for _, l := range r.logs {
-			if b.last == 0 || l.Index != b.last+1 {
-				// The first entry of an empty group, a gap or an
-				// overwrite: no longer one run past the recorded last.
-				updates[u].record = true
+			// A request splits into spans at any discontinuity.
+			if k := len(spans) - 1; k >= 0 && spans[k].g == r.g && spans[k].first+spans[k].n == l.Index {
+				spans[k].n++
+			} else {
+				spans = append(spans, logSpan{g: r.g, first: l.Index, n: 1, key: key})
 			}
-			if b.last == 0 {
-				b.first, b.last = l.Index, l.Index
-			}
-			b.first, b.last = min(b.first, l.Index), max(b.last, l.Index)
 			c := &copies[0]
 			copies = copies[1:]
 			*c = *l
-			c.Index = r.g.key(l.Index)
+			c.Index = key
+			key++
 			logs = append(logs, c)
 		}
 	}
-	for _, u := range updates {
-		if u.record {
-			logs = append(logs, u.g.boundsLog(u.b))
+	nl.spans = spans
+	enc := nl.encSpans[:0]
+	for _, s := range spans {
+		enc = append(enc, commitSpan{kind: spanAppend, group: s.g.id, first: s.first, count: uint32(s.n)})
+	}
+	nl.encSpans = enc
+	nl.recordData = appendCommitRecord(nl.recordData[:0], enc)
+	nl.record = raft.Log{Index: rec, Type: raft.LogNoop, Data: nl.recordData}
+	// An append below a group's recorded floor (raft appends at most at
+	// its last index + 1 and never below its first, so only after a
+	// whole-log removal, which clears the floor) lowers the floor in the
+	// same transaction: a start would cut the span otherwise.
+	var lowered []logBounds // rare: allocated
+	var lowGroups []*groupLog
+	for _, s := range spans {
+		if b := s.g.recorded; s.first < b.floor {
+			i := 0
+			for i < len(lowGroups) && lowGroups[i] != s.g {
+				i++
+			}
+			if i == len(lowGroups) {
+				lowGroups, lowered = append(lowGroups, s.g), append(lowered, b)
+			}
+			lowered[i].floor = min(lowered[i].floor, s.first)
 		}
+	}
+	for i, g := range lowGroups {
+		logs = append(logs, g.boundsLog(lowered[i]))
 	}
 	if err := nl.store.StoreLogs(logs); err != nil {
 		return logs, err
 	}
-	for _, u := range updates {
-		if u.record {
-			u.g.recorded = u.b
-		}
-		u.g.setBounds(u.b.first, u.b.last)
+	for i, g := range lowGroups {
+		g.recorded = lowered[i]
+	}
+	nl.next = key
+	for _, s := range spans {
+		s.g.mu.Lock()
+		s.g.runs = appendRun(s.g.runs, logRun{first: s.first, n: s.n, key: s.key, rec: rec})
+		s.g.mu.Unlock()
 	}
 	if nl.observe != nil {
 		nl.observe(len(batch))
@@ -435,17 +766,20 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 type groupLog struct {
 	nl   *nodeLog
 	id   uint32
-	base uint64
+	base uint64 // the group's legacy keys: base | index
 
-	// mu guards first, last and appendEnd.
-	mu          sync.RWMutex
-	first, last uint64 // 0, 0: empty
+	// mu guards runs and appendEnd.
+	mu sync.RWMutex
+	// runs is the group's entries: sorted, disjoint, none empty.
+	runs []logRun
 	// appendEnd is closed when the append in progress ends; nil when
 	// none is (appending).
 	appendEnd chan struct{}
 
-	// recorded is the group's bounds record as stored; its last may trail
-	// last. Owned by the writer goroutine (set before it sees the group).
+	// recorded is the group's bounds record as the next removal writes it
+	// from: its legacy entries as stored (the last as found), its floor
+	// and reset. Owned by the writer goroutine (set before it sees the
+	// group).
 	recorded logBounds
 
 	// req is StoreLogs' request, reused while reqBusy is held: raft
@@ -455,18 +789,27 @@ type groupLog struct {
 	reqBusy atomic.Bool
 }
 
+// key is the legacy key of index.
 func (g *groupLog) key(index uint64) uint64 { return g.base | index }
 
 func (g *groupLog) bounds() (first, last uint64) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return g.first, g.last
+	if len(g.runs) == 0 {
+		return 0, 0
+	}
+	return g.runs[0].first, g.runs[len(g.runs)-1].end() - 1
 }
 
-func (g *groupLog) setBounds(first, last uint64) {
-	g.mu.Lock()
-	g.first, g.last = first, last
-	g.mu.Unlock()
+// keyOf returns the key that holds the group's entry index.
+func (g *groupLog) keyOf(index uint64) (uint64, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	k := searchRuns(g.runs, index)
+	if k == len(g.runs) || g.runs[k].first > index {
+		return 0, false
+	}
+	return g.runs[k].key + index - g.runs[k].first, true
 }
 
 func (g *groupLog) boundsLog(b logBounds) *raft.Log {
@@ -499,11 +842,11 @@ func (g *groupLog) LastIndex() (uint64, error) {
 
 // GetLog reads entry index of the group.
 func (g *groupLog) GetLog(index uint64, l *raft.Log) error {
-	first, last := g.bounds()
-	if index < first || index > last || last == 0 {
+	key, ok := g.keyOf(index)
+	if !ok {
 		return raft.ErrLogNotFound
 	}
-	if err := g.nl.store.GetLog(g.key(index), l); err != nil {
+	if err := g.nl.store.GetLog(key, l); err != nil {
 		return err
 	}
 	l.Index = index
@@ -525,6 +868,9 @@ func (g *groupLog) StoreLogs(logs []*raft.Log) error {
 		if l.Index == 0 || l.Index > logIndexMax {
 			return fmt.Errorf("raftnode: group %d: log index %d out of range 1..%d", g.id, l.Index, uint64(logIndexMax))
 		}
+	}
+	if len(logs) > math.MaxUint32 {
+		return fmt.Errorf("raftnode: group %d: %d entries in one append", g.id, len(logs))
 	}
 	done := make(chan struct{})
 	g.mu.Lock()
@@ -570,9 +916,13 @@ func (g *groupLog) DeleteRange(min, max uint64) error {
 	return g.nl.submit(&logReq{g: g, del: true, delFirst: min, delLast: max})
 }
 
-// remove runs on the writer: it writes the bounds that hold once
-// [lo, hi] is gone, with the range to delete, then deletes it. A crash
-// in between leaves the range to the next start (nodeLog.group).
+// remove runs on the writer. A removal of a prefix records the group's new
+// floor; of the whole log, that the group starts afresh at the sequence's
+// next key; either is durable before it returns, and the group's legacy
+// entries it covers are deleted after the record names them (a crash in
+// between leaves them to the next start). A removal of a suffix or the
+// middle changes the runs alone: nodeLog's comment says why a crash may
+// lose it.
 func (g *groupLog) remove(lo, hi uint64) error {
 	hi = min(hi, logIndexMax)
 	lo = max(lo, 1)
@@ -580,21 +930,55 @@ func (g *groupLog) remove(lo, hi uint64) error {
 		return nil
 	}
 	first, last := g.bounds()
-	b := logBounds{first: first, last: last, delFirst: lo, delLast: hi}
+	b := g.recorded
+	b.delFirst, b.delLast = 0, 0
+	all := last == 0 || (lo <= first && hi >= last)
 	switch {
-	case last == 0:
-	case lo <= first && hi >= last:
+	case last == 0 && b.first == 0:
+		return nil // nothing to remove, in memory or on disk
+	case all:
+		// The legacy entries as stored go, whatever the runs say (a
+		// suffix removal leaves them on disk).
+		b.delFirst, b.delLast = b.first, b.last
 		b.first, b.last = 0, 0
-	case lo <= first && hi >= first:
-		b.first = hi + 1
-	case hi >= last && lo <= last:
-		b.last = lo - 1
+		b.floor, b.reset = 0, g.nl.next
+	case lo <= first:
+		if hi < first {
+			return nil
+		}
+		b.floor = hi + 1
+		if b.first > 0 && b.first <= hi {
+			b.delFirst, b.delLast = b.first, min(hi, b.last)
+			if hi >= b.last {
+				b.first, b.last = 0, 0
+			} else {
+				b.first = hi + 1
+			}
+		}
+	default:
+		if lo > last {
+			return nil
+		}
+		g.mu.Lock()
+		g.runs = removeRuns(g.runs, lo, hi)
+		g.mu.Unlock()
+		return nil
 	}
 	if err := g.nl.store.StoreLogs([]*raft.Log{g.boundsLog(b)}); err != nil {
 		return err
 	}
 	g.recorded = b
-	// Readers stop seeing the range before it goes.
-	g.setBounds(b.first, b.last)
-	return g.nl.store.DeleteRange(g.key(lo), g.key(hi))
+	g.recorded.delFirst, g.recorded.delLast = 0, 0
+	// Readers stop seeing the entries before any goes.
+	g.mu.Lock()
+	if all {
+		g.runs = nil
+	} else {
+		g.runs = cutRuns(g.runs, b.floor)
+	}
+	g.mu.Unlock()
+	if b.delLast > 0 {
+		return g.nl.store.DeleteRange(g.key(b.delFirst), g.key(b.delLast))
+	}
+	return nil
 }

@@ -40,7 +40,12 @@ func CorruptLogEntry(dataDir string, pick func(n int) int) (string, error) {
 		return "", err
 	}
 	defer store.Close()
-	nl := &nodeLog{store: store, path: path}
+	// The commit records map the groups' entries to their keys, as the
+	// node's start reads them.
+	nl, err := loadNodeLog(store, path)
+	if err != nil {
+		return "", err
+	}
 	type span struct {
 		g *groupLog
 		b logBounds
@@ -62,8 +67,12 @@ func CorruptLogEntry(dataDir string, pick func(n int) int) (string, error) {
 	}
 	s := spans[pick(len(spans))]
 	idx := s.b.first + uint64(pick(int(s.b.last-s.b.first+1)))
+	key, ok := s.g.keyOf(idx)
+	if !ok {
+		return "", fmt.Errorf("entry %d of group %d has no key", idx, s.g.id)
+	}
 	var l raft.Log
-	if err := store.GetLog(s.g.key(idx), &l); err != nil {
+	if err := store.GetLog(key, &l); err != nil {
 		return "", fmt.Errorf("entry %d of group %d: %w", idx, s.g.id, err)
 	}
 	if len(l.Data) == 0 {
