@@ -333,7 +333,8 @@ func TestClusterAppendsTravelInFrames(t *testing.T) {
 	}
 }
 
-// The Mux group ids of heartbeat and append frames are no raft group's.
+// The Mux group ids of heartbeat and append frames are no raft group's,
+// and a group id must fit the node log's keys.
 func TestConfigRefusesFrameGroupIDs(t *testing.T) {
 	for _, id := range []uint32{beatGroupID, appendGroupID} {
 		c := Config{NodeID: "n1", DataDir: "d", RaftAddr: "a", ClusterID: testClusterID,
@@ -343,8 +344,13 @@ func TestConfigRefusesFrameGroupIDs(t *testing.T) {
 			t.Errorf("Validate(group %d) = %v, want a reserved-id error", id, err)
 		}
 	}
+	big := Config{NodeID: "n1", DataDir: "d", RaftAddr: "a", ClusterID: testClusterID,
+		Peers: []Peer{{ID: "n1", RaftAddr: "a"}}, Groups: map[uint32][]string{maxGroupID + 1: {"n1"}}}
+	if err := big.Validate(); err == nil || !strings.Contains(err.Error(), "node log") {
+		t.Errorf("Validate(group %d) = %v, want a too-large-id error", maxGroupID+1, err)
+	}
 	ok := Config{NodeID: "n1", DataDir: "d", RaftAddr: "a", ClusterID: testClusterID,
-		Peers: []Peer{{ID: "n1", RaftAddr: "a"}}, Groups: map[uint32][]string{0: {"n1"}}}
+		Peers: []Peer{{ID: "n1", RaftAddr: "a"}}, Groups: map[uint32][]string{0: {"n1"}, maxGroupID: {"n1"}}}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("Validate(group 0) = %v, want nil", err)
 	}

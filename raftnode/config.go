@@ -251,6 +251,9 @@ func (c *Config) Validate() error {
 		if g == appendGroupID {
 			return fmt.Errorf("raftnode: group id %d is reserved for append frames", g)
 		}
+		if g > maxGroupID {
+			return fmt.Errorf("raftnode: group id %d is beyond the largest the node log holds, %d", g, maxGroupID)
+		}
 		for _, id := range ids {
 			if !known[id] {
 				return fmt.Errorf("raftnode: group %d names unknown node %s", g, id)
