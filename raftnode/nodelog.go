@@ -294,6 +294,11 @@ type nodeLog struct {
 	// next is the key of the next commit record; owned by the writer
 	// (set before it starts).
 	next uint64
+	// unsure is set when a commit failed: its transaction may be on disk
+	// all the same (an fsync that failed after bbolt wrote its meta page),
+	// and a start would find its keys past the next commit's. settle
+	// deletes them before the writer's next change. Owned by the writer.
+	unsure bool
 	// spans, record and recordData are append's, reused by the writer.
 	spans      []logSpan
 	record     raft.Log
@@ -682,10 +687,26 @@ func (nl *nodeLog) linger(t *time.Timer, batch *[]*logReq) *logReq {
 	return nil
 }
 
+// settle deletes whatever a failed commit may have left at or past next
+// (raft was told it failed: none of it was acknowledged).
+func (nl *nodeLog) settle() error {
+	if !nl.unsure {
+		return nil
+	}
+	if err := nl.store.DeleteRange(nl.next, floorKey-1); err != nil {
+		return err
+	}
+	nl.unsure = false
+	return nil
+}
+
 // append writes the entries of batch in one transaction: the commit
 // record at next, then the entries in span order; then it adds the runs
 // to the groups.
 func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error) {
+	if err := nl.settle(); err != nil {
+		return logs, err
+	}
 	n := 0
 	for _, r := range batch {
 		n += len(r.logs)
@@ -745,6 +766,7 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 		logs = append(logs, g.boundsLog(lowered[i]))
 	}
 	if err := nl.store.StoreLogs(logs); err != nil {
+		nl.unsure = true
 		return logs, err
 	}
 	for i, g := range lowGroups {
@@ -928,6 +950,10 @@ func (g *groupLog) remove(lo, hi uint64) error {
 	lo = max(lo, 1)
 	if lo > hi {
 		return nil
+	}
+	// A reset names next: nothing of a failed commit may lie there.
+	if err := g.nl.settle(); err != nil {
+		return err
 	}
 	first, last := g.bounds()
 	b := g.recorded

@@ -36,7 +36,7 @@ func TestCorruptLogEntryIsDetected(t *testing.T) {
 			}
 			nl := openTestLog(t, nodeLogPath(dir))
 			g := openTestGroup(t, nl, 1)
-			// Two appends: the bounds record names 1..5 only.
+			// Two appends: two commits, two runs.
 			for _, r := range [][2]uint64{{1, 5}, {6, 20}} {
 				if err := (checkedLogs{LogStore: g}).StoreLogs(entries(1, r[0], r[1])); err != nil {
 					t.Fatal(err)

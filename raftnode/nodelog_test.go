@@ -866,6 +866,38 @@ func TestNodeLogRefusesKeysPastTheRecords(t *testing.T) {
 	}
 }
 
+// A commit that failed may be on disk all the same: the writer deletes
+// whatever lies at or past the next record's key before its next change,
+// so a start finds no keys past the records.
+func TestNodeLogSettlesAfterAFailedCommit(t *testing.T) {
+	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+	g := openTestGroup(t, nl, 1)
+	storeLogs(t, g, 1, 3)
+	// What a failed commit of entries 4..9 left, played here (the writer
+	// is idle between appends).
+	stray := []*raft.Log{{Index: nl.next, Data: appendCommitRecord(nil, []commitSpan{{group: 1, first: 4, count: 6}})}}
+	for i := range uint64(6) {
+		stray = append(stray, &raft.Log{Index: nl.next + 1 + i, Data: []byte("stray")})
+	}
+	if err := nl.store.StoreLogs(stray); err != nil {
+		t.Fatal(err)
+	}
+	nl.unsure = true
+	storeLogs(t, g, 4, 5)
+	nl, g = reopen(t, nl, 1)
+	checkRange(t, g, 1, 5)
+	// Before a removal too: its reset names next.
+	stray[0].Index = nl.next
+	if err := nl.store.StoreLogs(stray[:1]); err != nil {
+		t.Fatal(err)
+	}
+	nl.unsure = true
+	deleteRange(t, g, 1, 5)
+	nl, g = reopen(t, nl, 1)
+	defer nl.close()
+	checkRange(t, g, 0, 0)
+}
+
 // A floor record moves the walk's start (the cleaner will write it after
 // deleting what lies below).
 func TestNodeLogWalksFromTheFloor(t *testing.T) {
