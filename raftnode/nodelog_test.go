@@ -442,7 +442,8 @@ func (m *modelLog) cut(hi uint64) { // hi < last
 // Groups take random steps as raft does (appends, a conflict's truncation
 // and its append, compactions, a snapshot's install), several at once so
 // that they share commits, some groups from a legacy log; the node log is
-// reopened now and then and must match the model.
+// reopened now and then, sometimes right after truncations that a crash
+// loses, and must match the model.
 func TestNodeLogMatchesAModel(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -541,12 +542,35 @@ func TestNodeLogMatchesAModel(t *testing.T) {
 					}
 				}
 				check(step)
-				if rng.IntN(12) == 0 {
+				reopenAll := func() {
 					nl.close()
 					nl = openTestLog(t, nl.path)
 					for id := range uint32(groups) {
 						gs[id] = openTestGroup(t, nl, id)
 					}
+				}
+				if rng.IntN(12) == 0 {
+					reopenAll()
+					check(step)
+				}
+				if rng.IntN(15) == 0 {
+					// A crash right after conflicts' truncations, before
+					// their appends, some after a compaction too: the
+					// truncations are lost, the compactions not.
+					for id, m := range models {
+						if m.last < m.first+3 {
+							continue
+						}
+						g := gs[id]
+						lo := m.first + 2 + uint64(rng.IntN(int(m.last-m.first-1)))
+						deleteRange(t, g, lo, m.last)
+						if rng.IntN(2) == 0 {
+							hi := m.first + uint64(rng.IntN(int(lo-1-m.first)))
+							deleteRange(t, g, m.first, hi)
+							m.cut(hi)
+						}
+					}
+					reopenAll()
 					check(step)
 				}
 			}
