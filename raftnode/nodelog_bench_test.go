@@ -92,9 +92,10 @@ func processCPU() int64 {
 // groups whose logs already hold prefill entries each append on their own,
 // one append at a time per group as raft does, each append perApp sealed
 // entries of a few commands' size. BenchmarkLogAppend8Groups appends into
-// an empty log, whose tree is one page deep: here each append also dirties
-// the branch pages above its group's last leaf, as in a node that has run
-// for a while. An op is one append; it reports the process's CPU per
+// an empty log, whose tree is one page deep: here the tree is deeper, as
+// in a node that has run for a while (with per-group keys each append also
+// dirtied the branch pages above its group's last leaf; with the key
+// sequence a commit dirties the sequence's last leaf and its branch). An op is one append; it reports the process's CPU per
 // append, the appends each commit carried and the pages bbolt wrote per
 // commit (the meta page included).
 //
@@ -170,10 +171,10 @@ func BenchmarkLogAppendLoaded(b *testing.B) {
 // if its layout or its syncs changed (docs/PERFORMANCE.md, "The node log"):
 // raft-boltdb commits of 4 appends of one 600-byte entry (a loaded node's
 // commit), with the node log's bbolt options, after prefill rounds of 8
-// groups. per-group keys each group's entries as the node log does (g<<48
-// | index), so a commit dirties a leaf and a branch per group; sequential
-// keys every entry by one counter, as a log of one sequence would (every
-// commit appends to one leaf); nosync is per-group without the two
+// groups. per-group keys each group's entries as the node log did before
+// its key sequence (g<<48 | index), so a commit dirties a leaf and a branch per group; sequential
+// keys every entry by one counter, as the node log now does (every
+// commit appends to one leaf; its commit records left out); nosync is per-group without the two
 // fdatasyncs, which the node log cannot drop: each append must be durable
 // before raft acknowledges it. The deep/ cases prefill 18,000 rounds, a
 // node's log with raft's defaults (about 18,000 entries a group before a
