@@ -723,7 +723,7 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 	for _, r := range batch {
 		for _, l := range r.logs {
 			// A request splits into spans at any discontinuity.
-			if k := len(spans) - 1; k >= 0 && spans[k].g == r.g && spans[k].first+spans[k].n == l.Index {
+			if k := len(spans) - 1; k >= 0 && spans[k].g == r.g && spans[k].first+spans[k].n == l.Index && spans[k].n < math.MaxUint32 {
 				spans[k].n++
 			} else {
 				spans = append(spans, logSpan{g: r.g, first: l.Index, n: 1, key: key})
@@ -744,10 +744,11 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 	nl.encSpans = enc
 	nl.recordData = appendCommitRecord(nl.recordData[:0], enc)
 	nl.record = raft.Log{Index: rec, Type: raft.LogNoop, Data: nl.recordData}
-	// An append below a group's recorded floor (raft appends at most at
-	// its last index + 1 and never below its first, so only after a
-	// whole-log removal, which clears the floor) lowers the floor in the
-	// same transaction: a start would cut the span otherwise.
+	// An append below a group's recorded floor lowers the floor in the
+	// same transaction: a start would cut the span otherwise. Raft makes
+	// none (it appends at most at its last index + 1 and never below its
+	// first; it starts anew only after a whole-log removal, which clears
+	// the floor), so this costs nothing but the check.
 	var lowered []logBounds // rare: allocated
 	var lowGroups []*groupLog
 	for _, s := range spans {
