@@ -86,7 +86,11 @@ const (
 	seqBase = uint64(1) << 62
 	// floorKey holds the sequence's floor: the key of its first commit
 	// record (absent: seqBase). Nothing writes it yet (the cleaner will).
-	floorKey = uint64(math.MaxUint64)
+	// It lies below seqBase (it is the bounds key of group maxGroupID+1,
+	// which no group uses), so that the store's last key is the
+	// sequence's last: a start checks that nothing lies past the last
+	// commit's entries.
+	floorKey = seqBase - 1
 )
 
 // logBounds is a group's bounds record. first, last: its legacy entries
@@ -134,7 +138,7 @@ func decodeBounds(group uint32, data []byte) (logBounds, error) {
 	if b.first > b.last || b.last > logIndexMax || (b.first == 0) != (b.last == 0) {
 		return logBounds{}, fmt.Errorf("%w: group %d has impossible bounds [%d, %d]", ErrCorruptLog, group, b.first, b.last)
 	}
-	if b.floor > logIndexMax+1 || (b.reset != 0 && (b.reset < seqBase || b.reset == floorKey)) {
+	if b.floor > logIndexMax+1 || (b.reset != 0 && (b.reset < seqBase || b.reset == math.MaxUint64)) {
 		return logBounds{}, fmt.Errorf("%w: group %d has an impossible floor %d or reset %#x", ErrCorruptLog, group, b.floor, b.reset)
 	}
 	return b, nil
@@ -148,9 +152,12 @@ const (
 	commitHeadBytes = 1 + 4
 	commitSpanBytes = 1 + 4 + 8 + 4
 	// spanAppend is an append (raft's rule: it drops the group's entries
-	// from its first index on). Other kinds are for the cleaner (a copy
-	// that replaces exactly its range), not written yet.
+	// from its first index on).
 	spanAppend = 0
+	// spanCopy is the cleaner's copy of live entries: it replaces exactly
+	// its range of the group's entries, and drops nothing past it (the
+	// cleaner does not write it yet).
+	spanCopy = 1
 )
 
 // commitSpan is one span of a commit record.
@@ -202,7 +209,7 @@ func decodeCommitRecord(data []byte, span func(commitSpan)) (uint64, error) {
 			first: binary.BigEndian.Uint64(data[p+5:]),
 			count: binary.BigEndian.Uint32(data[p+13:]),
 		}
-		if s.kind != spanAppend || s.group > maxGroupID || s.count == 0 || s.first == 0 || s.first > logIndexMax || uint64(s.count)-1 > logIndexMax-s.first {
+		if s.kind > spanCopy || s.group > maxGroupID || s.count == 0 || s.first == 0 || s.first > logIndexMax || uint64(s.count)-1 > logIndexMax-s.first {
 			return 0, fmt.Errorf("%w: a commit record names an impossible span (kind %d, group %d, %d entries from %d)", ErrCorruptLog, s.kind, s.group, s.count, s.first)
 		}
 		total += uint64(s.count)
@@ -266,6 +273,22 @@ func appendRun(runs []logRun, r logRun) []logRun {
 		return runs
 	}
 	return append(runs, r)
+}
+
+// replaceRun applies a copy span: r replaces exactly the entries
+// [r.first, r.end()), and what follows stays.
+func replaceRun(runs []logRun, r logRun) []logRun {
+	tail := cutRuns(append([]logRun(nil), runs...), r.end())
+	runs = append(truncateRuns(runs, r.first), r)
+	return append(runs, tail...)
+}
+
+// applySpan applies a span of kind to runs.
+func applySpan(runs []logRun, kind byte, r logRun) []logRun {
+	if kind == spanCopy {
+		return replaceRun(runs, r)
+	}
+	return appendRun(runs, r)
 }
 
 // removeRuns drops the entries [lo, hi].
@@ -377,7 +400,7 @@ func (nl *nodeLog) walk() error {
 			return fmt.Errorf("%w: the floor record fails its checksum", ErrCorruptLog)
 		}
 		key = binary.BigEndian.Uint64(l.Data)
-		if key < seqBase || key >= floorKey {
+		if key < seqBase || key == math.MaxUint64 {
 			return fmt.Errorf("%w: an impossible floor %#x", ErrCorruptLog, key)
 		}
 	}
@@ -391,7 +414,7 @@ func (nl *nodeLog) walk() error {
 		}
 		rec, at := key, key+1
 		n, err := decodeCommitRecord(l.Data, func(s commitSpan) {
-			nl.walked[s.group] = appendRun(nl.walked[s.group], logRun{first: s.first, n: uint64(s.count), key: at, rec: rec})
+			nl.walked[s.group] = applySpan(nl.walked[s.group], s.kind, logRun{first: s.first, n: uint64(s.count), key: at, rec: rec})
 			at += uint64(s.count)
 		})
 		if err != nil {
@@ -400,13 +423,14 @@ func (nl *nodeLog) walk() error {
 		key += 1 + n
 	}
 	nl.next = key
-	// Nothing lies past the last record (only the floor record): a record
-	// lost in the middle would otherwise hide the commits after it.
+	// Nothing lies past the last record (the floor record lies below the
+	// sequence): a record lost in the middle would otherwise hide the
+	// commits after it.
 	last, err := nl.store.LastIndex()
 	if err != nil {
 		return err
 	}
-	if last >= nl.next && last != floorKey {
+	if last >= nl.next {
 		return fmt.Errorf("%w: key %#x lies past the last commit record's entries (%#x)", ErrCorruptLog, last, nl.next)
 	}
 	return nil
@@ -470,6 +494,10 @@ func (nl *nodeLog) adopt(g *groupLog, b logBounds) {
 		// dropping the earlier ones' runs here is replaying the later ones
 		// alone; and the later span with the lowest first index survives,
 		// so the legacy entries are cut where that replay would cut them.
+		// Copy spans keep this true: a copy replaces its range alone, and
+		// copies only live sequence entries, which lie past the group's
+		// legacy ones (every append span cut the legacy entries from its
+		// first index on).
 		if r.rec >= b.reset {
 			runs = appendRun(runs, r)
 		}
@@ -693,7 +721,7 @@ func (nl *nodeLog) settle() error {
 	if !nl.unsure {
 		return nil
 	}
-	if err := nl.store.DeleteRange(nl.next, floorKey-1); err != nil {
+	if err := nl.store.DeleteRange(nl.next, math.MaxUint64); err != nil {
 		return err
 	}
 	nl.unsure = false

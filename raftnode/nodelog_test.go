@@ -960,6 +960,8 @@ func FuzzCommitRecord(f *testing.F) {
 	f.Add(appendCommitRecord(nil, nil))
 	f.Add(appendCommitRecord(nil, []commitSpan{{group: 1, first: 1, count: 3}}))
 	f.Add(appendCommitRecord(nil, []commitSpan{{group: 1, first: 7, count: 1}, {group: maxGroupID, first: logIndexMax, count: 1}, {group: 1, first: 2, count: 9}}))
+	f.Add(appendCommitRecord(nil, []commitSpan{{kind: spanCopy, group: 3, first: 5, count: 4}, {group: 3, first: 7, count: 2}}))
+	f.Add(appendCommitRecord(nil, []commitSpan{{kind: spanCopy + 1, group: 1, first: 1, count: 1}}))
 	f.Add([]byte{1, 0, 0, 0, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var spans []commitSpan
@@ -972,6 +974,9 @@ func FuzzCommitRecord(f *testing.F) {
 		}
 		var total uint64
 		for _, s := range spans {
+			if s.kind != spanAppend && s.kind != spanCopy {
+				t.Fatalf("accepts a span of kind %d", s.kind)
+			}
 			total += uint64(s.count)
 		}
 		if total != n {
@@ -983,7 +988,8 @@ func FuzzCommitRecord(f *testing.F) {
 	})
 }
 
-// The runs' operations against a slice of indexes.
+// The runs' operations (the append rule, a copy's replacement, cuts and
+// removals) against a slice of indexes.
 func TestLogRunsFollowTheAppendRule(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	for round := range 200 {
@@ -993,7 +999,7 @@ func TestLogRunsFollowTheAppendRule(t *testing.T) {
 		for step := range 30 {
 			first := uint64(1 + rng.IntN(40))
 			n := uint64(1 + rng.IntN(5))
-			switch rng.IntN(4) {
+			switch rng.IntN(5) {
 			case 0, 1:
 				runs = appendRun(runs, logRun{first: first, n: n, key: key, rec: uint64(step)})
 				if uint64(len(keys)) > first {
@@ -1016,6 +1022,15 @@ func TestLogRunsFollowTheAppendRule(t *testing.T) {
 				for i := first; i < first+n && i < uint64(len(keys)); i++ {
 					keys[i] = 0
 				}
+			case 4: // a copy span: exactly its range
+				runs = replaceRun(runs, logRun{first: first, n: n, key: key, rec: uint64(step)})
+				for uint64(len(keys)) < first+n {
+					keys = append(keys, 0)
+				}
+				for i := range n {
+					keys[first+i] = key + i
+				}
+				key += n + 1
 			}
 			var got []uint64
 			for _, r := range runs {
