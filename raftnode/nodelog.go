@@ -51,11 +51,38 @@ import (
 // log (a snapshot's install, DropGroup) records the sequence key at which
 // the group starts afresh (reset): spans in commit records below it are
 // void for the group, so a group added again never finds its old entries.
-// Nothing deletes sequence keys yet: the cleaner (a floor record and a
-// DeleteRange below the oldest commit with a live entry, and copying an
-// idle group's live entries forward in commits whose span kind "copy"
-// replaces exactly its range) is the next step, and until then the file
-// and a start's walk grow with every commit.
+//
+// The cleaner (nodelog_clean.go) deletes sequence keys. A group's entry is
+// live while it is in the group's runs (past its floor and reset; a group
+// not opened in this process is live as its walked spans and its bounds
+// record say). The floor is the oldest commit record with a live entry
+// (next if none): the writer, after a removal moved a group's floor or
+// reset, writes the floor record on its own, durably, if the floor moved
+// at least cleanerTuning.minStep keys, and then deletes the keys below it
+// with DeleteRange, a chunk between two requests. A crash in between
+// leaves keys below the floor: a start never reads them (its walk begins
+// at the floor) and deletes them all before anything else. An idle group
+// would pin the floor for ever (raft keeps its trailing entries): when the
+// floor lies more than copyAfter keys behind next and the live entries are
+// fewer than half of those keys, the writer copies the live entries of
+// the oldest commits forward, a chunk between two requests, each chunk a
+// commit of its own whose span has kind "copy": a copy span replaces
+// exactly its range of the group's entries and truncates nothing past it
+// (nodelog_clean.go says why a copy never brings back a removed entry).
+// Copies break the order of index and commit, so a crash after a suffix
+// removal with no record may bring back only the part of it whose commits
+// lie past the floor; a start drops what lies past a gap (dropAfterGap):
+// a prefix of the removed suffix comes back, which raft allows as it
+// allows the whole.
+//
+// So a start walks the commit records between the floor and next: the
+// live entries, the commits that hold them and whatever was appended
+// since the cleaner last ran; while no copy is due, at most copyAfter keys
+// (2^18 entries and records) or twice the live entries, whichever is
+// more, plus what was appended since the last removal or copy (a floor
+// waits for a removal, or for copyAfter/4 keys of appends). The copies
+// cost at most one written entry for each key they free, so they at most
+// double the log's writes.
 //
 // Logs written before the sequence (entry i of group g at g<<48 | i) are
 // read as they were: the bounds record's first four fields name the
@@ -85,13 +112,32 @@ const (
 	// seqBase is the first key of the sequence.
 	seqBase = uint64(1) << 62
 	// floorKey holds the sequence's floor: the key of its first commit
-	// record (absent: seqBase). Nothing writes it yet (the cleaner will).
-	// It lies below seqBase (it is the bounds key of group maxGroupID+1,
-	// which no group uses), so that the store's last key is the
-	// sequence's last: a start checks that nothing lies past the last
-	// commit's entries.
+	// record (absent: seqBase), written by the cleaner. It lies below
+	// seqBase (it is the bounds key of group maxGroupID+1, which no group
+	// uses), so that the store's last key is the sequence's last: a start
+	// checks that nothing lies past the last commit's entries.
 	floorKey = seqBase - 1
 )
+
+// cleanerTuning is the cleaner's: tests shrink it; a node log copies it
+// when it opens.
+type cleanerTuning struct {
+	// minStep: the floor moves only this many keys at least, so that each
+	// move (a floor record, an fsync, and the deletes' fsyncs) frees
+	// enough keys to pay for itself.
+	minStep uint64
+	// deleteChunk: keys one DeleteRange removes below the floor; the
+	// writer runs one chunk between its requests.
+	deleteChunk uint64
+	// copyAfter: when the floor lies more than this many keys behind
+	// next, and the live entries are fewer than half of those keys, the
+	// oldest live entries are copied forward (copyStep).
+	copyAfter uint64
+	// copyChunk: entries one copy commit carries.
+	copyChunk uint64
+}
+
+var nodeLogCleaner = cleanerTuning{minStep: 1 << 14, deleteChunk: 8 << 10, copyAfter: 1 << 18, copyChunk: 256}
 
 // logBounds is a group's bounds record. first, last: its legacy entries
 // (0, 0: none); [delFirst, delLast]: a removal of legacy entries that may
@@ -155,8 +201,7 @@ const (
 	// from its first index on).
 	spanAppend = 0
 	// spanCopy is the cleaner's copy of live entries: it replaces exactly
-	// its range of the group's entries, and drops nothing past it (the
-	// cleaner does not write it yet).
+	// its range of the group's entries, and drops nothing past it.
 	spanCopy = 1
 )
 
@@ -328,6 +373,28 @@ type nodeLog struct {
 	recordData []byte
 	encSpans   []commitSpan
 
+	// The cleaner's state, owned by the writer (set before it starts).
+	tune cleanerTuning
+	// floor is the floor record's key (seqBase if none): the oldest
+	// commit record a start reads.
+	floor uint64
+	// swept: the keys [seqBase, swept) are deleted; sweepAll: a start
+	// does not know what lies below the floor, and deletes it all at once.
+	swept    uint64
+	sweepAll bool
+	// cleanDue: a removal moved a group's floor or reset; the cleaner
+	// looks for a new floor.
+	cleanDue bool
+	// copyBelow: the cleaner is copying live entries of commits below it
+	// forward (0: not copying); copyCheck: the next key at which it looks
+	// again whether copying is worth it.
+	copyBelow, copyCheck uint64
+	// tidyErr stops the cleaner after a failure until the next removal.
+	tidyErr error
+	// floorMoves and copied count the floor records written and the
+	// entries copied forward (tests).
+	floorMoves, copied uint64
+
 	// mu guards groups and walked.
 	mu sync.Mutex
 	// groups is every group opened in this process: the writer updates
@@ -345,11 +412,12 @@ type logSpan struct {
 	key      uint64
 }
 
-// logReq is an append (logs) or a removal of [delFirst, delLast].
+// logReq is an append (logs), a removal of [delFirst, delLast], or a
+// request to finish the cleaner's pending work (tidy: tests).
 type logReq struct {
 	g                 *groupLog
 	logs              []*raft.Log
-	del               bool
+	del, tidy         bool
 	delFirst, delLast uint64
 	done              chan error
 }
@@ -379,7 +447,7 @@ func openNodeLog(path string) (*nodeLog, error) {
 // starts its writer (run) if it is to change.
 func loadNodeLog(store *raftboltdb.BoltStore, path string) (*nodeLog, error) {
 	nl := &nodeLog{store: store, path: path, reqs: make(chan *logReq, 64), stop: make(chan struct{}), done: make(chan struct{}),
-		groups: make(map[uint32]*groupLog), walked: make(map[uint32][]logRun)}
+		groups: make(map[uint32]*groupLog), walked: make(map[uint32][]logRun), tune: nodeLogCleaner}
 	if err := nl.walk(); err != nil {
 		return nil, fmt.Errorf("raftnode: raft log %s: %w", path, err)
 	}
@@ -404,6 +472,7 @@ func (nl *nodeLog) walk() error {
 			return fmt.Errorf("%w: an impossible floor %#x", ErrCorruptLog, key)
 		}
 	}
+	nl.floor = key
 	for {
 		err := nl.store.GetLog(key, &l)
 		if errors.Is(err, raft.ErrLogNotFound) {
@@ -423,6 +492,8 @@ func (nl *nodeLog) walk() error {
 		key += 1 + n
 	}
 	nl.next = key
+	nl.swept, nl.sweepAll = seqBase, nl.floor > seqBase
+	nl.copyCheck = nl.next
 	// Nothing lies past the last record (the floor record lies below the
 	// sequence): a record lost in the middle would otherwise hide the
 	// commits after it.
@@ -480,7 +551,8 @@ func (nl *nodeLog) group(id uint32) (*groupLog, error) {
 
 // adopt sets g's bounds record to b and builds its runs: its legacy
 // entries, then the walked spans at or past b.reset by the append rule,
-// then cut below b.floor; and keeps g as the group's log.
+// then cut below b.floor and past a gap (dropAfterGap); and keeps g as
+// the group's log.
 func (nl *nodeLog) adopt(g *groupLog, b logBounds) {
 	g.recorded = b
 	var runs []logRun
@@ -502,9 +574,25 @@ func (nl *nodeLog) adopt(g *groupLog, b logBounds) {
 			runs = appendRun(runs, r)
 		}
 	}
-	g.runs = cutRuns(runs, b.floor)
+	g.runs = dropAfterGap(cutRuns(runs, b.floor))
 	delete(nl.walked, g.id)
 	nl.groups[g.id] = g
+}
+
+// dropAfterGap drops the runs past the first gap between them. A group's
+// log is contiguous; the replay can leave a gap only past it, among the
+// entries of suffix removals that have no record: those in commits that
+// the floor passed are gone, those in later commits come back (the
+// cleaner's copies break the order of index and commit). Any prefix of a
+// removed suffix is a state raft allows, as the whole suffix is (nodeLog's
+// comment): what lies past the gap goes, and the log stays contiguous.
+func dropAfterGap(runs []logRun) []logRun {
+	for k := 1; k < len(runs); k++ {
+		if runs[k].first != runs[k-1].end() {
+			return runs[:k]
+		}
+	}
+	return runs
 }
 
 // findLast returns the group's last legacy index: the end of the run of
@@ -633,12 +721,33 @@ func (nl *nodeLog) run() {
 	linger.Stop()
 	for {
 		var next *logReq
-		select {
-		case next = <-nl.reqs:
-		case <-nl.stop:
-			return
+		if nl.tidyPending() {
+			// The cleaner's work goes one bounded step at a time, between
+			// requests.
+			select {
+			case next = <-nl.reqs:
+			case <-nl.stop:
+				return
+			default:
+				nl.tidy()
+				continue
+			}
+		} else {
+			select {
+			case next = <-nl.reqs:
+			case <-nl.stop:
+				return
+			}
 		}
 		for next != nil {
+			if next.tidy {
+				for nl.tidyPending() {
+					nl.tidy()
+				}
+				next.done <- nl.tidyErr
+				next = nil
+				break
+			}
 			if next.del {
 				next.done <- next.g.remove(next.delFirst, next.delLast)
 				next = nil
@@ -650,7 +759,7 @@ func (nl *nodeLog) run() {
 			for {
 				select {
 				case r := <-nl.reqs:
-					if r.del {
+					if r.del || r.tidy {
 						next = r // after this batch
 						break drain
 					}
@@ -669,6 +778,9 @@ func (nl *nodeLog) run() {
 				r.done <- err
 			}
 			clear(logs) // drop the references to raft's entries
+		}
+		if nl.tidyPending() {
+			nl.tidy()
 		}
 	}
 }
@@ -702,7 +814,7 @@ func (nl *nodeLog) linger(t *time.Timer, batch *[]*logReq) *logReq {
 	for len(*batch) < nodeLogLingerAppends {
 		select {
 		case r := <-nl.reqs:
-			if r.del {
+			if r.del || r.tidy {
 				return r
 			}
 			*batch = append(*batch, r)
@@ -1011,6 +1123,11 @@ func (g *groupLog) remove(lo, hi uint64) error {
 			}
 		}
 	default:
+		// A suffix (raft's conflict), or the middle (raft removes none):
+		// after a crash the entries may come back, wholly or, once the
+		// cleaner's floor passed some of their commits, up to a gap
+		// (dropAfterGap): of a middle removal, what follows it would go
+		// too.
 		if lo > last {
 			return nil
 		}
@@ -1022,6 +1139,7 @@ func (g *groupLog) remove(lo, hi uint64) error {
 	if err := g.nl.store.StoreLogs([]*raft.Log{g.boundsLog(b)}); err != nil {
 		return err
 	}
+	g.nl.cleanDue, g.nl.tidyErr = true, nil
 	g.recorded = b
 	g.recorded.delFirst, g.recorded.delLast = 0, 0
 	// Readers stop seeing the entries before any goes.

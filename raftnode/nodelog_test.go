@@ -10,7 +10,9 @@
 // damaged bounds, commit or floor records and legacy bounds naming missing
 // entries are refused; that writing lingers for more appends only while
 // the log is busy and never overtakes a removal; and that a group's log
-// tells when its append in progress ends (the proposer waits for it).
+// tells when its append in progress ends (the proposer waits for it). The
+// cleaner has its own file (nodelog_clean_test.go) and runs in the model
+// test.
 package raftnode
 
 import (
@@ -441,11 +443,16 @@ func (m *modelLog) cut(hi uint64) { // hi < last
 
 // Groups take random steps as raft does (appends, a conflict's truncation
 // and its append, compactions, a snapshot's install), several at once so
-// that they share commits, some groups from a legacy log; the node log is
-// reopened now and then, sometimes right after truncations that a crash
-// loses, and must match the model.
+// that they share commits, some groups from a legacy log, group 0 mostly
+// idle so that the cleaner copies it forward between the others' requests;
+// the node log is reopened now and then (wherever the cleaner is: its
+// copies and floor moves are interleaved with the steps), sometimes right
+// after truncations that a crash loses (they come back, or a prefix of
+// them, if the floor passed some of their commits), sometimes right after
+// a floor record whose deletes did not happen, and must match the model.
 func TestNodeLogMatchesAModel(t *testing.T) {
-	for seed := range uint64(3) {
+	smallCleaner(t)
+	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
@@ -472,6 +479,7 @@ func TestNodeLogMatchesAModel(t *testing.T) {
 					checkGens(t, gs[id], m.first, m.last, func(i uint64) int { return m.gen[i] })
 				}
 			}
+			var moves, copied uint64 // by the node logs closed
 			for step := 1; step <= 120; step++ {
 				type op struct {
 					kind int
@@ -481,6 +489,8 @@ func TestNodeLogMatchesAModel(t *testing.T) {
 				for id, m := range models {
 					o := op{kind: rng.IntN(10), n: uint64(1 + rng.IntN(4))}
 					switch {
+					case id == 0 && m.last > 0 && rng.IntN(10) > 0:
+						o.kind = 4 // idle
 					case m.last == 0 || o.kind < 5:
 						o.kind = 0 // append
 						o.a = m.last + 1
@@ -544,6 +554,7 @@ func TestNodeLogMatchesAModel(t *testing.T) {
 				check(step)
 				reopenAll := func() {
 					nl.close()
+					moves, copied = moves+nl.floorMoves, copied+nl.copied
 					nl = openTestLog(t, nl.path)
 					for id := range uint32(groups) {
 						gs[id] = openTestGroup(t, nl, id)
@@ -556,13 +567,18 @@ func TestNodeLogMatchesAModel(t *testing.T) {
 				if rng.IntN(15) == 0 {
 					// A crash right after conflicts' truncations, before
 					// their appends, some after a compaction too: the
-					// truncations are lost, the compactions not.
+					// truncations are lost, the compactions not. The
+					// cleaner may run in between: the entries of commits
+					// its floor passed stay removed, and what comes back
+					// is a prefix of the truncated suffix.
+					los := make([]uint64, groups)
 					for id, m := range models {
 						if m.last < m.first+3 {
 							continue
 						}
 						g := gs[id]
 						lo := m.first + 2 + uint64(rng.IntN(int(m.last-m.first-1)))
+						los[id] = lo
 						deleteRange(t, g, lo, m.last)
 						if rng.IntN(2) == 0 {
 							hi := m.first + uint64(rng.IntN(int(lo-1-m.first)))
@@ -570,9 +586,50 @@ func TestNodeLogMatchesAModel(t *testing.T) {
 							m.cut(hi)
 						}
 					}
+					if rng.IntN(2) == 0 {
+						tidyUp(t, nl)
+					}
+					reopenAll()
+					for id, m := range models {
+						last, _ := gs[id].LastIndex()
+						if los[id] == 0 {
+							continue
+						}
+						if last < los[id]-1 || last > m.last {
+							t.Fatalf("step %d group %d: after a crash that lost truncations from %d the last index is %d, want %d..%d", step, id, los[id], last, los[id]-1, m.last)
+						}
+						for i := last + 1; i <= m.last; i++ {
+							delete(m.gen, i)
+						}
+						m.last = last
+					}
+					check(step)
+				}
+				if rng.IntN(10) == 0 {
+					tidyUp(t, nl)
+					checkFloor(t, nl)
+				}
+				if rng.IntN(20) == 0 {
+					// A crash right after the cleaner's floor record,
+					// before its deletes.
+					tidyUp(t, nl)
+					low, _, _, _, err := nl.scan()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := nl.store.StoreLogs([]*raft.Log{floorRecord(low)}); err != nil {
+						t.Fatal(err)
+					}
 					reopenAll()
 					check(step)
 				}
+			}
+			tidyUp(t, nl)
+			checkFloor(t, nl)
+			moves, copied = moves+nl.floorMoves, copied+nl.copied
+			t.Logf("floor moves %d, entries copied %d, keys walked %d", moves, copied, nl.next-nl.floor)
+			if moves == 0 || copied == 0 {
+				t.Fatalf("the cleaner did not run (floor moves %d, entries copied %d)", moves, copied)
 			}
 			// Every legacy key is gone once its entries are.
 			for id, m := range models {
@@ -922,8 +979,8 @@ func TestNodeLogSettlesAfterAFailedCommit(t *testing.T) {
 	checkRange(t, g, 0, 0)
 }
 
-// A floor record moves the walk's start (the cleaner will write it after
-// deleting what lies below).
+// A floor record moves the walk's start (the cleaner writes it before
+// deleting what lies below; nodelog_clean_test.go).
 func TestNodeLogWalksFromTheFloor(t *testing.T) {
 	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
 	g := openTestGroup(t, nl, 1)

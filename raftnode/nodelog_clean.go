@@ -1,0 +1,218 @@
+package raftnode
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/hashicorp/raft"
+)
+
+// The node log's cleaner (nodelog.go's top comment gives the design). It
+// runs on the writer goroutine, which owns next and the groups' runs, one
+// bounded step at a time between requests (tidy), so appends and removals
+// never wait for more than a step:
+//
+//   - clean: look for the floor (the oldest commit record with a live
+//     entry: scan) and, if it moved at least minStep keys, write the floor
+//     record, durably, on its own;
+//   - sweep: delete the keys below the floor, deleteChunk keys a step;
+//   - copy: move the live entries of the oldest commits forward, copyChunk
+//     entries a step, in commits of their own with a copy span.
+//
+// Why a copy never brings back an entry that raft removed. A copy span
+// replaces exactly its range [first, first+n) of the group's entries, and
+// a start replays the spans in commit order. A copy writes entries that are
+// live when it commits (chosen afresh from the runs at each step, on the
+// writer: no append or removal comes between the choice and the commit).
+// What removes entries later is, in commit order after the copy: an append
+// span (a conflict's append) that truncates from its first index on,
+// copied entries included, as it did the originals; a group's floor or
+// reset in its bounds record, which the start applies after the replay
+// (a copy commit below a reset is void for the group, as any); or a
+// suffix removal without an append, which has no record: after a crash
+// its entries come back, from the copy as from the original, the state
+// the replica had acknowledged, as without a cleaner. A copy of entries
+// that were already removed in memory is never written (they are not in
+// the runs), and a start from the floor never reads the commits below it,
+// so entries removed by a suffix removal whose commit lies below the
+// floor do not come back at all.
+
+// floorRecord encodes the floor record naming key.
+func floorRecord(key uint64) *raft.Log {
+	data := binary.BigEndian.AppendUint64(nil, key)
+	data = binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli))
+	return &raft.Log{Index: floorKey, Type: raft.LogNoop, Data: data}
+}
+
+// tidyPending reports whether the cleaner has work for tidy.
+func (nl *nodeLog) tidyPending() bool {
+	if nl.tidyErr != nil {
+		return false
+	}
+	return nl.swept < nl.floor || nl.copyBelow != 0 || nl.cleanDue ||
+		(nl.next-nl.floor > nl.tune.copyAfter && nl.next >= nl.copyCheck)
+}
+
+// tidy runs one step of the cleaner's work; a failure stops it until the
+// next removal (the writer's next commit most likely fails too).
+func (nl *nodeLog) tidy() {
+	var err error
+	switch {
+	case nl.swept < nl.floor:
+		end := min(nl.floor, nl.swept+nl.tune.deleteChunk)
+		if nl.sweepAll {
+			// A start does not know how far a sweep got: one DeleteRange
+			// costs what lies there (at most what one crash left).
+			end = nl.floor
+		}
+		if err = nl.store.DeleteRange(nl.swept, end-1); err == nil {
+			nl.swept, nl.sweepAll = end, false
+		}
+	case nl.copyBelow != 0:
+		err = nl.copyStep()
+	default:
+		err = nl.clean()
+	}
+	if err != nil {
+		nl.tidyErr = fmt.Errorf("raftnode: clean the raft log %s: %w", nl.path, err)
+	}
+}
+
+// scan returns the oldest commit record with a live entry (next if none),
+// the number of live entries in the sequence, and the group that has the
+// oldest: g if it is open, else its id. Live is inside a group's runs; a
+// group not opened in this process has the runs of the walked spans past
+// its bounds record's reset, cut at its floor, as group will give it.
+func (nl *nodeLog) scan() (low, live uint64, g *groupLog, id uint32, err error) {
+	low = nl.next
+	nl.mu.Lock()
+	defer nl.mu.Unlock()
+	for _, gl := range nl.groups {
+		// The writer alone changes runs: it reads them without g.mu.
+		for _, r := range gl.runs {
+			if r.rec == 0 {
+				continue // legacy keys
+			}
+			live += r.n
+			if r.rec < low {
+				low, g = r.rec, gl
+			}
+		}
+	}
+	for wid, runs := range nl.walked {
+		b, err := (&groupLog{nl: nl, id: wid, base: uint64(wid) << logIndexBits}).readBounds()
+		if err != nil {
+			return 0, 0, nil, 0, err
+		}
+		var kept []logRun
+		for _, r := range runs {
+			if r.rec >= b.reset {
+				kept = append(kept, r)
+			}
+		}
+		for _, r := range cutRuns(kept, b.floor) {
+			live += r.n
+			if r.rec < low {
+				low, g, id = r.rec, nil, wid
+			}
+		}
+	}
+	if g != nil {
+		id = g.id
+	}
+	return low, live, g, id, nil
+}
+
+// clean moves the floor to the oldest commit record with a live entry, if
+// that is at least minStep keys on: the floor record first, durable on its
+// own, then the sweep deletes below it (a crash in between leaves keys
+// below the floor, which a start never reads and its first sweep deletes).
+// And it starts copying when the floor lies more than copyAfter keys
+// behind next and the live entries are fewer than half of those keys:
+// copying then writes at most one key per key it frees, so it at most
+// doubles the writes however the groups append.
+func (nl *nodeLog) clean() error {
+	nl.cleanDue = false
+	// The floor may name next: nothing of a failed commit may lie there.
+	if err := nl.settle(); err != nil {
+		return err
+	}
+	low, live, _, _, err := nl.scan()
+	if err != nil {
+		return err
+	}
+	if low-nl.floor >= nl.tune.minStep {
+		if err := nl.store.StoreLogs([]*raft.Log{floorRecord(low)}); err != nil {
+			return err
+		}
+		nl.floor = low
+		nl.floorMoves++
+	}
+	if nl.next >= nl.copyCheck {
+		nl.copyCheck = nl.next + nl.tune.copyAfter/4
+		if span := nl.next - nl.floor; span > nl.tune.copyAfter && 2*live < span {
+			nl.copyBelow = nl.floor + span/2
+		}
+	}
+	return nil
+}
+
+// copyStep copies up to copyChunk entries of the run of the oldest commit
+// with a live entry forward, in a commit of its own whose copy span
+// replaces them; once no live entry lies in a commit below copyBelow, it
+// ends the copying and has the floor looked for.
+func (nl *nodeLog) copyStep() error {
+	if err := nl.settle(); err != nil {
+		return err
+	}
+	low, _, g, id, err := nl.scan()
+	if err != nil {
+		return err
+	}
+	if low >= nl.copyBelow {
+		nl.copyBelow, nl.cleanDue = 0, true
+		return nil
+	}
+	if g == nil {
+		// A group not opened in this process: open it (raft's replica
+		// will find it open, as group promises).
+		if g, err = nl.group(id); err != nil {
+			return err
+		}
+	}
+	var from logRun
+	for _, r := range g.runs {
+		if r.rec == low {
+			from = r
+			break
+		}
+	}
+	if from.n == 0 {
+		return fmt.Errorf("group %d has no run of the commit at %#x", g.id, low)
+	}
+	n := min(from.n, nl.tune.copyChunk)
+	rec := nl.next
+	logs := make([]*raft.Log, 1, n+1)
+	copies := make([]raft.Log, n)
+	for i := range n {
+		c := &copies[i]
+		if err := nl.store.GetLog(from.key+i, c); err != nil {
+			return fmt.Errorf("read entry %d of group %d at %#x: %w", from.first+i, g.id, from.key+i, err)
+		}
+		c.Index = rec + 1 + i
+		logs = append(logs, c)
+	}
+	logs[0] = &raft.Log{Index: rec, Type: raft.LogNoop,
+		Data: appendCommitRecord(nil, []commitSpan{{kind: spanCopy, group: g.id, first: from.first, count: uint32(n)}})}
+	if err := nl.store.StoreLogs(logs); err != nil {
+		nl.unsure = true
+		return err
+	}
+	nl.next = rec + 1 + n
+	nl.copied += n
+	g.mu.Lock()
+	g.runs = replaceRun(g.runs, logRun{first: from.first, n: n, key: rec + 1, rec: rec})
+	g.mu.Unlock()
+	return nil
+}
