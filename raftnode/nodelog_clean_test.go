@@ -264,19 +264,28 @@ func TestNodeLogCopySpanReplay(t *testing.T) {
 	smallCleaner(t)
 	nodeLogCleaner.copyAfter = 1 << 40 // the test copies by hand
 	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
-	defer func() { nl.close() }()
-	g := openTestGroup(t, nl, 4)
-	storeLogs(t, g, 1, 10)
-	// One copy step, by hand on the idle writer: entries 1..4.
-	nl.copyBelow = nl.next
-	if err := nl.copyStep(); err != nil {
+	storeLogs(t, openTestGroup(t, nl, 4), 1, 10)
+	nl.close()
+	// One copy step, by hand, with no writer: entries 1..4.
+	store, err := raftboltdb.New(raftboltdb.Options{Path: nl.path})
+	if err != nil {
 		t.Fatal(err)
 	}
-	nl.copyBelow = 0
-	if nl.copied != 4 {
-		t.Fatalf("copied %d entries, want 4", nl.copied)
+	loaded, err := loadNodeLog(store, nl.path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	nl, g = reopen(t, nl, 4)
+	loaded.copyBelow = loaded.next
+	if err := loaded.copyStep(); err != nil {
+		t.Fatal(err)
+	}
+	if loaded.copied != 4 {
+		t.Fatalf("copied %d entries, want 4", loaded.copied)
+	}
+	store.Close()
+	nl = openTestLog(t, nl.path)
+	defer func() { nl.close() }()
+	g := openTestGroup(t, nl, 4)
 	checkRange(t, g, 1, 10)
 	if k, _ := g.keyOf(1); k < seqBase+11 {
 		t.Fatalf("entry 1 at %#x: not the copy", k)
