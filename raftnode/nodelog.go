@@ -389,6 +389,8 @@ type nodeLog struct {
 	// forward (0: not copying); copyCheck: the next key at which it looks
 	// again whether copying is worth it.
 	copyBelow, copyCheck uint64
+	// copyGroup is the group the cleaner copied last (nil: none).
+	copyGroup *groupLog
 	// tidyErr stops the cleaner after a failure until the next removal.
 	tidyErr error
 	// floorMoves and copied count the floor records written and the

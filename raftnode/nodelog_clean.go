@@ -158,38 +158,51 @@ func (nl *nodeLog) clean() error {
 	return nil
 }
 
-// copyStep copies up to copyChunk entries of the run of the oldest commit
-// with a live entry forward, in a commit of its own whose copy span
-// replaces them; once no live entry lies in a commit below copyBelow, it
-// ends the copying and has the floor looked for.
+// copyStep copies up to copyChunk live entries of a commit below
+// copyBelow forward, in a commit of its own whose copy span replaces them:
+// the oldest run of the group it copied last while it has one (a look at
+// that group's runs alone), else the run of the oldest commit with a live
+// entry (a scan of every group's). Once no live entry lies in a commit
+// below copyBelow, it ends the copying and has the floor looked for.
 func (nl *nodeLog) copyStep() error {
 	if err := nl.settle(); err != nil {
 		return err
 	}
-	low, _, g, id, err := nl.scan()
-	if err != nil {
-		return err
-	}
-	if low >= nl.copyBelow {
-		nl.copyBelow, nl.cleanDue = 0, true
-		return nil
-	}
-	if g == nil {
-		// A group not opened in this process: open it (raft's replica
-		// will find it open, as group promises).
-		if g, err = nl.group(id); err != nil {
-			return err
-		}
-	}
+	g := nl.copyGroup
 	var from logRun
-	for _, r := range g.runs {
-		if r.rec == low {
-			from = r
-			break
+	if g != nil {
+		for _, r := range g.runs {
+			if r.rec != 0 && r.rec < nl.copyBelow && (from.n == 0 || r.rec < from.rec) {
+				from = r
+			}
 		}
 	}
 	if from.n == 0 {
-		return fmt.Errorf("group %d has no run of the commit at %#x", g.id, low)
+		low, _, lg, id, err := nl.scan()
+		if err != nil {
+			return err
+		}
+		if low >= nl.copyBelow {
+			nl.copyBelow, nl.copyGroup, nl.cleanDue = 0, nil, true
+			return nil
+		}
+		if g = lg; g == nil {
+			// A group not opened in this process: open it (raft's
+			// replica will find it open, as group promises).
+			if g, err = nl.group(id); err != nil {
+				return err
+			}
+		}
+		for _, r := range g.runs {
+			if r.rec == low {
+				from = r
+				break
+			}
+		}
+		if from.n == 0 {
+			return fmt.Errorf("group %d has no run of the commit at %#x", g.id, low)
+		}
+		nl.copyGroup = g
 	}
 	n := min(from.n, nl.tune.copyChunk)
 	rec := nl.next
