@@ -303,3 +303,31 @@ func TestNodeLogCopySpanReplay(t *testing.T) {
 		return 0
 	})
 }
+
+// A group not opened since the start pins the floor only with what its
+// bounds record leaves live: a reset voids its old commits, a floor the
+// entries below it.
+func TestNodeLogUnopenedGroupPinsAsItsBoundsSay(t *testing.T) {
+	smallCleaner(t)
+	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+	defer func() { nl.close() }()
+	gone, cut, busy := openTestGroup(t, nl, 1), openTestGroup(t, nl, 2), openTestGroup(t, nl, 3)
+	storeLogs(t, gone, 1, 10)
+	storeLogs(t, cut, 1, 10)
+	storeLogs(t, cut, 11, 12)
+	deleteRange(t, gone, 1, 10) // a reset
+	deleteRange(t, cut, 1, 10)  // a floor: 11..12 stay, in a later commit
+	keep := nl.next - 3         // the commit of cut's 11..12
+	nl, busy = reopen(t, nl, 3)
+	for first := uint64(1); first <= 40; first += 5 {
+		storeLogs(t, busy, first, first+4)
+	}
+	deleteRange(t, busy, 1, 40)
+	tidyUp(t, nl)
+	if nl.floor != keep {
+		t.Fatalf("the floor is %#x, want cut's live commit %#x", nl.floor, keep)
+	}
+	checkFloor(t, nl)
+	checkRange(t, openTestGroup(t, nl, 1), 0, 0)
+	checkRange(t, openTestGroup(t, nl, 2), 11, 12)
+}
