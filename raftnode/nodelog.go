@@ -61,7 +61,7 @@ import (
 // at least cleanerTuning.minStep keys, and then deletes the keys below it
 // with DeleteRange, a chunk between two requests. A crash in between
 // leaves keys below the floor: a start never reads them (its walk begins
-// at the floor) and deletes them all before anything else. An idle group
+// at the floor) and its writer deletes them all in one step. An idle group
 // would pin the floor for ever (raft keeps its trailing entries): when the
 // floor lies more than copyAfter keys behind next and the live entries are
 // fewer than half of those keys, the writer copies the live entries of

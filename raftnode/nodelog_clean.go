@@ -63,7 +63,8 @@ func (nl *nodeLog) tidy() {
 		end := min(nl.floor, nl.swept+nl.tune.deleteChunk)
 		if nl.sweepAll {
 			// A start does not know how far a sweep got: one DeleteRange
-			// costs what lies there (at most what one crash left).
+			// costs what lies there: what the last floor moves left
+			// unswept, a few chunks unless a crash came right after them.
 			end = nl.floor
 		}
 		if err = nl.store.DeleteRange(nl.swept, end-1); err == nil {
