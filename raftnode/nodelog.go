@@ -582,7 +582,9 @@ func (nl *nodeLog) adopt(g *groupLog, b logBounds) {
 }
 
 // dropAfterGap drops the runs past the first gap between them. A group's
-// log is contiguous; the replay can leave a gap only past it, among the
+// log is contiguous (raft sees a monotonic store, checklog.go: after a
+// snapshot's install it removes the whole log, and it appends at its last
+// index + 1, so it leaves no gap); the replay can leave a gap only past it, among the
 // entries of suffix removals that have no record: those in commits that
 // the floor passed are gone, those in later commits come back (the
 // cleaner's copies break the order of index and commit). Any prefix of a
