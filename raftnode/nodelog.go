@@ -547,8 +547,34 @@ func (nl *nodeLog) group(id uint32) (*groupLog, error) {
 		return nil, err
 	}
 	b.last, b.delFirst, b.delLast = last, 0, 0
+	// A group opened for the first time by this layout gets its bounds
+	// record in the longer form before it appends anything: a seatd from
+	// before the sequence then refuses the log (the record's length)
+	// rather than open it without the entries appended since, which it
+	// cannot see.
+	if current, err := g.boundsCurrent(); err != nil {
+		return nil, err
+	} else if !current {
+		if err := nl.store.StoreLogs([]*raft.Log{g.boundsLog(b)}); err != nil {
+			return nil, fmt.Errorf("raftnode: write the bounds of group %d: %w", id, err)
+		}
+	}
 	nl.adopt(g, b)
 	return g, nil
+}
+
+// boundsCurrent reports whether g's bounds record is stored in the form
+// this layout writes (boundsBytes long); false if it is older or absent.
+func (g *groupLog) boundsCurrent() (bool, error) {
+	var l raft.Log
+	err := g.nl.store.GetLog(g.key(boundsIndex), &l)
+	if errors.Is(err, raft.ErrLogNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("raftnode: read bounds of group %d: %w", g.id, err)
+	}
+	return len(l.Data) == boundsBytes, nil
 }
 
 // adopt sets g's bounds record to b and builds its runs: its legacy

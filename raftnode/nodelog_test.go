@@ -831,6 +831,33 @@ func TestNodeLogBoundsRecordFormats(t *testing.T) {
 	}
 }
 
+// A group this layout opens has its bounds record in the longer form
+// before it appends, whether its log is new or from before the sequence:
+// a seatd from before the sequence, which reads only records of the old
+// length, then refuses the log rather than open it without the entries
+// appended since (which it cannot see).
+func TestNodeLogOpenedGroupsRefuseAnOlderSeatd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.db")
+	nl := openTestLog(t, path)
+	writeLegacy(t, nl, 2, 1, 20, 10)
+	nl.close()
+	nl = openTestLog(t, path)
+	defer func() { nl.close() }()
+	for _, id := range []uint32{2, 3} { // from before the sequence; new
+		g := openTestGroup(t, nl, id)
+		storeLogs(t, g, 21, 25)
+		var l raft.Log
+		if err := nl.store.GetLog(g.key(boundsIndex), &l); err != nil {
+			t.Fatalf("group %d: no bounds record (%v)", id, err)
+		}
+		if len(l.Data) != boundsBytes {
+			t.Fatalf("group %d: a bounds record of %d bytes, which a seatd from before the sequence reads", id, len(l.Data))
+		}
+	}
+	nl, g := reopen(t, nl, 2)
+	checkRange(t, g, 1, 25)
+}
+
 func TestNodeLogRefusesDamagedBounds(t *testing.T) {
 	for _, data := range [][]byte{logBounds{first: 1, last: 5}.encode(), encodeBoundsV1(logBounds{first: 1, last: 5})} {
 		nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
