@@ -311,7 +311,8 @@ func TestNodeLogUnopenedGroupPinsAsItsBoundsSay(t *testing.T) {
 	smallCleaner(t)
 	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
 	defer func() { nl.close() }()
-	gone, cut, busy := openTestGroup(t, nl, 1), openTestGroup(t, nl, 2), openTestGroup(t, nl, 3)
+	gone, cut := openTestGroup(t, nl, 1), openTestGroup(t, nl, 2)
+	var busy *groupLog
 	storeLogs(t, gone, 1, 10)
 	storeLogs(t, cut, 1, 10)
 	storeLogs(t, cut, 11, 12)
