@@ -530,7 +530,7 @@ func (nl *nodeLog) group(id uint32) (*groupLog, error) {
 		return g, nil
 	}
 	g := &groupLog{nl: nl, id: id, base: uint64(id) << logIndexBits}
-	b, err := g.readBounds()
+	b, current, err := g.readBounds()
 	if err != nil {
 		return nil, err
 	}
@@ -552,29 +552,13 @@ func (nl *nodeLog) group(id uint32) (*groupLog, error) {
 	// before the sequence then refuses the log (the record's length)
 	// rather than open it without the entries appended since, which it
 	// cannot see.
-	if current, err := g.boundsCurrent(); err != nil {
-		return nil, err
-	} else if !current {
+	if !current {
 		if err := nl.store.StoreLogs([]*raft.Log{g.boundsLog(b)}); err != nil {
 			return nil, fmt.Errorf("raftnode: write the bounds of group %d: %w", id, err)
 		}
 	}
 	nl.adopt(g, b)
 	return g, nil
-}
-
-// boundsCurrent reports whether g's bounds record is stored in the form
-// this layout writes (boundsBytes long); false if it is older or absent.
-func (g *groupLog) boundsCurrent() (bool, error) {
-	var l raft.Log
-	err := g.nl.store.GetLog(g.key(boundsIndex), &l)
-	if errors.Is(err, raft.ErrLogNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("raftnode: read bounds of group %d: %w", g.id, err)
-	}
-	return len(l.Data) == boundsBytes, nil
 }
 
 // adopt sets g's bounds record to b and builds its runs: its legacy
@@ -1009,16 +993,20 @@ func (g *groupLog) boundsLog(b logBounds) *raft.Log {
 	return &raft.Log{Index: g.key(boundsIndex), Type: raft.LogNoop, Data: b.encode()}
 }
 
-func (g *groupLog) readBounds() (logBounds, error) {
+// readBounds reads g's bounds record (none: all zero), and whether it is
+// stored in the form this layout writes (boundsBytes long); false if it
+// is older or absent.
+func (g *groupLog) readBounds() (b logBounds, current bool, err error) {
 	var l raft.Log
-	err := g.nl.store.GetLog(g.key(boundsIndex), &l)
+	err = g.nl.store.GetLog(g.key(boundsIndex), &l)
 	if errors.Is(err, raft.ErrLogNotFound) {
-		return logBounds{}, nil
+		return logBounds{}, false, nil
 	}
 	if err != nil {
-		return logBounds{}, fmt.Errorf("raftnode: read bounds of group %d: %w", g.id, err)
+		return logBounds{}, false, fmt.Errorf("raftnode: read bounds of group %d: %w", g.id, err)
 	}
-	return decodeBounds(g.id, l.Data)
+	b, err = decodeBounds(g.id, l.Data)
+	return b, err == nil && len(l.Data) == boundsBytes, err
 }
 
 // FirstIndex is the group's first index, 0 if it has no entries.

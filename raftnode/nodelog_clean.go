@@ -102,7 +102,7 @@ func (nl *nodeLog) scan() (low, live uint64, g *groupLog, id uint32, err error) 
 		}
 	}
 	for wid, runs := range nl.walked {
-		b, err := (&groupLog{nl: nl, id: wid, base: uint64(wid) << logIndexBits}).readBounds()
+		b, _, err := (&groupLog{nl: nl, id: wid, base: uint64(wid) << logIndexBits}).readBounds()
 		if err != nil {
 			return 0, 0, nil, 0, err
 		}

@@ -130,7 +130,7 @@ func deleteRange(t *testing.T, g *groupLog, lo, hi uint64) {
 // checkRecord asserts the bounds record g's store holds.
 func checkRecord(t *testing.T, g *groupLog, want logBounds) {
 	t.Helper()
-	got, err := g.readBounds()
+	got, _, err := g.readBounds()
 	if err != nil {
 		t.Fatal(err)
 	}
