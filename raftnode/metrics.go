@@ -92,6 +92,8 @@ type nodeMetrics struct {
 	applyCommands    *prometheus.HistogramVec
 	logStoreLatency  *prometheus.HistogramVec
 	logCommitAppends prometheus.Histogram
+	logCleanStep     *prometheus.HistogramVec
+	logCleanFailures prometheus.Counter
 	// appendFrameAppends is by direction; appendSent and appendAnswered
 	// are its two children.
 	appendFrameAppends         *prometheus.HistogramVec
@@ -123,6 +125,10 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 	m.logStoreLatency = histogram("log_store_latency_seconds", "Time to seal, write and fsync one append to the raft log (raft-boltdb), waiting for other groups' appends in the same commit included.", storeBuckets)
 	m.logCommitAppends = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "raft", Name: "log_commit_appends",
 		Help: "Appends (of any group) written by one commit of the node's raft log: the groups sharing one pair of fsyncs.", Buckets: countBuckets})
+	m.logCleanStep = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "raft", Name: "log_clean_step_seconds",
+		Help: "Time one step of the node log's cleaner took; appends that arrive meanwhile wait for it. floor: look for the oldest commit with a live entry and write its record if it moved; sweep: delete keys below it; copy: move an idle group's oldest entries forward.", Buckets: storeBuckets}, []string{"step"})
+	m.logCleanFailures = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "raft", Name: "log_clean_failures_total",
+		Help: "Times the node log's cleaner stopped on an error (logged at ERROR); it tries again after the next compaction, and the log file grows meanwhile."})
 	m.appendFrameAppends = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "raft", Name: "append_frame_appends",
 		Help: "AppendEntries (of any group) in one frame between two nodes: sent, the requests this node sent a peer; answered, the answers it sent back.", Buckets: countBuckets}, []string{"direction"})
 	m.appendSent, m.appendAnswered = m.appendFrameAppends.WithLabelValues("sent"), m.appendFrameAppends.WithLabelValues("answered")
@@ -134,7 +140,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 		Help: "Client commands answered with a result code other than OK, by command and code. Counted by the proposing leader."}, []string{"group", "op", "code"})
 
 	cs := []prometheus.Collector{m.leaderChanges, m.snapshotInstalls, m.proposeFailures, m.commitLatency, m.batchCommands,
-		m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.logCommitAppends, m.appendFrameAppends, m.rejections, stateCollector{n}}
+		m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.logCommitAppends, m.logCleanStep, m.logCleanFailures, m.appendFrameAppends, m.rejections, stateCollector{n}}
 	for _, c := range m.ledger {
 		cs = append(cs, c)
 	}
@@ -160,6 +166,14 @@ func (m *nodeMetrics) observeAppendFrame(sent bool, appends int) {
 
 // observeLogCommit records the appends one commit of the node log carried.
 func (m *nodeMetrics) observeLogCommit(appends int) { m.logCommitAppends.Observe(float64(appends)) }
+
+// observeClean records one step of the node log's cleaner.
+func (m *nodeMetrics) observeClean(step string, took time.Duration, err error) {
+	m.logCleanStep.WithLabelValues(step).Observe(took.Seconds())
+	if err != nil {
+		m.logCleanFailures.Inc()
+	}
+}
 
 func histogram(name, help string, buckets []float64) *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "raft", Name: name, Help: help, Buckets: buckets}, []string{"group"})

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -130,6 +131,12 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	rlog.observe = n.metrics.observeLogCommit
+	rlog.observeClean = func(step string, took time.Duration, err error) {
+		n.metrics.observeClean(step, took, err)
+		if err != nil {
+			cfg.Logger.Error("the raft log's cleaner stopped; it tries again after the next compaction", "step", step, "err", err)
+		}
+	}
 	n.appends = newAppendSender(appendLayer, transportTimeout, n.appendReceiver, n.metrics.observeAppendFrame)
 	go func() {
 		defer close(n.muxDone)

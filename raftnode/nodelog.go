@@ -63,10 +63,13 @@ import (
 // leaves keys below the floor: a start never reads them (its walk begins
 // at the floor) and its writer deletes them all in one step. An idle group
 // would pin the floor for ever (raft keeps its trailing entries): when the
-// floor lies more than copyAfter keys behind next and the live entries are
-// fewer than half of those keys, the writer copies the live entries of
-// the oldest commits forward, a chunk between two requests, each chunk a
-// commit of its own whose span has kind "copy": a copy span replaces
+// group of the oldest live commit would free at least minStep keys, and
+// twice what it copies, by having its live entries below the next group's
+// oldest commit copied forward (the catalog's few, the usual case), or
+// when the floor lies more than copyAfter keys behind next and the live
+// entries are fewer than half of those keys, the writer copies the live
+// entries of the oldest commits forward, a chunk between two requests,
+// each chunk a commit of its own whose span has kind "copy": a copy span replaces
 // exactly its range of the group's entries and truncates nothing past it
 // (nodelog_clean.go says why a copy never brings back a removed entry).
 // Copies break the order of index and commit, so a crash after a suffix
@@ -131,7 +134,8 @@ type cleanerTuning struct {
 	deleteChunk uint64
 	// copyAfter: when the floor lies more than this many keys behind
 	// next, and the live entries are fewer than half of those keys, the
-	// oldest live entries are copied forward (copyStep).
+	// oldest live entries are copied forward (copyStep), whatever their
+	// groups; one group pinning the floor is copied sooner (clean).
 	copyAfter uint64
 	// copyChunk: entries one copy commit carries.
 	copyChunk uint64
@@ -356,6 +360,9 @@ type nodeLog struct {
 	done  chan struct{}
 	// observe, if set, is told the appends each commit carried (metrics).
 	observe func(appends int)
+	// observeClean, if set, is told each step of the cleaner, what it
+	// took and the error that stopped the cleaner if it failed (metrics).
+	observeClean func(step string, took time.Duration, err error)
 	// copies is append's copies of the entries, reused by the writer.
 	copies []raft.Log
 

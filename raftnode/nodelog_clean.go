@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -58,6 +59,7 @@ func (nl *nodeLog) tidyPending() bool {
 // next removal (the writer's next commit most likely fails too).
 func (nl *nodeLog) tidy() {
 	var err error
+	step, start := cleanSweep, time.Now()
 	switch {
 	case nl.swept < nl.floor:
 		end := min(nl.floor, nl.swept+nl.tune.deleteChunk)
@@ -71,40 +73,47 @@ func (nl *nodeLog) tidy() {
 			nl.swept, nl.sweepAll = end, false
 		}
 	case nl.copyBelow != 0:
+		step = cleanCopy
 		err = nl.copyStep()
 	default:
+		step = cleanFloor
 		err = nl.clean()
 	}
 	if err != nil {
 		nl.tidyErr = fmt.Errorf("raftnode: clean the raft log %s: %w", nl.path, err)
 	}
+	if nl.observeClean != nil {
+		nl.observeClean(step, time.Since(start), nl.tidyErr)
+	}
 }
 
-// scan returns the oldest commit record with a live entry (next if none),
-// the number of live entries in the sequence, and the group that has the
-// oldest: g if it is open, else its id. Live is inside a group's runs; a
-// group not opened in this process has the runs of the walked spans past
-// its bounds record's reset, cut at its floor, as group will give it.
-func (nl *nodeLog) scan() (low, live uint64, g *groupLog, id uint32, err error) {
-	low = nl.next
+// The cleaner's steps, as its metrics name them.
+const (
+	cleanFloor = "floor" // look for the floor, and write its record if it moved
+	cleanSweep = "sweep" // delete keys below the floor
+	cleanCopy  = "copy"  // copy live entries forward
+)
+
+// eachLive calls fn with every run of live entries in the sequence and its
+// group: gl if it is open (id is then gl.id), else nil and the group's id.
+// Live is inside a group's runs; a group not opened in this process has
+// the runs of the walked spans past its bounds record's reset, cut at its
+// floor, as group will give it.
+func (nl *nodeLog) eachLive(fn func(gl *groupLog, id uint32, r logRun)) error {
 	nl.mu.Lock()
 	defer nl.mu.Unlock()
 	for _, gl := range nl.groups {
 		// The writer alone changes runs: it reads them without g.mu.
 		for _, r := range gl.runs {
-			if r.rec == 0 {
-				continue // legacy keys
-			}
-			live += r.n
-			if r.rec < low {
-				low, g = r.rec, gl
+			if r.rec != 0 { // 0: legacy keys
+				fn(gl, gl.id, r)
 			}
 		}
 	}
 	for wid, runs := range nl.walked {
 		b, _, err := (&groupLog{nl: nl, id: wid, base: uint64(wid) << logIndexBits}).readBounds()
 		if err != nil {
-			return 0, 0, nil, 0, err
+			return err
 		}
 		var kept []logRun
 		for _, r := range runs {
@@ -113,16 +122,52 @@ func (nl *nodeLog) scan() (low, live uint64, g *groupLog, id uint32, err error) 
 			}
 		}
 		for _, r := range cutRuns(kept, b.floor) {
-			live += r.n
-			if r.rec < low {
-				low, g, id = r.rec, nil, wid
-			}
+			fn(nil, wid, r)
 		}
 	}
-	if g != nil {
-		id = g.id
+	return nil
+}
+
+// scan returns the oldest commit record with a live entry (next if none),
+// the number of live entries in the sequence, and the group that has the
+// oldest: g if it is open, else its id.
+func (nl *nodeLog) scan() (low, live uint64, g *groupLog, id uint32, err error) {
+	low = nl.next
+	err = nl.eachLive(func(gl *groupLog, gid uint32, r logRun) {
+		live += r.n
+		if r.rec < low {
+			low, g, id = r.rec, gl, gid
+		}
+	})
+	return low, live, g, id, err
+}
+
+// pinned returns what copying the group with the oldest live commit would
+// free: above, the oldest commit with a live entry of any other group
+// (next if none), and cost, that group's live entries in commits below
+// above. An idle group's entries (the catalog's) pin the floor while the
+// busy groups' compactions free everything above them: copying the few
+// moves the floor to above.
+func (nl *nodeLog) pinned() (low, above, cost uint64, err error) {
+	low, _, _, owner, err := nl.scan()
+	if err != nil || low == nl.next {
+		return low, low, 0, err
 	}
-	return low, live, g, id, nil
+	above = nl.next
+	var own []logRun
+	err = nl.eachLive(func(_ *groupLog, gid uint32, r logRun) {
+		if gid != owner {
+			above = min(above, r.rec)
+		} else {
+			own = append(own, r)
+		}
+	})
+	for _, r := range own {
+		if r.rec < above {
+			cost += r.n
+		}
+	}
+	return low, above, cost, err
 }
 
 // clean moves the floor to the oldest commit record with a live entry, if
@@ -149,6 +194,17 @@ func (nl *nodeLog) clean() error {
 		}
 		nl.floor = low
 		nl.floorMoves++
+	}
+	// The group of the oldest live commit alone pins the floor: copy its
+	// entries below the next group's oldest, if that frees minStep keys
+	// at least and twice as many as it copies.
+	pinLow, above, cost, err := nl.pinned()
+	if err != nil {
+		return err
+	}
+	if freed := above - pinLow; freed >= nl.tune.minStep && 2*cost < freed {
+		nl.copyBelow = above
+		return nil
 	}
 	if nl.next >= nl.copyCheck {
 		nl.copyCheck = nl.next + nl.tune.copyAfter/4

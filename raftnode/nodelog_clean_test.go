@@ -258,6 +258,49 @@ func TestNodeLogCopiesAnIdleGroupForward(t *testing.T) {
 	checkRange(t, idle, 11, 33)
 }
 
+// An idle group's few entries pin the floor: they are copied forward as
+// soon as that frees minStep keys and twice what it copies, long before
+// the floor lies copyAfter keys behind (here never), and read the same.
+func TestNodeLogCopiesThePinningGroupEarly(t *testing.T) {
+	old := nodeLogCleaner
+	nodeLogCleaner = cleanerTuning{minStep: 16, deleteChunk: 8, copyAfter: 1 << 40, copyChunk: 4}
+	t.Cleanup(func() { nodeLogCleaner = old })
+	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+	defer func() { nl.close() }()
+	idle, busy := openTestGroup(t, nl, 7), openTestGroup(t, nl, 8)
+	storeLogs(t, idle, 1, 3)
+	busyLast := uint64(0)
+	for range 40 {
+		storeLogs(t, busy, busyLast+1, busyLast+2)
+		busyLast += 2
+		if busyLast > 6 {
+			deleteRange(t, busy, 1, busyLast-6)
+		}
+		tidyUp(t, nl)
+		if 2*nl.copied > nl.floor-seqBase {
+			t.Fatalf("%d entries copied to move the floor %d keys", nl.copied, nl.floor-seqBase)
+		}
+	}
+	if nl.copied == 0 || nl.floorMoves == 0 {
+		t.Fatalf("%d entries copied, %d floor moves", nl.copied, nl.floorMoves)
+	}
+	// The floor trails the busy group's live commits by less than minStep
+	// and what one copy frees.
+	low, _, _, _, err := nl.scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nl.next-nl.floor > 3*16 || low-nl.floor >= 16 {
+		t.Fatalf("the floor %#x, the oldest live commit %#x, next %#x", nl.floor, low, nl.next)
+	}
+	checkFloor(t, nl)
+	checkRange(t, idle, 1, 3)
+	checkRange(t, busy, busyLast-5, busyLast)
+	nl, idle = reopen(t, nl, 7)
+	checkRange(t, idle, 1, 3)
+	checkRange(t, openTestGroup(t, nl, 8), busyLast-5, busyLast)
+}
+
 // A copy span replaces exactly its range: a start replays it so, and a
 // conflict's append after it truncates the copied entries.
 func TestNodeLogCopySpanReplay(t *testing.T) {
@@ -306,7 +349,7 @@ func TestNodeLogCopySpanReplay(t *testing.T) {
 
 // A group not opened since the start pins the floor only with what its
 // bounds record leaves live: a reset voids its old commits, a floor the
-// entries below it.
+// entries below it; what it pins is copied forward.
 func TestNodeLogUnopenedGroupPinsAsItsBoundsSay(t *testing.T) {
 	smallCleaner(t)
 	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
@@ -325,8 +368,10 @@ func TestNodeLogUnopenedGroupPinsAsItsBoundsSay(t *testing.T) {
 	}
 	deleteRange(t, busy, 1, 40)
 	tidyUp(t, nl)
-	if nl.floor != keep {
-		t.Fatalf("the floor is %#x, want cut's live commit %#x", nl.floor, keep)
+	// cut's two entries alone pin the floor, and are copied forward: the
+	// floor passes their commit.
+	if nl.copied != 2 || nl.floor <= keep {
+		t.Fatalf("the floor is %#x after %d entries copied, want cut's 2 entries copied and the floor past their commit %#x", nl.floor, nl.copied, keep)
 	}
 	checkFloor(t, nl)
 	checkRange(t, openTestGroup(t, nl, 1), 0, 0)

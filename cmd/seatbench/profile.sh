@@ -2,7 +2,7 @@
 # A CPU profile of every node during a uniform run, for A/B comparisons of
 # two builds (docs/PERFORMANCE.md, "The budget of a command"):
 # three `seatd serve --admin-http` on 127.0.0.1, seatbench against them,
-# and a 12 s profile of each node from the fifth second of the measured
+# and a 12 s profile (PROFILE_SECONDS) of each node from the fifth second of the measured
 # phase (PROFILE_AT=40 starts it at the fortieth, for a long run's end).
 # It prints the run's figures and, from the merged profiles, node
 # CPU per command and the shares of a few hot spots; each node's heap
@@ -16,6 +16,7 @@
 #   cmd/seatbench/profile.sh BINDIR OUTDIR   # BINDIR holds seatd and seatbench
 #   DURATION=30s PORT=21100 cmd/seatbench/profile.sh .bin /tmp/prof-new
 #   DURATION=60s PROFILE_AT=40 cmd/seatbench/profile.sh .bin /tmp/prof-late
+#   DURATION=150s PROFILE_AT=30 PROFILE_SECONDS=100 cmd/seatbench/profile.sh .bin /tmp/prof-long
 #   SEATD_ARGS="--max-inflight 2" cmd/seatbench/profile.sh .bin /tmp/prof-inflight2
 #   WORKLOAD=browse BENCH_ARGS="--seat-states --read stale" cmd/seatbench/profile.sh .bin /tmp/prof-browse
 #   ulimit -n 20000; WORKLOAD=watchers BENCH_ARGS="--clients 30000 --watch-nodes 3" cmd/seatbench/profile.sh .bin /tmp/prof-watch
@@ -32,6 +33,7 @@ WORKLOAD=${WORKLOAD:-uniform}
 BENCH_ARGS=${BENCH_ARGS:-}
 PORT=${PORT:-21100}
 PROFILE_AT=${PROFILE_AT:-5}
+PROFILE_SECONDS=${PROFILE_SECONDS:-12}
 mkdir -p "$OUT"
 DATA=$(mktemp -d /tmp/seatbench-profile-XXXX)
 pids=()
@@ -70,7 +72,7 @@ done
 curls=()
 for i in 1 2 3; do
 	curl -s -o "$OUT/n$i.allocs0" "http://127.0.0.1:$((PORT + 300 + i))/debug/pprof/allocs" || true
-	curl -s -o "$OUT/n$i.prof" "http://127.0.0.1:$((PORT + 300 + i))/debug/pprof/profile?seconds=12" &
+	curl -s -o "$OUT/n$i.prof" "http://127.0.0.1:$((PORT + 300 + i))/debug/pprof/profile?seconds=$PROFILE_SECONDS" &
 	curls+=($!)
 done
 for c in "${curls[@]}"; do wait "$c"; done
@@ -88,9 +90,9 @@ go tool pprof -top -cum -nodecount=100000 "$OUT"/n{1,2,3}.prof 2>/dev/null >"$OU
 total=$(grep -oP 'Total samples = \K[0-9.]+' "$OUT/top.txt")
 commands=$(awk '/^(hold|confirm|release) /{s += $7} END {print s}' "$OUT/bench.txt")
 if [ "$WORKLOAD" != watchers ] && [ "${commands:-0}" != 0 ]; then
-	echo "node CPU in the 12 s profiles: ${total}s; per command (all three nodes): $(echo "$total / 12 / $commands * 1000000" | bc -l | cut -d. -f1) µs"
+	echo "node CPU in the $PROFILE_SECONDS s profiles: ${total}s; per command (all three nodes): $(echo "$total / $PROFILE_SECONDS / $commands * 1000000" | bc -l | cut -d. -f1) µs"
 else
-	echo "node CPU in the 12 s profiles: ${total}s"
+	echo "node CPU in the $PROFILE_SECONDS s profiles: ${total}s"
 fi
 # Commands per proposed entry and per applied batch, from the leaders' and
 # replicas' histograms (whole run, setup included).
