@@ -36,7 +36,7 @@ for nem in $NEMESES; do
     fi
     ops=$(grep -m1 -o 'ops: [0-9]*' "$log" | grep -o '[0-9]*' || true)
     gaps=$(grep -m1 -o 'unavailability over.*' "$log" || echo "-")
-    writes=$(grep -m1 -o '[0-9]* snapshot installs, [0-9]* checkpoints behind apply' "$log" || true)
+    writes=$(grep -m1 -oE '[0-9]* snapshot installs, [0-9]* checkpoints behind apply(, [0-9]* raft log floor moves)?' "$log" || true)
     [ -n "$writes" ] && gaps="$writes; $gaps"
     printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(date -u +%F)" "$seed" "$NODES" "$DURATION" "$nem" "$verdict" "${ops:--}" "$gaps" >> "$OUT"
     echo "$nem seed $seed: $verdict ($log)"

@@ -131,6 +131,9 @@ func Start(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	rlog.observe = n.metrics.observeLogCommit
+	rlog.logFloor = func(keys, copied uint64) {
+		cfg.Logger.Info(LogFloorMovedMsg, "keys", keys, "copied_since_start", copied)
+	}
 	rlog.observeClean = func(step string, took time.Duration, err error) {
 		n.metrics.observeClean(step, took, err)
 		if err != nil {

@@ -363,6 +363,9 @@ type nodeLog struct {
 	// observeClean, if set, is told each step of the cleaner, what it
 	// took and the error that stopped the cleaner if it failed (metrics).
 	observeClean func(step string, took time.Duration, err error)
+	// logFloor, if set, is told each move of the floor: the keys it
+	// passed, and the entries copied forward since the start.
+	logFloor func(keys, copied uint64)
 	// copies is append's copies of the entries, reused by the writer.
 	copies []raft.Log
 

@@ -39,6 +39,18 @@ import (
 // so entries removed by a suffix removal whose commit lies below the
 // floor do not come back at all.
 
+// LogFloorMovedMsg is the message of the log line a node writes when its
+// raft log's cleaner moved the log's floor past compacted entries (the
+// fault harness counts them).
+const LogFloorMovedMsg = "moved the raft log's floor"
+
+// LogCleanerEnv names the environment variable that shrinks the node
+// log's cleaner, read by a build with the faults tag alone
+// (nodelog_fault.go): "minStep,deleteChunk,copyAfter,copyChunk" (keys,
+// keys, keys, entries). The fault harness sets it so that floor moves,
+// sweeps and copies happen within a short run, under its faults.
+const LogCleanerEnv = "SEATD_FAULTS_LOG_CLEANER"
+
 // floorRecord encodes the floor record naming key.
 func floorRecord(key uint64) *raft.Log {
 	data := binary.BigEndian.AppendUint64(nil, key)
@@ -191,6 +203,9 @@ func (nl *nodeLog) clean() error {
 	if low-nl.floor >= nl.tune.minStep {
 		if err := nl.store.StoreLogs([]*raft.Log{floorRecord(low)}); err != nil {
 			return err
+		}
+		if nl.logFloor != nil {
+			nl.logFloor(low-nl.floor, nl.copied)
 		}
 		nl.floor = low
 		nl.floorMoves++

@@ -14,6 +14,26 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
+// init reads LogCleanerEnv (nodelog_clean.go), in a faults build only.
+func init() {
+	v := os.Getenv(LogCleanerEnv)
+	if v == "" {
+		return
+	}
+	var n [4]uint64
+	parts := strings.Split(v, ",")
+	for i := range n {
+		var err error
+		if len(parts) != len(n) {
+			panic(fmt.Sprintf("%s=%q: want four numbers, minStep,deleteChunk,copyAfter,copyChunk", LogCleanerEnv, v))
+		}
+		if n[i], err = strconv.ParseUint(strings.TrimSpace(parts[i]), 10, 32); err != nil || n[i] == 0 {
+			panic(fmt.Sprintf("%s=%q: want four positive numbers, minStep,deleteChunk,copyAfter,copyChunk", LogCleanerEnv, v))
+		}
+	}
+	nodeLogCleaner = cleanerTuning{minStep: n[0], deleteChunk: n[1], copyAfter: n[2], copyChunk: n[3]}
+}
+
 // CorruptLogEntry flips one bit in the data of one entry of one group's
 // log in the node log under dataDir, for the fault harness (jepsen/, built
 // with -tags faults: nothing else may break a log): the node must be

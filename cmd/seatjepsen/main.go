@@ -102,7 +102,7 @@ func runTest(args []string) error {
 	}
 	printUnavailability(res.Unavailability, res.History.StartUnixNano)
 	rep := checker.Check(res.History, checker.Options{Timeout: cfg.CheckTimeout, OutDir: cfg.Dir})
-	fmt.Printf("seatjepsen: %d snapshot installs, %d checkpoints behind apply\n", res.SnapshotInstalls, res.CheckpointsBehind)
+	fmt.Printf("seatjepsen: %d snapshot installs, %d checkpoints behind apply, %d raft log floor moves\n", res.SnapshotInstalls, res.CheckpointsBehind, res.LogFloorMoves)
 	for _, p := range res.Problems {
 		fmt.Println("seatjepsen: VIOLATION:", p)
 		rep.Valid = false

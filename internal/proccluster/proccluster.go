@@ -117,6 +117,8 @@ type Config struct {
 	// NodeArgs returns extra arguments for one node (may be nil); it is
 	// called at every start and restart.
 	NodeArgs func(n *Node) []string
+	// Env is added to every node's environment (this process's own).
+	Env []string
 	// AdminToken is the cluster's admin token, written to Dir/admin.token
 	// and given to every node; "" draws one (Cluster.AdminToken).
 	AdminToken string
@@ -485,6 +487,9 @@ func (c *Cluster) start(n *Node) error {
 	}
 	fmt.Fprintf(logf, "--- proccluster: starting %s at %s\n", n.ID, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(c.cfg.Binary, c.args(n)...)
+	if len(c.cfg.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.cfg.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {

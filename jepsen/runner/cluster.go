@@ -194,7 +194,7 @@ func startTestCluster(ctx context.Context, cfg *Config) (*testCluster, error) {
 		tlsOpts = &proccluster.TLS{PeerMTLS: true}
 	}
 	procs, err := proccluster.Start(ctx, proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: cfg.Dir,
-		Groups: cfg.Groups, Args: args, TLS: tlsOpts, NodeArgs: func(n *proccluster.Node) []string {
+		Groups: cfg.Groups, Args: args, TLS: tlsOpts, Env: []string{logCleanerEnv + "=" + logCleanerTuning}, NodeArgs: func(n *proccluster.Node) []string {
 			a, err := tc.net.dialArgs(n, cfg.Seed)
 			if err != nil {
 				panic(fmt.Sprintf("jepsen: proxies for %s: %v", n.ID, err)) // listening on loopback failed

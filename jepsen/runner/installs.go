@@ -15,6 +15,20 @@ const snapshotInstalledMsg = "installed a snapshot from the leader"
 // state machine to Pebble behind apply (raftnode.CheckpointBehindMsg).
 const checkpointBehindMsg = "checkpointed the state machine behind apply"
 
+// floorMovedMsg is the line a seatd node logs when its raft log's cleaner
+// moved the log's floor (raftnode.LogFloorMovedMsg).
+const floorMovedMsg = "moved the raft log's floor"
+
+// logCleanerEnv is raftnode.LogCleanerEnv, which a faults build of seatd
+// reads.
+const logCleanerEnv = "SEATD_FAULTS_LOG_CLEANER"
+
+// logCleanerTuning shrinks the nodes' raft log cleaners
+// (raftnode.LogCleanerEnv: minStep, deleteChunk, copyAfter, copyChunk), so
+// that a short run moves the floor, sweeps and copies under its faults:
+// by default each takes 2^14 keys or more, more than a run writes.
+const logCleanerTuning = "256,64,1024,16"
+
 // logPaths are the nodes' log files (each kept across restarts).
 func (tc *testCluster) logPaths() []string {
 	var out []string

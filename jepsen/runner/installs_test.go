@@ -19,6 +19,12 @@ func TestCountInstalls(t *testing.T) {
 	if checkpointBehindMsg != raftnode.CheckpointBehindMsg {
 		t.Fatalf("the harness looks for %q, seatd logs %q", checkpointBehindMsg, raftnode.CheckpointBehindMsg)
 	}
+	if floorMovedMsg != raftnode.LogFloorMovedMsg {
+		t.Fatalf("the harness looks for %q, seatd logs %q", floorMovedMsg, raftnode.LogFloorMovedMsg)
+	}
+	if logCleanerEnv != raftnode.LogCleanerEnv {
+		t.Fatalf("the harness sets %q, seatd reads %q", logCleanerEnv, raftnode.LogCleanerEnv)
+	}
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "n1.log"), filepath.Join(dir, "n2.log")
 	os.WriteFile(a, []byte("time=1 level=INFO msg=\"installed a snapshot from the leader\" group=1\nother\n"), 0o644)

@@ -34,6 +34,9 @@ type Result struct {
 	// CheckpointsBehind counts the checkpoints replicas wrote behind
 	// apply (Config.CheckpointBytes).
 	CheckpointsBehind int
+	// LogFloorMoves counts the moves of the nodes' raft log floors (the
+	// cleaner's, shrunk by logCleanerTuning).
+	LogFloorMoves int
 }
 
 // convergeTimeout bounds the wait for replicas to agree after healing.
@@ -138,6 +141,11 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (*Result, error) {
 	fmt.Fprintf(log, "jepsen: %d snapshot installs\n", res.SnapshotInstalls)
 	res.CheckpointsBehind = countLines(tc.logPaths(), checkpointBehindMsg)
 	fmt.Fprintf(log, "jepsen: %d checkpoints behind apply\n", res.CheckpointsBehind)
+	res.LogFloorMoves = countLines(tc.logPaths(), floorMovedMsg)
+	fmt.Fprintf(log, "jepsen: %d raft log floor moves\n", res.LogFloorMoves)
+	if res.LogFloorMoves == 0 && cfg.Duration >= installRunMin {
+		res.Problems = append(res.Problems, fmt.Sprintf("no node moved its raft log's floor in a %v run (%s=%s): the log's cleaner went untested", cfg.Duration, logCleanerEnv, logCleanerTuning))
+	}
 	if res.CheckpointsBehind == 0 && cfg.Duration >= installRunMin && cfg.CheckpointBytes <= checkpointBytesDefault {
 		res.Problems = append(res.Problems, fmt.Sprintf("no replica checkpointed behind apply in a %v run with --checkpoint-bytes %d: the write-behind went untested", cfg.Duration, cfg.CheckpointBytes))
 	}
