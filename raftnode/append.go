@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,10 +192,17 @@ type appendPeer struct {
 		sync.Mutex
 		// queue holds appends not yet in a frame; guarded by mu.
 		queue []*pendingAppend
+		// spare is an emptied queue's array, for the next queue: run
+		// gives back the batches take handed out whole. Guarded by mu.
+		spare []*pendingAppend
 		// conn is the connection to the peer, nil until dialed or after an
 		// error; guarded by mu.
 		conn *appendConn
 	}
+	// reqs and frame are write's, reused from frame to frame; owned by
+	// run's goroutine.
+	reqs  []appendReq
+	frame []byte
 }
 
 // appendConn is one connection to a peer and the appends sent on it that
@@ -244,17 +252,21 @@ func (p *appendPeer) run() {
 		// their way: let them in before the frame goes.
 		runtime.Gosched()
 		for {
-			batch := p.take()
+			batch, whole := p.take()
 			if len(batch) == 0 {
 				break
 			}
 			p.write(batch)
+			if whole {
+				p.giveBack(batch)
+			}
 		}
 	}
 }
 
-// take empties the queue up to a frame's fill.
-func (p *appendPeer) take() []*pendingAppend {
+// take empties the queue up to a frame's fill; whole reports that batch
+// was the whole queue, whose array the queue no longer shares.
+func (p *appendPeer) take() (batch []*pendingAppend, whole bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n, size := 0, 0
@@ -262,13 +274,34 @@ func (p *appendPeer) take() []*pendingAppend {
 		size += p.mu.queue[n].size
 		n++
 	}
-	batch := p.mu.queue[:n:n]
+	if n == len(p.mu.queue) {
+		batch = p.mu.queue
+	} else {
+		batch = p.mu.queue[:n:n]
+	}
 	p.mu.queue = p.mu.queue[n:]
 	if len(p.mu.queue) == 0 {
-		p.mu.queue = nil
+		// The next appends go to the spare array, if run gave one back.
+		p.mu.queue, p.mu.spare = p.mu.spare, nil
+		return batch, true
 	}
-	return batch
+	return batch, false
 }
+
+// giveBack keeps a batch's array, once written, for a later queue: a
+// queue of appends allocated none of its own under a steady load.
+func (p *appendPeer) giveBack(batch []*pendingAppend) {
+	clear(batch) // the appends are answered elsewhere: keep none alive
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.spare == nil {
+		p.mu.spare = batch[:0]
+	}
+}
+
+// appendFrameKept bounds the frame buffer a peer keeps between frames:
+// the fill of a frame and some.
+const appendFrameKept = 2 * appendFrameFill
 
 // write sends batch as one frame. An I/O error drops the connection and
 // fails every append waiting on it.
@@ -281,7 +314,11 @@ func (p *appendPeer) write(batch []*pendingAppend) {
 		}
 		return
 	}
-	reqs := make([]appendReq, len(batch))
+	reqs := slices.Grow(p.reqs[:0], len(batch))[:len(batch)]
+	defer func() {
+		clear(reqs) // keep no entries alive
+		p.reqs = reqs[:0]
+	}()
 	c.mu.Lock()
 	if err := c.mu.failed; err != nil {
 		c.mu.Unlock()
@@ -297,7 +334,10 @@ func (p *appendPeer) write(batch []*pendingAppend) {
 		reqs[i] = appendReq{id: id, group: a.group, incarnation: a.incarnation, req: *a.req}
 	}
 	c.mu.Unlock()
-	frame := encodeAppendReqs(reqs)
+	frame := appendAppendReqs(p.frame, reqs)
+	if cap(frame) <= appendFrameKept {
+		p.frame = frame
+	}
 	err = c.conn.SetWriteDeadline(time.Now().Add(p.s.timeout))
 	if err == nil {
 		_, err = c.conn.Write(frame)
@@ -453,9 +493,12 @@ type appendServed struct {
 	wake chan struct{} // capacity 1: replies are queued
 	mu   struct {
 		sync.Mutex
-		// replies wait for the writer; guarded by mu.
-		replies []appendReply
+		// replies wait for the writer; spare is an array the writer
+		// gave back, for the next replies. Guarded by mu.
+		replies, spare []appendReply
 	}
+	// frame is writeReplies' buffer, reused; owned by its goroutine.
+	frame []byte
 }
 
 // serveConn reads one peer's frames until the connection fails, handing
@@ -561,13 +604,18 @@ func (sv *appendServed) writeReplies() {
 		runtime.Gosched() // the other answers of the same commit, as in run
 		sv.mu.Lock()
 		replies := sv.mu.replies
-		sv.mu.replies = nil
+		sv.mu.replies, sv.mu.spare = sv.mu.spare, nil
 		sv.mu.Unlock()
+		all := replies
 		for len(replies) > 0 {
 			n := min(len(replies), appendsPerFrameMax)
 			err := sv.conn.SetWriteDeadline(time.Now().Add(sv.s.timeout))
 			if err == nil {
-				_, err = sv.conn.Write(encodeAppendReplies(replies[:n]))
+				sv.frame = appendAppendReplies(sv.frame, replies[:n])
+				_, err = sv.conn.Write(sv.frame)
+				if cap(sv.frame) > appendFrameKept {
+					sv.frame = nil
+				}
 			}
 			if err != nil {
 				_ = sv.conn.Close()
@@ -579,13 +627,24 @@ func (sv *appendServed) writeReplies() {
 			}
 			replies = replies[n:]
 		}
+		if all != nil {
+			clear(all)
+			sv.mu.Lock()
+			if sv.mu.spare == nil {
+				sv.mu.spare = all[:0]
+			}
+			sv.mu.Unlock()
+		}
 	}
 }
 
 // appendEntries hands req to raft through the channel it serves RPCs from
 // (relay.go) and returns raft's answer.
 func (g *Group) appendEntries(req *raft.AppendEntriesRequest, stop <-chan struct{}) (*raft.AppendEntriesResponse, error) {
-	ch := make(chan raft.RPCResponse, 1)
+	ch, _ := respChans.Get().(chan raft.RPCResponse)
+	if ch == nil {
+		ch = make(chan raft.RPCResponse, 1)
+	}
 	select {
 	case g.rpcs <- raft.RPC{Command: req, RespChan: ch}:
 	case <-g.stop:
@@ -595,6 +654,8 @@ func (g *Group) appendEntries(req *raft.AppendEntriesRequest, stop <-chan struct
 	}
 	select {
 	case r := <-ch:
+		// raft answers once: the channel is empty and no one's again.
+		respChans.Put(ch)
 		if r.Error != nil {
 			return nil, fmt.Errorf("raftnode: group %d: %w", g.id, r.Error)
 		}
@@ -609,6 +670,10 @@ func (g *Group) appendEntries(req *raft.AppendEntriesRequest, stop <-chan struct
 		return nil, errAppendsClosed
 	}
 }
+
+// respChans keeps appendEntries' answer channels: a channel goes back
+// only once raft's one answer on it was received.
+var respChans sync.Pool
 
 // Timers for send's waits, one an append of each group to each peer:
 // reused, as a stopped timer never fires late (Go 1.23's timers).

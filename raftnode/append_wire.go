@@ -62,12 +62,19 @@ func appendBytesOf(req *raft.AppendEntriesRequest) int {
 	return n
 }
 
-func encodeAppendReqs(reqs []appendReq) []byte {
+func encodeAppendReqs(reqs []appendReq) []byte { return appendAppendReqs(nil, reqs) }
+
+// appendAppendReqs encodes reqs as encodeAppendReqs does, in dst's array
+// if it has room.
+func appendAppendReqs(dst []byte, reqs []appendReq) []byte {
 	size := 8
 	for i := range reqs {
 		size += appendBytesOf(&reqs[i].req) + 24
 	}
-	b := binary.AppendUvarint(make([]byte, 4, size), uint64(len(reqs)))
+	if cap(dst) < size {
+		dst = make([]byte, 0, size)
+	}
+	b := binary.AppendUvarint(append(dst[:0], 0, 0, 0, 0), uint64(len(reqs)))
 	for i := range reqs {
 		r := &reqs[i].req
 		b = binary.AppendUvarint(b, reqs[i].id)
@@ -141,8 +148,15 @@ func decodeAppendReqs(p []byte) ([]appendReq, error) {
 	return out, appendFrameErr(d.done())
 }
 
-func encodeAppendReplies(replies []appendReply) []byte {
-	b := binary.AppendUvarint(make([]byte, 4, 64*len(replies)+8), uint64(len(replies)))
+func encodeAppendReplies(replies []appendReply) []byte { return appendAppendReplies(nil, replies) }
+
+// appendAppendReplies encodes replies as encodeAppendReplies does, in
+// dst's array if it has room.
+func appendAppendReplies(dst []byte, replies []appendReply) []byte {
+	if size := 64*len(replies) + 8; cap(dst) < size {
+		dst = make([]byte, 0, size)
+	}
+	b := binary.AppendUvarint(append(dst[:0], 0, 0, 0, 0), uint64(len(replies)))
 	for i := range replies {
 		b = binary.AppendUvarint(b, replies[i].id)
 		b = appendAnswer(b, replies[i].err, &replies[i].resp)
