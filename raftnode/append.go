@@ -136,6 +136,29 @@ type pendingAppend struct {
 	// it sends nil on done; done carries the error otherwise, once.
 	resp raft.AppendEntriesResponse
 	done chan error // buffered: nobody blocks on a caller
+	// answered: send received done's one value; nothing refers to the
+	// append any more once its caller read resp (newAppend, recycle).
+	answered bool
+}
+
+// pendingAppends keeps answered appends with their channels.
+var pendingAppends sync.Pool
+
+// newAppend returns an empty append with its done channel.
+func newAppend() *pendingAppend {
+	if a, ok := pendingAppends.Get().(*pendingAppend); ok {
+		return a
+	}
+	return &pendingAppend{done: make(chan error, 1)}
+}
+
+// recycle keeps a for newAppend if its one answer was received: else the
+// answer may still come, on a channel that must not be reused.
+func (a *pendingAppend) recycle() {
+	if a.answered {
+		*a = pendingAppend{done: a.done}
+		pendingAppends.Put(a)
+	}
 }
 
 // send queues a for the peer at addr and waits for its answer, for the
@@ -152,6 +175,7 @@ func (s *appendSender) send(addr string, a *pendingAppend, stop <-chan struct{})
 	defer putTimer(t)
 	select {
 	case err := <-a.done:
+		a.answered = true
 		return err
 	case <-t.C:
 		err := fmt.Errorf("raftnode: append to %s: no answer within %s", addr, s.timeout)

@@ -141,11 +141,13 @@ func (t *beatTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 // as a heartbeat is.
 func (t *beatTransport) sendAppend(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, size int, resp *raft.AppendEntriesResponse) error {
 	target = t.peerAddr(id, target)
-	a := &pendingAppend{group: t.group, incarnation: incarnationOf(string(target)), req: args, size: size, done: make(chan error, 1)}
+	a := newAppend()
+	a.group, a.incarnation, a.req, a.size = t.group, incarnationOf(string(target)), args, size
 	err := t.appends.send(dialAddr(string(target)), a, t.stop)
 	if err == nil {
 		*resp = a.resp
 	}
+	a.recycle()
 	t.progress.note(id, args, resp, err)
 	return err
 }
