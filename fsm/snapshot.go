@@ -211,6 +211,10 @@ type scratchTable struct {
 	w    *sstable.Writer
 }
 
+// tableBytesPerSync is how much of a scratch table is written before the
+// kernel is asked to write it back (Pebble's default for its own tables).
+const tableBytesPerSync = 512 << 10
+
 // newScratchTable creates a table named by pattern (os.CreateTemp's) in
 // the scratch directory.
 func (m *Machine) newScratchTable(pattern string) (scratchTable, error) {
@@ -223,6 +227,11 @@ func (m *Machine) newScratchTable(pattern string) (scratchTable, error) {
 	if t.f, err = vfs.Default.Create(t.path, vfs.WriteCategoryUnspecified); err != nil {
 		return t, err
 	}
+	// Written back as it goes, as Pebble writes its own tables: a
+	// checkpoint's 16 MiB (a restore's whole group) never waits in the
+	// page cache to land on the disk at once, where the raft log's
+	// fsyncs would queue behind it.
+	t.f = vfs.NewSyncingFile(t.f, vfs.SyncingFileOptions{BytesPerSync: tableBytesPerSync})
 	t.w = sstable.NewWriter(objstorageprovider.NewFileWritable(t.f), m.tableOptions())
 	return t, nil
 }
