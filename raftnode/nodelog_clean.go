@@ -154,6 +154,13 @@ func (nl *nodeLog) scan() (low, live uint64, g *groupLog, id uint32, err error) 
 	return low, live, g, id, err
 }
 
+// pinnedShare: the group pinning the floor is copied forward when its
+// entries there are fewer than 1/pinnedShare of the keys the copy frees:
+// an idle group's (the catalog's), not a busy one's, which holds about
+// one key in (groups appending) there and compacts them itself soon. It
+// bounds the copies to 1/pinnedShare of the keys the log writes.
+const pinnedShare = 16
+
 // pinned returns what copying the group with the oldest live commit would
 // free: above, the oldest commit with a live entry of any other group
 // (next if none), and cost, that group's live entries in commits below
@@ -212,12 +219,12 @@ func (nl *nodeLog) clean() error {
 	}
 	// The group of the oldest live commit alone pins the floor: copy its
 	// entries below the next group's oldest, if that frees minStep keys
-	// at least and twice as many as it copies.
+	// at least and pinnedShare times as many as it copies.
 	pinLow, above, cost, err := nl.pinned()
 	if err != nil {
 		return err
 	}
-	if freed := above - pinLow; freed >= nl.tune.minStep && 2*cost < freed {
+	if freed := above - pinLow; freed >= nl.tune.minStep && pinnedShare*cost < freed {
 		nl.copyBelow = above
 		return nil
 	}
