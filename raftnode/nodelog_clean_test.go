@@ -33,6 +33,22 @@ func tidyUp(t *testing.T, nl *nodeLog) {
 	}
 }
 
+// loadWithoutWriter reads the node log at path as a start does, and
+// starts no writer: the test drives it by hand and closes its store.
+func loadWithoutWriter(t *testing.T, path string) *nodeLog {
+	t.Helper()
+	store, err := raftboltdb.New(raftboltdb.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := loadNodeLog(store, path)
+	if err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	return loaded
+}
+
 // storedKeys counts the keys in [lo, hi) that hold something.
 func storedKeys(t *testing.T, nl *nodeLog, lo, hi uint64) int {
 	t.Helper()
@@ -145,14 +161,7 @@ func TestNodeLogCrashBetweenTheFloorAndItsDeletes(t *testing.T) {
 	}
 	nl.close()
 	// The start alone (no writer): it walks from the floor.
-	store, err := raftboltdb.New(raftboltdb.Options{Path: nl.path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := loadNodeLog(store, nl.path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := loadWithoutWriter(t, nl.path)
 	if loaded.floor != low || !loaded.sweepAll {
 		t.Fatalf("a start finds the floor %#x (sweep all: %v), want %#x", loaded.floor, loaded.sweepAll, low)
 	}
@@ -162,7 +171,7 @@ func TestNodeLogCrashBetweenTheFloorAndItsDeletes(t *testing.T) {
 	for id, first := range map[uint32]uint64{1: 21, 2: 26} {
 		checkRange(t, openTestGroup(t, loaded, id), first, 30)
 	}
-	store.Close()
+	loaded.store.Close()
 	nodeLogCleaner.minStep = 16
 	nl = openTestLog(t, nl.path)
 	defer func() { nl.close() }()
@@ -311,14 +320,7 @@ func TestNodeLogCopySpanReplay(t *testing.T) {
 	storeLogs(t, openTestGroup(t, nl, 4), 1, 10)
 	nl.close()
 	// One copy step, by hand, with no writer: entries 1..4.
-	store, err := raftboltdb.New(raftboltdb.Options{Path: nl.path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := loadNodeLog(store, nl.path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := loadWithoutWriter(t, nl.path)
 	loaded.copyBelow = loaded.next
 	if err := loaded.copyStep(); err != nil {
 		t.Fatal(err)
@@ -326,7 +328,7 @@ func TestNodeLogCopySpanReplay(t *testing.T) {
 	if loaded.copied != 4 {
 		t.Fatalf("copied %d entries, want 4", loaded.copied)
 	}
-	store.Close()
+	loaded.store.Close()
 	nl = openTestLog(t, nl.path)
 	defer func() { nl.close() }()
 	g := openTestGroup(t, nl, 4)

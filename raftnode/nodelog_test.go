@@ -948,12 +948,19 @@ func TestNodeLogRefusesADamagedCommitRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		nl.close()
-		if bad, err := openNodeLog(nl.path); !errors.Is(err, ErrCorruptLog) {
-			if bad != nil {
-				bad.close()
-			}
-			t.Fatalf("a damaged record at %#x: openNodeLog = %v, want ErrCorruptLog", keys[k], err)
+		refusedAsCorrupt(t, nl.path, "a damaged record at %#x: ", keys[k])
+	}
+}
+
+// refusedAsCorrupt asserts that opening the node log at path fails with
+// ErrCorruptLog; what (a format, with args) says what was damaged.
+func refusedAsCorrupt(t *testing.T, path, what string, args ...any) {
+	t.Helper()
+	if bad, err := openNodeLog(path); !errors.Is(err, ErrCorruptLog) {
+		if bad != nil {
+			bad.close()
 		}
+		t.Fatalf("%sopenNodeLog = %v, want ErrCorruptLog", fmt.Sprintf(what, args...), err)
 	}
 }
 
@@ -966,12 +973,7 @@ func TestNodeLogRefusesKeysPastTheRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	nl.close()
-	if bad, err := openNodeLog(nl.path); !errors.Is(err, ErrCorruptLog) {
-		if bad != nil {
-			bad.close()
-		}
-		t.Fatalf("openNodeLog = %v, want ErrCorruptLog", err)
-	}
+	refusedAsCorrupt(t, nl.path, "")
 }
 
 // A commit that failed may be on disk all the same: the writer deletes
@@ -1030,12 +1032,7 @@ func TestNodeLogWalksFromTheFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	nl.close()
-	if bad, err := openNodeLog(nl.path); !errors.Is(err, ErrCorruptLog) {
-		if bad != nil {
-			bad.close()
-		}
-		t.Fatalf("a damaged floor record: openNodeLog = %v, want ErrCorruptLog", err)
-	}
+	refusedAsCorrupt(t, nl.path, "a damaged floor record: ")
 }
 
 // The commit record's decoder never panics, and what it accepts encodes
