@@ -161,17 +161,13 @@ func (nl *nodeLog) scan() (low, live uint64, g *groupLog, id uint32, err error) 
 // bounds the copies to 1/pinnedShare of the keys the log writes.
 const pinnedShare = 16
 
-// pinned returns what copying the group with the oldest live commit would
-// free: above, the oldest commit with a live entry of any other group
-// (next if none), and cost, that group's live entries in commits below
-// above. An idle group's entries (the catalog's) pin the floor while the
-// busy groups' compactions free everything above them: copying the few
-// moves the floor to above.
-func (nl *nodeLog) pinned() (low, above, cost uint64, err error) {
-	low, _, _, owner, err := nl.scan()
-	if err != nil || low == nl.next {
-		return low, low, 0, err
-	}
+// pinned returns what copying owner, the group with the oldest live
+// commit (scan's), would free: above, the oldest commit with a live entry
+// of any other group (next if none), and cost, owner's live entries in
+// commits below above. An idle group's entries (the catalog's) pin the
+// floor while the busy groups' compactions free everything above them:
+// copying the few moves the floor to above.
+func (nl *nodeLog) pinned(owner uint32) (above, cost uint64, err error) {
 	above = nl.next
 	var own []logRun
 	err = nl.eachLive(func(_ *groupLog, gid uint32, r logRun) {
@@ -186,7 +182,7 @@ func (nl *nodeLog) pinned() (low, above, cost uint64, err error) {
 			cost += r.n
 		}
 	}
-	return low, above, cost, err
+	return above, cost, err
 }
 
 // clean moves the floor to the oldest commit record with a live entry, if
@@ -203,7 +199,7 @@ func (nl *nodeLog) clean() error {
 	if err := nl.settle(); err != nil {
 		return err
 	}
-	low, live, _, _, err := nl.scan()
+	low, live, _, owner, err := nl.scan()
 	if err != nil {
 		return err
 	}
@@ -220,13 +216,15 @@ func (nl *nodeLog) clean() error {
 	// The group of the oldest live commit alone pins the floor: copy its
 	// entries below the next group's oldest, if that frees minStep keys
 	// at least and pinnedShare times as many as it copies.
-	pinLow, above, cost, err := nl.pinned()
-	if err != nil {
-		return err
-	}
-	if freed := above - pinLow; freed >= nl.tune.minStep && pinnedShare*cost < freed {
-		nl.copyBelow = above
-		return nil
+	if low < nl.next {
+		above, cost, err := nl.pinned(owner)
+		if err != nil {
+			return err
+		}
+		if freed := above - low; freed >= nl.tune.minStep && pinnedShare*cost < freed {
+			nl.copyBelow = above
+			return nil
+		}
 	}
 	if nl.next >= nl.copyCheck {
 		nl.copyCheck = nl.next + nl.tune.copyAfter/4
