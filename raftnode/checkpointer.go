@@ -24,7 +24,10 @@ func (g *Group) runCheckpointer() {
 		}
 		start := time.Now()
 		if n := g.machine.CheckpointBehind(); n > 0 {
-			g.log.Info(CheckpointBehindMsg, "bytes", n, "took", time.Since(start))
+			took := time.Since(start)
+			g.metrics.checkpointLatency.Observe(took.Seconds())
+			g.metrics.checkpointBytes.Add(float64(n))
+			g.log.Info(CheckpointBehindMsg, "bytes", n, "took", took)
 		}
 	}
 }

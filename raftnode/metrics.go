@@ -98,6 +98,8 @@ type nodeMetrics struct {
 	// are its two children.
 	appendFrameAppends         *prometheus.HistogramVec
 	appendSent, appendAnswered prometheus.Observer
+	checkpointLatency          *prometheus.HistogramVec
+	checkpointBytes            *prometheus.CounterVec
 	ledger                     [ledgerEvents]*prometheus.CounterVec
 	rejections                 *prometheus.CounterVec
 }
@@ -132,6 +134,10 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 	m.appendFrameAppends = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "raft", Name: "append_frame_appends",
 		Help: "AppendEntries (of any group) in one frame between two nodes: sent, the requests this node sent a peer; answered, the answers it sent back.", Buckets: countBuckets}, []string{"direction"})
 	m.appendSent, m.appendAnswered = m.appendFrameAppends.WithLabelValues("sent"), m.appendFrameAppends.WithLabelValues("answered")
+	m.checkpointLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "seatledger", Subsystem: "store", Name: "checkpoint_seconds",
+		Help: "Time one checkpoint behind apply took: fold the group's in-memory writes into a table, write and sync it, ingest it into Pebble.", Buckets: latencyBuckets}, group)
+	m.checkpointBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "store", Name: "checkpoint_bytes_total",
+		Help: "Bytes of the group's state-machine writes that checkpoints behind apply wrote to Pebble (records as held in memory, before they were folded)."}, group)
 	for ev, c := range ledgerCounters {
 		m.ledger[ev] = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "seatledger", Subsystem: "ledger", Name: c.name,
 			Help: c.help + " Counted by the proposing leader."}, group)
@@ -140,7 +146,8 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) (*nodeMetrics, error) {
 		Help: "Client commands answered with a result code other than OK, by command and code. Counted by the proposing leader."}, []string{"group", "op", "code"})
 
 	cs := []prometheus.Collector{m.leaderChanges, m.snapshotInstalls, m.proposeFailures, m.commitLatency, m.batchCommands,
-		m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.logCommitAppends, m.logCleanStep, m.logCleanFailures, m.appendFrameAppends, m.rejections, stateCollector{n}}
+		m.applyLatency, m.applyEntries, m.applyCommands, m.logStoreLatency, m.logCommitAppends, m.logCleanStep, m.logCleanFailures, m.appendFrameAppends, m.rejections,
+		m.checkpointLatency, m.checkpointBytes, stateCollector{n}, storeCollector{n}}
 	for _, c := range m.ledger {
 		cs = append(cs, c)
 	}
@@ -205,17 +212,19 @@ func groupLabel(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
 // groupMetrics is one group's share of the node's metrics, with the group
 // label bound once so the hot paths do not hash labels.
 type groupMetrics struct {
-	leaderChanges    prometheus.Counter
-	snapshotInstalls prometheus.Counter
-	proposeFailures  *prometheus.CounterVec // by reason
-	commitLatency    prometheus.Observer
-	batchCommands    prometheus.Observer
-	applyLatency     prometheus.Observer
-	applyEntries     prometheus.Observer
-	applyCommands    prometheus.Observer
-	logStoreLatency  prometheus.Observer
-	ledger           [ledgerEvents]prometheus.Counter
-	rejections       *prometheus.CounterVec // by op and code
+	leaderChanges     prometheus.Counter
+	snapshotInstalls  prometheus.Counter
+	proposeFailures   *prometheus.CounterVec // by reason
+	commitLatency     prometheus.Observer
+	batchCommands     prometheus.Observer
+	applyLatency      prometheus.Observer
+	applyEntries      prometheus.Observer
+	applyCommands     prometheus.Observer
+	logStoreLatency   prometheus.Observer
+	checkpointLatency prometheus.Observer
+	checkpointBytes   prometheus.Counter
+	ledger            [ledgerEvents]prometheus.Counter
+	rejections        *prometheus.CounterVec // by op and code
 
 	// Read when scraped; set by openRaft before the group is published in
 	// the node's group map, and not changed after.
@@ -227,17 +236,19 @@ type groupMetrics struct {
 func (m *nodeMetrics) group(id uint32) *groupMetrics {
 	l := groupLabel(id)
 	g := &groupMetrics{
-		leaderChanges:    m.leaderChanges.WithLabelValues(l),
-		snapshotInstalls: m.snapshotInstalls.WithLabelValues(l),
-		proposeFailures:  m.proposeFailures.MustCurryWith(prometheus.Labels{"group": l}),
-		commitLatency:    m.commitLatency.WithLabelValues(l),
-		batchCommands:    m.batchCommands.WithLabelValues(l),
-		applyLatency:     m.applyLatency.WithLabelValues(l),
-		applyEntries:     m.applyEntries.WithLabelValues(l),
-		applyCommands:    m.applyCommands.WithLabelValues(l),
-		logStoreLatency:  m.logStoreLatency.WithLabelValues(l),
-		rejections:       m.rejections.MustCurryWith(prometheus.Labels{"group": l}),
-		followers:        newFollowerProgress(),
+		leaderChanges:     m.leaderChanges.WithLabelValues(l),
+		snapshotInstalls:  m.snapshotInstalls.WithLabelValues(l),
+		proposeFailures:   m.proposeFailures.MustCurryWith(prometheus.Labels{"group": l}),
+		commitLatency:     m.commitLatency.WithLabelValues(l),
+		batchCommands:     m.batchCommands.WithLabelValues(l),
+		applyLatency:      m.applyLatency.WithLabelValues(l),
+		applyEntries:      m.applyEntries.WithLabelValues(l),
+		applyCommands:     m.applyCommands.WithLabelValues(l),
+		logStoreLatency:   m.logStoreLatency.WithLabelValues(l),
+		checkpointLatency: m.checkpointLatency.WithLabelValues(l),
+		checkpointBytes:   m.checkpointBytes.WithLabelValues(l),
+		rejections:        m.rejections.MustCurryWith(prometheus.Labels{"group": l}),
+		followers:         newFollowerProgress(),
 	}
 	for ev, v := range m.ledger {
 		g.ledger[ev] = v.WithLabelValues(l)

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -335,5 +336,49 @@ func TestCountResultByOpAndCode(t *testing.T) {
 		if got, _ := sample(t, reg, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
+	}
+}
+
+// TestMetricsReportTheStoreAndItsCheckpoints: with a small checkpoint
+// bound, a few holds make every replica checkpoint behind apply; each
+// node reports the checkpoints and its Pebble store's levels and writes.
+func TestMetricsReportTheStoreAndItsCheckpoints(t *testing.T) {
+	regs := map[string]*prometheus.Registry{}
+	tc := startTestCluster(t, func(c *Config) {
+		if regs[c.NodeID] == nil {
+			regs[c.NodeID] = prometheus.NewRegistry()
+		}
+		c.Metrics = regs[c.NodeID]
+		c.CheckpointBytes = 2048
+	})
+	g, _ := tc.leader()
+	mustPropose(t, g, testShow())
+	for i := range 40 {
+		mustPropose(t, g, holdCmd(fmt.Sprintf("c%d", i), "r1", 0, fmt.Sprintf("A%d", i+1)))
+	}
+	group0 := map[string]string{"group": "0"}
+	for id, reg := range regs {
+		waitFor(t, id+" checkpoints behind apply", func() bool {
+			n, _ := sample(t, reg, "seatledger_store_checkpoint_seconds", group0)
+			return n > 0
+		})
+		if b, _ := sample(t, reg, "seatledger_store_checkpoint_bytes_total", group0); b < 2048 {
+			t.Errorf("%s: checkpoint_bytes_total = %v, want at least the bound, 2048", id, b)
+		}
+		if v, _ := sample(t, reg, "seatledger_store_written_bytes_total", map[string]string{"how": "ingested"}); v <= 0 {
+			t.Errorf("%s: the store ingested %v bytes, want > 0 after checkpoints", id, v)
+		}
+		if v, series := sample(t, reg, "seatledger_store_level_tables", nil); v <= 0 || series != 7 {
+			t.Errorf("%s: %v tables in %d level series, want some in 7", id, v, series)
+		}
+		if v, _ := sample(t, reg, "seatledger_store_disk_bytes", nil); v <= 0 {
+			t.Errorf("%s: store_disk_bytes = %v, want > 0", id, v)
+		}
+	}
+	// Closed, a node's store reports nothing, and a scrape does not fail.
+	n := tc.nodes[0]
+	n.Close()
+	if _, series := sample(t, regs[tc.peers[0].ID], "seatledger_store_disk_bytes", nil); series != 0 {
+		t.Errorf("a closed node reported its store: %d series", series)
 	}
 }
