@@ -35,7 +35,11 @@ func TestCheckpointFoldsAsPebble(t *testing.T) {
 			m := &Machine{db: db, group: 3, prefix: groupPrefix(3), scratchDir: t.TempDir()}
 			m.ov = newOverlay(&m.chunks)
 			other := groupPrefix(4) // another group's writes share the memtable
-			key := func() []byte { return fmt.Appendf(append([]byte(nil), m.prefix...), "\x02k%03d", rng.IntN(150)) }
+			// Keys of many kinds, so that range deletions cross kinds.
+			kinds := []byte{kindShow, kindHold, kindLiveHold, kindRequest, kindShowKey, kindEvent, kindEventBucket, kindBooking, kindEventRev, kindRoom + 3, 0x20}
+			key := func() []byte {
+				return fmt.Appendf(append([]byte(nil), m.prefix...), "%ck%03d", kinds[rng.IntN(len(kinds))], rng.IntN(30))
+			}
 			for range 600 {
 				switch n := rng.IntN(100); {
 				case writeBoth(rng, key, n, 55, 80, 85, want, m.ov):
