@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seatledger/seatledger/fsm"
 	"github.com/seatledger/seatledger/internal/proccluster"
 	"github.com/seatledger/seatledger/proto/ledgerpb"
 )
@@ -353,6 +354,11 @@ func startCluster(ctx context.Context, cfg *config, noBatch bool, stderr io.Writ
 		return nil, nil, err
 	}
 	fmt.Fprintf(stderr, "seatbench: started %d seatd nodes in %s (data in %s)\n", cfg.nodes, time.Since(start).Round(time.Millisecond), dir)
+	if cfg.storeUsage {
+		// Runs after Close (cleanups run last first), before the removal.
+		state := filepath.Join(dir, "cluster", "n1", "data", "state")
+		cleanups = append(cleanups, func() { printStoreUsage(stderr, state) })
+	}
 	cleanups = append(cleanups, func() { cl.Close() })
 	return cl, cleanup, nil
 }
@@ -617,4 +623,25 @@ func roundMap(m map[string]float64) map[string]float64 {
 		out[k] = float64(int(v*100+0.5)) / 100
 	}
 	return out
+}
+
+// printStoreUsage prints what a stopped node's store holds, by kind of
+// record (--store-usage).
+func printStoreUsage(w io.Writer, state string) {
+	usage, err := fsm.StoreUsage(state)
+	if err != nil {
+		fmt.Fprintf(w, "seatbench: store usage: %v\n", err)
+		return
+	}
+	var records, bytes int64
+	for _, u := range usage {
+		records += u.Records
+		bytes += u.KeyBytes + u.ValueBytes
+	}
+	fmt.Fprintf(w, "seatbench: n1's store (%s): %d records, %.1f MB of keys and values before compression\n", state, records, float64(bytes)/1e6)
+	fmt.Fprintf(w, "%-24s %10s %10s %12s %12s\n", "kind", "records", "MB", "key B/rec", "value B/rec")
+	for _, u := range usage {
+		fmt.Fprintf(w, "%-24s %10d %10.1f %12.0f %12.0f\n", u.Kind, u.Records, float64(u.KeyBytes+u.ValueBytes)/1e6,
+			float64(u.KeyBytes)/float64(u.Records), float64(u.ValueBytes)/float64(u.Records))
+	}
 }

@@ -81,6 +81,7 @@ type config struct {
 	seatd        string
 	dir          string
 	keep         bool
+	storeUsage   bool
 	groups       int
 	nodes        int
 	jsonPath     string
@@ -164,6 +165,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.seatd, "seatd", "", "seatd binary for the local cluster (default: build ./cmd/seatd)")
 	fs.StringVar(&c.dir, "dir", "", "data directory for the local cluster (default: a temporary one)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the local cluster's data directory")
+	fs.BoolVar(&c.storeUsage, "store-usage", false, "once the local cluster stopped, print what node n1's Pebble store holds, by kind of record (to stderr)")
 	fs.IntVar(&c.groups, "groups", 0, "raft groups of the local cluster (0: seatd's default, 8)")
 	fs.IntVar(&c.nodes, "nodes", 3, "nodes of the local cluster: 3 or 5")
 	fs.StringVar(&c.jsonPath, "json", "", "write the JSON summary to this file")
@@ -199,6 +201,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.clientTLS != nil && *endpoints == "" {
 		return nil, errors.New("--cacert, --cert and --key are for --endpoints (--tls starts a local TLS cluster)")
+	}
+	if c.storeUsage && *endpoints != "" {
+		return nil, errors.New("--store-usage reads the local cluster's store: drop --endpoints")
 	}
 	if err := c.fillDefaults(); err != nil {
 		return nil, err
