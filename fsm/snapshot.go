@@ -53,6 +53,19 @@ func (m *Machine) Snapshot() (*Snapshot, error) {
 	return &Snapshot{m: m, view: v}, nil
 }
 
+// CurrentSnapshot pins a point-in-time view of the group's state as
+// applied now, without a checkpoint: its state need not be durable here,
+// so it is for sending, never for letting raft drop its log (raftnode's
+// snapshot store streams it to a follower that installs it). Safe beside
+// apply, on any goroutine.
+func (m *Machine) CurrentSnapshot() (*Snapshot, error) {
+	v, err := m.View()
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{m: m, view: v}, nil
+}
+
 // Applied is the index the snapshot reflects.
 func (s *Snapshot) Applied() uint64 { return s.view.applied }
 
@@ -63,10 +76,10 @@ func (s *Snapshot) Close() error { return s.view.Close() }
 // Machine.Digest reports on a replica at the same applied index.
 func (s *Snapshot) Digest() (Digest, error) { return s.view.Digest() }
 
-// WriteTo streams the snapshot. The state it streams is already durable in
-// this node's Pebble (Snapshot), so a caller that records the snapshot
+// WriteTo streams the snapshot. The state Snapshot streams is already
+// durable in this node's Pebble, so a caller that records the snapshot
 // afterwards (raft's sink) never names an index that a crash could take
-// from the store.
+// from the store; CurrentSnapshot's need not be.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	h := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(w, h)}

@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -107,13 +108,17 @@ func (a *adapter) answered() bool {
 	return r == nil || r.State() == raft.Leader
 }
 
-// Snapshot syncs applied state and pins a point-in-time view.
+// Snapshot makes the state as applied so far durable in Pebble (a
+// checkpoint), so that raft may drop the log below the snapshot's index.
+// It runs on raft's FSM goroutine, between applies, so the checkpoint
+// holds exactly the snapshot's index. The snapshot itself holds no data:
+// lazySnapshots streams the group's state when raft sends it
+// (snapshots.go).
 func (a *adapter) Snapshot() (raft.FSMSnapshot, error) {
-	s, err := a.m.Snapshot()
-	if err != nil {
-		return nil, err
+	if err := a.m.Checkpoint(); err != nil {
+		return nil, fmt.Errorf("raftnode: checkpoint before snapshot: %w", err)
 	}
-	return &snapshot{s: s}, nil
+	return indexOnly{}, nil
 }
 
 // Restore replaces the group's state with a snapshot from the leader (raft
@@ -135,16 +140,10 @@ func (a *adapter) Restore(rc io.ReadCloser) error {
 // when it installed a snapshot from its leader.
 const SnapshotInstalledMsg = "installed a snapshot from the leader"
 
-type snapshot struct {
-	s *fsm.Snapshot
-}
+// indexOnly is a snapshot kept as its metadata only (snapshots.go).
+type indexOnly struct{}
 
-func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := s.s.WriteTo(sink); err != nil {
-		sink.Cancel()
-		return err
-	}
-	return sink.Close()
-}
+// Persist writes no data: the sink's metadata is the snapshot.
+func (indexOnly) Persist(sink raft.SnapshotSink) error { return sink.Close() }
 
-func (s *snapshot) Release() { s.s.Close() }
+func (indexOnly) Release() {}

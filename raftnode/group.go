@@ -154,7 +154,12 @@ func (g *Group) openRaft(dir string, replicas []string) error {
 		store.Close()
 		return err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hlog)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("raftnode: snapshot store of group %d: %w", g.id, err)
+	}
+	snaps, err := newLazySnapshots(files, dir, g.machine) // snapshots.go
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("raftnode: snapshot store of group %d: %w", g.id, err)

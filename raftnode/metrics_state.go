@@ -23,7 +23,7 @@ var (
 	descCommitIndex   = stateDesc("commit_index", "Highest index this replica knows to be committed.")
 	descAppliedIndex  = stateDesc("applied_index", "Highest index raft has handed to this replica's state machine.")
 	descLogBytes      = stateDesc("log_bytes", "Size of the node's raft log file, which holds every hosted group's log (raft/log.db, raft-boltdb; bbolt reuses freed pages, so it does not shrink after compaction). The same value for each group of a node.")
-	descSnapshotBytes = stateDesc("snapshot_bytes", "Size of the group's newest raft snapshot on this node (0 before the first).")
+	descSnapshotBytes = stateDesc("snapshot_bytes", "Size of the group's newest raft snapshot file on this node: 0 before the first, and for a snapshot the group took itself, which keeps only its index (its state is read from the store when sent); a snapshot received from the leader or seeded by seatd restore holds the group's state.")
 	descSnapshotIndex = stateDesc("snapshot_index", "Last log index covered by the group's newest snapshot on this node.")
 	descQueueWaiting  = prometheus.NewDesc("seatledger_ledger_queue_waiting",
 		"Waiting-queue entries of every show of the group, as this replica has applied them.", []string{"group"}, nil)

@@ -45,7 +45,7 @@ func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
 // before it closes the store.
 func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	c.n.mu.Lock()
-	if c.n.mu.closed {
+	if c.n.mu.closed || c.n.db == nil {
 		c.n.mu.Unlock()
 		return
 	}

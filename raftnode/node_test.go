@@ -223,6 +223,16 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	if err := g.Raft().Snapshot().Error(); err != nil {
 		t.Fatalf("leader snapshot: %v", err)
 	}
+	// The leader's snapshot keeps its index only (snapshots.go), and the
+	// state it sends comes from past that index: the follower must skip
+	// the entries between them that raft replicates after the install.
+	metas, err := g.metrics.snaps.List()
+	if err != nil || len(metas) == 0 || metas[0].Size != 0 {
+		t.Fatalf("the leader's snapshots: %+v, %v; want the newest without data", metas, err)
+	}
+	for i := 0; i < 10; i++ {
+		mustPropose(t, g, holdCmd(fmt.Sprintf("after%d", i), "r", 0, fmt.Sprintf("I%d", i+1)))
+	}
 	n, err := Start(tc.cfg(fi))
 	if err != nil {
 		t.Fatalf("restart follower: %v", err)
@@ -240,6 +250,12 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 		t.Errorf("follower caught up without installing a snapshot (last_snapshot_index %s)", idx)
 	}
 	sameDigest(t, "the follower after the install", fg, g)
+	if metas, err := fg.metrics.snaps.List(); err != nil || len(metas) == 0 || metas[0].Size == 0 {
+		t.Errorf("the follower's snapshots: %+v, %v; want the installed one with its data", metas, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(groupDirOf(tc.cfg(li).DataDir, 0), sendingPattern)); len(left) != 0 {
+		t.Errorf("the leader left the files of snapshots it sent: %v", left)
+	}
 	// The follower restarts on the log the install left, with entries after
 	// the snapshot (every group verifies its whole log when it opens).
 	for i := 0; i < 5; i++ {

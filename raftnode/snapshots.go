@@ -1,0 +1,120 @@
+package raftnode
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/seatledger/seatledger/fsm"
+)
+
+// Raft's snapshots of a group, kept as their index only.
+//
+// Raft snapshots a group every SnapshotThreshold entries so that it may
+// drop the log below it (keeping TrailingLogs more), and reads a
+// snapshot back for one thing only: to send it to a follower whose next
+// entry it no longer has (NoSnapshotRestoreOnStart: a restart replays from
+// Pebble, checkpoint.go). Writing the group's whole state to a file at
+// every snapshot cost a long run tens of MB a group every minute or so, in
+// bursts on the disk the raft log's fsyncs wait on, and twice the store's
+// size in disk space, for files that were hardly ever read.
+//
+// So a snapshot the group takes itself holds no data: the adapter's
+// Snapshot makes the state at its index durable in Pebble (a checkpoint,
+// so raft may drop the entries below it) and its Persist writes nothing,
+// leaving raft's file store a snapshot with its metadata (index, term,
+// configuration) and an empty state file. When raft opens such a snapshot
+// to send it, lazySnapshots streams the group's state as applied now, at
+// an index at or past the snapshot's: the follower installs it, raft
+// resumes its log after the snapshot's index, and its state machine skips
+// the entries it already holds, as it does after a crash (every entry up
+// to the state's applied index is committed, so they are the same
+// entries). The stream is spooled to a file first, because raft sends the
+// snapshot's size before its bytes; the file goes once sent.
+//
+// Snapshots with data remain what they were: those a follower received
+// from its leader, and the one `seatd restore` seeds. Raft reads them as
+// written.
+type lazySnapshots struct {
+	*raft.FileSnapshotStore
+	// dir holds the files of snapshots being sent (the group's
+	// directory, beside raft's snapshots/).
+	dir string
+	m   *fsm.Machine
+}
+
+// sendingPattern names the files of snapshots being sent.
+const sendingPattern = "sending-snapshot-*.tmp"
+
+// newLazySnapshots wraps the group's file store, removing files a crash
+// left mid-send.
+func newLazySnapshots(files *raft.FileSnapshotStore, dir string, m *fsm.Machine) (*lazySnapshots, error) {
+	left, err := filepath.Glob(filepath.Join(dir, sendingPattern))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range left {
+		os.Remove(p)
+	}
+	return &lazySnapshots{FileSnapshotStore: files, dir: dir, m: m}, nil
+}
+
+// Open returns a snapshot's metadata and its stream: the file's for a
+// snapshot with data, the group's current state for one without.
+func (s *lazySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, err := s.FileSnapshotStore.Open(id)
+	if err != nil || meta.Size > 0 {
+		return meta, rc, err
+	}
+	rc.Close()
+	f, err := os.CreateTemp(s.dir, sendingPattern)
+	if err != nil {
+		return nil, nil, fmt.Errorf("raftnode: snapshot %s: %w", id, err)
+	}
+	fail := func(err error) (*raft.SnapshotMeta, io.ReadCloser, error) {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, nil, fmt.Errorf("raftnode: snapshot %s: %w", id, err)
+	}
+	snap, err := s.m.CurrentSnapshot()
+	if err != nil {
+		return fail(err)
+	}
+	if snap.Applied() < meta.Index {
+		snap.Close()
+		return fail(fmt.Errorf("the state machine is at %d, below the snapshot's index %d", snap.Applied(), meta.Index))
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	n, err := snap.WriteTo(bw)
+	snap.Close()
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	sent := *meta
+	sent.Size = n
+	return &sent, &sendingFile{r: bufio.NewReaderSize(f, 64<<10), f: f}, nil
+}
+
+// sendingFile is a spooled snapshot: read once, removed when closed.
+type sendingFile struct {
+	r *bufio.Reader
+	f *os.File
+}
+
+func (s *sendingFile) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func (s *sendingFile) Close() error {
+	err := s.f.Close()
+	os.Remove(s.f.Name())
+	return err
+}
