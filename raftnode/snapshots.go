@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/hashicorp/raft"
 
@@ -45,6 +46,41 @@ type lazySnapshots struct {
 	// directory, beside raft's snapshots/).
 	dir string
 	m   *fsm.Machine
+	// reap makes List wait for a sink's Close, which removes the
+	// snapshots past the two newest: a List between its directory read
+	// and a removed snapshot's metadata logged "failed to read metadata"
+	// (raft lists to send a follower a snapshot while it takes another).
+	reap sync.Mutex
+}
+
+// List lists the snapshots, newest first, never beside a sink's Close.
+func (s *lazySnapshots) List() ([]*raft.SnapshotMeta, error) {
+	s.reap.Lock()
+	defer s.reap.Unlock()
+	return s.FileSnapshotStore.List()
+}
+
+// Create starts a snapshot whose Close (which reaps) List waits for.
+func (s *lazySnapshots) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.FileSnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return nil, err
+	}
+	return &reapingSink{SnapshotSink: sink, reap: &s.reap}, nil
+}
+
+// reapingSink is a file store's sink whose Close holds the store's reap
+// lock.
+type reapingSink struct {
+	raft.SnapshotSink
+	reap *sync.Mutex
+}
+
+func (r *reapingSink) Close() error {
+	r.reap.Lock()
+	defer r.reap.Unlock()
+	return r.SnapshotSink.Close()
 }
 
 // sendingPattern names the files of snapshots being sent.

@@ -1,0 +1,63 @@
+package raftnode
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// TestSnapshotListNeverSeesAReapedSnapshot: raft lists a group's
+// snapshots to send one while it takes another, whose Close removes the
+// oldest; the store's List waits for that Close, so no listing finds a
+// snapshot directory whose metadata was just removed.
+func TestSnapshotListNeverSeesAReapedSnapshot(t *testing.T) {
+	logs := &syncBuffer{}
+	dir := t.TempDir()
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newLazySnapshots(files, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("")
+	defer trans.Close()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.List(); err != nil {
+				t.Errorf("List: %v", err)
+				return
+			}
+		}
+	}()
+	for i := range uint64(300) {
+		sink, err := s.Create(raft.SnapshotVersionMax, i+1, 1, raft.Configuration{}, 1, trans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if metas, err := s.List(); err != nil || len(metas) != 2 || metas[0].Index != 300 || metas[0].Size != 0 {
+		t.Fatalf("after 300 snapshots: %+v, %v; want the two newest, without data", metas, err)
+	}
+	if out := logs.String(); strings.Contains(out, "failed to read metadata") {
+		t.Fatalf("a listing raced a reap:\n%s", out)
+	}
+}
