@@ -1,6 +1,7 @@
 // Package raftnode hosts one hashicorp/raft instance per raft group on a
-// node: raft-boltdb/v2 log and stable store, a file snapshot store, and one
-// listening port for all groups (mux.go). It adds what the ledger needs on
+// node: raft-boltdb/v2 log and stable store, a file snapshot store whose
+// own snapshots keep only their index (snapshots.go), and one listening
+// port for all groups (mux.go). It adds what the ledger needs on
 // top of raft:
 //
 //   - group commit: many client commands are proposed as one Batch entry, so
