@@ -229,7 +229,7 @@ type groupMetrics struct {
 	// Read when scraped; set by openRaft before the group is published in
 	// the node's group map, and not changed after.
 	logPath   string
-	snaps     raft.SnapshotStore
+	snaps     *lazySnapshots
 	followers *followerProgress
 }
 

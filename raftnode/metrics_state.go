@@ -69,15 +69,9 @@ func (g *Group) collectState(ch chan<- prometheus.Metric) {
 	if fi, err := os.Stat(g.metrics.logPath); err == nil {
 		gauge(descLogBytes, float64(fi.Size()))
 	}
-	// List opens the retained snapshots' metadata files only (two).
-	if metas, err := g.metrics.snaps.List(); err == nil {
-		size, index := int64(0), uint64(0)
-		if len(metas) > 0 {
-			size, index = metas[0].Size, metas[0].Index
-		}
-		gauge(descSnapshotBytes, float64(size))
-		gauge(descSnapshotIndex, float64(index))
-	}
+	index, size := g.metrics.snaps.Newest() // no directory read
+	gauge(descSnapshotBytes, float64(size))
+	gauge(descSnapshotIndex, float64(index))
 	gauge(descHoldsLive, float64(g.machine.LiveHolds()))
 	if v, err := g.machine.View(); err == nil {
 		waiting, seats, err := v.QueueTotals()

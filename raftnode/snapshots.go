@@ -51,6 +51,19 @@ type lazySnapshots struct {
 	// and a removed snapshot's metadata logged "failed to read metadata"
 	// (raft lists to send a follower a snapshot while it takes another).
 	reap sync.Mutex
+	// newest is the newest snapshot's index and size, for the metrics:
+	// set at open from a listing, then by each sink's Close, so a scrape
+	// lists no directory (a listing during a snapshot's write logged
+	// raft's WARN "found temporary snapshot"). Held by reap.
+	newest struct{ index, size uint64 }
+}
+
+// Newest returns the index and size of the newest snapshot (0, 0 before
+// the first).
+func (s *lazySnapshots) Newest() (index, size uint64) {
+	s.reap.Lock()
+	defer s.reap.Unlock()
+	return s.newest.index, s.newest.size
 }
 
 // List lists the snapshots, newest first, never beside a sink's Close.
@@ -67,20 +80,34 @@ func (s *lazySnapshots) Create(version raft.SnapshotVersion, index, term uint64,
 	if err != nil {
 		return nil, err
 	}
-	return &reapingSink{SnapshotSink: sink, reap: &s.reap}, nil
+	return &reapingSink{SnapshotSink: sink, store: s, index: index}, nil
 }
 
 // reapingSink is a file store's sink whose Close holds the store's reap
-// lock.
+// lock and records the snapshot as the newest.
 type reapingSink struct {
 	raft.SnapshotSink
-	reap *sync.Mutex
+	store *lazySnapshots
+	index uint64
+	size  uint64
+}
+
+func (r *reapingSink) Write(p []byte) (int, error) {
+	n, err := r.SnapshotSink.Write(p)
+	r.size += uint64(n)
+	return n, err
 }
 
 func (r *reapingSink) Close() error {
-	r.reap.Lock()
-	defer r.reap.Unlock()
-	return r.SnapshotSink.Close()
+	r.store.reap.Lock()
+	defer r.store.reap.Unlock()
+	if err := r.SnapshotSink.Close(); err != nil {
+		return err
+	}
+	if r.index >= r.store.newest.index {
+		r.store.newest.index, r.store.newest.size = r.index, r.size
+	}
+	return nil
 }
 
 // sendingPattern names the files of snapshots being sent.
@@ -96,7 +123,15 @@ func newLazySnapshots(files *raft.FileSnapshotStore, dir string, m *fsm.Machine)
 	for _, p := range left {
 		os.Remove(p)
 	}
-	return &lazySnapshots{FileSnapshotStore: files, dir: dir, m: m}, nil
+	s := &lazySnapshots{FileSnapshotStore: files, dir: dir, m: m}
+	metas, err := files.List()
+	if err != nil {
+		return nil, err
+	}
+	if len(metas) > 0 {
+		s.newest.index, s.newest.size = metas[0].Index, uint64(metas[0].Size)
+	}
+	return s, nil
 }
 
 // Open returns a snapshot's metadata and its stream: the file's for a
