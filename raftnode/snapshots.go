@@ -1,7 +1,6 @@
 package raftnode
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -159,12 +158,8 @@ func (s *lazySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 		snap.Close()
 		return fail(fmt.Errorf("the state machine is at %d, below the snapshot's index %d", snap.Applied(), meta.Index))
 	}
-	bw := bufio.NewWriterSize(f, 64<<10)
-	n, err := snap.WriteTo(bw)
+	n, err := snap.WriteTo(f) // buffers its writes itself
 	snap.Close()
-	if err == nil {
-		err = bw.Flush()
-	}
 	if err == nil {
 		_, err = f.Seek(0, io.SeekStart)
 	}
@@ -173,19 +168,14 @@ func (s *lazySnapshots) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 	}
 	sent := *meta
 	sent.Size = n
-	return &sent, &sendingFile{r: bufio.NewReaderSize(f, 64<<10), f: f}, nil
+	return &sent, sendingFile{f}, nil
 }
 
 // sendingFile is a spooled snapshot: read once, removed when closed.
-type sendingFile struct {
-	r *bufio.Reader
-	f *os.File
-}
+type sendingFile struct{ *os.File }
 
-func (s *sendingFile) Read(p []byte) (int, error) { return s.r.Read(p) }
-
-func (s *sendingFile) Close() error {
-	err := s.f.Close()
-	os.Remove(s.f.Name())
+func (s sendingFile) Close() error {
+	err := s.File.Close()
+	os.Remove(s.Name())
 	return err
 }
