@@ -136,7 +136,10 @@ func Start(cfg Config) (*Node, error) {
 	}
 	rlog.observeClean = func(step string, took time.Duration, err error) {
 		n.metrics.observeClean(step, took, err)
-		if err != nil {
+		switch {
+		case err != nil && step == cleanRoom:
+			cfg.Logger.Error("the raft log's room stopped; its commits cost more while the log grows", "err", err)
+		case err != nil:
 			cfg.Logger.Error("the raft log's cleaner stopped; it tries again after the next compaction", "step", step, "err", err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -406,8 +407,13 @@ type nodeLog struct {
 	// floorMoves and copied count the floor records written and the
 	// entries copied forward (tests).
 	floorMoves, copied uint64
+	// room keeps written blocks ahead of bbolt's pages (nodelog_room.go);
+	// owned by the writer.
+	room *logRoom
 
-	// mu guards groups and walked.
+	// mu guards groups and walked. group writes to the store under it, the
+	// only write not made by the writer, so the room (which writes the
+	// store's file past bbolt's pages) takes it too.
 	mu sync.Mutex
 	// groups is every group opened in this process: the writer updates
 	// their runs live, so a group is opened once.
@@ -425,7 +431,8 @@ type logSpan struct {
 }
 
 // logReq is an append (logs), a removal of [delFirst, delLast], or a
-// request to finish the cleaner's pending work (tidy: tests).
+// request to finish the cleaner's and the room's pending work (tidy:
+// tests).
 type logReq struct {
 	g                 *groupLog
 	logs              []*raft.Log
@@ -441,8 +448,15 @@ func openNodeLog(path string) (*nodeLog, error) {
 	// (etcd's setting); opening rebuilds it by scanning the file. The
 	// hash-map freelist finds free pages without a sorted array's copies,
 	// which matter once raft's compactions have freed many.
+	// OpenFile keeps bbolt's file for the room (nodelog_room.go).
+	var file *os.File
+	openFile := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
 	store, err := raftboltdb.New(raftboltdb.Options{Path: path, NoSync: false,
-		BoltOptions: &bbolt.Options{Timeout: 0, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}})
+		BoltOptions: &bbolt.Options{Timeout: 0, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType, OpenFile: openFile}})
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: open raft log %s: %w", path, err)
 	}
@@ -451,6 +465,7 @@ func openNodeLog(path string) (*nodeLog, error) {
 		store.Close()
 		return nil, err
 	}
+	nl.room = &logRoom{file: file}
 	go nl.run()
 	return nl, nil
 }
@@ -745,15 +760,15 @@ func (nl *nodeLog) run() {
 	linger.Stop()
 	for {
 		var next *logReq
-		if nl.tidyPending() {
-			// The cleaner's work goes one bounded step at a time, between
-			// requests.
+		if nl.backgroundPending() {
+			// The cleaner's and the room's work goes one bounded step at a
+			// time, between requests.
 			select {
 			case next = <-nl.reqs:
 			case <-nl.stop:
 				return
 			default:
-				nl.tidy()
+				nl.background()
 				continue
 			}
 		} else {
@@ -765,8 +780,8 @@ func (nl *nodeLog) run() {
 		}
 		for next != nil {
 			if next.tidy {
-				for nl.tidyPending() {
-					nl.tidy()
+				for nl.backgroundPending() {
+					nl.background()
 				}
 				next.done <- nl.tidyErr
 				next = nil
@@ -798,14 +813,34 @@ func (nl *nodeLog) run() {
 			var err error
 			logs, err = nl.append(batch, logs[:0])
 			lastCommit, lastAppends = time.Now(), len(batch)
+			nl.room.committed()
 			for _, r := range batch {
 				r.done <- err
 			}
 			clear(logs) // drop the references to raft's entries
 		}
-		if nl.tidyPending() {
-			nl.tidy()
+		if nl.backgroundPending() {
+			nl.background()
 		}
+	}
+}
+
+// backgroundPending reports whether the cleaner or the room has work.
+func (nl *nodeLog) backgroundPending() bool { return nl.room.due() || nl.tidyPending() }
+
+// background runs one step of the room's work if it has any, else of the
+// cleaner's.
+func (nl *nodeLog) background() {
+	if !nl.room.due() {
+		nl.tidy()
+		return
+	}
+	start := time.Now()
+	nl.mu.Lock() // group's bounds record is the only write not the writer's
+	err := nl.room.step()
+	nl.mu.Unlock()
+	if nl.observeClean != nil {
+		nl.observeClean(cleanRoom, time.Since(start), err)
 	}
 }
 

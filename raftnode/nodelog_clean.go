@@ -104,6 +104,7 @@ const (
 	cleanFloor = "floor" // look for the floor, and write its record if it moved
 	cleanSweep = "sweep" // delete keys below the floor
 	cleanCopy  = "copy"  // copy live entries forward
+	cleanRoom  = "room"  // write room ahead of bbolt's pages (nodelog_room.go)
 )
 
 // eachLive calls fn with every run of live entries in the sequence and its
