@@ -34,6 +34,13 @@ func OpenDB(dir string) (*pebble.DB, error) {
 		// (docs/PERFORMANCE.md). Pebble grows them from 256 KiB on demand,
 		// so an idle node does not pay for them.
 		MemTableSize: memTableBytes,
+		// Compactions from level 0 wait for more checkpoint tables
+		// (l0CompactionSublevels) than Pebble's 4: each checkpoint's
+		// table spans its group's keys, so each such compaction rewrites
+		// the group's slice of the base level, and more input per
+		// compaction rewrites it less often (docs/PERFORMANCE.md).
+		L0CompactionThreshold: l0CompactionSublevels,
+		L0StopWritesThreshold: 4 * l0CompactionSublevels,
 	}
 	// Apply reads the store only for a request id the request filter
 	// cannot rule out, or a hold that ended: most such reads find nothing,
@@ -60,6 +67,10 @@ const blockCacheBytes = 32 << 20
 // memTableBytes is the size of one Pebble memtable (at most two are full
 // at once before writes stall).
 const memTableBytes = 32 << 20
+
+// l0CompactionSublevels is how many sublevels level 0 gathers before it
+// is compacted; ingesting stops at four times as many.
+const l0CompactionSublevels = 16
 
 // quietLogger drops Pebble's informational chatter but keeps its errors.
 type quietLogger struct{}
