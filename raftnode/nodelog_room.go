@@ -12,7 +12,7 @@ import (
 // The node log's room: blocks written ahead of bbolt's pages.
 //
 // bbolt grows its file by truncating it larger, which leaves a hole, and
-// writes new pages into the hole. On ext4 (and XFS) a write into a hole
+// writes new pages into the hole. On ext4 (this machine's) a write into a hole
 // allocates blocks, so the fdatasync of that commit must also commit the
 // filesystem's journal; an overwrite of blocks already written needs only
 // the data flushed. While the log grows, that is every commit: on this
@@ -26,16 +26,18 @@ import (
 // So the writer keeps the file logRoomAhead bytes past bbolt's pages,
 // writing zeros past the end of the file logRoomChunk at a time, between
 // requests (bbolt since 1.4 grows the file only when its size is short,
-// so it never truncates what room lies ahead). It is always safe: it runs
-// on the writer goroutine, which makes every write but a group's first
-// bounds record, and under the lock that record is written under
-// (nodeLog.mu), so no bbolt commit runs meanwhile; and it writes only past
-// the file's end as it finds it then, where bbolt has no page; bbolt's pages and
-// their order are untouched, and a crash leaves at most zeros past them,
-// which bbolt never reads (its pages end at the meta page's high-water
-// mark). The zeros are not synced: the first commit that syncs after them
-// writes them back, once per chunk. Once raft's compactions free pages
-// that bbolt reuses, the file stops growing and so does the room.
+// so it never truncates what room lies ahead). It is always safe:
+//   - it runs on the writer goroutine, which makes every write but a
+//     group's first bounds record, and under the lock that record is
+//     written under (nodeLog.mu), so no bbolt commit runs meanwhile;
+//   - it writes only past the file's end as it finds it then, where bbolt
+//     has no page: bbolt's pages and their order are untouched;
+//   - a crash leaves at most zeros past them, which bbolt never reads (its
+//     pages end at the meta page's high-water mark).
+//
+// The zeros are not synced: the first commit that syncs after them writes
+// them back, once per chunk. Once raft's compactions free pages that
+// bbolt reuses, the file stops growing and so does the room.
 //
 // Reading the high-water mark parses bbolt's meta pages (page header, then
 // magic, version, page size, flags, root bucket, freelist page, high
