@@ -465,7 +465,7 @@ func openNodeLog(path string) (*nodeLog, error) {
 		store.Close()
 		return nil, err
 	}
-	nl.room = &logRoom{file: file}
+	nl.room = newLogRoom(file)
 	go nl.run()
 	return nl, nil
 }

@@ -62,14 +62,17 @@ var logRoomZeros [logRoomChunk]byte
 type logRoom struct {
 	file *os.File // bbolt's own file (bbolt.Options.OpenFile); nil: no room
 	// size is the file's size as the room last saw or made it; high is
-	// bbolt's high-water mark at the last look (looked: there was one).
+	// bbolt's high-water mark at the last look.
 	size, high int64
-	looked     bool
-	// commits counts the commits since the last look.
+	// commits counts the commits since the last look; it starts at
+	// logRoomLookEvery (newLogRoom), so the first step looks.
 	commits int
 	// err stops the room: the log works without it.
 	err error
 }
+
+// newLogRoom keeps room in file, bbolt's own (bbolt.Options.OpenFile).
+func newLogRoom(file *os.File) *logRoom { return &logRoom{file: file, commits: logRoomLookEvery} }
 
 // committed tells the room a commit went by.
 func (r *logRoom) committed() {
@@ -83,7 +86,7 @@ func (r *logRoom) due() bool {
 	if r == nil || r.file == nil || r.err != nil {
 		return false
 	}
-	return !r.looked || r.commits >= logRoomLookEvery || r.size-r.high < logRoomAhead
+	return r.commits >= logRoomLookEvery || r.size-r.high < logRoomAhead
 }
 
 // step looks at the high-water mark if a look is due, else writes one
@@ -95,12 +98,11 @@ func (r *logRoom) step() error {
 		return r.fail(err)
 	}
 	r.size = fi.Size()
-	if !r.looked || r.commits >= logRoomLookEvery {
+	if r.commits >= logRoomLookEvery {
 		r.commits = 0
 		if r.high, err = boltHighWater(r.file); err != nil {
 			return r.fail(err)
 		}
-		r.looked = true
 		return nil
 	}
 	n, err := r.file.WriteAt(logRoomZeros[:], r.size)
