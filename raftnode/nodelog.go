@@ -32,9 +32,12 @@ import (
 // a branch page per group, and bbolt's element arrays for those branch
 // pages were half the bytes a loaded node allocated (docs/
 // PERFORMANCE-JOURNAL.md, "One key sequence for the node log, measured end
-// to end"). Entries are stored with Index = their key (raft-boltdb keys by
-// Index); a group reads them through its runs, in memory: raft indexes
-// [first, first+n) at keys key..key+n-1.
+// to end"). An entry's key is its place in the sequence; a group reads its
+// entries through its runs, in memory: raft indexes [first, first+n) at
+// keys key..key+n-1. A commit's entries are packed in one value at the
+// key after its record (nodelog_pack.go), so the keys past it up to the
+// next record hold nothing; commits written before packs (their records'
+// version says so) keep theirs one to a key, with Index = the key.
 //
 // A start walks the commit records from the floor (a record at
 // floorKey; absent: seqBase) to the first key that holds nothing, and
@@ -197,9 +200,14 @@ func decodeBounds(group uint32, data []byte) (logBounds, error) {
 
 // A commit record: a version byte, the number of spans (uint32), the spans
 // (a kind byte, the group uint32, the first raft index uint64, the count
-// uint32), a CRC-32C of all before it; big-endian.
+// uint32), a CRC-32C of all before it; big-endian. Version
+// commitEntryKeys: the commit's entries lie one to a key after the record;
+// commitPacked: they lie in one value, the pack, at the key after it
+// (nodelog_pack.go). Only packed commits are written now; a seatd from
+// before them refuses a log that holds one (the version).
 const (
-	commitVersion   = 1
+	commitEntryKeys = 1
+	commitPacked    = 2
 	commitHeadBytes = 1 + 4
 	commitSpanBytes = 1 + 4 + 8 + 4
 	// spanAppend is an append (raft's rule: it drops the group's entries
@@ -218,10 +226,17 @@ type commitSpan struct {
 	count uint32
 }
 
-// appendCommitRecord appends the encoded record of spans to buf.
+// appendCommitRecord appends the encoded record of a packed commit of
+// spans to buf.
 func appendCommitRecord(buf []byte, spans []commitSpan) []byte {
+	return appendCommitRecordVersion(buf, commitPacked, spans)
+}
+
+// appendCommitRecordVersion appends the record of spans, of version v, to
+// buf.
+func appendCommitRecordVersion(buf []byte, v byte, spans []commitSpan) []byte {
 	start := len(buf)
-	buf = append(buf, commitVersion)
+	buf = append(buf, v)
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(spans)))
 	for _, s := range spans {
 		buf = append(buf, s.kind)
@@ -233,23 +248,23 @@ func appendCommitRecord(buf []byte, spans []commitSpan) []byte {
 }
 
 // decodeCommitRecord calls span for each span of the record in data, in
-// order, and returns the number of entries the commit holds. It refuses
-// (ErrCorruptLog) a record that fails its checksum or names an impossible
-// span.
-func decodeCommitRecord(data []byte, span func(commitSpan)) (uint64, error) {
+// order, and returns the number of entries the commit holds and whether
+// they are packed. It refuses (ErrCorruptLog) a record that fails its
+// checksum or names an impossible span.
+func decodeCommitRecord(data []byte, span func(commitSpan)) (uint64, bool, error) {
 	if len(data) < commitHeadBytes+4 {
-		return 0, fmt.Errorf("%w: a commit record of %d bytes", ErrCorruptLog, len(data))
+		return 0, false, fmt.Errorf("%w: a commit record of %d bytes", ErrCorruptLog, len(data))
 	}
 	n := len(data) - 4
 	if crc32.Checksum(data[:n], castagnoli) != binary.BigEndian.Uint32(data[n:]) {
-		return 0, fmt.Errorf("%w: a commit record fails its checksum", ErrCorruptLog)
+		return 0, false, fmt.Errorf("%w: a commit record fails its checksum", ErrCorruptLog)
 	}
-	if data[0] != commitVersion {
-		return 0, fmt.Errorf("%w: a commit record of version %d", ErrCorruptLog, data[0])
+	if data[0] != commitEntryKeys && data[0] != commitPacked {
+		return 0, false, fmt.Errorf("%w: a commit record of version %d", ErrCorruptLog, data[0])
 	}
 	count := uint64(binary.BigEndian.Uint32(data[1:]))
 	if uint64(n-commitHeadBytes) != count*commitSpanBytes {
-		return 0, fmt.Errorf("%w: a commit record of %d bytes names %d spans", ErrCorruptLog, len(data), count)
+		return 0, false, fmt.Errorf("%w: a commit record of %d bytes names %d spans", ErrCorruptLog, len(data), count)
 	}
 	var total uint64
 	for p := commitHeadBytes; p < n; p += commitSpanBytes {
@@ -260,21 +275,27 @@ func decodeCommitRecord(data []byte, span func(commitSpan)) (uint64, error) {
 			count: binary.BigEndian.Uint32(data[p+13:]),
 		}
 		if s.kind > spanCopy || s.group > maxGroupID || s.count == 0 || s.first == 0 || s.first > logIndexMax || uint64(s.count)-1 > logIndexMax-s.first {
-			return 0, fmt.Errorf("%w: a commit record names an impossible span (kind %d, group %d, %d entries from %d)", ErrCorruptLog, s.kind, s.group, s.count, s.first)
+			return 0, false, fmt.Errorf("%w: a commit record names an impossible span (kind %d, group %d, %d entries from %d)", ErrCorruptLog, s.kind, s.group, s.count, s.first)
 		}
 		total += uint64(s.count)
 		if span != nil {
 			span(s)
 		}
 	}
-	return total, nil
+	return total, data[0] == commitPacked, nil
 }
 
 // logRun is a run of a group's entries: raft indexes [first, first+n) at
 // keys key..key+n-1, written by the commit whose record is at key rec (0:
-// legacy keys).
+// legacy keys); packed: that commit's entries are packed (nodelog_pack.go).
 type logRun struct {
 	first, n, key, rec uint64
+	packed             bool
+}
+
+// loc returns where the run's entry index lies.
+func (r logRun) loc(index uint64) logLoc {
+	return logLoc{key: r.key + index - r.first, rec: r.rec, packed: r.packed}
 }
 
 func (r logRun) end() uint64 { return r.first + r.n }
@@ -367,8 +388,8 @@ type nodeLog struct {
 	// logFloor, if set, is told each move of the floor: the keys it
 	// passed, and the entries copied forward since the start.
 	logFloor func(keys, copied uint64)
-	// copies is append's copies of the entries, reused by the writer.
-	copies []raft.Log
+	// packs keeps the last pack read (nodelog_pack.go).
+	packs packCache
 
 	// next is the key of the next commit record; owned by the writer
 	// (set before it starts).
@@ -378,11 +399,15 @@ type nodeLog struct {
 	// and a start would find its keys past the next commit's. settle
 	// deletes them before the writer's next change. Owned by the writer.
 	unsure bool
-	// spans, record and recordData are append's, reused by the writer.
+	// spans, record, recordData, pack, packData and packLogs are
+	// append's, reused by the writer.
 	spans      []logSpan
 	record     raft.Log
 	recordData []byte
 	encSpans   []commitSpan
+	pack       raft.Log
+	packData   []byte
+	packLogs   []*raft.Log
 
 	// The cleaner's state, owned by the writer (set before it starts).
 	tune cleanerTuning
@@ -509,8 +534,9 @@ func (nl *nodeLog) walk() error {
 			return fmt.Errorf("read the commit record at %#x: %w", key, err)
 		}
 		rec, at := key, key+1
-		n, err := decodeCommitRecord(l.Data, func(s commitSpan) {
-			nl.walked[s.group] = applySpan(nl.walked[s.group], s.kind, logRun{first: s.first, n: uint64(s.count), key: at, rec: rec})
+		packed := len(l.Data) > 0 && l.Data[0] == commitPacked
+		n, _, err := decodeCommitRecord(l.Data, func(s commitSpan) {
+			nl.walked[s.group] = applySpan(nl.walked[s.group], s.kind, logRun{first: s.first, n: uint64(s.count), key: at, rec: rec, packed: packed})
 			at += uint64(s.count)
 		})
 		if err != nil {
@@ -892,6 +918,7 @@ func (nl *nodeLog) settle() error {
 	if !nl.unsure {
 		return nil
 	}
+	nl.packs.put(0, nil, 0)
 	if err := nl.store.DeleteRange(nl.next, math.MaxUint64); err != nil {
 		return err
 	}
@@ -900,25 +927,16 @@ func (nl *nodeLog) settle() error {
 }
 
 // append writes the entries of batch in one transaction: the commit
-// record at next, then the entries in span order; then it adds the runs
-// to the groups.
+// record at next, then the entries, in span order, packed at the key after
+// it; then it adds the runs to the groups.
 func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error) {
 	if err := nl.settle(); err != nil {
 		return logs, err
 	}
-	n := 0
-	for _, r := range batch {
-		n += len(r.logs)
-	}
-	if cap(nl.copies) < n {
-		nl.copies = make([]raft.Log, n)
-	}
-	copies := nl.copies[:n]
-	defer clear(copies) // raft's data is not ours to keep
 	rec := nl.next
 	key := rec + 1
 	spans := nl.spans[:0]
-	logs = append(logs, &nl.record)
+	entries := nl.packLogs[:0]
 	for _, r := range batch {
 		for _, l := range r.logs {
 			// A request splits into spans at any discontinuity.
@@ -927,12 +945,8 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 			} else {
 				spans = append(spans, logSpan{g: r.g, first: l.Index, n: 1, key: key})
 			}
-			c := &copies[0]
-			copies = copies[1:]
-			*c = *l
-			c.Index = key
 			key++
-			logs = append(logs, c)
+			entries = append(entries, l)
 		}
 	}
 	nl.spans = spans
@@ -941,8 +955,9 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 		enc = append(enc, commitSpan{kind: spanAppend, group: s.g.id, first: s.first, count: uint32(s.n)})
 	}
 	nl.encSpans = enc
-	nl.recordData = appendCommitRecord(nl.recordData[:0], enc)
-	nl.record = raft.Log{Index: rec, Type: raft.LogNoop, Data: nl.recordData}
+	logs = nl.packCommit(logs, rec, enc, entries)
+	clear(entries) // raft's entries are not ours to keep
+	nl.packLogs = entries[:0]
 	// An append below a group's recorded floor lowers the floor in the
 	// same transaction: a start would cut the span otherwise. Raft makes
 	// none (it appends at most at its last index + 1 and never below its
@@ -975,7 +990,7 @@ func (nl *nodeLog) append(batch []*logReq, logs []*raft.Log) ([]*raft.Log, error
 	nl.next = key
 	for _, s := range spans {
 		s.g.mu.Lock()
-		s.g.runs = appendRun(s.g.runs, logRun{first: s.first, n: s.n, key: s.key, rec: rec})
+		s.g.runs = appendRun(s.g.runs, logRun{first: s.first, n: s.n, key: s.key, rec: rec, packed: true})
 		s.g.mu.Unlock()
 	}
 	if nl.observe != nil {
@@ -1023,15 +1038,15 @@ func (g *groupLog) bounds() (first, last uint64) {
 	return g.runs[0].first, g.runs[len(g.runs)-1].end() - 1
 }
 
-// keyOf returns the key that holds the group's entry index.
-func (g *groupLog) keyOf(index uint64) (uint64, bool) {
+// locOf returns where the group's entry index lies.
+func (g *groupLog) locOf(index uint64) (logLoc, bool) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	k := searchRuns(g.runs, index)
 	if k == len(g.runs) || g.runs[k].first > index {
-		return 0, false
+		return logLoc{}, false
 	}
-	return g.runs[k].key + index - g.runs[k].first, true
+	return g.runs[k].loc(index), true
 }
 
 func (g *groupLog) boundsLog(b logBounds) *raft.Log {
@@ -1068,11 +1083,11 @@ func (g *groupLog) LastIndex() (uint64, error) {
 
 // GetLog reads entry index of the group.
 func (g *groupLog) GetLog(index uint64, l *raft.Log) error {
-	key, ok := g.keyOf(index)
+	loc, ok := g.locOf(index)
 	if !ok {
 		return raft.ErrLogNotFound
 	}
-	if err := g.nl.store.GetLog(key, l); err != nil {
+	if err := g.nl.readEntry(loc, l); err != nil {
 		return err
 	}
 	l.Index = index

@@ -284,18 +284,16 @@ func (nl *nodeLog) copyStep() error {
 	}
 	n := min(from.n, nl.tune.copyChunk)
 	rec := nl.next
-	logs := make([]*raft.Log, 1, n+1)
+	entries := make([]*raft.Log, n)
 	copies := make([]raft.Log, n)
 	for i := range n {
 		c := &copies[i]
-		if err := nl.store.GetLog(from.key+i, c); err != nil {
+		if err := nl.readEntry(from.loc(from.first+i), c); err != nil {
 			return fmt.Errorf("read entry %d of group %d at %#x: %w", from.first+i, g.id, from.key+i, err)
 		}
-		c.Index = rec + 1 + i
-		logs = append(logs, c)
+		entries[i] = c
 	}
-	logs[0] = &raft.Log{Index: rec, Type: raft.LogNoop,
-		Data: appendCommitRecord(nil, []commitSpan{{kind: spanCopy, group: g.id, first: from.first, count: uint32(n)}})}
+	logs := nl.packCommit(nil, rec, []commitSpan{{kind: spanCopy, group: g.id, first: from.first, count: uint32(n)}}, entries)
 	if err := nl.store.StoreLogs(logs); err != nil {
 		nl.unsure = true
 		return err
@@ -303,7 +301,7 @@ func (nl *nodeLog) copyStep() error {
 	nl.next = rec + 1 + n
 	nl.copied += n
 	g.mu.Lock()
-	g.runs = replaceRun(g.runs, logRun{first: from.first, n: n, key: rec + 1, rec: rec})
+	g.runs = replaceRun(g.runs, logRun{first: from.first, n: n, key: rec + 1, rec: rec, packed: true})
 	g.mu.Unlock()
 	return nil
 }

@@ -333,11 +333,11 @@ func TestNodeLogCopySpanReplay(t *testing.T) {
 	defer func() { nl.close() }()
 	g := openTestGroup(t, nl, 4)
 	checkRange(t, g, 1, 10)
-	if k, _ := g.keyOf(1); k < seqBase+11 {
-		t.Fatalf("entry 1 at %#x: not the copy", k)
+	if l, _ := g.locOf(1); l.key < seqBase+11 {
+		t.Fatalf("entry 1 at %#x: not the copy", l.key)
 	}
-	if k, _ := g.keyOf(5); k != seqBase+5 {
-		t.Fatalf("entry 5 at %#x, want the original %#x", k, seqBase+5)
+	if l, _ := g.locOf(5); l.key != seqBase+5 {
+		t.Fatalf("entry 5 at %#x, want the original %#x", l.key, seqBase+5)
 	}
 	deleteRange(t, g, 3, 10)
 	storeGen(t, g, 3, 4, 1)

@@ -87,19 +87,35 @@ func CorruptLogEntry(dataDir string, pick func(n int) int) (string, error) {
 	}
 	s := spans[pick(len(spans))]
 	idx := s.b.first + uint64(pick(int(s.b.last-s.b.first+1)))
-	key, ok := s.g.keyOf(idx)
+	loc, ok := s.g.locOf(idx)
 	if !ok {
 		return "", fmt.Errorf("entry %d of group %d has no key", idx, s.g.id)
 	}
 	var l raft.Log
-	if err := store.GetLog(key, &l); err != nil {
+	if err := nl.readEntry(loc, &l); err != nil {
 		return "", fmt.Errorf("entry %d of group %d: %w", idx, s.g.id, err)
 	}
 	if len(l.Data) == 0 {
 		return "", fmt.Errorf("entry %d of group %d has no data", idx, s.g.id)
 	}
 	bit := pick(len(l.Data) * 8)
-	l.Data[bit/8] ^= 1 << (bit % 8)
+	if loc.packed {
+		// The entry's data lies inside its commit's pack, as read: flip
+		// the bit there (the pack's checksum then fails too).
+		var p raft.Log
+		if err := store.GetLog(loc.rec+1, &p); err != nil {
+			return "", fmt.Errorf("the pack of entry %d of group %d: %w", idx, s.g.id, err)
+		}
+		var in raft.Log
+		if _, err := checkPack(p.Data); err != nil {
+			return "", err
+		}
+		packEntry(p.Data, loc.key-loc.rec-1, &in)
+		in.Data[bit/8] ^= 1 << (bit % 8)
+		l = p
+	} else {
+		l.Data[bit/8] ^= 1 << (bit % 8)
+	}
 	if err := store.StoreLog(&l); err != nil {
 		return "", err
 	}

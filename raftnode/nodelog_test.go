@@ -909,7 +909,7 @@ func commitRecords(t *testing.T, nl *nodeLog) []uint64 {
 		if err := nl.store.GetLog(key, &l); err != nil {
 			t.Fatal(err)
 		}
-		n, err := decodeCommitRecord(l.Data, nil)
+		n, _, err := decodeCommitRecord(l.Data, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -939,7 +939,7 @@ func TestNodeLogRefusesADamagedCommitRecord(t *testing.T) {
 		for bit := range len(rec.Data) * 8 {
 			data := append([]byte(nil), rec.Data...)
 			data[bit/8] ^= 1 << (bit % 8)
-			if _, err := decodeCommitRecord(data, nil); !errors.Is(err, ErrCorruptLog) {
+			if _, _, err := decodeCommitRecord(data, nil); !errors.Is(err, ErrCorruptLog) {
 				t.Fatalf("record at %#x with bit %d flipped decodes: %v", keys[k], bit, err)
 			}
 		}
@@ -1043,10 +1043,12 @@ func FuzzCommitRecord(f *testing.F) {
 	f.Add(appendCommitRecord(nil, []commitSpan{{group: 1, first: 7, count: 1}, {group: maxGroupID, first: logIndexMax, count: 1}, {group: 1, first: 2, count: 9}}))
 	f.Add(appendCommitRecord(nil, []commitSpan{{kind: spanCopy, group: 3, first: 5, count: 4}, {group: 3, first: 7, count: 2}}))
 	f.Add(appendCommitRecord(nil, []commitSpan{{kind: spanCopy + 1, group: 1, first: 1, count: 1}}))
+	f.Add(appendCommitRecordVersion(nil, commitEntryKeys, []commitSpan{{group: 2, first: 4, count: 3}}))
+	f.Add(appendCommitRecordVersion(nil, commitPacked+1, []commitSpan{{group: 2, first: 4, count: 3}}))
 	f.Add([]byte{1, 0, 0, 0, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var spans []commitSpan
-		n, err := decodeCommitRecord(data, func(s commitSpan) { spans = append(spans, s) })
+		n, packed, err := decodeCommitRecord(data, func(s commitSpan) { spans = append(spans, s) })
 		if err != nil {
 			if !errors.Is(err, ErrCorruptLog) {
 				t.Fatalf("an error not ErrCorruptLog: %v", err)
@@ -1063,7 +1065,11 @@ func FuzzCommitRecord(f *testing.F) {
 		if total != n {
 			t.Fatalf("decode counts %d entries, its spans %d", n, total)
 		}
-		if again := appendCommitRecord(nil, spans); string(again) != string(data) {
+		v := byte(commitEntryKeys)
+		if packed {
+			v = commitPacked
+		}
+		if again := appendCommitRecordVersion(nil, v, spans); string(again) != string(data) {
 			t.Fatalf("%x decodes to %+v, which encodes to %x", data, spans, again)
 		}
 	})
