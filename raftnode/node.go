@@ -83,7 +83,7 @@ func Start(cfg Config) (*Node, error) {
 		db.Close()
 		return nil, fmt.Errorf("raftnode: data dir: %w", err)
 	}
-	rlog, err := openNodeLog(nodeLogPath(cfg.DataDir))
+	rlog, err := openNodeLogChecked(nodeLogPath(cfg.DataDir), unseal)
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -390,6 +390,10 @@ type nodeLog struct {
 	logFloor func(keys, copied uint64)
 	// packs keeps the last pack read (nodelog_pack.go).
 	packs packCache
+	// checkedBelow: the packed commits whose records lie below it were
+	// verified when the log opened (verifyPacks), their entries too; 0:
+	// none was. Set before the writer starts.
+	checkedBelow uint64
 
 	// next is the key of the next commit record; owned by the writer
 	// (set before it starts).
@@ -467,7 +471,13 @@ type logReq struct {
 }
 
 // openNodeLog opens (creating) the node log at path.
-func openNodeLog(path string) (*nodeLog, error) {
+func openNodeLog(path string) (*nodeLog, error) { return openNodeLogChecked(path, nil) }
+
+// openNodeLogChecked opens (creating) the node log at path; if check is
+// set, it verifies every packed commit's pack and check(index, entry) of
+// each entry in it before the log serves (verifyPacks): a node's start,
+// whose groups' entries are sealed (checkedLogs).
+func openNodeLogChecked(path string, check func(index uint64, l *raft.Log) error) (*nodeLog, error) {
 	// NoSync false: an acknowledged entry is on disk on a quorum.
 	// NoFreelistSync: a commit does not write bbolt's list of free pages
 	// (etcd's setting); opening rebuilds it by scanning the file. The
@@ -486,6 +496,11 @@ func openNodeLog(path string) (*nodeLog, error) {
 		return nil, fmt.Errorf("raftnode: open raft log %s: %w", path, err)
 	}
 	nl, err := loadNodeLog(store, path)
+	if err == nil && check != nil {
+		if err = nl.verifyPacks(check); err != nil {
+			err = fmt.Errorf("raftnode: the node refuses to start on a damaged log (%s): %w", path, err)
+		}
+	}
 	if err != nil {
 		store.Close()
 		return nil, err

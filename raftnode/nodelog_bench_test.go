@@ -246,8 +246,9 @@ func BenchmarkBoltCommitShape(b *testing.B) {
 }
 
 // BenchmarkNodeLogStart measures a start's reading of a loaded node log:
-// opening it (the walk of its commit records) and opening its 8 groups,
-// each of which reads and verifies every entry it holds, as a replica's
+// opening it as a node does (the walk of its commit records, and the
+// verification of its packs: verifyPacks) and opening its 8 groups, each
+// of which verifies the entries the packs' did not cover, as a replica's
 // start does (group.go, checkedLogs.verifyAll). The log holds 16,384
 // entries of 600 bytes a group, appended two at a time by the 8 groups at
 // once, as a loaded node's are: so a commit's entries belong to several
@@ -255,10 +256,81 @@ func BenchmarkBoltCommitShape(b *testing.B) {
 //
 //	go test -run='^$' -bench=NodeLogStart -benchtime=3x -benchmem ./raftnode/
 func BenchmarkNodeLogStart(b *testing.B) {
+	path := loadedNodeLog(b)
+	b.ResetTimer()
+	cpu := processCPU()
+	for range b.N {
+		nl, err := openNodeLogChecked(path, unseal)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for g := range loadedGroups {
+			gl, err := nl.group(uint32(g))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := (checkedLogs{LogStore: gl}).verifyAll(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := nl.close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+}
+
+// BenchmarkNodeLogReadBack reads every entry of the loaded log of
+// BenchmarkNodeLogStart once, group after group, as raft reads a group's
+// entries past its last snapshot after a start, or a lagging follower's
+// from its leader's log: each read decodes the pack that holds the entry.
+//
+//	go test -run='^$' -bench=NodeLogReadBack -benchtime=3x -benchmem ./raftnode/
+func BenchmarkNodeLogReadBack(b *testing.B) {
+	path := loadedNodeLog(b)
+	nl, err := openNodeLog(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nl.close()
+	groups := make([]raft.LogStore, loadedGroups)
+	for g := range groups {
+		gl, err := nl.group(uint32(g))
+		if err != nil {
+			b.Fatal(err)
+		}
+		groups[g] = checkedLogs{LogStore: gl}
+	}
+	b.ResetTimer()
+	cpu := processCPU()
+	var l raft.Log
+	for range b.N {
+		for _, s := range groups {
+			for i := uint64(1); i <= loadedEntries; i++ {
+				if err := s.GetLog(i, &l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N*loadedGroups*loadedEntries), "cpu-ns/entry")
+}
+
+// The loaded node log of BenchmarkNodeLogStart: loadedGroups groups of
+// loadedEntries entries.
+const (
+	loadedGroups  = 8
+	loadedEntries = 16384
+)
+
+// loadedNodeLog writes the loaded node log and returns its path.
+func loadedNodeLog(b *testing.B) string {
 	const (
-		groups  = 8
+		groups  = loadedGroups
 		perApp  = 2
-		entries = 16384
+		entries = loadedEntries
 	)
 	path := filepath.Join(b.TempDir(), "log.db")
 	nl, err := openNodeLog(path)
@@ -292,26 +364,5 @@ func BenchmarkNodeLogStart(b *testing.B) {
 	if err := nl.close(); err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	cpu := processCPU()
-	for range b.N {
-		nl, err := openNodeLog(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for g := range groups {
-			gl, err := nl.group(uint32(g))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := (checkedLogs{LogStore: gl}).verifyAll(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := nl.close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
+	return path
 }

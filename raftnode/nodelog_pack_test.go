@@ -9,8 +9,11 @@ package raftnode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,4 +226,89 @@ func FuzzPack(f *testing.F) {
 			t.Fatalf("%x decodes to %d entries, which encode to %x", p, n, again)
 		}
 	})
+}
+
+// rewritePack stores the pack of the commit at rec after edit changed it,
+// with its checksum made good again if fix.
+func rewritePack(t *testing.T, nl *nodeLog, rec uint64, fix bool, edit func(p []byte)) {
+	t.Helper()
+	var p raft.Log
+	if err := nl.store.GetLog(rec+1, &p); err != nil {
+		t.Fatal(err)
+	}
+	edit(p.Data)
+	if fix {
+		end := len(p.Data) - 4
+		binary.BigEndian.PutUint32(p.Data[end:], crc32.Checksum(p.Data[:end], castagnoli))
+	}
+	if err := nl.store.StoreLog(&p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A node's start verifies each pack once, and every entry in it by its
+// seal: a damaged pack, or an entry whose seal fails in a pack whose
+// checksum was made good, and the start refuses the log, saying so as a
+// group's refusal does. A group then verifies only what the start did
+// not: commits that keep their entries one to a key, and packs written
+// since.
+func TestNodeLogStartVerifiesPacksOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fix  bool
+	}{{"pack", false}, {"seal", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log.db")
+			openTestLog(t, path).close()
+			old := loadWithoutWriter(t, path)
+			writeEntryKeyCommit(t, old, 1, 1, 4, 0)
+			old.store.Close()
+			nl := openTestLog(t, path)
+			g1, g2 := openTestGroup(t, nl, 1), openTestGroup(t, nl, 2)
+			for _, g := range []*groupLog{g1, g2} {
+				first, _ := g.bounds()
+				if err := (checkedLogs{LogStore: g}).StoreLogs(entries(g.id, max(first, 5), 9)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Group 1's old entries are not sealed: entries() writes them
+			// bare, so verifying them fails, which shows they are read.
+			nl.close()
+			nl, err := openNodeLogChecked(path, unseal)
+			if err != nil {
+				t.Fatalf("a sound log refused: %v", err)
+			}
+			g1, g2 = openTestGroup(t, nl, 1), openTestGroup(t, nl, 2)
+			if nl.checkedBelow != nl.next {
+				t.Fatalf("checked below %#x, next %#x", nl.checkedBelow, nl.next)
+			}
+			if err := (checkedLogs{LogStore: g2}).verifyAll(); err != nil {
+				t.Fatalf("group 2: %v", err)
+			}
+			if err := (checkedLogs{LogStore: g1}).verifyAll(); !errors.Is(err, ErrCorruptLog) {
+				t.Fatalf("group 1's bare entries one to a key: verifyAll = %v, want ErrCorruptLog", err)
+			}
+			// Packs written since the start are verified by the group.
+			if err := g2.StoreLogs(entries(2, 10, 10)); err != nil {
+				t.Fatal(err)
+			}
+			if err := (checkedLogs{LogStore: g2}).verifyAll(); !errors.Is(err, ErrCorruptLog) {
+				t.Fatalf("group 2's bare entry packed since the start: verifyAll = %v, want ErrCorruptLog", err)
+			}
+			deleteRange(t, g2, 10, 10)
+			loc, _ := g2.locOf(7)
+			nl.close()
+
+			old = loadWithoutWriter(t, path)
+			rewritePack(t, old, loc.rec, tc.fix, func(p []byte) { p[len(p)-6] ^= 0x01 })
+			old.store.Close()
+			bad, err := openNodeLogChecked(path, unseal)
+			if !errors.Is(err, ErrCorruptLog) || !strings.Contains(err.Error(), "refuses to start on a damaged log") {
+				if bad != nil {
+					bad.close()
+				}
+				t.Fatalf("a damaged %s: openNodeLogChecked = %v, want a refusal", tc.name, err)
+			}
+		})
+	}
 }
