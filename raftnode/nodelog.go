@@ -431,6 +431,8 @@ type nodeLog struct {
 	copyBelow, copyCheck uint64
 	// copyGroup is the group the cleaner copied last (nil: none).
 	copyGroup *groupLog
+	// copySrc is copyStep's runs to copy, reused.
+	copySrc []logRun
 	// tidyErr stops the cleaner after a failure until the next removal.
 	tidyErr error
 	// floorMoves and copied count the floor records written and the

@@ -380,3 +380,66 @@ func TestNodeLogUnopenedGroupPinsAsItsBoundsSay(t *testing.T) {
 	checkRange(t, openTestGroup(t, nl, 1), 0, 0)
 	checkRange(t, openTestGroup(t, nl, 2), 11, 12)
 }
+
+// A copy step takes a busy group's entries across the commits that hold
+// them one or two at a time, up to copyChunk entries in one commit, and
+// stops where the runs stop continuing its range below copyBelow.
+func TestNodeLogCopiesAcrossCommits(t *testing.T) {
+	smallCleaner(t)
+	nodeLogCleaner.copyAfter = 1 << 40 // the test copies by hand
+	nodeLogCleaner.copyChunk = 5
+	nl := openTestLog(t, filepath.Join(t.TempDir(), "log.db"))
+	a, b := openTestGroup(t, nl, 4), openTestGroup(t, nl, 5)
+	for i := uint64(1); i <= 8; i++ {
+		storeLogs(t, a, i, i) // a commit each, between b's
+		storeLogs(t, b, 2*i-1, 2*i)
+	}
+	nl.close()
+	loaded := loadWithoutWriter(t, nl.path)
+	loaded.copyBelow = loaded.next
+	next := loaded.next
+	if err := loaded.copyStep(); err != nil {
+		t.Fatal(err)
+	}
+	// The oldest commit is a's entry 1: a's entries 1..5, from five
+	// commits, in one.
+	if loaded.copied != 5 || loaded.next != next+1+5 {
+		t.Fatalf("copied %d entries in %d keys, want 5 in 6", loaded.copied, loaded.next-next)
+	}
+	ga, err := loaded.group(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 8; i++ {
+		l, _ := ga.locOf(i)
+		if copied := l.rec == next; copied != (i <= 5) {
+			t.Fatalf("entry %d in the commit at %#x (the copy's: %#x)", i, l.rec, next)
+		}
+	}
+	// The next step copies the rest of a's (6..8: its runs end), the one
+	// after b's oldest, 1..5 of its 1..2, 3..4 and 5..6, a run cut.
+	loaded.copyBelow = next
+	for _, want := range []uint64{8, 13} {
+		if err := loaded.copyStep(); err != nil {
+			t.Fatal(err)
+		}
+		if loaded.copied != want {
+			t.Fatalf("copied %d entries, want %d", loaded.copied, want)
+		}
+	}
+	gb, err := loaded.group(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 16; i++ {
+		l, _ := gb.locOf(i)
+		if copied := l.rec >= next; copied != (i <= 5) {
+			t.Fatalf("b's entry %d in the commit at %#x (the copies' from %#x)", i, l.rec, next)
+		}
+	}
+	loaded.store.Close()
+	nl = openTestLog(t, nl.path)
+	defer func() { nl.close() }()
+	checkRange(t, openTestGroup(t, nl, 4), 1, 8)
+	checkRange(t, openTestGroup(t, nl, 5), 1, 16)
+}
