@@ -391,7 +391,7 @@ type nodeLog struct {
 	// packs keeps the last pack read (nodelog_pack.go).
 	packs packCache
 	// checkedBelow: the packed commits whose records lie below it were
-	// verified when the log opened (verifyPacks), their entries too; 0:
+	// verified when the log opened (walk), their entries too; 0:
 	// none was. Set before the writer starts.
 	checkedBelow uint64
 
@@ -476,9 +476,9 @@ type logReq struct {
 func openNodeLog(path string) (*nodeLog, error) { return openNodeLogChecked(path, nil) }
 
 // openNodeLogChecked opens (creating) the node log at path; if check is
-// set, it verifies every packed commit's pack and check(index, entry) of
-// each entry in it before the log serves (verifyPacks): a node's start,
-// whose groups' entries are sealed (checkedLogs).
+// set, its start verifies every packed commit's pack and check(index,
+// entry) of each entry in it (walk): a node's start, whose groups' entries
+// are sealed (checkedLogs).
 func openNodeLogChecked(path string, check func(index uint64, l *raft.Log) error) (*nodeLog, error) {
 	// NoSync false: an acknowledged entry is on disk on a quorum.
 	// NoFreelistSync: a commit does not write bbolt's list of free pages
@@ -497,12 +497,7 @@ func openNodeLogChecked(path string, check func(index uint64, l *raft.Log) error
 	if err != nil {
 		return nil, fmt.Errorf("raftnode: open raft log %s: %w", path, err)
 	}
-	nl, err := loadNodeLog(store, path)
-	if err == nil && check != nil {
-		if err = nl.verifyPacks(check); err != nil {
-			err = fmt.Errorf("raftnode: the node refuses to start on a damaged log (%s): %w", path, err)
-		}
-	}
+	nl, err := loadNodeLog(store, path, check)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -512,20 +507,26 @@ func openNodeLogChecked(path string, check func(index uint64, l *raft.Log) error
 	return nl, nil
 }
 
-// loadNodeLog reads the node log's commit records from store; the caller
-// starts its writer (run) if it is to change.
-func loadNodeLog(store *raftboltdb.BoltStore, path string) (*nodeLog, error) {
+// loadNodeLog reads the node log's commit records from store, and with
+// check (nil: none) verifies its packs (walk); the caller starts its
+// writer (run) if it is to change.
+func loadNodeLog(store *raftboltdb.BoltStore, path string, check func(index uint64, l *raft.Log) error) (*nodeLog, error) {
 	nl := &nodeLog{store: store, path: path, reqs: make(chan *logReq, 64), stop: make(chan struct{}), done: make(chan struct{}),
 		groups: make(map[uint32]*groupLog), walked: make(map[uint32][]logRun), tune: nodeLogCleaner}
-	if err := nl.walk(); err != nil {
+	if err := nl.walk(check); err != nil {
+		if check != nil && errors.Is(err, ErrCorruptLog) {
+			return nil, fmt.Errorf("raftnode: the node refuses to start on a damaged log (%s): %w", path, err)
+		}
 		return nil, fmt.Errorf("raftnode: raft log %s: %w", path, err)
 	}
 	return nl, nil
 }
 
 // walk reads the commit records from the floor to the first key that
-// holds nothing, which is next, and keeps their runs per group.
-func (nl *nodeLog) walk() error {
+// holds nothing, which is next, and keeps their runs per group. With check
+// set it also verifies each packed commit's pack and entries (checkPacked),
+// each pack read once, and sets checkedBelow.
+func (nl *nodeLog) walk(check func(index uint64, l *raft.Log) error) error {
 	key := seqBase
 	var l raft.Log
 	switch err := nl.store.GetLog(floorKey, &l); {
@@ -542,6 +543,8 @@ func (nl *nodeLog) walk() error {
 		}
 	}
 	nl.floor = key
+	var spans []commitSpan
+	var pack raft.Log // checkPacked's
 	for {
 		err := nl.store.GetLog(key, &l)
 		if errors.Is(err, raft.ErrLogNotFound) {
@@ -550,18 +553,27 @@ func (nl *nodeLog) walk() error {
 		if err != nil {
 			return fmt.Errorf("read the commit record at %#x: %w", key, err)
 		}
-		rec, at := key, key+1
-		packed := len(l.Data) > 0 && l.Data[0] == commitPacked
-		n, _, err := decodeCommitRecord(l.Data, func(s commitSpan) {
-			nl.walked[s.group] = applySpan(nl.walked[s.group], s.kind, logRun{first: s.first, n: uint64(s.count), key: at, rec: rec, packed: packed})
-			at += uint64(s.count)
-		})
+		spans = spans[:0]
+		n, packed, err := decodeCommitRecord(l.Data, func(s commitSpan) { spans = append(spans, s) })
 		if err != nil {
 			return fmt.Errorf("the commit record at %#x: %w", key, err)
+		}
+		at := key + 1
+		for _, s := range spans {
+			nl.walked[s.group] = applySpan(nl.walked[s.group], s.kind, logRun{first: s.first, n: uint64(s.count), key: at, rec: key, packed: packed})
+			at += uint64(s.count)
+		}
+		if packed && check != nil {
+			if err := nl.checkPacked(key, n, spans, &pack, check); err != nil {
+				return err
+			}
 		}
 		key += 1 + n
 	}
 	nl.next = key
+	if check != nil {
+		nl.checkedBelow = key
+	}
 	nl.swept, nl.sweepAll = seqBase, nl.floor > seqBase
 	nl.copyCheck = nl.next
 	// Nothing lies past the last record (the floor record lies below the

@@ -247,7 +247,7 @@ func BenchmarkBoltCommitShape(b *testing.B) {
 
 // BenchmarkNodeLogStart measures a start's reading of a loaded node log:
 // opening it as a node does (the walk of its commit records, and the
-// verification of its packs: verifyPacks) and opening its 8 groups, each
+// verification of its packs: walk) and opening its 8 groups, each
 // of which verifies the entries the packs' did not cover, as a replica's
 // start does (group.go, checkedLogs.verifyAll). The log holds 16,384
 // entries of 600 bytes a group, appended two at a time by the 8 groups at

@@ -41,7 +41,7 @@ func loadWithoutWriter(t *testing.T, path string) *nodeLog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := loadNodeLog(store, path)
+	loaded, err := loadNodeLog(store, path, nil)
 	if err != nil {
 		store.Close()
 		t.Fatal(err)

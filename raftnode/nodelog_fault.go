@@ -62,7 +62,7 @@ func CorruptLogEntry(dataDir string, pick func(n int) int) (string, error) {
 	defer store.Close()
 	// The commit records map the groups' entries to their keys, as the
 	// node's start reads them.
-	nl, err := loadNodeLog(store, path)
+	nl, err := loadNodeLog(store, path, nil)
 	if err != nil {
 		return "", err
 	}

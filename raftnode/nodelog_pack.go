@@ -194,58 +194,44 @@ func (nl *nodeLog) readEntry(loc logLoc, l *raft.Log) error {
 	return nil
 }
 
-// verifyPacks reads every packed commit from the floor to next, each pack
-// once, and verifies it and check(index, entry) of each of its entries,
-// under the raft index its span gives it: dead entries too, which a
-// corruption may hit as well as live ones. A group then verifies only its
+// checkPacked verifies the pack of the commit at rec, of n entries named
+// by spans, and check(index, entry) of each entry, under the raft index its
+// span gives it: dead entries too, which a corruption may hit as well as
+// live ones. A start runs it for each packed commit as it walks them
+// (walk), so each pack is read once; a group then verifies only its
 // entries elsewhere (groupLog.verifyAll): read group by group, a pack was
 // decoded once for each entry, as a group's entries lie in most commits
-// (docs/PERFORMANCE-JOURNAL.md, "A commit's entries in one value"). It runs
-// before the writer starts.
-func (nl *nodeLog) verifyPacks(check func(index uint64, l *raft.Log) error) error {
-	var rec, pack, e raft.Log
-	var spans []commitSpan
-	for key := nl.floor; key < nl.next; {
-		if err := nl.store.GetLog(key, &rec); err != nil {
-			return fmt.Errorf("read the commit record at %#x: %w", key, err)
-		}
-		spans = spans[:0]
-		n, packed, err := decodeCommitRecord(rec.Data, func(s commitSpan) { spans = append(spans, s) })
-		if err != nil {
-			return fmt.Errorf("the commit record at %#x: %w", key, err)
-		}
-		if packed {
-			if err := nl.store.GetLog(key+1, &pack); err != nil {
-				return fmt.Errorf("the pack of the commit at %#x: %w", key, err)
-			}
-			count, err := checkPack(pack.Data)
-			if err == nil && count != n {
-				err = fmt.Errorf("%w: a pack of %d entries where its record names %d", ErrCorruptLog, count, n)
-			}
-			if err != nil {
-				return fmt.Errorf("the pack of the commit at %#x: %w", key, err)
-			}
-			j := uint64(0)
-			for _, s := range spans {
-				for i := range uint64(s.count) {
-					packEntry(pack.Data, j, &e)
-					e.Index = s.first + i
-					if err := check(e.Index, &e); err != nil {
-						return fmt.Errorf("entry %d of group %d in the commit at %#x: %w", e.Index, s.group, key, err)
-					}
-					j++
-				}
-			}
-		}
-		key += 1 + n
+// (docs/PERFORMANCE-JOURNAL.md, "A commit's entries in one value").
+// pack is the caller's, reused: the decoder reads into its buffer.
+func (nl *nodeLog) checkPacked(rec, n uint64, spans []commitSpan, pack *raft.Log, check func(index uint64, l *raft.Log) error) error {
+	var e raft.Log
+	if err := nl.store.GetLog(rec+1, pack); err != nil {
+		return fmt.Errorf("the pack of the commit at %#x: %w", rec, err)
 	}
-	nl.checkedBelow = nl.next
+	count, err := checkPack(pack.Data)
+	if err == nil && count != n {
+		err = fmt.Errorf("%w: a pack of %d entries where its record names %d", ErrCorruptLog, count, n)
+	}
+	if err != nil {
+		return fmt.Errorf("the pack of the commit at %#x: %w", rec, err)
+	}
+	j := uint64(0)
+	for _, s := range spans {
+		for i := range uint64(s.count) {
+			packEntry(pack.Data, j, &e)
+			e.Index = s.first + i
+			if err := check(e.Index, &e); err != nil {
+				return fmt.Errorf("entry %d of group %d in the commit at %#x: %w", e.Index, s.group, rec, err)
+			}
+			j++
+		}
+	}
 	return nil
 }
 
 // verifyAll reads every entry of the group and verifies it with check,
 // but for those of packed commits that the log verified when it opened
-// (verifyPacks).
+// (walk).
 func (g *groupLog) verifyAll(check func(index uint64, l *raft.Log) error) error {
 	g.mu.RLock()
 	runs := slices.Clone(g.runs)
