@@ -470,7 +470,8 @@ func sortRun(a chunks, pend, dels []uint32, sorted *[]sealed, alloc func(n int) 
 // at a time (tiers, as an LSM tree's size-tiered compaction): each record
 // is merged about log4 of the runs' growth times instead of log2, and
 // each merge reads its records' keys out of the arena once, mostly
-// missing the caches for a stack's larger runs.
+// missing the caches for a stack's larger runs: a block at a time
+// (keyCursor), so that the misses overlap.
 func (o *overlay) push(r run) {
 	a := o.a.c
 	// Readers (view) and base may hold the stack's array: a new one takes
@@ -513,7 +514,9 @@ const foldWidth = 4
 // pairs' points twice. The points go to out's array, which has room for
 // all of w's.
 func fold4(a chunks, w []run, out []uint32) run {
-	lo, hi := newPairStream(a, &w[0], &w[1]), newPairStream(a, &w[2], &w[3])
+	var lo, hi pairStream
+	lo.init(a, &w[0], &w[1])
+	hi.init(a, &w[2], &w[3])
 	hiDels := len(w[2].dels) > 0 || len(w[3].dels) > 0
 	for lo.has || hi.has {
 		c := 1
@@ -545,38 +548,77 @@ func fold4(a chunks, w []run, out []uint32) run {
 	return run{points: out, dels: dels}
 }
 
+// keyBlock is how many points' keys a keyCursor resolves at a time.
+const keyBlock = 16
+
+// keyCursor walks a run's points, resolving their keys from the arena a
+// block at a time. A merge's runs name records all over the arena, so
+// most keys miss the caches: resolved one per step, each miss stalls the
+// merge; resolved a block at a time, the loads do not depend on one
+// another and the core overlaps their misses.
+type keyCursor struct {
+	pts []uint32
+	i   int // the head is pts[i], its key buf[pos]
+	pos int
+	n   int // keys resolved in buf
+	buf [keyBlock][]byte
+}
+
+func (c *keyCursor) init(a chunks, pts []uint32) {
+	c.pts, c.i = pts, 0
+	c.fill(a)
+}
+
+func (c *keyCursor) fill(a chunks) {
+	rest := c.pts[c.i:]
+	n := min(len(rest), keyBlock)
+	for k, off := range rest[:n] {
+		c.buf[k] = a.key(off)
+	}
+	c.pos, c.n = 0, n
+}
+
+// ok reports whether the cursor has a head.
+func (c *keyCursor) ok() bool { return c.i < len(c.pts) }
+
+func (c *keyCursor) off() uint32 { return c.pts[c.i] }
+
+func (c *keyCursor) key() []byte { return c.buf[c.pos] }
+
+// advance moves the head to the next point.
+func (c *keyCursor) advance(a chunks) {
+	c.i++
+	if c.pos++; c.pos == c.n && c.i < len(c.pts) {
+		c.fill(a)
+	}
+}
+
 // pairStream merges an older and a newer run a point at a time: the
 // newer's points win over the older's of the same key, and its range
 // deletions drop the older's points they cover. Its head (off, key) is
 // the next point of the merge; each point's key is read from the arena
-// once.
+// once (keyCursor).
 type pairStream struct {
-	a            chunks
-	older, newer *run
-	i, j         int
-	ok, nk       []byte // the keys of older.points[i] and newer.points[j]
-	off          uint32
-	key          []byte
-	has          bool
+	a     chunks
+	newer *run
+	o, n  keyCursor // older's and newer's points
+	off   uint32
+	key   []byte
+	has   bool
 }
 
-func newPairStream(a chunks, older, newer *run) pairStream {
-	p := pairStream{a: a, older: older, newer: newer}
-	if len(older.points) > 0 {
-		p.ok = a.key(older.points[0])
-	}
-	if len(newer.points) > 0 {
-		p.nk = a.key(newer.points[0])
-	}
+// init starts p on its runs' first points.
+func (p *pairStream) init(a chunks, older, newer *run) {
+	p.a, p.newer = a, newer
+	p.o.init(a, older.points)
+	p.n.init(a, newer.points)
 	p.next()
-	return p
 }
 
 // next moves the head to the merge's next point.
 func (p *pairStream) next() {
-	op, np := p.older.points, p.newer.points
 	for {
-		oi, nj := p.i < len(op), p.j < len(np)
+		oi, nj := p.o.ok(), p.n.ok()
 		if !oi && !nj {
 			p.has = false
 			return
@@ -586,13 +628,11 @@ func (p *pairStream) next() {
 		case !nj:
 			c = -1
 		case oi:
-			c = bytes.Compare(p.ok, p.nk)
+			c = bytes.Compare(p.o.key(), p.n.key())
 		}
 		if c < 0 {
-			off, key := op[p.i], p.ok
-			if p.i++; p.i < len(op) {
-				p.ok = p.a.key(op[p.i])
-			}
+			off, key := p.o.off(), p.o.key()
+			p.o.advance(p.a)
 			if len(p.newer.dels) > 0 && p.newer.covers(p.a, key) {
 				continue
 			}
@@ -600,14 +640,10 @@ func (p *pairStream) next() {
 			return
 		}
 		if c == 0 { // the newer's point hides the older's
-			if p.i++; p.i < len(op) {
-				p.ok = p.a.key(op[p.i])
-			}
+			p.o.advance(p.a)
 		}
-		p.off, p.key, p.has = np[p.j], p.nk, true
-		if p.j++; p.j < len(np) {
-			p.nk = p.a.key(np[p.j])
-		}
+		p.off, p.key, p.has = p.n.off(), p.n.key(), true
+		p.n.advance(p.a)
 		return
 	}
 }
@@ -647,7 +683,8 @@ const runPointsMerged = 1 << 15
 // deletions drop older's points they cover (pairStream).
 // The points go to out's array, which has room for both runs'.
 func mergeRuns(a chunks, older, newer *run, out []uint32) run {
-	for p := newPairStream(a, older, newer); p.has; p.next() {
+	var p pairStream
+	for p.init(a, older, newer); p.has; p.next() {
 		out = append(out, p.off)
 	}
 	dels := append(slices.Clip(older.dels), newer.dels...)
@@ -672,10 +709,12 @@ func foldRuns(a chunks, runs []run) run {
 		delsAbove[i] = any
 		any = any || len(runs[i].dels) > 0
 	}
+	cursors := make([]keyCursor, len(runs))
 	h := foldHeap{heads: make([]foldHead, 0, len(runs))}
 	for i := range runs {
 		if len(runs[i].points) > 0 {
-			h.heads = append(h.heads, foldHead{run: i, key: a.key(runs[i].points[0])})
+			cursors[i].init(a, runs[i].points)
+			h.heads = append(h.heads, foldHead{run: i, c: &cursors[i]})
 		}
 	}
 	for i := len(h.heads)/2 - 1; i >= 0; i-- {
@@ -684,16 +723,13 @@ func foldRuns(a chunks, runs []run) run {
 	var last []byte
 	for n := 0; len(h.heads) > 0; n++ {
 		top := &h.heads[0]
-		r := &runs[top.run]
-		if n == 0 || !bytes.Equal(top.key, last) {
-			last = top.key
-			if !delsAbove[top.run] || !coveredAfter(a, runs[top.run+1:], top.key) {
-				out = append(out, r.points[top.pos])
+		if key := top.c.key(); n == 0 || !bytes.Equal(key, last) {
+			last = key
+			if !delsAbove[top.run] || !coveredAfter(a, runs[top.run+1:], key) {
+				out = append(out, top.c.off())
 			}
 		}
-		if top.pos++; top.pos < len(r.points) {
-			top.key = a.key(r.points[top.pos])
-		} else {
+		if top.c.advance(a); !top.c.ok() {
 			h.heads[0] = h.heads[len(h.heads)-1]
 			h.heads = h.heads[:len(h.heads)-1]
 		}
@@ -718,8 +754,8 @@ func coveredAfter(a chunks, runs []run, key []byte) bool {
 
 // foldHead is a run's next point in foldRuns.
 type foldHead struct {
-	run, pos int
-	key      []byte
+	run int
+	c   *keyCursor
 }
 
 // foldHeap orders runs' heads by key, the newest run first among equal
@@ -728,7 +764,7 @@ type foldHeap struct{ heads []foldHead }
 
 func (h *foldHeap) less(i, j int) bool {
 	x, y := &h.heads[i], &h.heads[j]
-	c := bytes.Compare(x.key, y.key)
+	c := bytes.Compare(x.c.key(), y.c.key())
 	return c < 0 || c == 0 && x.run > y.run
 }
 

@@ -400,3 +400,28 @@ func TestOverlayAbortKeepsCommitted(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyCursorWalksEveryPoint: a cursor resolving keys a block at a time
+// gives each point's offset and key in order, across block boundaries,
+// for runs shorter and longer than a block.
+func TestKeyCursorWalksEveryPoint(t *testing.T) {
+	a := &arena{pool: &chunkPool{}}
+	var pts []uint32
+	for i := range 3*keyBlock + 5 {
+		pts = append(pts, a.add(recSet, fmt.Appendf(nil, "k%04d", i), []byte("v")))
+	}
+	for _, n := range []int{0, 1, keyBlock - 1, keyBlock, keyBlock + 1, 2 * keyBlock, len(pts)} {
+		var c keyCursor
+		c.init(a.c, pts[:n])
+		i := 0
+		for ; c.ok(); c.advance(a.c) {
+			if c.off() != pts[i] || !bytes.Equal(c.key(), a.c.key(pts[i])) {
+				t.Fatalf("%d points: head %d = (%d, %q), want (%d, %q)", n, i, c.off(), c.key(), pts[i], a.c.key(pts[i]))
+			}
+			i++
+		}
+		if i != n {
+			t.Fatalf("%d points: the cursor gave %d", n, i)
+		}
+	}
+}
