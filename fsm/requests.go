@@ -136,7 +136,9 @@ func (tx *txn) pruneRequests() {
 //
 // Memory: about 1.9 bytes per request in the retention horizon
 // (RequestRetentionMs, plus up to requestSpanHours while a span's last hours
-// wait for pruning); one span's filter grows by doubling and stops at
+// wait for pruning) once a span's filters are full; a span's newest filter
+// is made four times its predecessor (requestGenGrowth), so just after it
+// is made the span holds up to about 7.5 bytes per request; one stops at
 // requestGenBitsMax bits, past which its false positives grow, and so do
 // reads, never results.
 //
@@ -159,8 +161,17 @@ const (
 	// requestSpanHours is how many hours of records one filter covers.
 	requestSpanHours = 4
 	// requestGenCapMin is the first filter's capacity; a filter that fills
-	// up is followed, in the same span, by one twice as large.
+	// up is followed, in the same span, by one requestGenGrowth times as
+	// large.
 	requestGenCapMin = 1 << 14
+	// requestGenGrowth is four, not two: a new request asks every filter
+	// of its span, and each full filter adds its false positives, so a
+	// span that grows from requestGenCapMin to a loaded group's millions
+	// in half the filters costs half the probes and reads
+	// (BenchmarkRequestFilter: 0.57 % -> 0.34 % of new requests named an
+	// hour, 306 -> 277 ns). The price is memory: the newest filter may be
+	// four times what it holds instead of twice.
+	requestGenGrowth = 4
 	// requestGenBitsMax bounds one filter: 256 Mbit, 32 MiB.
 	requestGenBitsMax = 1 << 28
 	// requestBitsPerKey and requestHashes give about 0.1% false positives.
@@ -191,7 +202,7 @@ func (f *requestFilter) add(h, bucket uint64) {
 	if g == nil || g.span != span || (g.n >= g.cap && len(g.bits)*64 < requestGenBitsMax) {
 		capacity := requestGenCapMin
 		if g != nil && g.span == span {
-			capacity = g.cap * 2
+			capacity = g.cap * requestGenGrowth
 		} else if g != nil {
 			capacity = max(requestGenCapMin, g.n) // the last span's rate
 		}

@@ -23,8 +23,8 @@ func TestRequestFilterHasNoFalseNegatives(t *testing.T) {
 	for i := range n {
 		f.add(requestHash(fmt.Sprintf("c%d", i), "r"), hour(i))
 	}
-	if len(f.gens) < 4 {
-		t.Fatalf("%d filters after %d adds over 6 hours, want growth within a span", len(f.gens), n)
+	if len(f.gens) < 3 || f.gens[1].span != f.gens[0].span {
+		t.Fatalf("%d filters after %d adds over 6 hours, want growth within the first span", len(f.gens), n)
 	}
 	for i := range n {
 		got := buckets(&f, fmt.Sprintf("c%d", i), "r")
@@ -100,4 +100,36 @@ func TestRequestFilterDropsOnlyPrunedHours(t *testing.T) {
 	if len(g.gens) != 0 {
 		t.Errorf("%d filters left after pruning every hour they cover", len(g.gens))
 	}
+}
+
+// TestRequestFilterSpanMemoryIsBounded: however many requests a span
+// takes, its filters stop growing at about 76 MB (README's bound): each
+// filter is made four times the last, until one reaches
+// requestGenBitsMax, which takes every later request of the span. Each
+// filter is marked full here rather than filled.
+func TestRequestFilterSpanMemoryIsBounded(t *testing.T) {
+	var f requestFilter
+	for i := 0; ; i++ {
+		if i > 64 {
+			t.Fatalf("%d filters in one span and still growing", len(f.gens))
+		}
+		n := len(f.gens)
+		f.add(uint64(i)*0x9e3779b97f4a7c15, 7)
+		if len(f.gens) == n {
+			break // the last filter took it: it is at requestGenBitsMax
+		}
+		g := f.last()
+		g.n = g.cap
+	}
+	total := 0
+	for _, g := range f.gens {
+		total += len(g.bits) * 8
+	}
+	if last := f.last(); len(last.bits)*64 != requestGenBitsMax {
+		t.Errorf("the last filter has %d bits, want requestGenBitsMax (%d)", len(last.bits)*64, requestGenBitsMax)
+	}
+	if total > 76e6 {
+		t.Errorf("a span's filters hold %d bytes in %d filters, want at most 76 MB", total, len(f.gens))
+	}
+	t.Logf("%d filters, %d bytes", len(f.gens), total)
 }
