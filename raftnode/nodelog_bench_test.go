@@ -1,6 +1,9 @@
 package raftnode
 
 import (
+	"errors"
+	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -168,7 +171,7 @@ func BenchmarkLogAppendLoaded(b *testing.B) {
 }
 
 // BenchmarkBoltCommitShape asks what a node-log commit's CPU would come to
-// if its layout or its syncs changed (docs/PERFORMANCE.md, "The node log"):
+// if its layout or its syncs changed (docs/PERFORMANCE-SHAPE.md, "The node log"):
 // raft-boltdb commits of 4 appends of one 600-byte entry (a loaded node's
 // commit), with the node log's bbolt options, after prefill rounds of 8
 // groups. per-group keys each group's entries as the node log did before
@@ -325,24 +328,76 @@ const (
 	loadedEntries = 16384
 )
 
-// loadedNodeLog writes the loaded node log and returns its path.
+// loadedNodeLog returns the path of a copy of the loaded node log, in the
+// benchmark's own directory. The log is written once per test binary
+// (writeLoadedNodeLog) and copied for each run: each benchmark runs twice
+// under -benchtime Nx, and writing 131,072 entries took most of their
+// time in make test.
 func loadedNodeLog(b *testing.B) string {
+	loaded.once.Do(func() {
+		dir, err := os.MkdirTemp("", "raftnode-loaded-")
+		if err != nil {
+			loaded.err = err
+			return
+		}
+		loaded.dir = dir
+		loaded.err = writeLoadedNodeLog(filepath.Join(dir, "log.db"))
+	})
+	if loaded.err != nil {
+		b.Fatal(loaded.err)
+	}
+	path := filepath.Join(b.TempDir(), "log.db")
+	if err := copyFile(path, filepath.Join(loaded.dir, "log.db")); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// copyFile copies the file at src to a new file at dst.
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// loaded is the loaded node log written once (loadedNodeLog); TestMain
+// removes its directory.
+var loaded struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// writeLoadedNodeLog writes the loaded node log at path.
+func writeLoadedNodeLog(path string) error {
 	const (
 		groups  = loadedGroups
 		perApp  = 2
 		entries = loadedEntries
 	)
-	path := filepath.Join(b.TempDir(), "log.db")
 	nl, err := openNodeLog(path)
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	data := make([]byte, 600)
 	var wg sync.WaitGroup
+	errs := make([]error, groups)
 	for g := range groups {
 		gl, err := nl.group(uint32(g))
 		if err != nil {
-			b.Fatal(err)
+			nl.close()
+			return err
 		}
 		wg.Add(1)
 		go func() {
@@ -354,15 +409,16 @@ func loadedNodeLog(b *testing.B) string {
 					logs[k] = &raft.Log{Index: i + uint64(k), Term: 1, Type: raft.LogCommand, Data: data, AppendedAt: time.Now()}
 				}
 				if err := s.StoreLogs(logs); err != nil {
-					b.Error(err)
+					errs[g] = err
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	if err := nl.close(); err != nil {
-		b.Fatal(err)
+	if err := errors.Join(errs...); err != nil {
+		nl.close()
+		return err
 	}
-	return path
+	return nl.close()
 }
