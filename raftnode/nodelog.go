@@ -21,7 +21,7 @@ import (
 // of all groups waiting together in one transaction, so the groups share
 // its fsyncs and a round of replication costs a node no more with more
 // groups, as multi-raft systems keep all their ranges' logs in one engine
-// (docs/PERFORMANCE.md, "The node log").
+// (docs/PERFORMANCE-SHAPE.md, "The node log").
 //
 // Layout: one key sequence for every group, from seqBase up. Each commit
 // writes, at the sequence's next key, a commit record naming its spans
@@ -835,6 +835,7 @@ func (nl *nodeLog) run() {
 		}
 		for next != nil {
 			if next.tidy {
+				nl.room.lookNext() // the room measured from bbolt's pages now
 				for nl.backgroundPending() {
 					nl.background()
 				}
@@ -902,7 +903,7 @@ func (nl *nodeLog) background() {
 // A commit of the node log costs the same whether it carries one group's
 // append or many, so while the log is busy the writer waits up to
 // nodeLogLinger for more appends before committing fewer than
-// nodeLogLingerAppends (docs/PERFORMANCE.md, "The node log lingers"). Busy
+// nodeLogLingerAppends (docs/PERFORMANCE-SHAPE.md, "The node log lingers"). Busy
 // means the previous commit ended less than nodeLogBusyGap ago and carried
 // more than one append: with a few clients each commit carries one, and a
 // linger would only add its millisecond to every request.
