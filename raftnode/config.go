@@ -140,7 +140,7 @@ const (
 	// leader refuses votes until its own timer runs out. At 1 s a leader
 	// kill often missed the waiting room's 2 s to resume admissions; at
 	// 500 ms it meets it, with no more elections under load
-	// (docs/PERFORMANCE.md, "Leader kill").
+	// (docs/PERFORMANCE-SHAPE.md, "Leader kill").
 	heartbeatTimeoutDefault = 500 * time.Millisecond
 	electionTimeoutDefault  = 500 * time.Millisecond
 	// leaderLeaseTimeoutDefault caps the lease; by default it is half the
@@ -152,7 +152,7 @@ const (
 	// too (leader_commit.go); what it still paces is raft's retry of a
 	// follower whose replication failed when no new entry comes. Shorter,
 	// these empty appends were much of an idle cluster's raft traffic
-	// (docs/PERFORMANCE.md, "Heartbeats coalesced per node pair").
+	// (docs/PERFORMANCE-SHAPE.md, "Heartbeats coalesced per node pair").
 	commitTimeoutDefault      = time.Second
 	batchCommandsDefault      = 1024
 	inflightEntriesDefault    = 4

@@ -15,7 +15,7 @@ import (
 //
 // Raft sends every follower of every group a heartbeat as a synchronous
 // round trip on the group's own connection; on an idle cluster those round
-// trips were most of the CPU (docs/PERFORMANCE.md). Instead, a group's
+// trips were most of the CPU (docs/PERFORMANCE-SHAPE.md). Instead, a group's
 // transport (heartbeat_transport.go) hands a heartbeat to the node's
 // beatCoalescer: periodic ones wait for the node-wide tick, urgent ones
 // (VerifyLeader waits on them) go at once, and every heartbeat queued for

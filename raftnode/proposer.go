@@ -202,7 +202,7 @@ func (g *Group) runProposer() {
 	defer close(inflight)
 	max := g.node.cfg.BatchCommandsMax
 	// batch is reused; each entry gets a copy of its size, not a fresh
-	// slice of max (docs/PERFORMANCE.md, "The proposer's batch").
+	// slice of max (docs/PERFORMANCE-SHAPE.md, "The proposer's batch").
 	batch := make([]*proposal, 0, max)
 	// carry is proposals queued together that did not fit in the last
 	// entry: the next one starts with them (Queue queues at most max together).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Node CPU per waiting-room join, for A/B comparisons of two builds
-# (docs/PERFORMANCE.md, "The waiting room"): three `seatd serve` on
+# (docs/PERFORMANCE-SHAPE.md, "The waiting room"): three `seatd serve` on
 # 127.0.0.1, `seatbench --workload waitingroom` against them, and the
 # nodes' CPU time (user + system, from /proc) from just before seatbench
 # starts to the end of its join burst, divided by the joins. With
