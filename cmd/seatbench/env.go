@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -84,6 +85,7 @@ func runOnce(ctx context.Context, cfg *config, noBatch bool, stdout, stderr io.W
 	if cfg.http {
 		sum.Transport = "http"
 	}
+	sum.Machine.Yardstick = measureYardstick(cmp.Or(cfg.dir, os.TempDir()))
 	endpoints := cfg.endpoints
 	if len(endpoints) == 0 {
 		cl, cleanup, err := startCluster(ctx, cfg, noBatch, stderr)
@@ -482,12 +484,19 @@ type CPUUse struct {
 	Seatbench float64            `json:"seatbench_core_share"`
 	Nodes     map[string]float64 `json:"node_core_share,omitempty"`
 	Total     float64            `json:"total_core_share"`
+	// NodeKernel is the share of the nodes' CPU spent in the kernel:
+	// syscalls, page faults, the network stack. It tells the machine's
+	// hour from the code's cost (docs/PERFORMANCE.md, "The machine's
+	// hour").
+	NodeKernel float64 `json:"node_kernel_share,omitempty"`
 }
 
 // cpuSample is CPU seconds of this process and of each local node.
 type cpuSample struct {
 	self  float64
 	nodes map[string]float64
+	// nodesSys is the nodes' CPU seconds in the kernel, together.
+	nodesSys float64
 }
 
 func (e *env) cpuNow() cpuSample {
@@ -495,7 +504,9 @@ func (e *env) cpuNow() cpuSample {
 	if e.cluster != nil {
 		for _, n := range e.cluster.Nodes() {
 			if pid := n.PID(); pid != 0 {
-				s.nodes[n.ID] = procCPU(pid)
+				user, sys := procCPUSplit(pid)
+				s.nodes[n.ID] = user + sys
+				s.nodesSys += sys
 			}
 		}
 	}
@@ -518,6 +529,9 @@ func (e *env) cpuUse(before cpuSample, elapsed time.Duration) *CPUUse {
 				u.Total += u.Nodes[id]
 			}
 		}
+		if all := (u.Total - u.Seatbench) * sec; all > 0 && after.nodesSys >= before.nodesSys {
+			u.NodeKernel = (after.nodesSys - before.nodesSys) / all
+		}
 	}
 	return u
 }
@@ -536,9 +550,15 @@ const clockTicks = 100
 
 // procCPU returns user+system CPU seconds of a process from /proc.
 func procCPU(pid int) float64 {
+	user, sys := procCPUSplit(pid)
+	return user + sys
+}
+
+// procCPUSplit returns a process's user and system CPU seconds from /proc.
+func procCPUSplit(pid int) (user, sys float64) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// Fields after the command name, which is in parentheses.
 	s := string(b)
@@ -547,11 +567,11 @@ func procCPU(pid int) float64 {
 	}
 	f := strings.Fields(s)
 	if len(f) < 13 {
-		return 0
+		return 0, 0
 	}
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / clockTicks
+	return ut / clockTicks, st / clockTicks
 }
 
 // procRSSMiB returns a process's resident set in MiB from /proc.
@@ -601,9 +621,17 @@ func printSummary(w io.Writer, s *Summary) {
 	}
 	fmt.Fprintf(w, "\nseatbench %s over %s: %d clients, %d shows x %d seats, measured %.1fs (setup %.1fs), load %s -> %s\n",
 		name, over, s.Clients, s.Shows, s.Seats, s.ElapsedS, s.SetupS, s.Machine.LoadAvgStart, s.Machine.LoadAvgEnd)
+	if y := s.Machine.Yardstick; y != nil {
+		fmt.Fprintf(w, "machine at the start: syscall %.0f ns, page fault %.1f µs, 4 KiB write+fdatasync %.0f µs, loopback round trip %.1f µs, memory load %.0f ns, sha256 %.0f MB/s\n",
+			y.SyscallNs, y.PageFaultUs, y.FdatasyncUs, y.LoopbackRoundTripUs, y.MemoryLatencyNs, y.SHA256MBs)
+	}
 	printCalls(w, s.Calls)
 	if s.CPU != nil {
-		fmt.Fprintf(w, "cpu (share of one core): seatbench %.2f, nodes %v, total %.2f of %d\n", s.CPU.Seatbench, roundMap(s.CPU.Nodes), s.CPU.Total, s.Machine.CPUs)
+		fmt.Fprintf(w, "cpu (share of one core): seatbench %.2f, nodes %v, total %.2f of %d", s.CPU.Seatbench, roundMap(s.CPU.Nodes), s.CPU.Total, s.Machine.CPUs)
+		if s.CPU.NodeKernel > 0 {
+			fmt.Fprintf(w, "; the nodes' in the kernel %.0f %%", 100*s.CPU.NodeKernel)
+		}
+		fmt.Fprintln(w)
 	}
 	for k, v := range s.Extra {
 		fmt.Fprintf(w, "%s: %v\n", k, v)

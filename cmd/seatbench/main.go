@@ -443,6 +443,20 @@ type MachineInfo struct {
 	Start        string `json:"start"`
 	LoadAvgStart string `json:"loadavg_start"`
 	LoadAvgEnd   string `json:"loadavg_end"`
+	// Yardstick is the machine's speed at the run's start (Linux only).
+	Yardstick *Yardstick `json:"yardstick,omitempty"`
+}
+
+// Yardstick is what the parts of a node's CPU per command cost on this
+// machine at this hour (yardstick_linux.go); a field is 0 when it could
+// not be measured.
+type Yardstick struct {
+	SyscallNs           float64 `json:"syscall_ns"`             // getppid
+	PageFaultUs         float64 `json:"page_fault_us"`          // first touch of an anonymous page
+	FdatasyncUs         float64 `json:"write_fdatasync_us"`     // a 4 KiB pwrite and its fdatasync, in the data directory's file system
+	LoopbackRoundTripUs float64 `json:"loopback_round_trip_us"` // 1 byte each way over 127.0.0.1
+	MemoryLatencyNs     float64 `json:"memory_latency_ns"`      // a load that misses every cache
+	SHA256MBs           float64 `json:"sha256_mb_per_s"`        // one core
 }
 
 // Check is one verified property of a run.

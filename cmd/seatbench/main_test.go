@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,9 @@ func TestWorkloads(t *testing.T) {
 		}
 		if s.ClientBatch != "on, 1 in flight" || s.Extra["calls_per_client_batch"] == nil {
 			t.Errorf("uniform: client batching %q, extra %v: want on, with calls_per_client_batch", s.ClientBatch, s.Extra)
+		}
+		if y := s.Machine.Yardstick; runtime.GOOS == "linux" && (y == nil || y.SyscallNs <= 0 || y.PageFaultUs <= 0 || y.FdatasyncUs <= 0 || y.LoopbackRoundTripUs <= 0 || y.MemoryLatencyNs <= 0 || y.SHA256MBs <= 0) {
+			t.Errorf("uniform: machine yardstick %+v: want every figure measured", y)
 		}
 	})
 	t.Run("uniform-unbatched", func(t *testing.T) {
