@@ -11,14 +11,15 @@ import (
 	"time"
 )
 
-// measureYardstick times what a node's CPU per command is made of, on this
-// machine at this hour, before the cluster starts: a syscall, a page
+// measureYardstick times what a node's CPU per command is made of, on
+// this machine at this hour, before the cluster starts: a syscall, a page
 // fault, a 4 KiB write and its fdatasync, a loopback TCP round trip, a
-// load that misses the caches, and hashing. The same binary's node CPU per command has moved by a factor of
-// three between sessions with its code unchanged (docs/PERFORMANCE.md, "The
-// machine's hour"); these figures, printed with every run, say whether the
-// machine or the code moved. It takes about a second; dir is where the
-// nodes keep their data (the file written there is removed).
+// load that misses the caches, and hashing. The same tree's node CPU per
+// command has moved by a factor of three between sessions
+// (docs/PERFORMANCE.md, "The machine's hour"); these figures, printed
+// with every run, say whether the machine or the code moved. It takes
+// under a second; dir is where the nodes keep their data (the file
+// written there is removed).
 func measureYardstick(dir string) *Yardstick {
 	y := &Yardstick{}
 	const calls = 100_000
@@ -30,6 +31,7 @@ func measureYardstick(dir string) *Yardstick {
 
 	const faultBytes = 32 << 20
 	if m, err := syscall.Mmap(-1, 0, faultBytes, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON); err == nil {
+		_ = syscall.Madvise(m, syscall.MADV_NOHUGEPAGE) // 4 KiB pages even where transparent huge pages are always on
 		t = time.Now()
 		for i := 0; i < faultBytes; i += 4096 {
 			m[i] = 1
