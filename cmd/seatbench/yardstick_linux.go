@@ -63,7 +63,6 @@ func measureYardstick(dir string) *Yardstick {
 	}
 
 	y.LoopbackRoundTripUs = loopbackRoundTrip()
-
 	y.MemoryLatencyNs = memoryLatency()
 
 	buf := make([]byte, 1<<20)
@@ -78,8 +77,8 @@ func measureYardstick(dir string) *Yardstick {
 
 // memoryLatency is the mean time of a load that misses every cache, in
 // ns: a chase through a cycle of 64 MiB of indexes in a scattered order,
-// each load's address the previous load's value, so no two overlap. A node's apply is
-// bound by such misses (PERFORMANCE.md, "The cache misses of a command").
+// each load's address the previous load's value, so no two overlap. Such
+// misses bound a node's apply (docs/PERFORMANCE.md, "What is left").
 func memoryLatency() float64 {
 	const n = 8 << 20 // 64 MiB of uint64
 	// x -> a*x + c mod 2^23, with a = 1 mod 4 and c odd, visits every
